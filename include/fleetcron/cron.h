@@ -1,0 +1,72 @@
+// fleetcron — the cron spec parser.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "fleetcron/parse_error.h"
+#include "fleetcron/schedule.h"
+#include "fleetcron/time_zone.h"
+
+namespace fleetcron {
+
+/// Whether a leading seconds field is accepted.
+enum class SecondsField {
+  none,      ///< exactly 5 fields: minute hour day-of-month month day-of-week
+  optional,  ///< 5 fields, or 6 with seconds first
+  required,  ///< exactly 6 fields, seconds first
+};
+
+/// What a spec does with a wall time that does not exist (spring forward).
+enum class DstGap {
+  shift,  ///< fire once, at the first instant after the gap (Vixie cron, cronie)
+  skip,   ///< no fire for that wall time
+};
+
+/// What a spec does with a wall time that occurs twice (fall back).
+enum class DstOverlap {
+  first,  ///< fire once, at the earlier instant
+  last,   ///< fire once, at the later instant
+  both,   ///< fire at both instants
+};
+
+/// Daylight-saving policy of a spec whose hour field is restricted. A spec
+/// whose hour field matches every hour is periodic: it fires at every instant
+/// whose wall time matches and ignores this policy (see docs/time-engine.md).
+struct DstPolicy {
+  DstGap gap = DstGap::shift;
+  DstOverlap overlap = DstOverlap::first;
+  friend bool operator==(const DstPolicy&, const DstPolicy&) = default;
+};
+
+[[nodiscard]] std::string_view to_string(DstGap gap) noexcept;
+[[nodiscard]] std::string_view to_string(DstOverlap overlap) noexcept;
+/// "shift" / "skip", or std::nullopt.
+[[nodiscard]] std::optional<DstGap> dst_gap_from_string(std::string_view text) noexcept;
+/// "first" / "last" / "both", or std::nullopt.
+[[nodiscard]] std::optional<DstOverlap> dst_overlap_from_string(std::string_view text) noexcept;
+
+/// How specs are read.
+struct ParseOptions {
+  SecondsField seconds = SecondsField::none;
+  /// Zone of specs without a TZ=/CRON_TZ= prefix.
+  TimeZone zone = TimeZone::utc();
+  DstPolicy dst{};
+};
+
+/// The longest spec accepted, in bytes.
+inline constexpr std::size_t max_spec_bytes = 4096;
+
+/// Parses a cron spec:
+///   [TZ=<zone> |CRON_TZ=<zone> ] (<fields> | @yearly | @annually | @monthly |
+///   @weekly | @daily | @midnight | @hourly | @every <duration>)
+/// Fields are `minute hour day-of-month month day-of-week`, with a leading
+/// `second` as options.seconds allows. Each field is a comma list of terms
+/// `*`, `?` (day fields only), `n`, `a-b`, each with an optional `/step`;
+/// month and day-of-week also take three-letter names. Day-of-month also
+/// takes `L`, `L-n`, `LW`, `nW`; day-of-week `N#M` and `NL` (Quartz).
+/// Day rule (Vixie cron): if either day field starts with `*` or `?` a day
+/// must match both, otherwise either. Throws ParseError.
+[[nodiscard]] SchedulePtr parse_schedule(std::string_view spec, const ParseOptions& options = {});
+
+}  // namespace fleetcron

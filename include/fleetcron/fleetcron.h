@@ -1,0 +1,11 @@
+// fleetcron — everything public, in one include.
+#pragma once
+
+#include "fleetcron/cron.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/parse_error.h"
+#include "fleetcron/rfc3339.h"
+#include "fleetcron/schedule.h"
+#include "fleetcron/time.h"
+#include "fleetcron/time_zone.h"
+#include "fleetcron/version.h"
