@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix, then builds the consumer with
+# find_package(fleetcron) and again with pkg-config, and runs both.
+# Usage: run_install_test.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
+set -euo pipefail
+build=$1 source=$2 scratch=$3
+rm -rf "$scratch" && mkdir -p "$scratch"
+prefix=$scratch/prefix
+expected="2026-03-08T03:00:00-04:00"
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+cmake -S "$source/tests/install/consumer" -B "$scratch/cmake-consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$scratch/cmake-consumer" >/dev/null
+out=$("$scratch/cmake-consumer/consumer")
+echo "find_package consumer: $out"
+[[ $out == "$expected "* ]] || { echo "FAIL: expected $expected"; exit 1; }
+
+pcdir=$(dirname "$(find "$prefix" -name fleetcron.pc | head -n 1)")
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron)
+c++ "$source/tests/install/consumer/main.cpp" -o "$scratch/pc-consumer" $flags
+out=$("$scratch/pc-consumer")
+echo "pkg-config consumer: $out"
+[[ $out == "$expected "* ]] || { echo "FAIL: expected $expected"; exit 1; }
+echo "install test passed"
