@@ -54,7 +54,8 @@ inline constexpr std::chrono::nanoseconds min_interval = std::chrono::millisecon
 [[nodiscard]] SchedulePtr every(std::chrono::nanoseconds interval);
 
 /// Fires at anchor + k·interval for every integer k (so also before the
-/// anchor). Throws std::invalid_argument when `interval` is below min_interval.
+/// anchor). Throws std::invalid_argument when `interval` is below
+/// min_interval or `anchor` is outside the supported range.
 [[nodiscard]] SchedulePtr every(std::chrono::nanoseconds interval, Instant anchor);
 
 /// Fires at every multiple of `interval` since the Unix epoch, so replicas

@@ -57,8 +57,9 @@ nanoseconds parse_duration(std::string_view text) {
     std::int64_t whole = 0;
     bool any_digit = false;
     while (pos < text.size() && is_digit(text[pos])) {
-      whole = whole * 10 + (text[pos] - '0');
-      if (whole > max_duration_ns) throw DurationError(text, term_start, "number too large");
+      const int digit = text[pos] - '0';
+      if (whole > (max_duration_ns - digit) / 10) throw DurationError(text, term_start, "number too large");
+      whole = whole * 10 + digit;
       any_digit = true;
       ++pos;
     }

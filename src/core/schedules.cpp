@@ -31,12 +31,15 @@ class IntervalSchedule final : public Schedule {
 
   std::optional<Instant> next(Instant after) const noexcept override {
     if (!in_supported_range(after)) return std::nullopt;
-    if (!anchor_) return checked(after + interval_);
-    // The smallest anchor + k·interval strictly after `after`.
-    const auto since = after - *anchor_;
-    auto steps = since / interval_;
-    if (since % interval_ < nanoseconds::zero()) --steps;  // floor for instants before the anchor
-    return checked(*anchor_ + (steps + 1) * interval_);
+    // Compare before adding: after + interval can pass the int64 range.
+    const nanoseconds headroom = max_supported_instant - after;
+    if (!anchor_) return interval_ < headroom ? std::optional<Instant>(after + interval_) : std::nullopt;
+    // The smallest anchor + k·interval strictly after `after`. Both are
+    // supported instants, so their difference cannot overflow.
+    nanoseconds into_step = (after - *anchor_) % interval_;
+    if (into_step < nanoseconds::zero()) into_step += interval_;
+    const nanoseconds remaining = interval_ - into_step;
+    return remaining < headroom ? std::optional<Instant>(after + remaining) : std::nullopt;
   }
   std::string_view spec() const noexcept override { return spec_; }
 
@@ -121,6 +124,9 @@ SchedulePtr every(nanoseconds interval) {
 
 SchedulePtr every(nanoseconds interval, Instant anchor) {
   check_interval("every", interval);
+  if (!in_supported_range(anchor)) {
+    throw std::invalid_argument("every: anchor outside the supported range (1970 to 2199)");
+  }
   return detail::make_interval_schedule(interval, anchor, {});
 }
 

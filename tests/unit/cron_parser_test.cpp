@@ -9,7 +9,8 @@ namespace {
 
 using test::with_seconds;
 
-const detail::CronFields& fields_of(const SchedulePtr& schedule) {
+// A copy: the schedule is usually a temporary.
+detail::CronFields fields_of(const SchedulePtr& schedule) {
   auto cron = std::dynamic_pointer_cast<const detail::CronSchedule>(schedule);
   EXPECT_NE(cron, nullptr);
   return cron->fields();
@@ -22,7 +23,7 @@ std::uint64_t bits(std::initializer_list<unsigned> values) {
 }
 
 TEST(CronParser, StarCoversTheWholeRange) {
-  const auto& f = fields_of(parse_schedule("* * * * *"));
+  const auto f = fields_of(parse_schedule("* * * * *"));
   EXPECT_EQ(f.seconds, bits({0}));
   EXPECT_EQ(f.minutes, (std::uint64_t{1} << 60) - 1);
   EXPECT_EQ(f.hours, (1u << 24) - 1);
@@ -34,7 +35,7 @@ TEST(CronParser, StarCoversTheWholeRange) {
 }
 
 TEST(CronParser, ValuesRangesStepsAndLists) {
-  const auto& f = fields_of(parse_schedule("5,10-12,50/3 */6 1-10/4 3/4 1-5"));
+  const auto f = fields_of(parse_schedule("5,10-12,50/3 */6 1-10/4 3/4 1-5"));
   EXPECT_EQ(f.minutes, bits({5, 10, 11, 12, 50, 53, 56, 59}));
   EXPECT_EQ(f.hours, bits({0, 6, 12, 18}));
   EXPECT_EQ(f.days_of_month, bits({1, 5, 9}));
@@ -45,7 +46,7 @@ TEST(CronParser, ValuesRangesStepsAndLists) {
 }
 
 TEST(CronParser, NamesAreCaseInsensitiveAndWorkInRanges) {
-  const auto& f = fields_of(parse_schedule("0 0 * JAN-mar,Dec mon-FRI"));
+  const auto f = fields_of(parse_schedule("0 0 * JAN-mar,Dec mon-FRI"));
   EXPECT_EQ(f.months, bits({1, 2, 3, 12}));
   EXPECT_EQ(f.days_of_week, bits({1, 2, 3, 4, 5}));
   EXPECT_EQ(fields_of(parse_schedule("0 0 * * sun,sat")).days_of_week, bits({0, 6}));
@@ -58,14 +59,14 @@ TEST(CronParser, SevenIsSunday) {
 }
 
 TEST(CronParser, QuestionMarkIsStarInDayFields) {
-  const auto& f = fields_of(parse_schedule("0 0 ? * 1"));
+  const auto f = fields_of(parse_schedule("0 0 ? * 1"));
   EXPECT_TRUE(f.day_of_month_star);
   EXPECT_EQ(f.days_of_month, 0xFFFF'FFFEu);
   EXPECT_TRUE(fields_of(parse_schedule("0 0 1 * ?")).day_of_week_star);
 }
 
 TEST(CronParser, StarWithStepCountsAsStarForTheDayRule) {
-  const auto& f = fields_of(parse_schedule("0 0 */2 * 1"));
+  const auto f = fields_of(parse_schedule("0 0 */2 * 1"));
   EXPECT_TRUE(f.day_of_month_star);
   EXPECT_EQ(f.days_of_month & bits({1, 2, 3}), bits({1, 3}));
 }
@@ -78,13 +79,13 @@ TEST(CronParser, SecondsOption) {
 }
 
 TEST(CronParser, QuartzDayTokens) {
-  const auto& dom = fields_of(parse_schedule("0 0 L,L-3,LW,15W * ?"));
+  const auto dom = fields_of(parse_schedule("0 0 L,L-3,LW,15W * ?"));
   EXPECT_TRUE(dom.last_day);
   EXPECT_EQ(dom.days_before_last, bits({3}));
   EXPECT_TRUE(dom.last_weekday);
   EXPECT_EQ(dom.nearest_weekday, bits({15}));
   EXPECT_EQ(dom.days_of_month, 0u);
-  const auto& dow = fields_of(parse_schedule("0 0 ? * FRI#3,1#1,5L,satL"));
+  const auto dow = fields_of(parse_schedule("0 0 ? * FRI#3,1#1,5L,satL"));
   EXPECT_EQ(dow.nth_of_weekday[5], bits({3}));
   EXPECT_EQ(dow.nth_of_weekday[1], bits({1}));
   EXPECT_EQ(dow.last_of_weekday, bits({5, 6}));
@@ -100,8 +101,8 @@ TEST(CronParser, Descriptors) {
                         Case{"@weekly", "0 0 * * 0"}, Case{"@daily", "0 0 * * *"}, Case{"@midnight", "0 0 * * *"},
                         Case{"@hourly", "0 * * * *"}}) {
     SCOPED_TRACE(c.spec);
-    const auto& a = fields_of(parse_schedule(c.spec));
-    const auto& b = fields_of(parse_schedule(c.equivalent));
+    const auto a = fields_of(parse_schedule(c.spec));
+    const auto b = fields_of(parse_schedule(c.equivalent));
     EXPECT_EQ(a.seconds, b.seconds);
     EXPECT_EQ(a.minutes, b.minutes);
     EXPECT_EQ(a.hours, b.hours);

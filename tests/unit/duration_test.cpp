@@ -54,3 +54,17 @@ TEST(Duration, FormatsLikeGo) {
 
 }  // namespace
 }  // namespace fleetcron
+
+namespace fleetcron {
+namespace {
+
+// Regression: the overflow check ran after the multiplication (UBSan: signed
+// overflow on "99999999999999999999h").
+TEST(Duration, HugeNumbersAreRejectedWithoutOverflow) {
+  for (const char* text : {"99999999999999999999h", "9223372036854775807ns", "922337203685477580s"}) {
+    EXPECT_THROW((void)parse_duration(text), DurationError) << text;
+  }
+}
+
+}  // namespace
+}  // namespace fleetcron

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fleetcron/duration.h"
 #include "test_util.h"
 
 namespace fleetcron {
@@ -95,6 +96,26 @@ TEST(Enumerate, RefusesASchedulThatDoesNotAdvance) {
   Stuck stuck;
   EXPECT_THROW((void)next_n(stuck, at("2026-01-01T00:00:00Z"), 3), std::logic_error);
   EXPECT_THROW((void)between(stuck, at("2026-01-01T00:00:00Z"), at("2026-01-02T00:00:00Z")), std::logic_error);
+}
+
+}  // namespace
+}  // namespace fleetcron
+
+namespace fleetcron {
+namespace {
+
+// Regression (fuzzer, UBSan): after + interval overflowed int64 nanoseconds
+// for a ~99-year interval near the end of the supported range.
+TEST(Intervals, NeverOverflowNearTheEndOfTheRange) {
+  using namespace std::chrono;
+  const auto near_end = max_supported_instant - hours{1};
+  const nanoseconds huge = parse_duration("876000h");  // ~100 years
+  EXPECT_EQ(every(huge)->next(near_end), std::nullopt);
+  EXPECT_EQ(every(huge, min_supported_instant)->next(near_end), std::nullopt);
+  EXPECT_EQ(aligned_every(huge)->next(near_end), std::nullopt);
+  EXPECT_EQ(every(hours{2})->next(near_end), std::nullopt);
+  EXPECT_EQ(every(minutes{30})->next(near_end), near_end + minutes{30});
+  EXPECT_THROW((void)every(hours{1}, Instant{} - hours{1}), std::invalid_argument);
 }
 
 }  // namespace
