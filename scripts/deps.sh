@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages fleetcron builds, tests and runs with.
+# Idempotent: installs only what is missing, and refreshes the package
+# lists only when an install fails without it. Needs root for apt-get.
+set -euo pipefail
+
+packages=(
+  cmake make g++ clang libclang-rt-14-dev pkg-config   # toolchain; clang for libFuzzer and sanitizers
+  tzdata libhowardhinnant-date-dev                      # time zones (date, USE_OS_TZDB=1)
+  libfmt-dev libcli11-dev                               # formatting, command line
+  libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+((${#missing[@]} == 0)) && exit 0
+
+if [[ $(id -u) != 0 ]]; then
+  echo "deps.sh: missing packages: ${missing[*]}; run as root (apt-get install needs it)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt_options=(-y -q -o DPkg::Lock::Timeout=300)
+echo "deps.sh: installing ${missing[*]}"
+if ! apt-get install "${apt_options[@]}" "${missing[@]}"; then
+  apt-get update -q -o DPkg::Lock::Timeout=300
+  apt-get install "${apt_options[@]}" "${missing[@]}"
+fi

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Every test: installs what is needed, then
+#  1. g++ build (-Werror): unit tests, differential test, CLI test, fuzz
+#     corpus replay, installed-package consumer test; benchmark smoke run;
+#  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
+#     libFuzzer run of every fuzz target;
+#  3. g++ ThreadSanitizer build: the concurrency tests.
+# Exits non-zero on any failure. FUZZ_SECONDS (default 30) sets the fuzz run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+fuzz_seconds=${FUZZ_SECONDS:-30}
+started=$SECONDS
+
+step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
+
+step "dependencies"
+bash scripts/deps.sh
+
+step "g++ build"
+cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON >/dev/null
+cmake --build build/gcc -j"$jobs"
+step "g++ tests"
+(cd build/gcc && ctest --output-on-failure -j"$jobs")
+step "benchmark smoke run (numbers: see docs/time-engine.md)"
+build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
+
+step "clang ASan+UBSan build"
+cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFLEETCRON_SANITIZE=address,undefined -DFLEETCRON_FUZZ=ON -DFLEETCRON_BENCH=OFF -DFLEETCRON_WERROR=ON >/dev/null
+cmake --build build/clang-asan -j"$jobs"
+step "clang ASan+UBSan tests"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+(cd build/clang-asan && FLEETCRON_DIFFERENTIAL_CASES=1000 ctest --output-on-failure -j"$jobs")
+step "fuzzing ${fuzz_seconds}s per target"
+for target in build/clang-asan/fuzz/*_fuzz; do
+  name=$(basename "$target" _fuzz)
+  scratch=$(mktemp -d)
+  # New inputs go to the scratch directory; the repo corpus is read-only here.
+  status=0
+  "$target" -max_total_time="$fuzz_seconds" -print_final_stats=1 -artifact_prefix="$scratch/" \
+    "$scratch" "$root/fuzz/corpus/$name" >"$scratch/log" 2>&1 || status=$?
+  grep -E '^stat::number_of_executed_units' "$scratch/log" | sed "s/^/$name: /"
+  if ((status != 0)); then
+    echo "fuzz target $name failed (exit $status):"
+    grep -E -A20 'ERROR|runtime error|deadly signal' "$scratch/log" | head -60
+    ls "$scratch"
+    exit 1
+  fi
+  rm -rf "$scratch"
+done
+
+step "g++ ThreadSanitizer build"
+cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
+cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests
+step "ThreadSanitizer tests"
+TSAN_OPTIONS=halt_on_error=1 build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
+
+step "all tests passed"
