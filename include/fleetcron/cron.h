@@ -65,8 +65,9 @@ inline constexpr std::size_t max_spec_bytes = 4096;
 /// `*`, `?` (day fields only), `n`, `a-b`, each with an optional `/step`;
 /// month and day-of-week also take three-letter names. Day-of-month also
 /// takes `L`, `L-n`, `LW`, `nW`; day-of-week `N#M` and `NL` (Quartz).
-/// Day rule (Vixie cron): if either day field starts with `*` or `?` a day
-/// must match both, otherwise either. Throws ParseError.
+/// Day rule (Vixie cron): if either day field has a term `*` or `?` (also
+/// with a step, `*/2`) a day must match both, otherwise either. A TZ=
+/// prefix does not combine with `@every`. Throws ParseError.
 [[nodiscard]] SchedulePtr parse_schedule(std::string_view spec, const ParseOptions& options = {});
 
 }  // namespace fleetcron

@@ -35,6 +35,11 @@ class Schedule {
   /// True for a schedule that never fires on its own (manual()).
   [[nodiscard]] virtual bool is_manual() const noexcept { return false; }
 
+  /// True when the instants depend on when the process asked (every(d)
+  /// without an anchor, `@every`): replicas never agree on them, so such
+  /// a schedule cannot be coordinated by fire key.
+  [[nodiscard]] virtual bool is_process_anchored() const noexcept { return false; }
+
  protected:
   Schedule() = default;
   Schedule(const Schedule&) = default;
@@ -45,12 +50,14 @@ using SchedulePtr = std::shared_ptr<const Schedule>;
 
 /// The smallest interval every()/aligned_every() and `@every` accept.
 inline constexpr std::chrono::nanoseconds min_interval = std::chrono::milliseconds{1};
+/// The largest: 100 years of 366 days (the longest duration parse_duration() reads).
+inline constexpr std::chrono::nanoseconds max_interval = std::chrono::hours{100 * 366 * 24};
 
 /// Fires `interval` after the instant it is asked about: chained from its
 /// start (as the scheduler does, passing each scheduled instant back in) it
 /// yields start+interval, start+2·interval, … — anchored at its start.
 /// `@every <duration>` parses to this. Throws std::invalid_argument when
-/// `interval` is below min_interval.
+/// `interval` is outside [min_interval, max_interval].
 [[nodiscard]] SchedulePtr every(std::chrono::nanoseconds interval);
 
 /// Fires at anchor + k·interval for every integer k (so also before the

@@ -100,7 +100,7 @@ class SpecParser {
     return spec_.substr(pos, prefix.size()) == prefix;
   }
 
-  std::size_t parse_zone(std::size_t pos, TimeZone& zone) const {
+  std::size_t parse_zone(std::size_t pos, TimeZone& zone) {
     const std::string_view field = spec_[pos] == 'T' ? "TZ" : "CRON_TZ";
     const std::size_t name_pos = pos + field.size() + 1;
     const Token name = next_token(name_pos);
@@ -112,13 +112,18 @@ class SpecParser {
     }
     const std::size_t after = skip_space(name_pos + name.text.size());
     if (after == spec_.size()) fail(field, after, "missing schedule after the time zone");
+    zone_field_ = field;
+    zone_position_ = pos;
     return after;
   }
 
-  SchedulePtr parse_descriptor(std::size_t pos, TimeZone zone) const {
+  SchedulePtr parse_descriptor(std::size_t pos, TimeZone zone) {
     const Token word = next_token(pos);
     const std::size_t after = skip_space(pos + word.text.size());
-    if (equals_ignoring_case(word.text, "@every")) return parse_every(after);
+    if (equals_ignoring_case(word.text, "@every")) {
+      if (zone_position_) fail(zone_field_, *zone_position_, "a time zone has no effect on @every (a fixed interval)");
+      return parse_every(after);
+    }
     CronFields fields;
     fields.seconds = 1;
     fields.minutes = 1;
@@ -390,6 +395,10 @@ class SpecParser {
       default:
         break;
     }
+    if (field == Field::day_of_month && (lower(c) == 'l' || lower(c) == 'w')) {
+      fail(name, pos_, fmt::format("unexpected character {}: day-of-month takes L, L-n, LW or nW as whole terms",
+                                   describe_char(c)));
+    }
     if (is_letter(c) && field != Field::month && field != Field::day_of_week) {
       fail(name, pos_, fmt::format("unexpected character {}: names are only allowed in month and day-of-week", describe_char(c)));
     }
@@ -398,6 +407,8 @@ class SpecParser {
 
   std::string_view spec_;
   const ParseOptions& options_;
+  std::string_view zone_field_;               // "TZ" or "CRON_TZ" once a prefix was read
+  std::optional<std::size_t> zone_position_;  // where that prefix starts
   std::size_t pos_ = 0;       // cursor inside the current term
   std::size_t term_end_ = 0;  // end of the current term
 };

@@ -35,7 +35,7 @@ std::optional<Instant> CronSchedule::next(Instant after) const noexcept {
   } else {
     found = next_in_zone(from_s);
   }
-  if (!found) return std::nullopt;
+  if (!found || Instant{seconds{*found}} >= max_supported_instant) return std::nullopt;
   return Instant{seconds{*found}};
 }
 
@@ -53,7 +53,11 @@ std::optional<Instant> CronSchedule::next(Instant after) const noexcept {
 std::optional<std::int64_t> CronSchedule::next_in_zone(std::int64_t from_s) const noexcept {
   const ZoneRules& rules = zone_.rules();
   const bool policy_applies = !is_periodic();
-  ZonePeriod period = rules.period_at(from_s);
+  // Start in the period holding the second *before* from_s: when from_s is
+  // exactly a transition, the gap check of the period that ends there must
+  // still run (its shifted fire is at from_s itself). Regression test:
+  // DstNewYork.ShiftedFireFromTheLastSecondBeforeTheGap.
+  ZonePeriod period = rules.period_at(from_s - 1);
   const std::int64_t horizon_s = horizon_local_s(from_s + period.offset_s);
   std::int64_t cursor_s = from_s;
   for (int searched = 0; searched < max_periods_searched; ++searched) {

@@ -78,7 +78,10 @@ class TimeReader {
 }  // namespace
 
 std::string format_rfc3339(Instant at, TimeZone zone) {
-  const seconds offset = zone.offset_at(at);
+  // RFC 3339 offsets have whole minutes; a historical offset with seconds
+  // (e.g. Africa/Monrovia, -00:44:30 until 1972) is rounded, and the wall
+  // time printed with the rounded offset, so the text parses back exactly.
+  const seconds offset = round<minutes>(zone.offset_at(at));
   const auto local = at + offset;  // wall clock as a sys_time-shaped value
   const auto day = floor<days>(local);
   const year_month_day ymd{day};

@@ -42,6 +42,7 @@ class IntervalSchedule final : public Schedule {
     return remaining < headroom ? std::optional<Instant>(after + remaining) : std::nullopt;
   }
   std::string_view spec() const noexcept override { return spec_; }
+  bool is_process_anchored() const noexcept override { return !anchor_.has_value(); }
 
  private:
   nanoseconds interval_;
@@ -106,6 +107,10 @@ void check_interval(std::string_view function, nanoseconds interval) {
   if (interval < min_interval) {
     throw std::invalid_argument(fmt::format("{}: interval {} below minimum {}", function, format_duration(interval),
                                             format_duration(min_interval)));
+  }
+  if (interval > max_interval) {
+    throw std::invalid_argument(fmt::format("{}: interval {} above maximum {}", function, format_duration(interval),
+                                            format_duration(max_interval)));
   }
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 using std::chrono::sys_days;
 
-// The table covers every instant fleetcron computes with (1900–2200) with a
+// The table covers every instant fleetcron computes with (1970–2200) with a
 // margin on both sides, so the 5-year search horizon never leaves it.
 constexpr int table_first_year = 1800;
 constexpr int table_last_year = 2210;
@@ -177,8 +177,18 @@ std::vector<RuleTransition> posix_rule_transitions(std::string_view posix_tz, in
     out.push_back({start_s, dst_offset_s});
     out.push_back({end_s, std_offset_s});
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.at_s < b.at_s; });
-  return out;
+  // Stable: on equal instants (permanent DST, where one year's end meets
+  // the next year's start) rule order decides, and the later one wins.
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.at_s < b.at_s; });
+  std::vector<RuleTransition> unique;
+  for (const auto& t : out) {
+    if (!unique.empty() && unique.back().at_s == t.at_s) {
+      unique.back() = t;
+    } else {
+      unique.push_back(t);
+    }
+  }
+  return unique;
 }
 
 namespace {

@@ -24,7 +24,7 @@ struct ZonePeriod {
   std::uint32_t index;
 };
 
-/// A zone's offsets from 1800 to 2200, built once from Howard Hinnant's date
+/// A zone's offsets from 1800 to 2210, built once from Howard Hinnant's date
 /// library (which reads /usr/share/zoneinfo) and extended past the last
 /// transition in the file with the file's POSIX TZ footer rule (date stops
 /// at 2037 otherwise). Immutable after construction.

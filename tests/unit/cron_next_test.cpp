@@ -100,6 +100,14 @@ TEST(CronNext, OutsideTheSupportedRangeIsNone) {
   EXPECT_EQ(parse_schedule("59 23 31 12 *")->next(at("2199-12-31T23:58:00Z")), at("2199-12-31T23:59:00Z"));
 }
 
+// Regression (review): the 5-year horizon reached past 2200.
+TEST(CronNext, NeverReturnsAnInstantPastTheSupportedRange) {
+  EXPECT_EQ(parse_schedule("0 0 1 1 *")->next(at("2199-06-01T00:00:00Z")), std::nullopt);
+  EXPECT_EQ(parse_schedule("0 0 29 2 *")->next(at("2199-03-01T00:00:00Z")), std::nullopt);
+  EXPECT_EQ(parse_schedule("0 0 1 1 *", test::in_zone("America/New_York"))->next(at("2199-06-01T00:00:00Z")),
+            std::nullopt);
+}
+
 TEST(CronNext, ChainsStrictlyIncreasing) {
   const auto schedule = parse_schedule("*/7 1-3 * * *");
   Instant cursor = at("2026-01-01T00:00:00Z");

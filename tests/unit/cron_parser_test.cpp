@@ -257,6 +257,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"CRON_TZ=Nowhere @daily", none, "CRON_TZ", 8, "unknown time zone \"Nowhere\""},
         BadSpec{"TZ=Europe/Berlin", none, "TZ", 16, "missing schedule after the time zone"},
         BadSpec{"TZ=../../etc/passwd * * * * *", none, "TZ", 3, "unknown time zone \"../../etc/passwd\""},
+        BadSpec{"TZ=Europe/Berlin @every 5s", none, "TZ", 0, "a time zone has no effect on @every (a fixed interval)"},
+        BadSpec{"0 0 5L * *", none, "day-of-month", 5,
+                "unexpected character 'L': day-of-month takes L, L-n, LW or nW as whole terms"},
         // @every
         BadSpec{"@every", none, "@every", 6, "missing duration, e.g. @every 90s"},
         BadSpec{"@every 500us", none, "@every", 7, "interval 500us below minimum 1ms"},

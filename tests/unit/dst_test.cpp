@@ -27,6 +27,17 @@ TEST(DstNewYork, GapShiftFiresOnceAtTheEndOfTheGap) {
   EXPECT_EQ(fires("0 3 * * *", "2026-03-07T12:00:00Z", 1, ny), Strings{"2026-03-08T03:00:00-04:00"});
 }
 
+// Regression (review): from the last second before the jump, from_s is the
+// transition itself and the shifted fire was lost.
+TEST(DstNewYork, ShiftedFireFromTheLastSecondBeforeTheGap) {
+  const auto ny = in_zone("America/New_York", shift_first);
+  EXPECT_EQ(fires("30 2 * * *", "2026-03-08T06:59:59Z", 1, ny), Strings{"2026-03-08T03:00:00-04:00"});
+  EXPECT_EQ(fires("30 2 * * *", "2026-03-08T06:59:59.5Z", 1, ny), Strings{"2026-03-08T03:00:00-04:00"});
+  EXPECT_EQ(fires("30 2 * * *", "2026-03-08T07:00:00Z", 1, ny), Strings{"2026-03-09T02:30:00-04:00"});
+  EXPECT_EQ(fires("15 2 * * *", "2026-10-03T15:29:59Z", 1, in_zone("Australia/Lord_Howe", shift_first)),
+            Strings{"2026-10-04T02:30:00+11:00"});
+}
+
 TEST(DstNewYork, GapSkipDropsTheDay) {
   const auto ny = in_zone("America/New_York", skip_first);
   EXPECT_EQ(fires("30 2 * * *", "2026-03-07T12:00:00Z", 2, ny),

@@ -17,6 +17,16 @@ TEST(Rfc3339, FormatsInUtcAndInAZone) {
   EXPECT_EQ(format_rfc3339(t, TimeZone::locate("Europe/London")), "2026-03-08T07:00:00+00:00");
 }
 
+// Regression (review): offsets with seconds were truncated, so the text
+// did not parse back to the same instant.
+TEST(Rfc3339, OffsetsWithSecondsRoundTrip) {
+  const auto monrovia = TimeZone::locate("Africa/Monrovia");  // -00:44:30 until 1972-01-07
+  const Instant t = parse_rfc3339("1971-06-01T12:00:00Z");
+  const std::string text = format_rfc3339(t, monrovia);
+  EXPECT_EQ(text, "1971-06-01T11:16:00-00:44");  // -00:44:30 rounds (to even) to -00:44
+  EXPECT_EQ(parse_rfc3339(text), t);
+}
+
 TEST(Rfc3339, FractionsAreTrimmedLikeRfc3339Nano) {
   const Instant t = Instant{sys_days{2026y / January / 2} + 15h + 4min + 5s};
   EXPECT_EQ(format_rfc3339(t + 500ms), "2026-01-02T15:04:05.5Z");

@@ -38,6 +38,8 @@ TEST(Intervals, RejectBelowOneMillisecond) {
   EXPECT_THROW((void)every(0s, at("2026-01-01T00:00:00Z")), std::invalid_argument);
   EXPECT_THROW((void)aligned_every(-1s), std::invalid_argument);
   EXPECT_NO_THROW((void)every(1ms));
+  EXPECT_THROW((void)every(max_interval + 1ns), std::invalid_argument);
+  EXPECT_NO_THROW((void)every(max_interval));
 }
 
 TEST(OnceAt, FiresOnce) {

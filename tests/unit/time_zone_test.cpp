@@ -65,6 +65,12 @@ TEST(ZoneRules, PosixRuleTransitions) {
   EXPECT_EQ(detail::posix_rule_transitions("CET-1CEST,M3.5.0,M10.5.0/3", 2040, 2040).size(), 2u);
   EXPECT_EQ(detail::posix_rule_transitions("XXX3YYY,J60/0,J300/0", 2040, 2040).size(), 2u);
   EXPECT_TRUE(detail::posix_rule_transitions("IST-5:30", 2040, 2040).empty());
+  // Regression (review): permanent DST makes one year's end meet the next
+  // year's start; the later rule must win, leaving DST in force.
+  const auto permanent = detail::posix_rule_transitions("EST5EDT4,0/0,J365/25", 2040, 2042);
+  for (std::size_t i = 1; i < permanent.size(); ++i) EXPECT_LT(permanent[i - 1].at_s, permanent[i].at_s);
+  ASSERT_EQ(permanent.size(), 4u);  // three starts, then the last year's end at the edge of the range
+  for (std::size_t i = 0; i + 1 < permanent.size(); ++i) EXPECT_EQ(permanent[i].offset_s, -4 * 3600);
   EXPECT_TRUE(detail::posix_rule_transitions("EST5EDT,M13.1.0,M11.1.0", 2040, 2040).empty());
   EXPECT_TRUE(detail::posix_rule_transitions("", 2040, 2040).empty());
 }
