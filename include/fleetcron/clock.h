@@ -1,0 +1,80 @@
+// fleetcron — clocks: the real one, and a virtual one for tests and simulations.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fleetcron/time.h"
+
+namespace fleetcron {
+
+/// Where the scheduler reads time and how it waits. Wall time (now()) gives
+/// fire instants and lateness; every wait is on the steady timeline, so
+/// wall-clock steps never stretch or shorten a sleep.
+class Clock {
+ public:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  virtual ~Clock() = default;
+
+  /// Wall-clock time (UTC).
+  [[nodiscard]] virtual Instant now() const noexcept = 0;
+  /// Monotonic time.
+  [[nodiscard]] virtual SteadyTime steady_now() const noexcept = 0;
+
+  /// Waits on `cv`, whose mutex `lock` holds, until notified or until
+  /// steady_now() reaches `deadline`; may wake spuriously, so callers loop
+  /// on their condition. A virtual clock wakes the waiter when advanced past
+  /// `deadline` (it locks the waiter's mutex before notifying, so no wake-up
+  /// is lost).
+  virtual void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) = 0;
+
+ protected:
+  Clock() = default;
+};
+
+/// The process's real clocks (std::chrono::system_clock and steady_clock).
+[[nodiscard]] std::shared_ptr<Clock> system_clock();
+
+/// A clock that moves only when told to. advance() moves wall and steady
+/// time together and wakes every waiter whose deadline has passed;
+/// jump_wall() moves only the wall clock (an NTP step) and wakes everyone.
+class VirtualClock final : public Clock {
+ public:
+  explicit VirtualClock(Instant start);
+
+  [[nodiscard]] Instant now() const noexcept override;
+  [[nodiscard]] SteadyTime steady_now() const noexcept override;
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override;
+
+  /// Moves both timelines forward by `step` (must not be negative).
+  void advance(std::chrono::nanoseconds step);
+  /// Steps the wall clock by `step` (either sign); steady time stays.
+  void jump_wall(std::chrono::nanoseconds step);
+  /// How many callers are blocked in wait_until() right now.
+  [[nodiscard]] std::size_t waiter_count() const;
+  /// How many of them are past their deadline but not yet awake: tests wait
+  /// for this to reach 0 before looking, so every woken thread has acted.
+  [[nodiscard]] std::size_t due_waiter_count() const;
+
+ private:
+  struct Waiter {
+    std::uint64_t id;
+    std::condition_variable* cv;
+    std::mutex* mutex;
+    SteadyTime deadline;
+  };
+  void wake(bool everyone);
+
+  mutable std::mutex mutex_;  // guards everything below
+  Instant wall_;
+  SteadyTime steady_;
+  std::uint64_t next_waiter_id_ = 1;
+  std::vector<Waiter> waiters_;
+};
+
+}  // namespace fleetcron

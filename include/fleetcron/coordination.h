@@ -1,0 +1,86 @@
+// fleetcron — the contract between the scheduler and a coordination backend.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/time.h"
+
+namespace fleetcron {
+
+/// The answer to Claimer::claim().
+struct ClaimResult {
+  enum class Status {
+    claimed,          ///< this process runs the fire; `fence` is its token
+    already_claimed,  ///< another replica has it (normal contention)
+    error,            ///< the backend failed: the fire is skipped (fail closed)
+  };
+  Status status = Status::error;
+  /// A token from a counter that only increases across the whole store;
+  /// passed to the job as FireContext::fence. 0 unless claimed.
+  std::uint64_t fence = 0;
+  /// What went wrong, for Status::error; never contains secrets.
+  std::string error;
+
+  [[nodiscard]] static ClaimResult claimed(std::uint64_t fence) { return {Status::claimed, fence, {}}; }
+  [[nodiscard]] static ClaimResult taken() { return {Status::already_claimed, 0, {}}; }
+  [[nodiscard]] static ClaimResult failed(std::string error) { return {Status::error, 0, std::move(error)}; }
+};
+
+/// Decides which replica runs a fire. claim() is called once per automatic
+/// fire, with the fire key (see fire_key()), from a worker thread; it must
+/// be thread-safe and bounded in time. A claim is kept until its TTL ends,
+/// never released early, so a late replica cannot run the fire again.
+class Claimer {
+ public:
+  virtual ~Claimer() = default;
+  [[nodiscard]] virtual ClaimResult claim(std::string_view fire_key) = 0;
+
+ protected:
+  Claimer() = default;
+};
+
+/// The answer to Elector::is_leader().
+struct Leadership {
+  enum class Status { leader, follower, error };
+  Status status = Status::error;
+  /// The leadership term: increases every time leadership changes hands.
+  /// Valid when status is leader.
+  std::uint64_t term = 0;
+  std::string error;
+
+  [[nodiscard]] static Leadership leader(std::uint64_t term) { return {Status::leader, term, {}}; }
+  [[nodiscard]] static Leadership follower() { return {Status::follower, 0, {}}; }
+  [[nodiscard]] static Leadership failed(std::string error) { return {Status::error, 0, std::move(error)}; }
+};
+
+/// Decides whether this process is the leader. is_leader() is called once
+/// per automatic fire from a worker thread: it must be cheap, thread-safe
+/// and bounded in time.
+class Elector {
+ public:
+  virtual ~Elector() = default;
+  [[nodiscard]] virtual Leadership is_leader() = 0;
+
+  /// The scheduler registers here, once, before it starts; the elector
+  /// calls `lost(term)` when this process stops leading `term` (lease
+  /// expired or taken, resigned). It may be called from any thread. The
+  /// default elector never calls it.
+  virtual void on_leadership_lost(std::function<void(std::uint64_t term)> lost) { (void)lost; }
+
+  /// Gives up leadership now, if held (graceful hand-over). Default: no-op.
+  virtual void resign() {}
+
+ protected:
+  Elector() = default;
+};
+
+/// The fire key: `key + "@" + scheduled instant in UTC as RFC 3339 with
+/// nanoseconds and trailing zeros trimmed`, byte for byte libtnb/cron
+/// v0.6's format, e.g. "hourly-report@2026-01-02T15:04:05Z" or
+/// "k@2026-01-02T15:04:05.5Z".
+[[nodiscard]] std::string fire_key(std::string_view key, Instant scheduled_at);
+
+}  // namespace fleetcron

@@ -1,0 +1,140 @@
+// fleetcron — what the scheduler reports: typed events and their sinks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "fleetcron/time.h"
+
+namespace fleetcron {
+
+using EntryId = std::uint64_t;
+
+/// Who an event is about. Shared, immutable for the life of the entry.
+struct EntryIdentity {
+  EntryId id = 0;
+  std::string name;
+  std::string key;
+};
+using EntryRef = std::shared_ptr<const EntryIdentity>;
+
+/// What to do with fires later than the missed-fire tolerance.
+enum class MissedFirePolicy {
+  run_once,  ///< run the most recent missed instant once (default)
+  skip,      ///< run nothing; continue with the next instant after now
+  run_all,   ///< run each missed instant, the newest 1,000 at most, oldest first
+};
+[[nodiscard]] std::string_view to_string(MissedFirePolicy policy) noexcept;
+
+/// Why an automatic fire did not run.
+enum class SkipReason {
+  not_leader,       ///< the elector said follower
+  election_error,   ///< the elector failed (fail closed)
+  already_claimed,  ///< another replica claimed the fire
+  claim_error,      ///< the claimer failed (fail closed)
+  overlap,          ///< reserved for overlap policies (daemon)
+};
+[[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
+
+/// How a run ended.
+enum class RunStatus {
+  succeeded,
+  failed,     ///< the job threw (every attempt, when retrying)
+  timed_out,  ///< the entry's timeout requested stop before it succeeded
+  cancelled,  ///< stop(), leadership loss or removal requested stop first
+};
+[[nodiscard]] std::string_view to_string(RunStatus status) noexcept;
+
+/// A fire was planned: the entry's next instant (on add, update, resume and
+/// after each committed fire).
+struct ScheduledEvent {
+  EntryRef entry;
+  Instant next;
+};
+/// An attempt of a run began.
+struct JobStartedEvent {
+  EntryRef entry;
+  std::string fire_key;
+  Instant scheduled_at;
+  Instant started_at;
+  int attempt = 1;
+  std::uint64_t fence = 0;
+  bool manual = false;
+};
+/// A run ended (after its last attempt).
+struct JobCompletedEvent {
+  EntryRef entry;
+  std::string fire_key;
+  Instant scheduled_at;
+  std::chrono::nanoseconds duration{0};
+  RunStatus status = RunStatus::succeeded;
+  int attempts = 1;
+  std::string error;  ///< the last attempt's error; empty on success
+  bool manual = false;
+};
+/// A popped fire was later than the tolerance. `missed` instants in
+/// [first_missed, last_missed] were due; the policy ran `runs` of them.
+struct MissedFireEvent {
+  EntryRef entry;
+  Instant first_missed;
+  Instant last_missed;
+  std::uint64_t missed = 0;
+  std::uint64_t runs = 0;
+  std::chrono::nanoseconds lateness{0};
+  MissedFirePolicy policy = MissedFirePolicy::run_once;
+};
+/// A fire found no room: the run queue was full.
+struct RejectedFireEvent {
+  EntryRef entry;
+  Instant scheduled_at;
+  bool manual = false;
+};
+/// A fire was dropped before its job started (stop during jitter, entry
+/// removed or paused while queued, scheduler stopped with it queued).
+struct CancelledFireEvent {
+  EntryRef entry;
+  Instant scheduled_at;
+  std::string cause;
+};
+/// An automatic fire was skipped by coordination.
+struct SkippedFireEvent {
+  EntryRef entry;
+  std::string fire_key;
+  Instant scheduled_at;
+  SkipReason reason = SkipReason::not_leader;
+  std::string error;  ///< for election_error and claim_error
+};
+/// Fires queued for a worker plus fires running, after each change.
+struct QueueDepthEvent {
+  std::size_t queued = 0;
+  std::size_t running = 0;
+};
+/// Observers could not keep up; `dropped` events were discarded so far.
+/// Sent to the recorder only.
+struct ObserverDropEvent {
+  std::uint64_t dropped = 0;
+};
+
+using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, MissedFireEvent, RejectedFireEvent,
+                           CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent>;
+
+/// Receives events. Observers run on one background thread, in order, fed
+/// by a bounded queue that drops (and counts) rather than block the
+/// scheduler. The recorder runs inline, on whichever scheduler thread made
+/// the event (the loop included): it must be fast, thread-safe and must not
+/// block — it is meant for counters and histograms. Exceptions thrown by
+/// either are caught and logged.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_event(const Event& event) = 0;
+
+ protected:
+  Observer() = default;
+};
+
+}  // namespace fleetcron

@@ -1,0 +1,222 @@
+// fleetcron — the in-process scheduler.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleetcron/clock.h"
+#include "fleetcron/coordination.h"
+#include "fleetcron/cron.h"
+#include "fleetcron/events.h"
+#include "fleetcron/schedule.h"
+
+namespace fleetcron {
+
+/// What a job learns about the run it is part of.
+struct FireContext {
+  EntryRef entry;
+  /// entry key + "@" + scheduled instant (see fire_key()); for manual runs
+  /// the instant is the trigger time.
+  std::string fire_key;
+  /// The instant from the schedule (never the jittered or actual start).
+  Instant scheduled_at;
+  /// 1 for the first attempt, 2 for the first retry, …
+  int attempt = 1;
+  /// The fencing token: the claim's token when a claimer decided the fire,
+  /// else the leadership term when an elector did, else 0. Make side
+  /// effects conditional on it (docs/fencing.md).
+  std::uint64_t fence = 0;
+  /// True for trigger()/trigger_and_wait()/trigger_by_name() runs.
+  bool manual = false;
+};
+
+/// A job: throw to report failure. Honour `stop`: it is requested on
+/// stop(), timeout, removal of the entry, and (leader-gated runs, policy
+/// cancel) leadership loss. C++ cannot abort a thread; a job that ignores
+/// the token runs to its end.
+using Job = std::function<void(const FireContext& context, std::stop_token stop)>;
+
+/// Retries after a failed attempt: delay_n = min(initial_delay ·
+/// multiplier^(n-1), max_delay) ± jitter_fraction · delay_n.
+struct RetryPolicy {
+  int max_retries = 0;                                   ///< 0 = no retry; at most 1,000
+  std::chrono::nanoseconds initial_delay = std::chrono::seconds{1};  ///< > 0
+  double multiplier = 2.0;                               ///< >= 1
+  std::chrono::nanoseconds max_delay = std::chrono::minutes{1};      ///< >= initial_delay
+  double jitter_fraction = 0.0;                          ///< in [0, 1]
+};
+
+/// What running leader-gated jobs do when leadership is lost.
+enum class LeadershipLossPolicy {
+  cancel,      ///< request their stop tokens (default)
+  let_finish,  ///< leave them alone
+};
+
+enum class LogLevel { debug, info, warning, error };
+using Logger = std::function<void(LogLevel level, std::string_view message)>;
+
+/// Scheduler-wide settings. Scheduler's constructor validates them and
+/// throws std::invalid_argument naming the option and the value.
+struct SchedulerOptions {
+  /// Zone of specs without TZ=; seconds field (5 or 6 fields when true).
+  TimeZone zone = TimeZone::utc();
+  bool seconds_field = false;
+  /// Missed fires: later than `missed_tolerance` (> 0, default 60 s).
+  MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
+  std::chrono::nanoseconds missed_tolerance = std::chrono::seconds{60};
+  /// Uniform delay in [0, jitter) before each automatic fire (>= 0).
+  std::chrono::nanoseconds jitter{0};
+  /// Retry for every entry unless the entry sets its own.
+  std::optional<RetryPolicy> retry;
+  /// Worker threads = the most jobs running at once (1 to 4,096; default 16).
+  std::size_t max_concurrent = 16;
+  /// Fires waiting for a worker; a fire finding the queue full is rejected
+  /// (RejectedFireEvent) — never silently lost (1 to 10,000,000).
+  std::size_t max_queued = 100'000;
+  /// The most entries (1 to 100,000,000; default 10,000,000).
+  std::size_t max_entries = 10'000'000;
+  /// Observer queue capacity (1 to 1,000,000; default 1,024).
+  std::size_t observer_queue = 1024;
+  std::vector<std::shared_ptr<Observer>> observers;
+  std::shared_ptr<Observer> recorder;
+  /// Log sink; default: warnings and errors to stderr.
+  Logger logger;
+  /// Coordination for automatic fires (none by default: one process).
+  std::shared_ptr<Claimer> claimer;
+  std::shared_ptr<Elector> elector;
+  LeadershipLossPolicy on_leadership_lost = LeadershipLossPolicy::cancel;
+  /// Time source; default system_clock().
+  std::shared_ptr<Clock> clock;
+  /// Seed for jitter and retry jitter (0: from std::random_device).
+  std::uint64_t random_seed = 0;
+};
+
+/// Per-entry settings; unset optionals inherit the scheduler's.
+struct EntryOptions {
+  std::string name;  ///< label for logs and trigger_by_name(); any text
+  /// Identity for fire keys (trimmed; unique per scheduler; required with a
+  /// claimer). Up to 1,024 bytes, no '@' or control characters.
+  std::string key;
+  std::chrono::nanoseconds timeout{0};  ///< bounds the whole run with retries; 0 = none
+  std::optional<std::chrono::nanoseconds> jitter;
+  std::optional<RetryPolicy> retry;
+  std::optional<MissedFirePolicy> missed_fire;
+  std::optional<DstPolicy> dst;  ///< for specs (add() with a string)
+  /// The last instant known to have run (e.g. persisted before a restart):
+  /// the first fire is next(last_run), so missed fires are caught up.
+  std::optional<Instant> last_run;
+  /// nullopt: the scheduler's claimer; nullptr: no claimer for this entry.
+  std::optional<std::shared_ptr<Claimer>> claimer;
+};
+
+/// A snapshot of one entry.
+struct EntrySnapshot {
+  EntryId id = 0;
+  std::string name;
+  std::string key;
+  std::string spec;  ///< empty for schedules built in code
+  std::optional<Instant> prev;
+  std::optional<Instant> next;
+  bool paused = false;
+};
+
+/// The outcome of trigger_and_wait().
+struct RunOutcome {
+  RunStatus status = RunStatus::succeeded;
+  int attempts = 0;
+  std::string error;
+};
+
+/// Errors from Scheduler methods (besides ParseError from add() with a spec
+/// and std::invalid_argument for bad options).
+class SchedulerError : public std::runtime_error {
+ public:
+  enum class Code {
+    entry_not_found,
+    duplicate_key,
+    claimer_requires_key,
+    capacity_reached,
+    not_running,
+    stopped,
+    queue_full,
+  };
+  SchedulerError(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  [[nodiscard]] Code code() const noexcept { return code_; }
+
+ private:
+  Code code_;
+};
+
+/// Runs jobs on schedules. Every method is thread-safe, including from
+/// inside a job. Nothing fires before start(). The loop thread never runs
+/// jobs, observers or backend calls (the recorder excepted); jobs run on
+/// `max_concurrent` worker threads. See docs/scheduler.md.
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options = {});
+  /// Stops (as stop() with no deadline) if still running.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// Parses `spec` (the scheduler's zone and seconds setting, the entry's
+  /// DST policy) and adds the entry. Throws ParseError, SchedulerError
+  /// (duplicate_key, claimer_requires_key, capacity_reached, stopped) or
+  /// std::invalid_argument (bad option, empty job).
+  EntryId add(std::string_view spec, Job job, EntryOptions options = {});
+  EntryId add(SchedulePtr schedule, Job job, EntryOptions options = {});
+
+  /// Removes the entry; its running and queued fires get stop requested.
+  /// Throws SchedulerError(entry_not_found).
+  void remove(EntryId id);
+  /// Stops automatic fires; trigger() still works. Idempotent.
+  void pause(EntryId id);
+  /// Resumes from now: nothing missed while paused is replayed. Idempotent.
+  void resume(EntryId id);
+  /// Replaces the schedule; keeps id, options and the previous fire. The
+  /// next fire is computed from now.
+  void update(EntryId id, std::string_view spec);
+  void update(EntryId id, SchedulePtr schedule);
+
+  /// Runs the entry now on this process: no jitter, no coordination.
+  /// Throws SchedulerError (entry_not_found, not_running, queue_full).
+  void trigger(EntryId id);
+  /// As trigger(), then waits for the run's outcome, at most `wait`
+  /// (on the scheduler's clock); nullopt if it did not finish in time.
+  std::optional<RunOutcome> trigger_and_wait(EntryId id, std::chrono::nanoseconds wait);
+  /// Triggers every entry with this name; returns how many.
+  std::size_t trigger_by_name(std::string_view name);
+
+  [[nodiscard]] std::optional<EntrySnapshot> entry(EntryId id) const;
+  /// All entries, ordered by next fire (none last). Copied in small
+  /// batches, so it never holds the scheduler's lock for long.
+  [[nodiscard]] std::vector<EntrySnapshot> entries() const;
+  [[nodiscard]] std::size_t size() const;
+
+  /// Starts the loop and the workers. Idempotent while running; throws
+  /// SchedulerError(stopped) after stop() or drain().
+  void start();
+  /// Stops scheduling, requests stop on every running job, cancels queued
+  /// fires, and waits until `deadline` (steady time of the scheduler's
+  /// clock) for running jobs to return. Returns true if they all did.
+  bool stop(Clock::SteadyTime deadline);
+  /// Stops scheduling, lets queued and running fires finish, waiting until
+  /// `deadline`; then behaves as stop(). Returns true if all finished.
+  bool drain(Clock::SteadyTime deadline);
+
+  [[nodiscard]] Clock& clock() const noexcept;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetcron

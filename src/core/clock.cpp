@@ -1,0 +1,99 @@
+#include "fleetcron/clock.h"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace fleetcron {
+namespace {
+
+class SystemClock final : public Clock {
+ public:
+  Instant now() const noexcept override {
+    return std::chrono::time_point_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now());
+  }
+  SteadyTime steady_now() const noexcept override { return std::chrono::steady_clock::now(); }
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override {
+    cv.wait_until(lock, deadline);
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Clock> system_clock() {
+  static const auto clock = std::make_shared<SystemClock>();
+  return clock;
+}
+
+VirtualClock::VirtualClock(Instant start) : wall_(start), steady_(SteadyTime{} + std::chrono::hours{1}) {}
+
+Instant VirtualClock::now() const noexcept {
+  std::lock_guard guard(mutex_);
+  return wall_;
+}
+
+Clock::SteadyTime VirtualClock::steady_now() const noexcept {
+  std::lock_guard guard(mutex_);
+  return steady_;
+}
+
+void VirtualClock::wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) {
+  assert(lock.owns_lock());
+  std::uint64_t id = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (steady_ >= deadline) return;
+    id = next_waiter_id_++;
+    waiters_.push_back(Waiter{id, &cv, lock.mutex(), deadline});
+  }
+  // advance() locks the waiter's mutex before notifying, and the caller
+  // holds it until cv.wait() releases it, so no wake-up falls in between.
+  cv.wait(lock);
+  std::lock_guard guard(mutex_);
+  std::erase_if(waiters_, [id](const Waiter& w) { return w.id == id; });
+}
+
+void VirtualClock::advance(std::chrono::nanoseconds step) {
+  if (step < std::chrono::nanoseconds::zero()) throw std::invalid_argument("VirtualClock::advance: negative step");
+  {
+    std::lock_guard guard(mutex_);
+    wall_ += step;
+    steady_ += step;
+  }
+  wake(false);
+}
+
+void VirtualClock::jump_wall(std::chrono::nanoseconds step) {
+  {
+    std::lock_guard guard(mutex_);
+    wall_ += step;
+  }
+  wake(true);
+}
+
+std::size_t VirtualClock::waiter_count() const {
+  std::lock_guard guard(mutex_);
+  return waiters_.size();
+}
+
+std::size_t VirtualClock::due_waiter_count() const {
+  std::lock_guard guard(mutex_);
+  return static_cast<std::size_t>(
+      std::count_if(waiters_.begin(), waiters_.end(), [this](const Waiter& w) { return w.deadline <= steady_; }));
+}
+
+void VirtualClock::wake(bool everyone) {
+  std::vector<Waiter> due;
+  {
+    std::lock_guard guard(mutex_);
+    for (const Waiter& w : waiters_) {
+      if (everyone || w.deadline <= steady_) due.push_back(w);
+    }
+  }
+  for (const Waiter& w : due) {
+    std::lock_guard guard(*w.mutex);
+    w.cv->notify_all();
+  }
+}
+
+}  // namespace fleetcron

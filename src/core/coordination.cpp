@@ -1,0 +1,49 @@
+#include "fleetcron/coordination.h"
+
+#include <string>
+
+#include "fleetcron/events.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+std::string fire_key(std::string_view key, Instant scheduled_at) {
+  std::string out;
+  out.reserve(key.size() + 32);
+  out.append(key);
+  out += '@';
+  out += format_rfc3339(scheduled_at);
+  return out;
+}
+
+std::string_view to_string(MissedFirePolicy policy) noexcept {
+  switch (policy) {
+    case MissedFirePolicy::run_once: return "run-once";
+    case MissedFirePolicy::skip: return "skip";
+    case MissedFirePolicy::run_all: return "run-all";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(SkipReason reason) noexcept {
+  switch (reason) {
+    case SkipReason::not_leader: return "not-leader";
+    case SkipReason::election_error: return "election-error";
+    case SkipReason::already_claimed: return "already-claimed";
+    case SkipReason::claim_error: return "claim-error";
+    case SkipReason::overlap: return "overlap";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(RunStatus status) noexcept {
+  switch (status) {
+    case RunStatus::succeeded: return "succeeded";
+    case RunStatus::failed: return "failed";
+    case RunStatus::timed_out: return "timed-out";
+    case RunStatus::cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+}  // namespace fleetcron

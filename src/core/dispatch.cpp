@@ -1,0 +1,337 @@
+// The workers: from a queued fire to a finished run — jitter, elector,
+// claimer, the job with retries — plus the timeout watchdog and stop().
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "core/scheduler_impl.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+using detail::Fire;
+using detail::Run;
+
+namespace {
+
+// Marks the threads that run jobs, so stop() called from a job does not
+// wait for (or join) its own thread.
+thread_local const void* current_worker_of = nullptr;
+
+std::string describe_exception(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "non-standard exception";
+  }
+}
+
+}  // namespace
+
+void Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
+  if (fires.empty()) return;
+  std::vector<Fire> rejected;
+  std::size_t queued = 0, running = 0;
+  {
+    std::lock_guard guard(queue_mutex_);
+    for (auto& fire : fires) {
+      if (workers_exit_ || queue_.size() >= options_.max_queued) {
+        rejected.push_back(std::move(fire));
+      } else {
+        queue_.push_back(std::move(fire));
+      }
+    }
+    queued = queue_.size();
+    running = running_count_;
+  }
+  fires.clear();
+  queue_cv_.notify_all();
+  for (auto& fire : rejected) {
+    log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
+                                       fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
+    publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
+    fires.push_back(std::move(fire));  // callers learn what did not fit
+  }
+  publish(QueueDepthEvent{queued, running});
+}
+
+void Scheduler::Impl::worker_main() {
+  current_worker_of = this;
+  std::unique_lock lock(queue_mutex_);
+  while (true) {
+    queue_cv_.wait(lock, [this] { return workers_exit_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // told to exit and nothing left (drain) or queue cleared (stop)
+    Fire fire = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_count_;
+    lock.unlock();
+    execute(fire);
+    lock.lock();
+    --running_count_;
+    idle_cv_.notify_all();
+  }
+}
+
+bool Scheduler::Impl::sleep_for(std::chrono::nanoseconds duration, std::stop_token stop) {
+  if (duration <= std::chrono::nanoseconds::zero()) return !stop.stop_requested();
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stopped = false;
+  std::stop_callback on_stop(stop, [&] {
+    std::lock_guard guard(mutex);
+    stopped = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  const auto deadline = clock_->steady_now() + duration;
+  while (!stopped && clock_->steady_now() < deadline) clock_->wait_until(cv, lock, deadline);
+  return !stopped;
+}
+
+std::chrono::nanoseconds Scheduler::Impl::random_below(std::chrono::nanoseconds bound) {
+  if (bound <= std::chrono::nanoseconds::zero()) return std::chrono::nanoseconds::zero();
+  std::lock_guard guard(random_mutex_);
+  std::uniform_int_distribution<std::int64_t> pick(0, bound.count() - 1);
+  return std::chrono::nanoseconds{pick(random_)};
+}
+
+std::chrono::nanoseconds Scheduler::Impl::retry_delay(const RetryPolicy& retry, int failed_attempts) {
+  double delay = static_cast<double>(retry.initial_delay.count()) * std::pow(retry.multiplier, failed_attempts - 1);
+  delay = std::min(delay, static_cast<double>(retry.max_delay.count()));
+  if (retry.jitter_fraction > 0) {
+    std::lock_guard guard(random_mutex_);
+    std::uniform_real_distribution<double> spread(-retry.jitter_fraction, retry.jitter_fraction);
+    delay += delay * spread(random_);
+  }
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(std::max(0.0, delay))};
+}
+
+void Scheduler::Impl::request_stop_where(const std::function<bool(const Run&)>& match, bool mark_timed_out) {
+  std::vector<std::shared_ptr<Run>> matched;
+  {
+    std::lock_guard guard(runs_mutex_);
+    for (const auto& [id, run] : runs_) {
+      if (match(*run)) matched.push_back(run);
+    }
+  }
+  // Outside the lock: request_stop() runs the jobs' stop callbacks.
+  for (const auto& run : matched) {
+    if (mark_timed_out) run->timed_out.store(true);
+    run->stop.request_stop();
+  }
+}
+
+void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
+  log(LogLevel::warning, fmt::format("leadership of term {} lost", term));
+  if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
+  request_stop_where([term](const Run& run) { return run.leader_gated && run.term <= term; }, false);
+}
+
+void Scheduler::Impl::watchdog_main() {
+  std::unique_lock lock(runs_mutex_);
+  while (!watchdog_exit_) {
+    const auto now = clock_->steady_now();
+    if (!timeouts_.empty() && timeouts_.begin()->first <= now) {
+      const std::uint64_t run_id = timeouts_.begin()->second;
+      timeouts_.erase(timeouts_.begin());
+      auto it = runs_.find(run_id);
+      if (it == runs_.end()) continue;
+      auto run = it->second;
+      lock.unlock();
+      run->timed_out.store(true);
+      run->stop.request_stop();
+      lock.lock();
+      continue;
+    }
+    const auto deadline = timeouts_.empty() ? now + std::chrono::seconds{1} : timeouts_.begin()->first;
+    clock_->wait_until(watchdog_cv_, lock, deadline);
+  }
+}
+
+// Automatic fires: jitter, then elector, then claimer, then the job; any
+// backend error skips the fire (fail closed). Manual fires: the job only.
+void Scheduler::Impl::execute(Fire& fire) {
+  const auto& entry = fire.entry;
+  const EntryRef ref = Entry::ref(entry);
+  const auto& settings = *entry->settings;
+  auto finish = [&](RunOutcome outcome) {
+    if (fire.outcome) fire.outcome->set(std::move(outcome));
+  };
+  if (entry->removed.load()) {
+    publish(CancelledFireEvent{ref, fire.scheduled_at, "entry removed"});
+    finish({RunStatus::cancelled, 0, "entry removed"});
+    return;
+  }
+  auto run = std::make_shared<Run>();
+  run->entry_id = entry->identity.id;
+  std::uint64_t run_id = 0;
+  {
+    std::lock_guard guard(runs_mutex_);
+    run_id = next_run_id_++;
+    runs_.emplace(run_id, run);
+  }
+  auto unregister = [&] {
+    std::lock_guard guard(runs_mutex_);
+    runs_.erase(run_id);
+    std::erase_if(timeouts_, [run_id](const auto& item) { return item.second == run_id; });
+  };
+  FireContext context{ref, fire_key(entry->identity.key, fire.scheduled_at), fire.scheduled_at, 1, 0, fire.manual};
+
+  if (!fire.manual) {
+    if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) {
+      publish(CancelledFireEvent{ref, fire.scheduled_at, "stopped during jitter"});
+      unregister();
+      finish({RunStatus::cancelled, 0, "stopped during jitter"});
+      return;
+    }
+    auto skip = [&](SkipReason reason, std::string error) {
+      if (!error.empty()) {
+        log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", context.fire_key, to_string(reason), error));
+      }
+      publish(SkippedFireEvent{ref, context.fire_key, fire.scheduled_at, reason, std::move(error)});
+      unregister();
+    };
+    if (options_.elector) {
+      Leadership leadership;
+      try {
+        leadership = options_.elector->is_leader();
+      } catch (...) {
+        leadership = Leadership::failed(describe_exception(std::current_exception()));
+      }
+      if (leadership.status == Leadership::Status::error) return skip(SkipReason::election_error, leadership.error);
+      if (leadership.status == Leadership::Status::follower) return skip(SkipReason::not_leader, {});
+      {
+        std::lock_guard guard(runs_mutex_);
+        run->leader_gated = true;
+        run->term = leadership.term;
+      }
+      context.fence = leadership.term;
+    }
+    if (settings.claimer) {
+      ClaimResult claim;
+      try {
+        claim = settings.claimer->claim(context.fire_key);
+      } catch (...) {
+        claim = ClaimResult::failed(describe_exception(std::current_exception()));
+      }
+      if (claim.status == ClaimResult::Status::error) return skip(SkipReason::claim_error, claim.error);
+      if (claim.status == ClaimResult::Status::already_claimed) return skip(SkipReason::already_claimed, {});
+      context.fence = claim.fence;
+    }
+  }
+
+  const auto started = clock_->steady_now();
+  if (settings.timeout > std::chrono::nanoseconds::zero()) {
+    std::lock_guard guard(runs_mutex_);
+    timeouts_.emplace(started + settings.timeout, run_id);
+  }
+  watchdog_cv_.notify_one();
+  RunOutcome outcome;
+  const int max_attempts = settings.retry ? settings.retry->max_retries + 1 : 1;
+  for (int attempt = 1;; ++attempt) {
+    context.attempt = attempt;
+    outcome.attempts = attempt;
+    publish(JobStartedEvent{ref, context.fire_key, fire.scheduled_at, clock_->now(), attempt, context.fence, fire.manual});
+    std::exception_ptr error;
+    try {
+      entry->job(context, run->stop.get_token());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (!error) {
+      outcome.status = RunStatus::succeeded;
+      outcome.error.clear();
+      break;
+    }
+    outcome.error = describe_exception(error);
+    outcome.status = RunStatus::failed;
+    if (run->stop.stop_requested()) {
+      outcome.status = run->timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
+      break;
+    }
+    if (attempt >= max_attempts) break;
+    if (!sleep_for(retry_delay(*settings.retry, attempt), run->stop.get_token())) {
+      outcome.status = run->timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
+      break;
+    }
+  }
+  const auto duration = clock_->steady_now() - started;
+  unregister();
+  if (outcome.status != RunStatus::succeeded) {
+    log(LogLevel::warning, fmt::format("fire {} {} after {} attempt(s): {}", context.fire_key, to_string(outcome.status),
+                                       outcome.attempts, outcome.error));
+  }
+  if (!fire.manual) {
+    std::lock_guard guard(mutex_);
+    if (entry->prev == Entry::no_instant || entry->prev < fire.scheduled_at) entry->prev = fire.scheduled_at;
+  }
+  publish(JobCompletedEvent{ref, context.fire_key, fire.scheduled_at, duration, outcome.status, outcome.attempts,
+                            outcome.error, fire.manual});
+  finish(std::move(outcome));
+}
+
+bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ == State::created) {
+      state_ = State::stopped;
+      events_.flush_and_stop();
+      return true;
+    }
+    if (state_ == State::running) state_ = State::stopping;
+  }
+  loop_cv_.notify_all();
+  if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
+
+  const bool on_worker = current_worker_of == this;
+  const std::size_t self = on_worker ? 1 : 0;
+  auto finished = [&] { return queue_.empty() && running_count_ <= self; };
+  std::unique_lock lock(queue_mutex_);
+  workers_exit_ = true;  // no new fires; workers leave once the queue is empty
+  queue_cv_.notify_all();
+  if (drain_first) {
+    while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
+  }
+  // Stop: cancel what is still queued, then ask running jobs to stop.
+  std::deque<Fire> cancelled;
+  cancelled.swap(queue_);
+  lock.unlock();
+  for (auto& fire : cancelled) {
+    publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});
+    if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
+  }
+  request_stop_where([](const Run&) { return true; }, false);
+  lock.lock();
+  while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
+  const bool all_finished = finished();
+  lock.unlock();
+  if (!all_finished || on_worker) return all_finished;
+
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  {
+    std::lock_guard guard(runs_mutex_);
+    watchdog_exit_ = true;
+  }
+  watchdog_cv_.notify_all();
+  if (watchdog_thread_.joinable()) watchdog_thread_.join();
+  if (options_.elector) {
+    try {
+      options_.elector->resign();  // hand over now rather than after the lease TTL
+      options_.elector->on_leadership_lost({});
+    } catch (...) {
+      log(LogLevel::warning, "elector resign failed: " + describe_exception(std::current_exception()));
+    }
+  }
+  events_.flush_and_stop();
+  std::lock_guard guard(mutex_);
+  state_ = State::stopped;
+  return true;
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,49 @@
+// Internal: delivers events to the recorder (inline) and to observers (one
+// background thread, bounded queue that drops and counts).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fleetcron/events.h"
+#include "fleetcron/scheduler.h"
+
+namespace fleetcron::detail {
+
+class EventBus {
+ public:
+  EventBus(std::vector<std::shared_ptr<Observer>> observers, std::shared_ptr<Observer> recorder,
+           std::size_t capacity, Logger logger);
+  ~EventBus();
+  EventBus(const EventBus&) = delete;
+  EventBus& operator=(const EventBus&) = delete;
+
+  /// False when nobody listens: callers can skip building events.
+  [[nodiscard]] bool active() const noexcept { return recorder_ != nullptr || !observers_.empty(); }
+  void publish(Event event);
+  /// Delivers what is queued, then stops the observer thread. Idempotent.
+  void flush_and_stop();
+  [[nodiscard]] std::uint64_t dropped() const;
+
+ private:
+  void deliver(Observer& sink, const Event& event) const;
+  void run();
+
+  std::vector<std::shared_ptr<Observer>> observers_;
+  std::shared_ptr<Observer> recorder_;
+  std::size_t capacity_;
+  Logger logger_;
+  mutable std::mutex mutex_;  // guards queue_, dropped_, stopping_
+  std::condition_variable cv_;
+  std::deque<Event> queue_;
+  std::uint64_t dropped_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fleetcron::detail

@@ -1,0 +1,426 @@
+// The scheduler: entries, the loop, the lifecycle. Workers, runs and
+// timeouts are in dispatch.cpp.
+#include "fleetcron/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+
+#include "core/missed_fires.h"
+#include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+using detail::Fire;
+using detail::HeapItem;
+
+namespace {
+
+// The loop re-reads the wall clock at least this often, so a wall-clock
+// step is noticed within a second even when nothing is due.
+constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
+constexpr std::size_t snapshot_batch = 1024;
+
+std::optional<Instant> optional_instant(Instant t) {
+  if (t == Entry::no_instant) return std::nullopt;
+  return t;
+}
+
+std::uint64_t initial_seed(std::uint64_t seed) {
+  if (seed != 0) return seed;
+  std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
+
+SchedulerOptions validated(SchedulerOptions options) {
+  detail::validate(options);
+  return options;
+}
+
+}  // namespace
+
+Scheduler::Impl::Impl(SchedulerOptions options)
+    : options_(validated(std::move(options))),
+      clock_(options_.clock),
+      events_(options_.observers, options_.recorder, options_.observer_queue, options_.logger),
+      random_(initial_seed(options_.random_seed)) {
+  parse_options_.zone = options_.zone;
+  parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
+  EntryOptions defaults;
+  default_settings_ = detail::resolve(options_, defaults);
+}
+
+Scheduler::Impl::~Impl() = default;
+
+void Scheduler::Impl::publish(Event event) {
+  if (events_.active()) events_.publish(std::move(event));
+}
+
+void Scheduler::Impl::log(LogLevel level, const std::string& message) const {
+  try {
+    options_.logger(level, message);
+  } catch (...) {
+    // A failing log sink must not take the scheduler down.
+  }
+}
+
+SchedulePtr Scheduler::Impl::parse(std::string_view spec, const std::optional<DstPolicy>& dst) const {
+  ParseOptions options = parse_options_;
+  if (dst) options.dst = *dst;
+  return parse_schedule(spec, options);
+}
+
+// ---- entries --------------------------------------------------------
+
+EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options) {
+  if (!schedule) throw std::invalid_argument("add: schedule is null");
+  if (!job) throw std::invalid_argument("add: job is empty");
+  detail::check_entry_options(options);
+  const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
+                                   !options.retry && !options.missed_fire && !options.claimer;
+  auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
+  if (settings->claimer && options.key.empty()) {
+    throw SchedulerError(SchedulerError::Code::claimer_requires_key,
+                         "add: an entry that uses a claimer needs a key (EntryOptions::key)");
+  }
+  if (settings->claimer && schedule->is_process_anchored()) {
+    log(LogLevel::warning, fmt::format("entry \"{}\": a process-anchored every() schedule with a claimer: replicas "
+                                       "never agree on its instants; use aligned_every() or a cron spec",
+                                       options.key));
+  }
+  auto entry = std::make_shared<Entry>();
+  entry->job = std::move(job);
+  entry->settings = std::move(settings);
+  entry->schedule = std::move(schedule);
+  const Instant now = clock_->now();
+  std::vector<Event> events;
+  EntryId id = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ == State::stopping || state_ == State::stopped) {
+      throw SchedulerError(SchedulerError::Code::stopped, "add: the scheduler is stopped");
+    }
+    if (entries_.size() >= options_.max_entries) {
+      throw SchedulerError(SchedulerError::Code::capacity_reached,
+                           fmt::format("add: max_entries ({}) reached", options_.max_entries));
+    }
+    if (!options.key.empty() && keys_.contains(options.key)) {
+      throw SchedulerError(SchedulerError::Code::duplicate_key, fmt::format("add: key \"{}\" is already used", options.key));
+    }
+    id = next_id_++;
+    entry->identity = EntryIdentity{id, std::move(options.name), options.key};
+    if (!options.key.empty()) keys_.emplace(std::move(options.key), id);
+    if (options.last_run) entry->prev = *options.last_run;
+    const auto first = entry->schedule->next(options.last_run.value_or(now));
+    entry->next = first.value_or(Entry::no_instant);
+    entries_.emplace(id, entry);
+    push_heap(entry, events_.active() ? &events : nullptr);
+  }
+  loop_cv_.notify_one();
+  for (auto& event : events) publish(std::move(event));
+  return id;
+}
+
+void Scheduler::Impl::push_heap(const std::shared_ptr<Entry>& entry, std::vector<Event>* events) {
+  if (entry->next == Entry::no_instant || entry->paused) return;
+  heap_.push_back(HeapItem{entry->next, entry->generation, entry});
+  std::push_heap(heap_.begin(), heap_.end());
+  if (events) events->push_back(ScheduledEvent{Entry::ref(entry), entry->next});
+}
+
+void Scheduler::Impl::compact_heap() {
+  // Stale items (from update/pause/remove) are normally dropped when they
+  // reach the top; rebuild once they outnumber live ones.
+  if (stale_heap_items_ <= heap_.size() / 2 || heap_.size() < 1024) return;
+  std::erase_if(heap_, [](const HeapItem& item) {
+    return item.generation != item.entry->generation || item.entry->removed.load(std::memory_order_relaxed);
+  });
+  std::make_heap(heap_.begin(), heap_.end());
+  stale_heap_items_ = 0;
+}
+
+void Scheduler::Impl::remove(EntryId id) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("remove: no entry {}", id));
+    }
+    entry = std::move(it->second);
+    entries_.erase(it);
+    if (!entry->identity.key.empty()) keys_.erase(entry->identity.key);
+    entry->removed.store(true);
+    ++entry->generation;
+    ++stale_heap_items_;
+    compact_heap();
+  }
+  request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
+}
+
+void Scheduler::Impl::set_paused(EntryId id, bool paused) {
+  std::vector<Event> events;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      throw SchedulerError(SchedulerError::Code::entry_not_found,
+                           fmt::format("{}: no entry {}", paused ? "pause" : "resume", id));
+    }
+    Entry& entry = *it->second;
+    if (entry.paused == paused) return;
+    entry.paused = paused;
+    ++entry.generation;
+    ++stale_heap_items_;
+    if (!paused) {
+      // Resume from now: nothing missed while paused is replayed.
+      entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
+      push_heap(it->second, events_.active() ? &events : nullptr);
+    }
+    compact_heap();
+  }
+  loop_cv_.notify_one();
+  for (auto& event : events) publish(std::move(event));
+}
+
+void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
+  if (!schedule) throw std::invalid_argument("update: schedule is null");
+  std::vector<Event> events;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("update: no entry {}", id));
+    }
+    Entry& entry = *it->second;
+    entry.schedule = std::move(schedule);
+    ++entry.generation;
+    ++stale_heap_items_;
+    entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
+    push_heap(it->second, events_.active() ? &events : nullptr);
+    compact_heap();
+  }
+  loop_cv_.notify_one();
+  for (auto& event : events) publish(std::move(event));
+}
+
+std::shared_ptr<Fire> Scheduler::Impl::make_manual_fire(EntryId id) {
+  std::lock_guard guard(mutex_);
+  if (state_ != State::running) {
+    throw SchedulerError(SchedulerError::Code::not_running, "trigger: the scheduler is not running");
+  }
+  auto it = entries_.find(id);
+  if (it == entries_.end()) {
+    throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("trigger: no entry {}", id));
+  }
+  return std::make_shared<Fire>(Fire{it->second, clock_->now(), true, nullptr});
+}
+
+std::optional<RunOutcome> Scheduler::Impl::trigger_and_wait(EntryId id, std::chrono::nanoseconds wait) {
+  auto fire = make_manual_fire(id);
+  auto slot = std::make_shared<detail::OutcomeSlot>();
+  fire->outcome = slot;
+  std::vector<Fire> batch{std::move(*fire)};
+  enqueue(batch);
+  if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger_and_wait: the run queue is full");
+  // Waits on the scheduler's clock, so virtual time bounds it in tests.
+  std::unique_lock lock(slot->mutex);
+  const auto deadline = clock_->steady_now() + wait;
+  while (!slot->value && clock_->steady_now() < deadline) clock_->wait_until(slot->cv, lock, deadline);
+  return slot->value;
+}
+
+std::size_t Scheduler::Impl::trigger_by_name(std::string_view name) {
+  std::vector<Fire> batch;
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ != State::running) {
+      throw SchedulerError(SchedulerError::Code::not_running, "trigger_by_name: the scheduler is not running");
+    }
+    const Instant now = clock_->now();
+    for (const auto& [id, entry] : entries_) {
+      if (entry->identity.name == name) batch.push_back(Fire{entry, now, true, nullptr});
+    }
+  }
+  const std::size_t wanted = batch.size();
+  enqueue(batch);
+  return wanted - batch.size();
+}
+
+std::optional<EntrySnapshot> Scheduler::Impl::snapshot(EntryId id) const {
+  std::lock_guard guard(mutex_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return std::nullopt;
+  const Entry& entry = *it->second;
+  return EntrySnapshot{entry.identity.id,         entry.identity.name,          entry.identity.key,
+                       std::string(entry.schedule->spec()), optional_instant(entry.prev),
+                       entry.paused ? std::nullopt : optional_instant(entry.next), entry.paused};
+}
+
+std::vector<EntrySnapshot> Scheduler::Impl::snapshots() const {
+  std::vector<EntryId> ids;
+  {
+    std::lock_guard guard(mutex_);
+    ids.reserve(entries_.size());
+    for (const auto& [id, entry] : entries_) ids.push_back(id);
+  }
+  std::vector<EntrySnapshot> out;
+  out.reserve(ids.size());
+  for (std::size_t begin = 0; begin < ids.size(); begin += snapshot_batch) {
+    const std::size_t end = std::min(ids.size(), begin + snapshot_batch);
+    for (std::size_t i = begin; i < end; ++i) {
+      if (auto one = snapshot(ids[i])) out.push_back(std::move(*one));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const EntrySnapshot& a, const EntrySnapshot& b) {
+    if (a.next.has_value() != b.next.has_value()) return a.next.has_value();
+    return a.next < b.next;
+  });
+  return out;
+}
+
+std::size_t Scheduler::Impl::size() const {
+  std::lock_guard guard(mutex_);
+  return entries_.size();
+}
+
+// ---- the loop ---------------------------------------------------------
+
+void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::vector<Event>& events) {
+  const bool want_events = events_.active();
+  while (!heap_.empty() && heap_.front().at <= now) {
+    std::pop_heap(heap_.begin(), heap_.end());
+    HeapItem item = std::move(heap_.back());
+    heap_.pop_back();
+    Entry& entry = *item.entry;
+    if (item.generation != entry.generation || entry.removed.load(std::memory_order_relaxed) || entry.paused) {
+      if (stale_heap_items_ > 0) --stale_heap_items_;
+      continue;
+    }
+    const Instant scheduled = item.at;
+    const auto lateness = now - scheduled;
+    if (lateness <= options_.missed_tolerance) {
+      // On time (or late within tolerance): the fire keeps its instant,
+      // and the next one comes from the schedule, not from now.
+      fires.push_back(Fire{item.entry, scheduled, false, nullptr});
+      entry.next = entry.schedule->next(scheduled).value_or(Entry::no_instant);
+    } else {
+      const auto plan = detail::plan_missed(*entry.schedule, scheduled, now, entry.settings->missed_fire);
+      for (const Instant at : plan.runs) fires.push_back(Fire{item.entry, at, false, nullptr});
+      entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
+      if (want_events) {
+        events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
+                                         plan.runs.size(), lateness, entry.settings->missed_fire});
+      }
+      log(LogLevel::warning,
+          fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}", entry.identity.id,
+                      entry.identity.name, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(scheduled),
+                      format_rfc3339(plan.last_missed), format_duration(lateness), to_string(entry.settings->missed_fire),
+                      plan.runs.size()));
+    }
+    push_heap(item.entry, want_events ? &events : nullptr);
+  }
+}
+
+void Scheduler::Impl::loop_main() {
+  std::vector<Fire> fires;
+  std::vector<Event> events;
+  std::unique_lock lock(mutex_);
+  while (state_ == State::running) {
+    // Steady before wall: if the clock moves in between, the sleep below
+    // comes out short (a harmless early wake), never long.
+    const auto steady = clock_->steady_now();
+    const Instant now = clock_->now();
+    collect_due(now, fires, events);
+    if (!fires.empty() || !events.empty()) {
+      // Never call out (workers' queue, event sinks) under the entry lock.
+      lock.unlock();
+      enqueue(fires);
+      for (auto& event : events) publish(std::move(event));
+      fires.clear();
+      events.clear();
+      lock.lock();
+      continue;  // time moved while we were out; look again
+    }
+    auto sleep = max_loop_sleep;
+    if (!heap_.empty()) sleep = std::min(sleep, std::chrono::nanoseconds{heap_.front().at - now});
+    if (sleep > std::chrono::nanoseconds::zero()) clock_->wait_until(loop_cv_, lock, steady + sleep);
+  }
+}
+
+// ---- lifecycle ----------------------------------------------------------
+
+void Scheduler::Impl::start() {
+  std::lock_guard guard(mutex_);
+  if (state_ == State::running) return;
+  if (state_ != State::created) throw SchedulerError(SchedulerError::Code::stopped, "start: a stopped scheduler cannot restart");
+  if (options_.elector) {
+    options_.elector->on_leadership_lost([this](std::uint64_t term) { on_leadership_lost(term); });
+  }
+  state_ = State::running;
+  workers_.reserve(options_.max_concurrent);
+  for (std::size_t i = 0; i < options_.max_concurrent; ++i) workers_.emplace_back([this] { worker_main(); });
+  watchdog_thread_ = std::thread([this] { watchdog_main(); });
+  loop_thread_ = std::thread([this] { loop_main(); });
+}
+
+}  // namespace fleetcron
+
+namespace fleetcron {
+
+// ---- the public face ------------------------------------------------------
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Scheduler::~Scheduler() {
+  impl_->stop(Clock::SteadyTime::max(), false);
+  // stop() leaves threads behind only when jobs outlived its deadline or it
+  // ran on a worker; join them now (jobs have had stop requested).
+  for (auto& worker : impl_->workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  {
+    std::lock_guard guard(impl_->runs_mutex_);
+    impl_->watchdog_exit_ = true;
+  }
+  impl_->watchdog_cv_.notify_all();
+  if (impl_->watchdog_thread_.joinable()) impl_->watchdog_thread_.join();
+  if (impl_->loop_thread_.joinable()) impl_->loop_thread_.join();
+}
+
+EntryId Scheduler::add(std::string_view spec, Job job, EntryOptions options) {
+  auto schedule = impl_->parse(spec, options.dst);
+  return impl_->add(std::move(schedule), std::move(job), std::move(options));
+}
+EntryId Scheduler::add(SchedulePtr schedule, Job job, EntryOptions options) {
+  return impl_->add(std::move(schedule), std::move(job), std::move(options));
+}
+void Scheduler::remove(EntryId id) { impl_->remove(id); }
+void Scheduler::pause(EntryId id) { impl_->set_paused(id, true); }
+void Scheduler::resume(EntryId id) { impl_->set_paused(id, false); }
+void Scheduler::update(EntryId id, std::string_view spec) { impl_->update(id, impl_->parse(spec, std::nullopt)); }
+void Scheduler::update(EntryId id, SchedulePtr schedule) { impl_->update(id, std::move(schedule)); }
+
+void Scheduler::trigger(EntryId id) {
+  auto fire = impl_->make_manual_fire(id);
+  std::vector<Fire> batch{std::move(*fire)};
+  impl_->enqueue(batch);
+  if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger: the run queue is full");
+}
+std::optional<RunOutcome> Scheduler::trigger_and_wait(EntryId id, std::chrono::nanoseconds wait) {
+  return impl_->trigger_and_wait(id, wait);
+}
+std::size_t Scheduler::trigger_by_name(std::string_view name) { return impl_->trigger_by_name(name); }
+std::optional<EntrySnapshot> Scheduler::entry(EntryId id) const { return impl_->snapshot(id); }
+std::vector<EntrySnapshot> Scheduler::entries() const { return impl_->snapshots(); }
+std::size_t Scheduler::size() const { return impl_->size(); }
+void Scheduler::start() { impl_->start(); }
+bool Scheduler::stop(Clock::SteadyTime deadline) { return impl_->stop(deadline, false); }
+bool Scheduler::drain(Clock::SteadyTime deadline) { return impl_->stop(deadline, true); }
+Clock& Scheduler::clock() const noexcept { return *impl_->clock_; }
+
+}  // namespace fleetcron

@@ -1,0 +1,191 @@
+// Internal: the scheduler's state. scheduler.cpp holds the public methods
+// and the loop; dispatch.cpp the workers, runs and the timeout watchdog.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/event_bus.h"
+#include "fleetcron/scheduler.h"
+
+namespace fleetcron {
+
+namespace detail {
+
+/// Options of one entry after inheriting the scheduler's. Immutable.
+struct EntrySettings {
+  std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds jitter{0};
+  std::optional<RetryPolicy> retry;
+  MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
+  std::shared_ptr<Claimer> claimer;
+};
+
+/// An entry. identity, job and settings never change after add(); the rest
+/// is guarded by Scheduler::Impl::mutex_, except `removed`.
+struct Entry {
+  EntryIdentity identity;  // shared out as EntryRef by aliasing the entry's shared_ptr (no extra allocation)
+  Job job;
+  std::shared_ptr<const EntrySettings> settings;
+  SchedulePtr schedule;
+  [[nodiscard]] static EntryRef ref(const std::shared_ptr<Entry>& entry) { return {entry, &entry->identity}; }
+
+  Instant prev = no_instant;
+  Instant next = no_instant;
+  std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
+  bool paused = false;
+  std::atomic<bool> removed{false};
+
+  static constexpr Instant no_instant = Instant::min();
+};
+
+struct HeapItem {
+  Instant at;
+  std::uint64_t generation;
+  std::shared_ptr<Entry> entry;
+  // std::push_heap builds a max-heap: "greater" puts the earliest on top.
+  friend bool operator<(const HeapItem& a, const HeapItem& b) { return a.at > b.at; }
+};
+
+/// Where trigger_and_wait() receives its run's outcome.
+struct OutcomeSlot {
+  std::mutex mutex;  // guards value
+  std::condition_variable cv;
+  std::optional<RunOutcome> value;
+  void set(RunOutcome outcome) {
+    std::lock_guard guard(mutex);
+    value = std::move(outcome);
+    cv.notify_all();
+  }
+};
+
+/// A fire waiting for, or held by, a worker.
+struct Fire {
+  std::shared_ptr<Entry> entry;
+  Instant scheduled_at;
+  bool manual = false;
+  std::shared_ptr<OutcomeSlot> outcome;  // trigger_and_wait only
+};
+
+/// A run in progress: what stop(), remove(), timeouts and leadership loss
+/// need to reach it.
+struct Run {
+  std::stop_source stop;
+  EntryId entry_id = 0;
+  bool leader_gated = false;
+  std::uint64_t term = 0;
+  std::atomic<bool> timed_out{false};
+};
+
+}  // namespace detail
+
+class Scheduler::Impl {
+ public:
+  explicit Impl(SchedulerOptions options);
+  ~Impl();
+
+  // ---- entries (scheduler.cpp)
+  EntryId add(SchedulePtr schedule, Job job, EntryOptions options);
+  SchedulePtr parse(std::string_view spec, const std::optional<DstPolicy>& dst) const;
+  void remove(EntryId id);
+  void set_paused(EntryId id, bool paused);
+  void update(EntryId id, SchedulePtr schedule);
+  std::shared_ptr<detail::Fire> make_manual_fire(EntryId id);
+  std::optional<RunOutcome> trigger_and_wait(EntryId id, std::chrono::nanoseconds wait);
+  std::size_t trigger_by_name(std::string_view name);
+  std::optional<EntrySnapshot> snapshot(EntryId id) const;
+  std::vector<EntrySnapshot> snapshots() const;
+  std::size_t size() const;
+
+  // ---- lifecycle (scheduler.cpp)
+  void start();
+  bool stop(Clock::SteadyTime deadline, bool drain_first);
+
+  // ---- dispatch (dispatch.cpp)
+  /// Queues fires for the workers; rejects (with an event) what does not fit.
+  void enqueue(std::vector<detail::Fire>& fires);
+  void worker_main();
+  void watchdog_main();
+  void execute(detail::Fire& fire);
+  void on_leadership_lost(std::uint64_t term);
+  /// Sleeps `duration` on the clock; false if `stop` was requested first.
+  bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);
+  std::chrono::nanoseconds random_below(std::chrono::nanoseconds bound);
+  std::chrono::nanoseconds retry_delay(const RetryPolicy& retry, int failed_attempts);
+
+  void publish(Event event);
+  void log(LogLevel level, const std::string& message) const;
+
+  SchedulerOptions options_;
+  std::shared_ptr<Clock> clock_;
+  ParseOptions parse_options_;
+  detail::EventBus events_;
+
+  // ---- entries and the loop
+  enum class State { created, running, stopping, stopped };
+  mutable std::mutex mutex_;  // guards entries_, keys_, heap_, state_, next_id_, and Entry's mutable fields
+  std::condition_variable loop_cv_;
+  State state_ = State::created;
+  EntryId next_id_ = 1;
+  std::unordered_map<EntryId, std::shared_ptr<detail::Entry>> entries_;
+  std::unordered_map<std::string, EntryId> keys_;
+  std::vector<detail::HeapItem> heap_;
+  std::size_t stale_heap_items_ = 0;
+  std::thread loop_thread_;
+  void loop_main();
+  /// Pops due entries, applies the missed-fire policy, plans next fires.
+  void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events);
+  void push_heap(const std::shared_ptr<detail::Entry>& entry, std::vector<Event>* events);
+  void compact_heap();
+
+  // ---- run queue and workers
+  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, workers_exit_, cancel_queued_
+  std::condition_variable queue_cv_;  // workers wait for fires
+  std::condition_variable idle_cv_;   // stop/drain wait for workers
+  std::deque<detail::Fire> queue_;
+  std::size_t running_count_ = 0;
+  bool workers_exit_ = false;
+  std::vector<std::thread> workers_;
+
+  // ---- runs in progress and the timeout watchdog
+  std::mutex runs_mutex_;  // guards runs_, next_run_id_, timeouts_, watchdog_exit_
+  std::condition_variable watchdog_cv_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<detail::Run>> runs_;
+  std::uint64_t next_run_id_ = 1;
+  std::multimap<Clock::SteadyTime, std::uint64_t> timeouts_;
+  bool watchdog_exit_ = false;
+  std::thread watchdog_thread_;
+  void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
+
+  std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
+
+  // ---- randomness for jitter
+  std::mutex random_mutex_;  // guards random_
+  std::mt19937_64 random_;
+};
+
+namespace detail {
+/// Validates scheduler options; throws std::invalid_argument naming the
+/// option and value. Fills defaults (clock, logger).
+void validate(SchedulerOptions& options);
+/// Trims the key and validates an entry's options (std::invalid_argument).
+void check_entry_options(EntryOptions& entry);
+/// An entry's settings after inheriting the scheduler's.
+std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry);
+void validate_retry(std::string_view owner, const RetryPolicy& retry);
+}  // namespace detail
+
+}  // namespace fleetcron

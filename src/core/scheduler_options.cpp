@@ -1,0 +1,112 @@
+// Validation of SchedulerOptions and EntryOptions: every error names the
+// option and the value.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <stdexcept>
+
+#include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/parse_error.h"
+
+namespace fleetcron::detail {
+namespace {
+
+constexpr std::size_t max_workers = 4096;
+constexpr std::size_t max_queue_limit = 10'000'000;
+constexpr std::size_t max_entries_limit = 100'000'000;
+constexpr std::size_t max_observer_queue = 1'000'000;
+constexpr int max_retries_limit = 1000;
+constexpr std::size_t max_key_bytes = 1024;
+constexpr std::chrono::nanoseconds max_setting_duration = std::chrono::hours{24 * 366};
+
+[[noreturn]] void reject(std::string_view owner, std::string_view option, std::string_view value, std::string_view why) {
+  throw std::invalid_argument(fmt::format("{} option {}: {} {}", owner, option, value, why));
+}
+
+void check_range(std::string_view owner, std::string_view option, std::size_t value, std::size_t low, std::size_t high) {
+  if (value < low || value > high) reject(owner, option, std::to_string(value), fmt::format("is not between {} and {}", low, high));
+}
+
+void check_duration(std::string_view owner, std::string_view option, std::chrono::nanoseconds value, bool allow_zero) {
+  if (value < std::chrono::nanoseconds::zero() || (!allow_zero && value == std::chrono::nanoseconds::zero())) {
+    reject(owner, option, format_duration(value), allow_zero ? "must not be negative" : "must be greater than zero");
+  }
+  if (value > max_setting_duration) reject(owner, option, format_duration(value), "is above the maximum of 366 days");
+}
+
+void default_logger(LogLevel level, std::string_view message) {
+  if (level < LogLevel::warning) return;
+  std::cerr << "fleetcron " << (level == LogLevel::warning ? "warning" : "error") << ": " << message << '\n';
+}
+
+std::string trim(std::string_view text) {
+  const auto begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string_view::npos) return {};
+  const auto end = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+}  // namespace
+
+void validate_retry(std::string_view owner, const RetryPolicy& retry) {
+  if (retry.max_retries < 0 || retry.max_retries > max_retries_limit) {
+    reject(owner, "retry.max_retries", std::to_string(retry.max_retries), "is not between 0 and 1000");
+  }
+  check_duration(owner, "retry.initial_delay", retry.initial_delay, false);
+  check_duration(owner, "retry.max_delay", retry.max_delay, false);
+  if (retry.max_delay < retry.initial_delay) {
+    reject(owner, "retry.max_delay", format_duration(retry.max_delay),
+           fmt::format("is below retry.initial_delay {}", format_duration(retry.initial_delay)));
+  }
+  if (!std::isfinite(retry.multiplier) || retry.multiplier < 1.0 || retry.multiplier > 1000.0) {
+    reject(owner, "retry.multiplier", fmt::format("{}", retry.multiplier), "is not between 1 and 1000");
+  }
+  if (!std::isfinite(retry.jitter_fraction) || retry.jitter_fraction < 0.0 || retry.jitter_fraction > 1.0) {
+    reject(owner, "retry.jitter_fraction", fmt::format("{}", retry.jitter_fraction), "is not between 0 and 1");
+  }
+}
+
+void validate(SchedulerOptions& options) {
+  constexpr std::string_view owner = "scheduler";
+  check_duration(owner, "missed_tolerance", options.missed_tolerance, false);
+  check_duration(owner, "jitter", options.jitter, true);
+  if (options.retry) validate_retry(owner, *options.retry);
+  check_range(owner, "max_concurrent", options.max_concurrent, 1, max_workers);
+  check_range(owner, "max_queued", options.max_queued, 1, max_queue_limit);
+  check_range(owner, "max_entries", options.max_entries, 1, max_entries_limit);
+  check_range(owner, "observer_queue", options.observer_queue, 1, max_observer_queue);
+  for (std::size_t i = 0; i < options.observers.size(); ++i) {
+    if (!options.observers[i]) reject(owner, "observers", fmt::format("[{}]", i), "is null");
+  }
+  if (!options.clock) options.clock = system_clock();
+  if (!options.logger) options.logger = default_logger;
+}
+
+void check_entry_options(EntryOptions& entry) {
+  constexpr std::string_view owner = "entry";
+  entry.key = trim(entry.key);
+  if (entry.key.size() > max_key_bytes) reject(owner, "key", quote_for_message(entry.key, 40), "is longer than 1024 bytes");
+  for (const char c : entry.key) {
+    if (c == '@' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      reject(owner, "key", "\"" + quote_for_message(entry.key) + "\"", "must not contain '@' or control characters");
+    }
+  }
+  check_duration(owner, "timeout", entry.timeout, true);
+  if (entry.jitter) check_duration(owner, "jitter", *entry.jitter, true);
+  if (entry.retry) validate_retry(owner, *entry.retry);
+}
+
+std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry) {
+  auto settings = std::make_shared<EntrySettings>();
+  settings->timeout = entry.timeout;
+  settings->jitter = entry.jitter.value_or(scheduler.jitter);
+  settings->retry = entry.retry ? entry.retry : scheduler.retry;
+  if (settings->retry && settings->retry->max_retries == 0) settings->retry.reset();
+  settings->missed_fire = entry.missed_fire.value_or(scheduler.missed_fire);
+  settings->claimer = entry.claimer ? *entry.claimer : scheduler.claimer;
+  return settings;
+}
+
+}  // namespace fleetcron::detail

@@ -1,0 +1,617 @@
+// The scheduler on virtual time: firing, missed fires, lifecycle, retries,
+// timeouts, triggers, snapshots, limits.
+#include <set>
+#include <thread>
+
+#include "harness.h"
+
+namespace fleetcron::test {
+namespace {
+
+Job noop() {
+  return [](const FireContext&, std::stop_token) {};
+}
+
+// A job that blocks until its stop token is requested or it is released.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable_any cv;
+  bool open = false;
+  std::atomic<int> entered{0};
+  std::atomic<int> saw_stop{0};
+
+  Job job() {
+    return [this](const FireContext&, std::stop_token stop) {
+      ++entered;
+      std::unique_lock lock(mutex);
+      cv.wait(lock, stop, [this] { return open; });
+      if (stop.stop_requested()) ++saw_stop;
+    };
+  }
+  void release() {
+    std::lock_guard guard(mutex);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+TEST(SchedulerOptions, RejectBadValuesNamingOptionAndValue) {
+  struct Case {
+    std::function<void(SchedulerOptions&)> change;
+    const char* message;
+  };
+  const std::vector<Case> cases{
+      {[](auto& o) { o.missed_tolerance = 0s; }, "scheduler option missed_tolerance: 0s must be greater than zero"},
+      {[](auto& o) { o.jitter = -1s; }, "scheduler option jitter: -1s must not be negative"},
+      {[](auto& o) { o.max_concurrent = 0; }, "scheduler option max_concurrent: 0 is not between 1 and 4096"},
+      {[](auto& o) { o.max_queued = 0; }, "scheduler option max_queued: 0 is not between 1 and 10000000"},
+      {[](auto& o) { o.max_entries = 0; }, "scheduler option max_entries: 0 is not between 1 and 100000000"},
+      {[](auto& o) { o.observer_queue = 0; }, "scheduler option observer_queue: 0 is not between 1 and 1000000"},
+      {[](auto& o) { o.observers.push_back(nullptr); }, "scheduler option observers: [0] is null"},
+      {[](auto& o) { o.retry = RetryPolicy{.max_retries = -1}; },
+       "scheduler option retry.max_retries: -1 is not between 0 and 1000"},
+      {[](auto& o) { o.retry = RetryPolicy{.max_retries = 1, .multiplier = 0.5}; },
+       "scheduler option retry.multiplier: 0.5 is not between 1 and 1000"},
+      {[](auto& o) { o.retry = RetryPolicy{.max_retries = 1, .initial_delay = 2s, .max_delay = 1s}; },
+       "scheduler option retry.max_delay: 1s is below retry.initial_delay 2s"},
+      {[](auto& o) { o.retry = RetryPolicy{.max_retries = 1, .jitter_fraction = 1.5}; },
+       "scheduler option retry.jitter_fraction: 1.5 is not between 0 and 1"},
+  };
+  for (const auto& c : cases) {
+    SchedulerOptions options;
+    c.change(options);
+    try {
+      Scheduler scheduler(options);
+      ADD_FAILURE() << "accepted: " << c.message;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), c.message);
+    }
+  }
+}
+
+TEST(SchedulerEntries, RejectBadEntryOptions) {
+  Harness h;
+  Scheduler s(h.options());
+  EXPECT_THROW(s.add("* * * * *", Job{}), std::invalid_argument);
+  EXPECT_THROW(s.add(SchedulePtr{}, noop()), std::invalid_argument);
+  EXPECT_THROW(s.add("61 * * * *", noop()), ParseError);
+  try {
+    s.add("* * * * *", noop(), EntryOptions{.key = "a@b"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "entry option key: \"a@b\" must not contain '@' or control characters");
+  }
+  EXPECT_THROW(s.add("* * * * *", noop(), EntryOptions{.timeout = -1s}), std::invalid_argument);
+  s.add("* * * * *", noop(), EntryOptions{.key = "  nightly  "});
+  try {
+    s.add("* * * * *", noop(), EntryOptions{.key = "nightly"});  // trimmed: same key
+    FAIL();
+  } catch (const SchedulerError& e) {
+    EXPECT_EQ(e.code(), SchedulerError::Code::duplicate_key);
+  }
+}
+
+TEST(SchedulerEntries, ClaimerRequiresAKeyAndWarnsOnProcessAnchoredSchedules) {
+  Harness h;
+  auto options = h.options();
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock);
+  Scheduler s(options);
+  try {
+    s.add("* * * * *", noop());
+    FAIL();
+  } catch (const SchedulerError& e) {
+    EXPECT_EQ(e.code(), SchedulerError::Code::claimer_requires_key);
+  }
+  s.add("* * * * *", noop(), EntryOptions{.claimer = std::shared_ptr<Claimer>{}});  // opted out: no key needed
+  s.add(every(10s), noop(), EntryOptions{.key = "drifting"});
+  ASSERT_EQ(h.messages.size(), 1u);
+  EXPECT_NE(h.messages[0].find("process-anchored"), std::string::npos) << h.messages[0];
+  s.add(aligned_every(10s), noop(), EntryOptions{.key = "aligned"});
+  EXPECT_EQ(h.messages.size(), 1u);
+}
+
+TEST(SchedulerEntries, CapacityAndStableIds) {
+  Harness h;
+  auto options = h.options();
+  options.max_entries = 2;
+  Scheduler s(options);
+  const auto a = s.add("* * * * *", noop());
+  const auto b = s.add("* * * * *", noop());
+  EXPECT_THROW(s.add("* * * * *", noop()), SchedulerError);
+  s.remove(a);
+  const auto c = s.add("* * * * *", noop());
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);  // never reused
+  EXPECT_THROW(s.remove(a), SchedulerError);
+}
+
+TEST(Scheduler, FiresOnTheScheduleWithItsOwnInstantAndKey) {
+  Harness h;
+  Scheduler s(h.options());
+  std::mutex mutex;
+  std::vector<FireContext> seen;
+  s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+    std::lock_guard guard(mutex);
+    seen.push_back(c);
+  }, EntryOptions{.name = "report", .key = "hourly-report"});
+  s.start();
+  h.advance(59s);
+  EXPECT_EQ(h.completed(), 0u);
+  h.advance(31s, 1, [&] { return h.completed() == 1; });  // wakes 30 s late: within tolerance
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].scheduled_at, at("2026-01-01T00:01:00Z"));
+  EXPECT_EQ(seen[0].fire_key, "hourly-report@2026-01-01T00:01:00Z");
+  EXPECT_EQ(seen[0].entry->name, "report");
+  EXPECT_EQ(seen[0].attempt, 1);
+  EXPECT_FALSE(seen[0].manual);
+  EXPECT_EQ(seen[0].fence, 0u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(Scheduler, NothingFiresBeforeStart) {
+  Harness h;
+  Scheduler s(h.options());
+  s.add("* * * * *", noop());
+  h.clock->advance(1h);
+  EXPECT_EQ(h.completed(), 0u);
+  EXPECT_THROW(s.trigger(1), SchedulerError);
+}
+
+TEST(SchedulerMissed, ThirtyHourOutageRunOnceRunsOnceAtTheMostRecentInstant) {
+  Harness h;
+  Scheduler s(h.options());
+  s.add("0 * * * *", noop(), EntryOptions{.key = "hourly"});
+  s.start();
+  h.advance(30h, 1, [&] { return h.completed() == 1; });
+  const auto runs = h.log->all<JobCompletedEvent>();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].scheduled_at, at("2026-01-02T06:00:00Z"));
+  const auto missed = h.log->all<MissedFireEvent>();
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].missed, 30u);
+  EXPECT_EQ(missed[0].runs, 1u);
+  EXPECT_EQ(missed[0].first_missed, at("2026-01-01T01:00:00Z"));
+  EXPECT_EQ(missed[0].last_missed, at("2026-01-02T06:00:00Z"));
+  EXPECT_EQ(s.entry(1)->next, at("2026-01-02T07:00:00Z"));
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(h.completed(), 1u);
+}
+
+TEST(SchedulerMissed, RunAllReplaysTheNewestThousandOldestFirst) {
+  Harness h;
+  auto options = h.options();
+  options.seconds_field = true;
+  options.missed_fire = MissedFirePolicy::run_all;
+  Scheduler s(options);
+  s.add("* * * * * *", noop(), EntryOptions{.key = "tick"});
+  s.start();
+  h.advance(30h, 1, [&] { return h.completed() == 1000; });  // 108,000 one-second fires missed
+  EXPECT_TRUE(s.stop(h.soon()));
+  const auto runs = h.log->all<JobCompletedEvent>();
+  ASSERT_EQ(runs.size(), 1000u);
+  std::set<Instant> instants;
+  for (const auto& run : runs) instants.insert(run.scheduled_at);
+  EXPECT_EQ(instants.size(), 1000u);
+  EXPECT_EQ(*instants.begin(), at("2026-01-02T05:43:21Z"));
+  EXPECT_EQ(*instants.rbegin(), at("2026-01-02T06:00:00Z"));
+  // Dispatched oldest first.
+  const auto started = h.log->all<JobStartedEvent>();
+  EXPECT_EQ(started.front().scheduled_at, *instants.begin());
+  const auto missed = h.log->all<MissedFireEvent>();
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].missed, 108'000u);
+  EXPECT_EQ(missed[0].runs, 1000u);
+}
+
+TEST(SchedulerMissed, SkipRunsNothingAndContinuesAfterNow) {
+  Harness h;
+  auto options = h.options();
+  options.missed_fire = MissedFirePolicy::skip;
+  Scheduler s(options);
+  s.add("0 * * * *", noop());
+  s.start();
+  h.advance(3h + 30min);
+  ASSERT_TRUE(h.log->wait_count<MissedFireEvent>(1));
+  EXPECT_EQ(s.entry(1)->next, at("2026-01-01T04:00:00Z"));
+  h.advance(30min, 1, [&] { return h.completed() == 1; });
+  EXPECT_EQ(h.log->all<JobCompletedEvent>()[0].scheduled_at, at("2026-01-01T04:00:00Z"));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerMissed, LastRunSeedCatchesUpAfterARestart) {
+  Harness h;
+  auto options = h.options();
+  options.missed_fire = MissedFirePolicy::run_all;
+  Scheduler s(options);
+  s.add("0 * * * *", noop(), EntryOptions{.key = "k", .last_run = at("2025-12-31T20:59:00Z")});
+  s.start();
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(3));
+  std::set<std::string> keys;
+  for (const auto& run : h.log->all<JobCompletedEvent>()) keys.insert(run.fire_key);
+  // 00:00 is due at the moment of the restart, so it is caught up too.
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(4));
+  keys.clear();
+  for (const auto& run : h.log->all<JobCompletedEvent>()) keys.insert(run.fire_key);
+  EXPECT_EQ(keys, (std::set<std::string>{"k@2025-12-31T21:00:00Z", "k@2025-12-31T22:00:00Z", "k@2025-12-31T23:00:00Z",
+                                         "k@2026-01-01T00:00:00Z"}));
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(s.entry(1)->prev, at("2026-01-01T00:00:00Z"));
+}
+
+TEST(SchedulerClock, WallJumpForwardDoesNotReplayAStorm) {
+  Harness h;
+  Scheduler s(h.options());
+  s.add("* * * * *", noop());
+  s.start();
+  h.clock->jump_wall(24h);  // NTP step: 1,440 instants passed on the wall clock
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
+  ASSERT_TRUE(h.log->wait_count<MissedFireEvent>(1));
+  EXPECT_EQ(h.log->all<MissedFireEvent>()[0].missed, 1440u);
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(h.completed(), 1u);
+}
+
+TEST(SchedulerClock, WallJumpBackwardDoesNotRepeatFires) {
+  Harness h;
+  Scheduler s(h.options());
+  s.add("* * * * *", noop());
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });  // 00:01 ran
+  h.clock->jump_wall(-10min);                             // wall back to 23:51
+  h.advance(60s, 10);                                     // wall 00:01 again: nothing new
+  EXPECT_EQ(h.completed(), 1u);
+  h.advance(60s, 1, [&] { return h.completed() == 2; });  // wall 00:02
+  EXPECT_EQ(h.log->all<JobCompletedEvent>()[1].scheduled_at, at("2026-01-01T00:02:00Z"));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLifecycle, PauseAndResumeFromNowWithoutReplay) {
+  Harness h;
+  Scheduler s(h.options());
+  const auto id = s.add("* * * * *", noop());
+  s.start();
+  s.pause(id);
+  s.pause(id);  // idempotent
+  EXPECT_TRUE(s.entry(id)->paused);
+  EXPECT_EQ(s.entry(id)->next, std::nullopt);
+  h.advance(5min);
+  s.resume(id);
+  EXPECT_EQ(s.entry(id)->next, at("2026-01-01T00:06:00Z"));
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(h.completed(), 1u);
+  EXPECT_TRUE(h.log->all<MissedFireEvent>().empty());
+}
+
+TEST(SchedulerLifecycle, UpdateKeepsIdAndPreviousFire) {
+  Harness h;
+  Scheduler s(h.options());
+  const auto id = s.add("* * * * *", noop());
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  ASSERT_TRUE(Harness::eventually([&] { return s.entry(id)->prev.has_value(); }));
+  s.update(id, "0 * * * *");
+  const auto snapshot = s.entry(id);
+  EXPECT_EQ(snapshot->prev, at("2026-01-01T00:01:00Z"));
+  EXPECT_EQ(snapshot->next, at("2026-01-01T01:00:00Z"));
+  EXPECT_EQ(snapshot->spec, "0 * * * *");
+  h.advance(5min);  // the old schedule's stale heap item must not fire
+  EXPECT_EQ(h.completed(), 1u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLifecycle, RemoveWhileRunningRequestsStop) {
+  Harness h;
+  Scheduler s(h.options());
+  Gate gate;
+  const auto id = s.add("* * * * *", gate.job());
+  s.start();
+  h.advance(60s, 1, [&] { return gate.entered == 1; });
+  s.remove(id);
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
+  EXPECT_EQ(gate.saw_stop, 1);
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLifecycle, StopSignalsRunningJobsAndCannotRestart) {
+  Harness h;
+  Scheduler s(h.options());
+  Gate gate;
+  s.add("* * * * *", gate.job());
+  s.start();
+  s.start();  // idempotent while running
+  h.advance(60s, 1, [&] { return gate.entered == 1; });
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(gate.saw_stop, 1);
+  EXPECT_EQ(h.log->all<JobCompletedEvent>()[0].status, RunStatus::succeeded);  // it returned normally
+  EXPECT_THROW(s.start(), SchedulerError);
+  EXPECT_THROW(s.add("* * * * *", noop()), SchedulerError);
+}
+
+TEST(SchedulerLifecycle, StopReturnsFalseWhenAJobIgnoresItsTokenPastTheDeadline) {
+  Harness h;
+  Scheduler s(h.options());
+  std::atomic<bool> release{false};
+  std::atomic<bool> entered{false};
+  s.add("* * * * *", [&](const FireContext&, std::stop_token) {
+    entered = true;
+    while (!release) std::this_thread::yield();
+  });
+  s.start();
+  h.advance(60s, 1, [&] { return entered.load(); });
+  std::thread advancer([&] { h.clock->advance(5s); });
+  EXPECT_FALSE(s.stop(h.clock->steady_now() + 5s));
+  advancer.join();
+  release = true;  // the destructor then waits for it
+}
+
+TEST(SchedulerLifecycle, DrainLetsRunningJobsFinish) {
+  Harness h;
+  Scheduler s(h.options());
+  Gate gate;
+  s.add("* * * * *", gate.job());
+  s.start();
+  h.advance(60s, 1, [&] { return gate.entered == 1; });
+  std::thread releaser([&] {
+    // Either order is fine: released before drain waits, or while it waits.
+    (void)Harness::eventually([&] { return h.clock->waiter_count() >= Harness::idle_waiters; }, 1000ms);
+    gate.release();
+  });
+  EXPECT_TRUE(s.drain(h.soon()));
+  releaser.join();
+  EXPECT_EQ(gate.saw_stop, 0);
+  EXPECT_EQ(h.log->all<JobCompletedEvent>()[0].status, RunStatus::succeeded);
+  EXPECT_THROW(s.start(), SchedulerError);
+}
+
+TEST(SchedulerLifecycle, StopDuringJitterCancelsTheFire) {
+  Harness h;
+  auto options = h.options();
+  options.jitter = 1h;
+  Scheduler s(options);
+  s.add("* * * * *", noop());
+  s.start();
+  h.advance(60s);
+  h.settle(Harness::idle_waiters + 1);  // + the jitter sleep
+  EXPECT_TRUE(s.stop(h.soon()));
+  const auto cancelled = h.log->all<CancelledFireEvent>();
+  ASSERT_EQ(cancelled.size(), 1u);
+  EXPECT_EQ(cancelled[0].cause, "stopped during jitter");
+  EXPECT_EQ(h.completed(), 0u);
+}
+
+TEST(SchedulerJobs, AThrowingJobIsAFailedRunNotACrash) {
+  Harness h;
+  Scheduler s(h.options());
+  s.add("* * * * *", [](const FireContext&, std::stop_token) { throw std::runtime_error("disk full"); });
+  s.start();
+  h.advance(60s, 2, [&] { return h.completed() >= 1; });
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(2));
+  const auto runs = h.log->all<JobCompletedEvent>();
+  EXPECT_EQ(runs[0].status, RunStatus::failed);
+  EXPECT_EQ(runs[0].error, "disk full");
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, RetryWithExponentialBackoffOnTheClock) {
+  Harness h;
+  Scheduler s(h.options());
+  std::atomic<int> calls{0};
+  const auto id = s.add("@yearly", [&](const FireContext& c, std::stop_token) {
+    ++calls;
+    if (c.attempt < 3) throw std::runtime_error("attempt " + std::to_string(c.attempt));
+  }, EntryOptions{.retry = RetryPolicy{.max_retries = 5, .initial_delay = 1s, .multiplier = 2.0, .max_delay = 1min}});
+  s.start();
+  s.trigger(id);
+  h.settle(Harness::idle_waiters + 1);  // + the backoff sleep
+  EXPECT_EQ(calls, 1);
+  h.clock->advance(999ms);
+  h.settle(Harness::idle_waiters + 1);
+  EXPECT_EQ(calls, 1);
+  h.advance(1ms, 1, [&] { return calls == 2; });  // first retry after 1 s
+  h.settle(Harness::idle_waiters + 1);
+  h.clock->advance(1999ms);
+  h.settle(Harness::idle_waiters + 1);
+  EXPECT_EQ(calls, 2);
+  h.advance(1ms, 1, [&] { return h.completed() == 1; });  // second retry after 2 s
+  const auto run = h.log->all<JobCompletedEvent>()[0];
+  EXPECT_EQ(run.status, RunStatus::succeeded);
+  EXPECT_EQ(run.attempts, 3);
+  EXPECT_EQ(h.log->count<JobStartedEvent>(), 3u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, TimeoutBoundsTheWholeRunIncludingRetries) {
+  Harness h;
+  Scheduler s(h.options());
+  const auto id = s.add("@yearly", [](const FireContext&, std::stop_token) { throw std::runtime_error("flaky"); },
+                        EntryOptions{.timeout = 10s,
+                                     .retry = RetryPolicy{.max_retries = 100, .initial_delay = 3s, .multiplier = 1.0,
+                                                          .max_delay = 3s}});
+  s.start();
+  s.trigger(id);
+  for (int second = 0; second < 12 && h.completed() == 0; ++second) {
+    ASSERT_TRUE(Harness::eventually([&] {
+      return h.completed() == 1 ||
+             (h.clock->due_waiter_count() == 0 && h.clock->waiter_count() >= Harness::idle_waiters + 1);
+    }));
+    if (h.completed() == 0) h.clock->advance(1s);
+  }
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
+  const auto run = h.log->all<JobCompletedEvent>()[0];
+  EXPECT_EQ(run.status, RunStatus::timed_out);
+  EXPECT_EQ(run.attempts, 4);  // at 0, 3, 6 and 9 s; stopped at 10 s while waiting
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, TimeoutRequestsStopOfARunningJob) {
+  Harness h;
+  Scheduler s(h.options());
+  Gate gate;
+  s.add("* * * * *", gate.job(), EntryOptions{.timeout = 10s});
+  s.start();
+  h.advance(60s, 1, [&] { return gate.entered == 1; });
+  h.advance(10s, 1, [&] { return h.completed() == 1; });
+  EXPECT_EQ(gate.saw_stop, 1);
+  // The job returned normally after the stop: it finished, so it succeeded.
+  EXPECT_EQ(h.log->all<JobCompletedEvent>()[0].status, RunStatus::succeeded);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, JitterDelaysButKeepsTheInstantAndKey) {
+  Harness h;
+  auto options = h.options();
+  options.jitter = 30s;
+  Scheduler s(options);
+  s.add("* * * * *", noop(), EntryOptions{.key = "j"});
+  s.start();
+  h.advance(60s);
+  h.settle(Harness::idle_waiters + 1);  // + the jitter sleep
+  for (int i = 0; i < 30 && h.completed() == 0; ++i) {
+    h.clock->advance(1s);
+    ASSERT_TRUE(Harness::eventually([&] {
+      return h.completed() == 1 || (h.clock->due_waiter_count() == 0 && h.clock->waiter_count() >= Harness::idle_waiters + 1);
+    }));
+  }
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
+  const auto started = h.log->all<JobStartedEvent>()[0];
+  EXPECT_EQ(started.scheduled_at, at("2026-01-01T00:01:00Z"));
+  EXPECT_EQ(started.fire_key, "j@2026-01-01T00:01:00Z");
+  EXPECT_GE(started.started_at, at("2026-01-01T00:01:00Z"));
+  EXPECT_LT(started.started_at, at("2026-01-01T00:01:31Z"));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerTriggers, TriggerAndWaitReturnsTheOutcome) {
+  Harness h;
+  Scheduler s(h.options());
+  const auto ok = s.add("@yearly", noop(), EntryOptions{.name = "batch"});
+  const auto bad = s.add("@yearly", [](const FireContext& c, std::stop_token) {
+    if (c.manual) throw std::runtime_error("manual run failed");
+  }, EntryOptions{.name = "batch"});
+  s.start();
+  const auto good = s.trigger_and_wait(ok, 10s);
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, RunStatus::succeeded);
+  EXPECT_EQ(good->attempts, 1);
+  const auto failed = s.trigger_and_wait(bad, 10s);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, RunStatus::failed);
+  EXPECT_EQ(failed->error, "manual run failed");
+  EXPECT_EQ(s.trigger_by_name("batch"), 2u);
+  EXPECT_EQ(s.trigger_by_name("nobody"), 0u);
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(4));
+  EXPECT_THROW(s.trigger(999), SchedulerError);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerTriggers, TriggerAndWaitGivesUpAtItsDeadline) {
+  Harness h;
+  Scheduler s(h.options());
+  Gate gate;
+  const auto id = s.add("@yearly", gate.job());
+  s.start();
+  std::thread advancer([&] {
+    ASSERT_TRUE(Harness::eventually([&] {
+      return gate.entered == 1 && h.clock->waiter_count() >= Harness::idle_waiters + 1;  // + trigger_and_wait
+    }));
+    h.clock->advance(5s);
+  });
+  EXPECT_EQ(s.trigger_and_wait(id, 5s), std::nullopt);
+  advancer.join();
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerSnapshots, EntriesAreOrderedByNextFire) {
+  Harness h;
+  Scheduler s(h.options());
+  const auto hourly = s.add("0 * * * *", noop(), EntryOptions{.name = "hourly", .key = "h"});
+  const auto minutely = s.add("* * * * *", noop(), EntryOptions{.name = "minutely"});
+  const auto never = s.add(manual(), noop(), EntryOptions{.name = "manual"});
+  const auto all = s.entries();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id, minutely);
+  EXPECT_EQ(all[1].id, hourly);
+  EXPECT_EQ(all[2].id, never);
+  EXPECT_EQ(all[1].key, "h");
+  EXPECT_EQ(all[1].spec, "0 * * * *");
+  EXPECT_EQ(all[1].next, at("2026-01-01T01:00:00Z"));
+  EXPECT_EQ(all[1].prev, std::nullopt);
+  EXPECT_EQ(s.entry(12345), std::nullopt);
+}
+
+TEST(SchedulerLimits, AFullQueueRejectsAndReports) {
+  Harness h;
+  auto options = h.options();
+  options.max_concurrent = 1;
+  options.max_queued = 1;
+  Scheduler s(options);
+  Gate gate;
+  s.add("* * * * *", gate.job());
+  s.add("* * * * *", noop());
+  s.add("* * * * *", noop());
+  s.start();
+  h.advance(60s, 1, [&] { return gate.entered == 1; });
+  ASSERT_TRUE(h.log->wait_count<RejectedFireEvent>(1));
+  gate.release();
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(h.log->count<RejectedFireEvent>() + h.completed() + h.log->count<CancelledFireEvent>(), 3u);
+}
+
+TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
+  Harness h;
+  struct Slow final : Observer {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool open = false;
+    std::vector<std::size_t> kinds;
+    void on_event(const Event& e) override {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [this] { return open; });
+      kinds.push_back(e.index());
+    }
+  };
+  auto slow = std::make_shared<Slow>();
+  auto options = h.options();
+  options.observers = {slow};
+  options.observer_queue = 2;
+  Scheduler s(options);
+  for (int i = 0; i < 10; ++i) s.add("* * * * *", noop());  // 10 ScheduledEvents into a queue of 2
+  ASSERT_TRUE(h.log->wait_count<ObserverDropEvent>(1));
+  {
+    std::lock_guard guard(slow->mutex);
+    slow->open = true;
+  }
+  slow->cv.notify_all();
+  EXPECT_TRUE(s.stop(h.soon()));  // flushes the observer queue
+  const auto drops = h.log->all<ObserverDropEvent>();
+  EXPECT_EQ(drops.back().dropped + slow->kinds.size(), 10u);
+}
+
+TEST(SchedulerEvents, AThrowingObserverIsLoggedNotFatal) {
+  Harness h;
+  struct Throwing final : Observer {
+    void on_event(const Event&) override { throw std::runtime_error("observer bug"); }
+  };
+  auto options = h.options();
+  options.observers = {std::make_shared<Throwing>()};
+  Scheduler s(options);
+  s.add("* * * * *", noop());
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  EXPECT_TRUE(s.stop(h.soon()));
+  std::lock_guard guard(h.messages_mutex);
+  EXPECT_NE(std::find_if(h.messages.begin(), h.messages.end(),
+                         [](const std::string& m) { return m.find("observer bug") != std::string::npos; }),
+            h.messages.end());
+}
+
+TEST(FireKey, MatchesLibtnbCronFormat) {
+  EXPECT_EQ(fire_key("hourly-report", at("2026-01-02T15:04:05Z")), "hourly-report@2026-01-02T15:04:05Z");
+  EXPECT_EQ(fire_key("k", at("2026-01-02T15:04:05.5Z")), "k@2026-01-02T15:04:05.5Z");
+  EXPECT_EQ(fire_key("k", at("2026-01-02T17:04:05+02:00")), "k@2026-01-02T15:04:05Z");  // zone-independent
+}
+
+}  // namespace
+}  // namespace fleetcron::test
