@@ -338,9 +338,10 @@ void Scheduler::Impl::loop_main() {
     collect_due(now, fires, events);
     if (!fires.empty() || !events.empty()) {
       // Never call out (workers' queue, event sinks) under the entry lock.
+      // Events first, so observers see "missed" before the runs it caused.
       lock.unlock();
-      enqueue(fires);
       for (auto& event : events) publish(std::move(event));
+      enqueue(fires);
       fires.clear();
       events.clear();
       lock.lock();

@@ -182,6 +182,7 @@ TEST(SchedulerMissed, RunAllReplaysTheNewestThousandOldestFirst) {
   auto options = h.options();
   options.seconds_field = true;
   options.missed_fire = MissedFirePolicy::run_all;
+  options.max_concurrent = 1;  // one worker: start order is dispatch order
   Scheduler s(options);
   s.add("* * * * * *", noop(), EntryOptions{.key = "tick"});
   s.start();
@@ -197,6 +198,7 @@ TEST(SchedulerMissed, RunAllReplaysTheNewestThousandOldestFirst) {
   // Dispatched oldest first.
   const auto started = h.log->all<JobStartedEvent>();
   EXPECT_EQ(started.front().scheduled_at, *instants.begin());
+  for (std::size_t i = 1; i < started.size(); ++i) ASSERT_LT(started[i - 1].scheduled_at, started[i].scheduled_at);
   const auto missed = h.log->all<MissedFireEvent>();
   ASSERT_EQ(missed.size(), 1u);
   EXPECT_EQ(missed[0].missed, 108'000u);
@@ -340,8 +342,9 @@ TEST(SchedulerLifecycle, StopReturnsFalseWhenAJobIgnoresItsTokenPastTheDeadline)
   });
   s.start();
   h.advance(60s, 1, [&] { return entered.load(); });
+  const auto deadline = h.clock->steady_now() + 5s;  // fixed before the clock can move
   std::thread advancer([&] { h.clock->advance(5s); });
-  EXPECT_FALSE(s.stop(h.clock->steady_now() + 5s));
+  EXPECT_FALSE(s.stop(deadline));
   advancer.join();
   release = true;  // the destructor then waits for it
 }
