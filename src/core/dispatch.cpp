@@ -56,7 +56,7 @@ void Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
     publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
     fires.push_back(std::move(fire));  // callers learn what did not fit
   }
-  publish(QueueDepthEvent{queued, running});
+  if (events_.active()) publish(QueueDepthEvent{queued, running});
 }
 
 void Scheduler::Impl::worker_main() {
@@ -226,16 +226,20 @@ void Scheduler::Impl::execute(Fire& fire) {
 
   const auto started = clock_->steady_now();
   if (settings.timeout > std::chrono::nanoseconds::zero()) {
-    std::lock_guard guard(runs_mutex_);
-    timeouts_.emplace(started + settings.timeout, run_id);
+    {
+      std::lock_guard guard(runs_mutex_);
+      timeouts_.emplace(started + settings.timeout, run_id);
+    }
+    watchdog_cv_.notify_one();
   }
-  watchdog_cv_.notify_one();
   RunOutcome outcome;
   const int max_attempts = settings.retry ? settings.retry->max_retries + 1 : 1;
   for (int attempt = 1;; ++attempt) {
     context.attempt = attempt;
     outcome.attempts = attempt;
-    publish(JobStartedEvent{ref, context.fire_key, fire.scheduled_at, clock_->now(), attempt, context.fence, fire.manual});
+    if (events_.active()) {
+      publish(JobStartedEvent{ref, context.fire_key, fire.scheduled_at, clock_->now(), attempt, context.fence, fire.manual});
+    }
     std::exception_ptr error;
     try {
       entry->job(context, run->stop.get_token());
@@ -266,11 +270,15 @@ void Scheduler::Impl::execute(Fire& fire) {
                                        outcome.attempts, outcome.error));
   }
   if (!fire.manual) {
-    std::lock_guard guard(mutex_);
-    if (entry->prev == Entry::no_instant || entry->prev < fire.scheduled_at) entry->prev = fire.scheduled_at;
+    const auto at = fire.scheduled_at.time_since_epoch().count();
+    auto seen = entry->prev.load(std::memory_order_relaxed);
+    while (seen < at && !entry->prev.compare_exchange_weak(seen, at, std::memory_order_relaxed)) {
+    }
   }
-  publish(JobCompletedEvent{ref, context.fire_key, fire.scheduled_at, duration, outcome.status, outcome.attempts,
-                            outcome.error, fire.manual});
+  if (events_.active()) {
+    publish(JobCompletedEvent{ref, context.fire_key, fire.scheduled_at, duration, outcome.status, outcome.attempts,
+                              outcome.error, fire.manual});
+  }
   finish(std::move(outcome));
 }
 

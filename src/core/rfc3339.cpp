@@ -75,8 +75,19 @@ class TimeReader {
   std::size_t pos_ = 0;
 };
 
+// Writes `value` as exactly `width` digits (value is in range).
+char* put_digits(char* out, std::int64_t value, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  return out + width;
+}
+
 }  // namespace
 
+// Hand-rolled rather than fmt: every fire key goes through here, once per
+// run, and fmt's general machinery cost more than the rest of a dispatch.
 std::string format_rfc3339(Instant at, TimeZone zone) {
   // RFC 3339 offsets have whole minutes; a historical offset with seconds
   // (e.g. Africa/Monrovia, -00:44:30 until 1972) is rounded, and the wall
@@ -86,22 +97,39 @@ std::string format_rfc3339(Instant at, TimeZone zone) {
   const auto day = floor<days>(local);
   const year_month_day ymd{day};
   const hh_mm_ss<nanoseconds> tod{local - day};
-  std::string out = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", int(ymd.year()), unsigned(ymd.month()),
-                                unsigned(ymd.day()), tod.hours().count(), tod.minutes().count(),
-                                tod.seconds().count());
-  if (auto ns = tod.subseconds().count(); ns != 0) {
-    std::string fraction = fmt::format("{:09}", ns);
-    while (fraction.back() == '0') fraction.pop_back();
-    out += '.' + fraction;
+  char buffer[40];  // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnn+HH:MM" is 35
+  char* out = buffer;
+  out = put_digits(out, int(ymd.year()), 4);
+  *out++ = '-';
+  out = put_digits(out, unsigned(ymd.month()), 2);
+  *out++ = '-';
+  out = put_digits(out, unsigned(ymd.day()), 2);
+  *out++ = 'T';
+  out = put_digits(out, tod.hours().count(), 2);
+  *out++ = ':';
+  out = put_digits(out, tod.minutes().count(), 2);
+  *out++ = ':';
+  out = put_digits(out, tod.seconds().count(), 2);
+  if (std::int64_t ns = tod.subseconds().count(); ns != 0) {
+    int digits = 9;
+    while (ns % 10 == 0) {
+      ns /= 10;
+      --digits;
+    }
+    *out++ = '.';
+    out = put_digits(out, ns, digits);
   }
   if (zone.is_utc()) {
-    out += 'Z';
+    *out++ = 'Z';
   } else {
     const auto minutes_total = duration_cast<minutes>(offset).count();
     const auto magnitude = minutes_total < 0 ? -minutes_total : minutes_total;
-    out += fmt::format("{}{:02}:{:02}", minutes_total < 0 ? '-' : '+', magnitude / 60, magnitude % 60);
+    *out++ = minutes_total < 0 ? '-' : '+';
+    out = put_digits(out, magnitude / 60, 2);
+    *out++ = ':';
+    out = put_digits(out, magnitude % 60, 2);
   }
-  return out;
+  return std::string(buffer, out);
 }
 
 Instant parse_rfc3339(std::string_view text) {

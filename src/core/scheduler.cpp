@@ -24,10 +24,15 @@ namespace {
 // step is noticed within a second even when nothing is due.
 constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
 constexpr std::size_t snapshot_batch = 1024;
+constexpr std::size_t loop_batch = 64;
 
 std::optional<Instant> optional_instant(Instant t) {
   if (t == Entry::no_instant) return std::nullopt;
   return t;
+}
+
+std::optional<Instant> optional_instant(const std::atomic<Instant::rep>& t) {
+  return optional_instant(Instant{std::chrono::nanoseconds{t.load(std::memory_order_relaxed)}});
 }
 
 std::uint64_t initial_seed(std::uint64_t seed) {
@@ -114,7 +119,7 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     id = next_id_++;
     entry->identity = EntryIdentity{id, std::move(options.name), options.key};
     if (!options.key.empty()) keys_.emplace(std::move(options.key), id);
-    if (options.last_run) entry->prev = *options.last_run;
+    if (options.last_run) entry->prev = options.last_run->time_since_epoch().count();
     const auto first = entry->schedule->next(options.last_run.value_or(now));
     entry->next = first.value_or(Entry::no_instant);
     entries_.emplace(id, entry);
@@ -292,7 +297,9 @@ std::size_t Scheduler::Impl::size() const {
 
 void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::vector<Event>& events) {
   const bool want_events = events_.active();
-  while (!heap_.empty() && heap_.front().at <= now) {
+  // Hand fires to the workers in batches, so the first jobs of a large
+  // simultaneous burst start while the loop is still planning the rest.
+  while (!heap_.empty() && heap_.front().at <= now && fires.size() < loop_batch) {
     std::pop_heap(heap_.begin(), heap_.end());
     HeapItem item = std::move(heap_.back());
     heap_.pop_back();

@@ -35,7 +35,7 @@ struct EntrySettings {
 };
 
 /// An entry. identity, job and settings never change after add(); the rest
-/// is guarded by Scheduler::Impl::mutex_, except `removed`.
+/// is guarded by Scheduler::Impl::mutex_, except the atomics.
 struct Entry {
   EntryIdentity identity;  // shared out as EntryRef by aliasing the entry's shared_ptr (no extra allocation)
   Job job;
@@ -43,7 +43,9 @@ struct Entry {
   SchedulePtr schedule;
   [[nodiscard]] static EntryRef ref(const std::shared_ptr<Entry>& entry) { return {entry, &entry->identity}; }
 
-  Instant prev = no_instant;
+  /// The latest automatic fire that ran (ns since the epoch; min = none).
+  /// Atomic so a finishing run never waits for the loop's lock.
+  std::atomic<Instant::rep> prev{no_instant.time_since_epoch().count()};
   Instant next = no_instant;
   std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
   bool paused = false;
