@@ -4,7 +4,8 @@
 #     corpus replay, installed-package consumer test; benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
-#  3. g++ ThreadSanitizer build: the concurrency tests.
+#  3. g++ ThreadSanitizer build: the scheduler tests and the other
+#     concurrency tests.
 # Exits non-zero on any failure. FUZZ_SECONDS (default 30) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +24,9 @@ cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebIn
 cmake --build build/gcc -j"$jobs"
 step "g++ tests"
 (cd build/gcc && ctest --output-on-failure -j"$jobs")
-step "benchmark smoke run (numbers: see docs/time-engine.md)"
+step "benchmark smoke run (numbers: see docs/time-engine.md and docs/scheduler.md)"
 build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
+build/gcc/bench/scheduler_load 100000 2000 2000
 
 step "clang ASan+UBSan build"
 cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -54,8 +56,10 @@ done
 step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
-cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests
+cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests
 step "ThreadSanitizer tests"
-TSAN_OPTIONS=halt_on_error=1 build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
+build/gcc-tsan/tests/fleetcron_scheduler_tests
 
 step "all tests passed"

@@ -137,8 +137,8 @@ TEST(Coordination, FenceIsTheTermWithAnElectorAndTheClaimTokenWithAClaimer) {
   auto lease = std::make_shared<MemoryLease>(h.clock, 30s);
   auto options = h.options();
   options.elector = lease->make_elector();
-  Scheduler s(options);
   std::atomic<std::uint64_t> fence{0};
+  Scheduler s(options);
   s.add("* * * * *", [&](const FireContext& c, std::stop_token) { fence = c.fence; });
   s.start();
   h.advance(60s, 1, [&] { return h.completed() == 1; });
@@ -154,8 +154,8 @@ TEST(Coordination, LeadershipLossCancelsLeaderGatedRuns) {
     auto options = h.options();
     options.elector = lease->make_elector();
     options.on_leadership_lost = policy;
-    Scheduler s(options);
     std::atomic<bool> entered{false}, saw_stop{false}, release{false};
+    Scheduler s(options);
     s.add("* * * * *", [&](const FireContext&, std::stop_token stop) {
       entered = true;
       while (!stop.stop_requested() && !release) std::this_thread::yield();

@@ -127,9 +127,9 @@ TEST(SchedulerEntries, CapacityAndStableIds) {
 
 TEST(Scheduler, FiresOnTheScheduleWithItsOwnInstantAndKey) {
   Harness h;
-  Scheduler s(h.options());
   std::mutex mutex;
   std::vector<FireContext> seen;
+  Scheduler s(h.options());
   s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
     std::lock_guard guard(mutex);
     seen.push_back(c);
@@ -304,8 +304,8 @@ TEST(SchedulerLifecycle, UpdateKeepsIdAndPreviousFire) {
 
 TEST(SchedulerLifecycle, RemoveWhileRunningRequestsStop) {
   Harness h;
+  Gate gate;  // outlives the scheduler, whose destructor waits for the job
   Scheduler s(h.options());
-  Gate gate;
   const auto id = s.add("* * * * *", gate.job());
   s.start();
   h.advance(60s, 1, [&] { return gate.entered == 1; });
@@ -318,8 +318,8 @@ TEST(SchedulerLifecycle, RemoveWhileRunningRequestsStop) {
 
 TEST(SchedulerLifecycle, StopSignalsRunningJobsAndCannotRestart) {
   Harness h;
+  Gate gate;  // outlives the scheduler, whose destructor waits for the job
   Scheduler s(h.options());
-  Gate gate;
   s.add("* * * * *", gate.job());
   s.start();
   s.start();  // idempotent while running
@@ -333,9 +333,9 @@ TEST(SchedulerLifecycle, StopSignalsRunningJobsAndCannotRestart) {
 
 TEST(SchedulerLifecycle, StopReturnsFalseWhenAJobIgnoresItsTokenPastTheDeadline) {
   Harness h;
-  Scheduler s(h.options());
-  std::atomic<bool> release{false};
+  std::atomic<bool> release{false};  // declared first: the scheduler's destructor waits for the job using them
   std::atomic<bool> entered{false};
+  Scheduler s(h.options());
   s.add("* * * * *", [&](const FireContext&, std::stop_token) {
     entered = true;
     while (!release) std::this_thread::yield();
@@ -351,8 +351,8 @@ TEST(SchedulerLifecycle, StopReturnsFalseWhenAJobIgnoresItsTokenPastTheDeadline)
 
 TEST(SchedulerLifecycle, DrainLetsRunningJobsFinish) {
   Harness h;
+  Gate gate;  // outlives the scheduler, whose destructor waits for the job
   Scheduler s(h.options());
-  Gate gate;
   s.add("* * * * *", gate.job());
   s.start();
   h.advance(60s, 1, [&] { return gate.entered == 1; });
@@ -399,8 +399,8 @@ TEST(SchedulerJobs, AThrowingJobIsAFailedRunNotACrash) {
 
 TEST(SchedulerJobs, RetryWithExponentialBackoffOnTheClock) {
   Harness h;
-  Scheduler s(h.options());
   std::atomic<int> calls{0};
+  Scheduler s(h.options());
   const auto id = s.add("@yearly", [&](const FireContext& c, std::stop_token) {
     ++calls;
     if (c.attempt < 3) throw std::runtime_error("attempt " + std::to_string(c.attempt));
@@ -450,8 +450,8 @@ TEST(SchedulerJobs, TimeoutBoundsTheWholeRunIncludingRetries) {
 
 TEST(SchedulerJobs, TimeoutRequestsStopOfARunningJob) {
   Harness h;
+  Gate gate;  // outlives the scheduler, whose destructor waits for the job
   Scheduler s(h.options());
-  Gate gate;
   s.add("* * * * *", gate.job(), EntryOptions{.timeout = 10s});
   s.start();
   h.advance(60s, 1, [&] { return gate.entered == 1; });
@@ -511,8 +511,8 @@ TEST(SchedulerTriggers, TriggerAndWaitReturnsTheOutcome) {
 
 TEST(SchedulerTriggers, TriggerAndWaitGivesUpAtItsDeadline) {
   Harness h;
+  Gate gate;  // outlives the scheduler, whose destructor waits for the job
   Scheduler s(h.options());
-  Gate gate;
   const auto id = s.add("@yearly", gate.job());
   s.start();
   std::thread advancer([&] {
@@ -549,8 +549,8 @@ TEST(SchedulerLimits, AFullQueueRejectsAndReports) {
   auto options = h.options();
   options.max_concurrent = 1;
   options.max_queued = 1;
-  Scheduler s(options);
   Gate gate;
+  Scheduler s(options);
   s.add("* * * * *", gate.job());
   s.add("* * * * *", noop());
   s.add("* * * * *", noop());
