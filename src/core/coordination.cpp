@@ -3,16 +3,18 @@
 #include <string>
 
 #include "fleetcron/events.h"
+#include "core/rfc3339_writer.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron {
 
 std::string fire_key(std::string_view key, Instant scheduled_at) {
-  std::string out;
-  out.reserve(key.size() + 32);
-  out.append(key);
-  out += '@';
-  out += format_rfc3339(scheduled_at);
+  // One allocation: the key, '@', then the instant written in place.
+  std::string out(key.size() + 1 + detail::rfc3339_max_bytes, '\0');
+  key.copy(out.data(), key.size());
+  out[key.size()] = '@';
+  const std::size_t written = detail::write_rfc3339(out.data() + key.size() + 1, scheduled_at, TimeZone::utc());
+  out.resize(key.size() + 1 + written);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "core/rfc3339_writer.h"
 #include "fleetcron/parse_error.h"
 
 namespace fleetcron {
@@ -86,18 +87,19 @@ char* put_digits(char* out, std::int64_t value, int width) {
 
 }  // namespace
 
+namespace detail {
+
 // Hand-rolled rather than fmt: every fire key goes through here, once per
 // run, and fmt's general machinery cost more than the rest of a dispatch.
-std::string format_rfc3339(Instant at, TimeZone zone) {
+std::size_t write_rfc3339(char* buffer, Instant at, TimeZone zone) noexcept {
   // RFC 3339 offsets have whole minutes; a historical offset with seconds
   // (e.g. Africa/Monrovia, -00:44:30 until 1972) is rounded, and the wall
   // time printed with the rounded offset, so the text parses back exactly.
-  const seconds offset = round<minutes>(zone.offset_at(at));
+  const seconds offset = zone.is_utc() ? seconds{0} : round<minutes>(zone.offset_at(at));
   const auto local = at + offset;  // wall clock as a sys_time-shaped value
   const auto day = floor<days>(local);
   const year_month_day ymd{day};
   const hh_mm_ss<nanoseconds> tod{local - day};
-  char buffer[40];  // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnn+HH:MM" is 35
   char* out = buffer;
   out = put_digits(out, int(ymd.year()), 4);
   *out++ = '-';
@@ -129,7 +131,14 @@ std::string format_rfc3339(Instant at, TimeZone zone) {
     *out++ = ':';
     out = put_digits(out, magnitude % 60, 2);
   }
-  return std::string(buffer, out);
+  return static_cast<std::size_t>(out - buffer);
+}
+
+}  // namespace detail
+
+std::string format_rfc3339(Instant at, TimeZone zone) {
+  char buffer[detail::rfc3339_max_bytes];
+  return std::string(buffer, detail::write_rfc3339(buffer, at, zone));
 }
 
 Instant parse_rfc3339(std::string_view text) {
