@@ -67,10 +67,12 @@ class VirtualClock final : public Clock {
     std::condition_variable* cv;
     std::mutex* mutex;
     SteadyTime deadline;
+    int waking = 0;  // wake() calls about to lock `mutex`: the waiter must not leave before they are done
   };
   void wake(bool everyone);
 
   mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable woken_;  // signals waking counts dropping to 0
   Instant wall_;
   SteadyTime steady_;
   std::uint64_t next_waiter_id_ = 1;

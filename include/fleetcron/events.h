@@ -77,12 +77,14 @@ struct JobCompletedEvent {
   bool manual = false;
 };
 /// A popped fire was later than the tolerance. `missed` instants in
-/// [first_missed, last_missed] were due; the policy ran `runs` of them.
+/// [first_missed, last_missed] were due (counted up to 1,000; beyond that
+/// `missed_is_lower_bound` is set); the policy ran `runs` of them.
 struct MissedFireEvent {
   EntryRef entry;
   Instant first_missed;
   Instant last_missed;
   std::uint64_t missed = 0;
+  bool missed_is_lower_bound = false;
   std::uint64_t runs = 0;
   std::chrono::nanoseconds lateness{0};
   MissedFirePolicy policy = MissedFirePolicy::run_once;

@@ -207,6 +207,9 @@ class Scheduler {
   /// Stops scheduling, requests stop on every running job, cancels queued
   /// fires, and waits until `deadline` (steady time of the scheduler's
   /// clock) for running jobs to return. Returns true if they all did.
+  /// Called from a job, it does not wait for that job (it returns whether
+  /// all the others finished); threads are then joined by a later stop()
+  /// or the destructor. Concurrent calls are safe.
   bool stop(Clock::SteadyTime deadline);
   /// Stops scheduling, lets queued and running fires finish, waiting until
   /// `deadline`; then behaves as stop(). Returns true if all finished.

@@ -49,8 +49,24 @@ void VirtualClock::wait_until(std::condition_variable& cv, std::unique_lock<std:
   // advance() locks the waiter's mutex before notifying, and the caller
   // holds it until cv.wait() releases it, so no wake-up falls in between.
   cv.wait(lock);
-  std::lock_guard guard(mutex_);
-  std::erase_if(waiters_, [id](const Waiter& w) { return w.id == id; });
+  // Leave only when no wake() still holds a pointer to our cv and mutex
+  // (they may die as soon as we return). Waiting for that means releasing
+  // the caller's lock, which wake() needs; callers re-check their condition.
+  std::unique_lock guard(mutex_);
+  auto mine = [id](const Waiter& w) { return w.id == id; };
+  auto busy = [&] {
+    auto it = std::find_if(waiters_.begin(), waiters_.end(), mine);
+    return it != waiters_.end() && it->waking > 0;
+  };
+  if (busy()) {
+    lock.unlock();
+    woken_.wait(guard, [&] { return !busy(); });
+    std::erase_if(waiters_, mine);
+    guard.unlock();
+    lock.lock();
+    return;
+  }
+  std::erase_if(waiters_, mine);
 }
 
 void VirtualClock::advance(std::chrono::nanoseconds step) {
@@ -86,14 +102,26 @@ void VirtualClock::wake(bool everyone) {
   std::vector<Waiter> due;
   {
     std::lock_guard guard(mutex_);
-    for (const Waiter& w : waiters_) {
-      if (everyone || w.deadline <= steady_) due.push_back(w);
+    for (Waiter& w : waiters_) {
+      if (everyone || w.deadline <= steady_) {
+        ++w.waking;  // pins the waiter (and its cv and mutex) until we are done
+        due.push_back(w);
+      }
     }
   }
   for (const Waiter& w : due) {
     std::lock_guard guard(*w.mutex);
     w.cv->notify_all();
   }
+  {
+    std::lock_guard guard(mutex_);
+    for (const Waiter& done : due) {
+      for (Waiter& w : waiters_) {
+        if (w.id == done.id) --w.waking;
+      }
+    }
+  }
+  woken_.notify_all();
 }
 
 }  // namespace fleetcron

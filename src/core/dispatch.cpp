@@ -32,14 +32,16 @@ std::string describe_exception(std::exception_ptr error) {
 
 }  // namespace
 
-void Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
-  if (fires.empty()) return;
+bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
+  if (fires.empty()) return false;
   std::vector<Fire> rejected;
   std::size_t queued = 0, running = 0;
+  bool stopping = false;
   {
     std::lock_guard guard(queue_mutex_);
+    stopping = workers_exit_;
     for (auto& fire : fires) {
-      if (workers_exit_ || queue_.size() >= options_.max_queued) {
+      if (stopping || queue_.size() >= options_.max_queued) {
         rejected.push_back(std::move(fire));
       } else {
         queue_.push_back(std::move(fire));
@@ -51,12 +53,17 @@ void Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   fires.clear();
   queue_cv_.notify_all();
   for (auto& fire : rejected) {
-    log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
-                                       fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
-    publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
+    if (stopping) {
+      publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});
+    } else {
+      log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
+                                         fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
+      publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
+    }
     fires.push_back(std::move(fire));  // callers learn what did not fit
   }
   if (events_.active()) publish(QueueDepthEvent{queued, running});
+  return stopping;
 }
 
 void Scheduler::Impl::worker_main() {
@@ -127,6 +134,10 @@ void Scheduler::Impl::request_stop_where(const std::function<bool(const Run&)>& 
 
 void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
   log(LogLevel::warning, fmt::format("leadership of term {} lost", term));
+  {
+    std::lock_guard guard(runs_mutex_);
+    lost_term_max_ = std::max(lost_term_max_, term);
+  }
   if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
   request_stop_where([term](const Run& run) { return run.leader_gated && run.term <= term; }, false);
 }
@@ -161,33 +172,36 @@ void Scheduler::Impl::execute(Fire& fire) {
   auto finish = [&](RunOutcome outcome) {
     if (fire.outcome) fire.outcome->set(std::move(outcome));
   };
-  if (entry->removed.load()) {
-    publish(CancelledFireEvent{ref, fire.scheduled_at, "entry removed"});
-    finish({RunStatus::cancelled, 0, "entry removed"});
-    return;
-  }
+  // Register first, then look at the flags: remove() and stop() set theirs
+  // before scanning the runs, so a run is either found by the scan or sees
+  // the flag here — never neither.
   auto run = std::make_shared<Run>();
   run->entry_id = entry->identity.id;
   std::uint64_t run_id = 0;
+  bool stopping = false;
   {
     std::lock_guard guard(runs_mutex_);
     run_id = next_run_id_++;
     runs_.emplace(run_id, run);
+    stopping = runs_stopping_;
   }
   auto unregister = [&] {
     std::lock_guard guard(runs_mutex_);
     runs_.erase(run_id);
     std::erase_if(timeouts_, [run_id](const auto& item) { return item.second == run_id; });
   };
+  auto cancel = [&](std::string cause) {
+    publish(CancelledFireEvent{ref, fire.scheduled_at, cause});
+    unregister();
+    finish({RunStatus::cancelled, 0, std::move(cause)});
+  };
+  if (stopping) return cancel("scheduler stopped");
+  if (entry->removed.load()) return cancel("entry removed");
+  if (!fire.manual && entry->paused.load()) return cancel("entry paused");
   FireContext context{ref, fire_key(entry->identity.key, fire.scheduled_at), fire.scheduled_at, 1, 0, fire.manual};
 
   if (!fire.manual) {
-    if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) {
-      publish(CancelledFireEvent{ref, fire.scheduled_at, "stopped during jitter"});
-      unregister();
-      finish({RunStatus::cancelled, 0, "stopped during jitter"});
-      return;
-    }
+    if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter");
     auto skip = [&](SkipReason reason, std::string error) {
       if (!error.empty()) {
         log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", context.fire_key, to_string(reason), error));
@@ -204,13 +218,19 @@ void Scheduler::Impl::execute(Fire& fire) {
       }
       if (leadership.status == Leadership::Status::error) return skip(SkipReason::election_error, leadership.error);
       if (leadership.status == Leadership::Status::follower) return skip(SkipReason::not_leader, {});
+      bool term_lost = false;
       {
         std::lock_guard guard(runs_mutex_);
         run->leader_gated = true;
         run->term = leadership.term;
+        term_lost = leadership.term <= lost_term_max_;  // lost between is_leader() and here
+      }
+      if (term_lost) {
+        return skip(SkipReason::not_leader, fmt::format("leadership of term {} was lost", leadership.term));
       }
       context.fence = leadership.term;
     }
+    if (run->stop.stop_requested()) return cancel("stopped before the claim");
     if (settings.claimer) {
       ClaimResult claim;
       try {
@@ -222,6 +242,7 @@ void Scheduler::Impl::execute(Fire& fire) {
       if (claim.status == ClaimResult::Status::already_claimed) return skip(SkipReason::already_claimed, {});
       context.fence = claim.fence;
     }
+    if (run->stop.stop_requested()) return cancel("stopped before the job started");
   }
 
   const auto started = clock_->steady_now();
@@ -246,17 +267,16 @@ void Scheduler::Impl::execute(Fire& fire) {
     } catch (...) {
       error = std::current_exception();
     }
-    if (!error) {
-      outcome.status = RunStatus::succeeded;
-      outcome.error.clear();
-      break;
-    }
-    outcome.error = describe_exception(error);
-    outcome.status = RunStatus::failed;
+    outcome.error = error ? describe_exception(error) : std::string();
+    outcome.status = error ? RunStatus::failed : RunStatus::succeeded;
     if (run->stop.stop_requested()) {
+      // Stop was requested while it ran: however it returned, it did not
+      // run to its natural end.
       outcome.status = run->timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
+      if (outcome.error.empty()) outcome.error = run->timed_out.load() ? "timeout" : "stop requested";
       break;
     }
+    if (!error) break;
     if (attempt >= max_attempts) break;
     if (!sleep_for(retry_delay(*settings.retry, attempt), run->stop.get_token())) {
       outcome.status = run->timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
@@ -284,16 +304,20 @@ void Scheduler::Impl::execute(Fire& fire) {
 
 bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   {
-    std::lock_guard guard(mutex_);
+    std::unique_lock guard(mutex_);
     if (state_ == State::created) {
       state_ = State::stopped;
+      guard.unlock();  // an observer may call back into us while we flush
       events_.flush_and_stop();
       return true;
     }
     if (state_ == State::running) state_ = State::stopping;
   }
   loop_cv_.notify_all();
-  if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
+  {
+    std::lock_guard guard(join_mutex_);
+    if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
+  }
 
   const bool on_worker = current_worker_of == this;
   const std::size_t self = on_worker ? 1 : 0;
@@ -312,13 +336,23 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});
     if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
   }
+  {
+    std::lock_guard guard(runs_mutex_);
+    runs_stopping_ = true;  // runs registering from now on stop at once
+  }
   request_stop_where([](const Run&) { return true; }, false);
   lock.lock();
   while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
   const bool all_finished = finished();
   lock.unlock();
   if (!all_finished || on_worker) return all_finished;
+  join_threads_once();
+  return true;
+}
 
+void Scheduler::Impl::join_threads_once() {
+  std::lock_guard join_guard(join_mutex_);  // a second stopper waits here, then finds joined_
+  if (joined_) return;
   for (auto& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
@@ -328,18 +362,32 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   }
   watchdog_cv_.notify_all();
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
+  if (loop_thread_.joinable()) loop_thread_.join();
   if (options_.elector) {
+    detach_elector();
     try {
       options_.elector->resign();  // hand over now rather than after the lease TTL
-      options_.elector->on_leadership_lost({});
     } catch (...) {
       log(LogLevel::warning, "elector resign failed: " + describe_exception(std::current_exception()));
     }
   }
   events_.flush_and_stop();
+  joined_ = true;
   std::lock_guard guard(mutex_);
   state_ = State::stopped;
-  return true;
+}
+
+void Scheduler::Impl::detach_elector() {
+  {
+    std::lock_guard hold(leadership_guard_->mutex);  // waits for a callback under way
+    leadership_guard_->impl = nullptr;
+  }
+  if (!options_.elector) return;
+  try {
+    options_.elector->on_leadership_lost({});
+  } catch (...) {
+    log(LogLevel::warning, "elector rejected clearing its callback: " + describe_exception(std::current_exception()));
+  }
 }
 
 }  // namespace fleetcron

@@ -17,9 +17,17 @@ void EventBus::deliver(Observer& sink, const Event& event) const {
   try {
     sink.on_event(event);
   } catch (const std::exception& e) {
-    if (logger_) logger_(LogLevel::error, std::string("event sink threw: ") + e.what());
+    log(std::string("event sink threw: ") + e.what());
   } catch (...) {
-    if (logger_) logger_(LogLevel::error, "event sink threw a non-standard exception");
+    log("event sink threw a non-standard exception");
+  }
+}
+
+void EventBus::log(const std::string& message) const noexcept {
+  try {
+    if (logger_) logger_(LogLevel::error, message);
+  } catch (...) {
+    // A failing log sink must not take the process down.
   }
 }
 

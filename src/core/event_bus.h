@@ -32,6 +32,7 @@ class EventBus {
 
  private:
   void deliver(Observer& sink, const Event& event) const;
+  void log(const std::string& message) const noexcept;
   void run();
 
   std::vector<std::shared_ptr<Observer>> observers_;

@@ -58,8 +58,12 @@ MissedPlan plan_missed(const Schedule& schedule, Instant first_due, Instant now,
     cursor = *next;
   }
   if (plan.count_capped) {
-    // Too many to walk: find the newest ones by bisection on the start.
     plan.last_missed = latest_at_or_before(schedule, first_due, now);
+  } else {
+    plan.last_missed = newest.back();
+  }
+  if (plan.count_capped && policy == MissedFirePolicy::run_all) {
+    // Too many to walk: find the newest ones by bisection on the start.
     Instant low = first_due - nanoseconds{1};  // nth_within(low, limit) exists
     Instant high = now;
     while (high - low > nanoseconds{1}) {
@@ -76,8 +80,6 @@ MissedPlan plan_missed(const Schedule& schedule, Instant first_due, Instant now,
       walk = *schedule.next(walk);
       newest.push_back(walk);
     }
-  } else {
-    plan.last_missed = newest.back();
   }
   switch (policy) {
     case MissedFirePolicy::skip: break;

@@ -10,9 +10,11 @@
 namespace fleetcron::detail {
 
 /// The most instants run_all replays, and the most next() calls spent
-/// counting missed instants (beyond it the count is a lower bound).
+/// counting missed instants (beyond it the count is a lower bound). This
+/// runs on the loop thread under its lock, so it must stay small: past the
+/// limit the latest instant (and run_all's window) come from bisection.
 inline constexpr std::size_t run_all_limit = 1000;
-inline constexpr std::uint64_t missed_count_limit = 1'000'000;
+inline constexpr std::uint64_t missed_count_limit = run_all_limit;
 
 struct MissedPlan {
   std::vector<Instant> runs;  ///< oldest first

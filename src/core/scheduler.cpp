@@ -35,6 +35,12 @@ std::optional<Instant> optional_instant(const std::atomic<Instant::rep>& t) {
   return optional_instant(Instant{std::chrono::nanoseconds{t.load(std::memory_order_relaxed)}});
 }
 
+// Whether the entry has a live item in the heap (so invalidating it makes
+// one stale item).
+bool has_heap_item(const Entry& entry) {
+  return entry.next != Entry::no_instant && !entry.paused.load(std::memory_order_relaxed);
+}
+
 std::uint64_t initial_seed(std::uint64_t seed) {
   if (seed != 0) return seed;
   std::random_device device;
@@ -131,7 +137,7 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
 }
 
 void Scheduler::Impl::push_heap(const std::shared_ptr<Entry>& entry, std::vector<Event>* events) {
-  if (entry->next == Entry::no_instant || entry->paused) return;
+  if (entry->next == Entry::no_instant || entry->paused.load(std::memory_order_relaxed)) return;
   heap_.push_back(HeapItem{entry->next, entry->generation, entry});
   std::push_heap(heap_.begin(), heap_.end());
   if (events) events->push_back(ScheduledEvent{Entry::ref(entry), entry->next});
@@ -139,8 +145,9 @@ void Scheduler::Impl::push_heap(const std::shared_ptr<Entry>& entry, std::vector
 
 void Scheduler::Impl::compact_heap() {
   // Stale items (from update/pause/remove) are normally dropped when they
-  // reach the top; rebuild once they outnumber live ones.
-  if (stale_heap_items_ <= heap_.size() / 2 || heap_.size() < 1024) return;
+  // reach the top; rebuild once they outnumber live ones (a removed entry's
+  // job and captures live until then).
+  if (stale_heap_items_ == 0 || stale_heap_items_ <= heap_.size() / 2) return;
   std::erase_if(heap_, [](const HeapItem& item) {
     return item.generation != item.entry->generation || item.entry->removed.load(std::memory_order_relaxed);
   });
@@ -160,8 +167,8 @@ void Scheduler::Impl::remove(EntryId id) {
     entries_.erase(it);
     if (!entry->identity.key.empty()) keys_.erase(entry->identity.key);
     entry->removed.store(true);
+    if (has_heap_item(*entry)) ++stale_heap_items_;
     ++entry->generation;
-    ++stale_heap_items_;
     compact_heap();
   }
   request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
@@ -178,9 +185,9 @@ void Scheduler::Impl::set_paused(EntryId id, bool paused) {
     }
     Entry& entry = *it->second;
     if (entry.paused == paused) return;
+    if (has_heap_item(entry)) ++stale_heap_items_;
     entry.paused = paused;
     ++entry.generation;
-    ++stale_heap_items_;
     if (!paused) {
       // Resume from now: nothing missed while paused is replayed.
       entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
@@ -202,9 +209,9 @@ void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
       throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("update: no entry {}", id));
     }
     Entry& entry = *it->second;
+    if (has_heap_item(entry)) ++stale_heap_items_;
     entry.schedule = std::move(schedule);
     ++entry.generation;
-    ++stale_heap_items_;
     entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
     push_heap(it->second, events_.active() ? &events : nullptr);
     compact_heap();
@@ -230,7 +237,8 @@ std::optional<RunOutcome> Scheduler::Impl::trigger_and_wait(EntryId id, std::chr
   auto slot = std::make_shared<detail::OutcomeSlot>();
   fire->outcome = slot;
   std::vector<Fire> batch{std::move(*fire)};
-  enqueue(batch);
+  const bool stopping = enqueue(batch);
+  if (stopping) throw SchedulerError(SchedulerError::Code::not_running, "trigger_and_wait: the scheduler is stopping");
   if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger_and_wait: the run queue is full");
   // Waits on the scheduler's clock, so virtual time bounds it in tests.
   std::unique_lock lock(slot->mutex);
@@ -295,7 +303,8 @@ std::size_t Scheduler::Impl::size() const {
 
 // ---- the loop ---------------------------------------------------------
 
-void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::vector<Event>& events) {
+void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::vector<Event>& events,
+                                  std::vector<std::string>& warnings) {
   const bool want_events = events_.active();
   // Hand fires to the workers in batches, so the first jobs of a large
   // simultaneous burst start while the loop is still planning the rest.
@@ -304,7 +313,8 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
     HeapItem item = std::move(heap_.back());
     heap_.pop_back();
     Entry& entry = *item.entry;
-    if (item.generation != entry.generation || entry.removed.load(std::memory_order_relaxed) || entry.paused) {
+    if (item.generation != entry.generation || entry.removed.load(std::memory_order_relaxed) ||
+        entry.paused.load(std::memory_order_relaxed)) {
       if (stale_heap_items_ > 0) --stale_heap_items_;
       continue;
     }
@@ -321,9 +331,9 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
       entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
       if (want_events) {
         events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
-                                         plan.runs.size(), lateness, entry.settings->missed_fire});
+                                         plan.count_capped, plan.runs.size(), lateness, entry.settings->missed_fire});
       }
-      log(LogLevel::warning,
+      warnings.push_back(
           fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}", entry.identity.id,
                       entry.identity.name, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(scheduled),
                       format_rfc3339(plan.last_missed), format_duration(lateness), to_string(entry.settings->missed_fire),
@@ -336,21 +346,24 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
 void Scheduler::Impl::loop_main() {
   std::vector<Fire> fires;
   std::vector<Event> events;
+  std::vector<std::string> warnings;  // logged after unlocking: a logger may call back into us
   std::unique_lock lock(mutex_);
   while (state_ == State::running) {
     // Steady before wall: if the clock moves in between, the sleep below
     // comes out short (a harmless early wake), never long.
     const auto steady = clock_->steady_now();
     const Instant now = clock_->now();
-    collect_due(now, fires, events);
-    if (!fires.empty() || !events.empty()) {
+    collect_due(now, fires, events, warnings);
+    if (!fires.empty() || !events.empty() || !warnings.empty()) {
       // Never call out (workers' queue, event sinks) under the entry lock.
       // Events first, so observers see "missed" before the runs it caused.
       lock.unlock();
+      for (const auto& warning : warnings) log(LogLevel::warning, warning);
       for (auto& event : events) publish(std::move(event));
       enqueue(fires);
       fires.clear();
       events.clear();
+      warnings.clear();
       lock.lock();
       continue;  // time moved while we were out; look again
     }
@@ -367,7 +380,11 @@ void Scheduler::Impl::start() {
   if (state_ == State::running) return;
   if (state_ != State::created) throw SchedulerError(SchedulerError::Code::stopped, "start: a stopped scheduler cannot restart");
   if (options_.elector) {
-    options_.elector->on_leadership_lost([this](std::uint64_t term) { on_leadership_lost(term); });
+    leadership_guard_->impl = this;
+    options_.elector->on_leadership_lost([guard = leadership_guard_](std::uint64_t term) {
+      std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
+      if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
+    });
   }
   state_ = State::running;
   workers_.reserve(options_.max_concurrent);
@@ -388,16 +405,8 @@ Scheduler::~Scheduler() {
   impl_->stop(Clock::SteadyTime::max(), false);
   // stop() leaves threads behind only when jobs outlived its deadline or it
   // ran on a worker; join them now (jobs have had stop requested).
-  for (auto& worker : impl_->workers_) {
-    if (worker.joinable()) worker.join();
-  }
-  {
-    std::lock_guard guard(impl_->runs_mutex_);
-    impl_->watchdog_exit_ = true;
-  }
-  impl_->watchdog_cv_.notify_all();
-  if (impl_->watchdog_thread_.joinable()) impl_->watchdog_thread_.join();
-  if (impl_->loop_thread_.joinable()) impl_->loop_thread_.join();
+  impl_->join_threads_once();
+  impl_->detach_elector();
 }
 
 EntryId Scheduler::add(std::string_view spec, Job job, EntryOptions options) {
@@ -416,7 +425,8 @@ void Scheduler::update(EntryId id, SchedulePtr schedule) { impl_->update(id, std
 void Scheduler::trigger(EntryId id) {
   auto fire = impl_->make_manual_fire(id);
   std::vector<Fire> batch{std::move(*fire)};
-  impl_->enqueue(batch);
+  const bool stopping = impl_->enqueue(batch);
+  if (stopping) throw SchedulerError(SchedulerError::Code::not_running, "trigger: the scheduler is stopping");
   if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger: the run queue is full");
 }
 std::optional<RunOutcome> Scheduler::trigger_and_wait(EntryId id, std::chrono::nanoseconds wait) {

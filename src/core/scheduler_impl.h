@@ -48,7 +48,7 @@ struct Entry {
   std::atomic<Instant::rep> prev{no_instant.time_since_epoch().count()};
   Instant next = no_instant;
   std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
-  bool paused = false;
+  std::atomic<bool> paused{false};  // written under mutex_; read by workers without it
   std::atomic<bool> removed{false};
 
   static constexpr Instant no_instant = Instant::min();
@@ -117,8 +117,10 @@ class Scheduler::Impl {
   bool stop(Clock::SteadyTime deadline, bool drain_first);
 
   // ---- dispatch (dispatch.cpp)
-  /// Queues fires for the workers; rejects (with an event) what does not fit.
-  void enqueue(std::vector<detail::Fire>& fires);
+  /// Queues fires for the workers. What does not fit stays in `fires`
+  /// (with an event): rejected when the queue is full, cancelled when the
+  /// scheduler is stopping. Returns true if it was stopping.
+  bool enqueue(std::vector<detail::Fire>& fires);
   void worker_main();
   void watchdog_main();
   void execute(detail::Fire& fire);
@@ -149,7 +151,8 @@ class Scheduler::Impl {
   std::thread loop_thread_;
   void loop_main();
   /// Pops due entries, applies the missed-fire policy, plans next fires.
-  void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events);
+  void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
+                   std::vector<std::string>& warnings);
   void push_heap(const std::shared_ptr<detail::Entry>& entry, std::vector<Event>* events);
   void compact_heap();
 
@@ -169,8 +172,21 @@ class Scheduler::Impl {
   std::uint64_t next_run_id_ = 1;
   std::multimap<Clock::SteadyTime, std::uint64_t> timeouts_;
   bool watchdog_exit_ = false;
+  bool runs_stopping_ = false;      // set by stop(): runs registering later are stopped at once
+  std::uint64_t lost_term_max_ = 0;  // the highest leadership term reported lost
   std::thread watchdog_thread_;
   void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
+
+  // ---- shutdown: one thread joins; the elector callback never outlives us
+  std::mutex join_mutex_;  // guards the joins and joined_
+  bool joined_ = false;
+  void join_threads_once();
+  struct LeadershipGuard {
+    std::recursive_mutex mutex;  // held while a callback runs; recursive: a callback may lead to stop()
+    Impl* impl = nullptr;
+  };
+  std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
+  void detach_elector();
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 
