@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: installs what is needed, then
 #  1. g++ build (-Werror): unit tests, differential test, CLI test, fuzz
-#     corpus replay, installed-package consumer test; benchmark smoke run;
+#     corpus replay, installed-package consumer test; a -O3 build of the
+#     library and program (-Werror); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
 #  3. g++ ThreadSanitizer build: the scheduler tests and the other
@@ -24,6 +25,11 @@ cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebIn
 cmake --build build/gcc -j"$jobs"
 step "g++ tests"
 (cd build/gcc && ctest --output-on-failure -j"$jobs")
+step "g++ -O3 (Release) build of the library and program, -Werror (g++ 12 warns differently at -O3)"
+cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
+  -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
+cmake --build build/gcc-release -j"$jobs"
+
 step "benchmark smoke run (numbers: see docs/time-engine.md and docs/scheduler.md)"
 build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
 build/gcc/bench/scheduler_load 100000 2000 2000

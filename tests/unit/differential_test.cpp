@@ -65,7 +65,10 @@ class SpecGenerator {
     parts.push_back(day_of_month_field(spec));
     parts.push_back(numeric_field(spec.month, 1, 12, 0.8, month_names(), nullptr));
     parts.push_back(day_of_week_field(spec));
-    for (std::size_t i = 0; i < parts.size(); ++i) spec.text += (i ? " " : "") + parts[i];
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (i) spec.text += ' ';
+      spec.text += parts[i];
+    }
     return spec;
   }
 
@@ -139,7 +142,8 @@ class SpecGenerator {
     for (int t = 0; t < terms; ++t) {
       const int h = uniform(0, 4);
       spec.hour[std::size_t(h)] = true;
-      text += (t ? "," : "") + std::to_string(h);
+      if (t) text += ',';
+      text += std::to_string(h);
     }
     return text;
   }
