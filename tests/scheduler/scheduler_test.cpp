@@ -146,6 +146,13 @@ TEST(Scheduler, FiresOnTheScheduleWithItsOwnInstantAndKey) {
   EXPECT_FALSE(seen[0].manual);
   EXPECT_EQ(seen[0].fence, 0u);
   EXPECT_TRUE(s.stop(h.soon()));
+  // add() and each committed fire announce the next instant; queue depth follows each enqueue.
+  const auto scheduled = h.log->all<ScheduledEvent>();
+  ASSERT_GE(scheduled.size(), 2u);
+  EXPECT_EQ(scheduled[0].next, at("2026-01-01T00:01:00Z"));
+  EXPECT_EQ(scheduled[1].next, at("2026-01-01T00:02:00Z"));
+  EXPECT_GE(h.log->count<QueueDepthEvent>(), 1u);
+  EXPECT_EQ(h.log->all<JobStartedEvent>().size(), 1u);
 }
 
 TEST(Scheduler, NothingFiresBeforeStart) {
