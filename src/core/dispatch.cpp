@@ -185,10 +185,19 @@ void Scheduler::Impl::execute(Fire& fire) {
     runs_.emplace(run_id, run);
     stopping = runs_stopping_;
   }
+  std::optional<Clock::SteadyTime> timeout_at;  // set when a timeout was registered
   auto unregister = [&] {
     std::lock_guard guard(runs_mutex_);
     runs_.erase(run_id);
-    std::erase_if(timeouts_, [run_id](const auto& item) { return item.second == run_id; });
+    if (!timeout_at) return;  // the common case: nothing to search
+    // The watchdog may already have removed it (the timeout fired).
+    auto [first, last] = timeouts_.equal_range(*timeout_at);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == run_id) {
+        timeouts_.erase(it);
+        break;
+      }
+    }
   };
   auto cancel = [&](std::string cause) {
     publish(CancelledFireEvent{ref, fire.scheduled_at, cause});
@@ -249,7 +258,8 @@ void Scheduler::Impl::execute(Fire& fire) {
   if (settings.timeout > std::chrono::nanoseconds::zero()) {
     {
       std::lock_guard guard(runs_mutex_);
-      timeouts_.emplace(started + settings.timeout, run_id);
+      timeout_at = started + settings.timeout;
+      timeouts_.emplace(*timeout_at, run_id);
     }
     watchdog_cv_.notify_one();
   }

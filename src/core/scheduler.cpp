@@ -264,14 +264,21 @@ std::size_t Scheduler::Impl::trigger_by_name(std::string_view name) {
   return wanted - batch.size();
 }
 
+namespace {
+// Caller holds the scheduler's lock.
+EntrySnapshot snapshot_of(const Entry& entry) {
+  const bool paused = entry.paused.load(std::memory_order_relaxed);
+  return EntrySnapshot{entry.identity.id,         entry.identity.name,          entry.identity.key,
+                       std::string(entry.schedule->spec()), optional_instant(entry.prev),
+                       paused ? std::nullopt : optional_instant(entry.next), paused};
+}
+}  // namespace
+
 std::optional<EntrySnapshot> Scheduler::Impl::snapshot(EntryId id) const {
   std::lock_guard guard(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
-  const Entry& entry = *it->second;
-  return EntrySnapshot{entry.identity.id,         entry.identity.name,          entry.identity.key,
-                       std::string(entry.schedule->spec()), optional_instant(entry.prev),
-                       entry.paused ? std::nullopt : optional_instant(entry.next), entry.paused};
+  return snapshot_of(*it->second);
 }
 
 std::vector<EntrySnapshot> Scheduler::Impl::snapshots() const {
@@ -283,10 +290,12 @@ std::vector<EntrySnapshot> Scheduler::Impl::snapshots() const {
   }
   std::vector<EntrySnapshot> out;
   out.reserve(ids.size());
+  // One lock per batch (not per entry, not for the whole table).
   for (std::size_t begin = 0; begin < ids.size(); begin += snapshot_batch) {
     const std::size_t end = std::min(ids.size(), begin + snapshot_batch);
+    std::lock_guard guard(mutex_);
     for (std::size_t i = begin; i < end; ++i) {
-      if (auto one = snapshot(ids[i])) out.push_back(std::move(*one));
+      if (auto it = entries_.find(ids[i]); it != entries_.end()) out.push_back(snapshot_of(*it->second));
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const EntrySnapshot& a, const EntrySnapshot& b) {
