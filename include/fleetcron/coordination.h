@@ -3,8 +3,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fleetcron/time.h"
 
@@ -16,17 +18,19 @@ struct ClaimResult {
     claimed,          ///< this process runs the fire; `fence` is its token
     already_claimed,  ///< another replica has it (normal contention)
     error,            ///< the backend failed: the fire is skipped (fail closed)
+    clock_skew,       ///< refused: the local clock is too far from the store's (fail closed)
   };
   Status status = Status::error;
   /// A token from a counter that only increases across the whole store;
   /// passed to the job as FireContext::fence. 0 unless claimed.
   std::uint64_t fence = 0;
-  /// What went wrong, for Status::error; never contains secrets.
+  /// What went wrong, for Status::error and clock_skew; never contains secrets.
   std::string error;
 
   [[nodiscard]] static ClaimResult claimed(std::uint64_t fence) { return {Status::claimed, fence, {}}; }
   [[nodiscard]] static ClaimResult taken() { return {Status::already_claimed, 0, {}}; }
   [[nodiscard]] static ClaimResult failed(std::string error) { return {Status::error, 0, std::move(error)}; }
+  [[nodiscard]] static ClaimResult skewed(std::string error) { return {Status::clock_skew, 0, std::move(error)}; }
 };
 
 /// Decides which replica runs a fire. claim() is called once per automatic
@@ -37,6 +41,12 @@ class Claimer {
  public:
   virtual ~Claimer() = default;
   [[nodiscard]] virtual ClaimResult claim(std::string_view fire_key) = 0;
+
+  /// Claims several fires at once: one result per key, in order. The
+  /// scheduler calls it for fires due at the same instant (no jitter), so
+  /// a networked claimer can decide them in one round trip. The default
+  /// calls claim() for each key.
+  [[nodiscard]] virtual std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
 
  protected:
   Claimer() = default;

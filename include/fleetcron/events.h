@@ -36,6 +36,7 @@ enum class SkipReason {
   election_error,   ///< the elector failed (fail closed)
   already_claimed,  ///< another replica claimed the fire
   claim_error,      ///< the claimer failed (fail closed)
+  clock_skew,       ///< the claimer refused: local clock too far from the store's (fail closed)
   overlap,          ///< reserved for overlap policies (daemon)
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
@@ -108,7 +109,7 @@ struct SkippedFireEvent {
   std::string fire_key;
   Instant scheduled_at;
   SkipReason reason = SkipReason::not_leader;
-  std::string error;  ///< for election_error and claim_error
+  std::string error;  ///< for election_error, claim_error and clock_skew
 };
 /// Fires queued for a worker plus fires running, after each change.
 struct QueueDepthEvent {

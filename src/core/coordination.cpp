@@ -18,6 +18,13 @@ std::string fire_key(std::string_view key, Instant scheduled_at) {
   return out;
 }
 
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  std::vector<ClaimResult> results;
+  results.reserve(fire_keys.size());
+  for (const auto& key : fire_keys) results.push_back(claim(key));
+  return results;
+}
+
 std::string_view to_string(MissedFirePolicy policy) noexcept {
   switch (policy) {
     case MissedFirePolicy::run_once: return "run-once";
@@ -33,6 +40,7 @@ std::string_view to_string(SkipReason reason) noexcept {
     case SkipReason::election_error: return "election-error";
     case SkipReason::already_claimed: return "already-claimed";
     case SkipReason::claim_error: return "claim-error";
+    case SkipReason::clock_skew: return "clock-skew";
     case SkipReason::overlap: return "overlap";
   }
   return "unknown";

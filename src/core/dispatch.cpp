@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <iterator>
+#include <stdexcept>
 
 #include "core/scheduler_impl.h"
 
 namespace fleetcron {
 
+using detail::Decision;
 using detail::Entry;
 using detail::Fire;
 using detail::Run;
@@ -28,6 +31,16 @@ std::string describe_exception(std::exception_ptr error) {
   } catch (...) {
     return "non-standard exception";
   }
+}
+
+SkipReason skip_reason_of(ClaimResult::Status status) {
+  switch (status) {
+    case ClaimResult::Status::already_claimed: return SkipReason::already_claimed;
+    case ClaimResult::Status::clock_skew: return SkipReason::clock_skew;
+    case ClaimResult::Status::claimed:  // not a skip; callers do not ask
+    case ClaimResult::Status::error: break;
+  }
+  return SkipReason::claim_error;
 }
 
 }  // namespace
@@ -68,6 +81,7 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
 
 void Scheduler::Impl::worker_main() {
   current_worker_of = this;
+  std::vector<Fire> batch;
   std::unique_lock lock(queue_mutex_);
   while (true) {
     queue_cv_.wait(lock, [this] { return workers_exit_ || !queue_.empty(); });
@@ -75,12 +89,136 @@ void Scheduler::Impl::worker_main() {
     Fire fire = std::move(queue_.front());
     queue_.pop_front();
     ++running_count_;
+    if (batchable(fire)) take_batch(fire, batch);
     lock.unlock();
-    execute(fire);
+    bool own_runs = true;
+    if (!batch.empty()) {
+      // Fires due together share one claim round trip: this worker runs
+      // the first, the others go back to the front of the queue, decided.
+      batch.insert(batch.begin(), std::move(fire));
+      own_runs = decide_batch(batch);
+      if (own_runs) {
+        fire = std::move(batch.front());
+        batch.erase(batch.begin());
+      }
+      if (!batch.empty()) {
+        {
+          std::lock_guard guard(queue_mutex_);
+          queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
+        }
+        queue_cv_.notify_all();
+        batch.clear();
+      }
+    }
+    if (own_runs) execute(fire);
     lock.lock();
     --running_count_;
     idle_cv_.notify_all();
   }
+}
+
+bool Scheduler::Impl::batchable(const Fire& fire) {
+  const auto& settings = *fire.entry->settings;
+  return !fire.manual && !fire.batched && !fire.decided && settings.claimer &&
+         settings.jitter <= std::chrono::nanoseconds::zero();
+}
+
+void Scheduler::Impl::take_batch(const Fire& first, std::vector<Fire>& batch) {
+  // Only the front run of the queue: fires due at one instant are queued
+  // together, and taking from the middle would cost a scan per worker.
+  while (!queue_.empty() && batch.size() + 1 < claim_batch_limit) {
+    Fire& next = queue_.front();
+    if (!batchable(next) || next.entry->settings->claimer != first.entry->settings->claimer) break;
+    batch.push_back(std::move(next));
+    queue_.pop_front();
+  }
+}
+
+bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
+  std::vector<std::string> keys;
+  std::vector<std::size_t> claiming;  // indexes into batch
+  std::vector<bool> keep(batch.size(), true);
+  keys.reserve(batch.size());
+  claiming.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    Fire& fire = batch[i];
+    fire.batched = true;
+    // A removed or paused entry's fire is left undecided: its run cancels it.
+    if (fire.entry->removed.load() || fire.entry->paused.load()) continue;
+    std::string key = fleetcron::fire_key(fire.entry->identity.key, fire.scheduled_at);
+    Verdict verdict = elect();
+    if (verdict.skip) {
+      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *verdict.skip, std::move(verdict.error));
+      keep[i] = false;
+      continue;
+    }
+    fire.decided = verdict.decision;
+    keys.push_back(std::move(key));
+    claiming.push_back(i);
+  }
+  if (!claiming.empty()) {
+    const auto& claimer = batch[claiming.front()].entry->settings->claimer;
+    std::vector<ClaimResult> results;
+    try {
+      results = claimer->claim_batch(keys);
+      if (results.size() != keys.size()) {
+        throw std::runtime_error(fmt::format("claim_batch returned {} results for {} fire keys", results.size(),
+                                             keys.size()));
+      }
+    } catch (...) {
+      results.assign(keys.size(), ClaimResult::failed(describe_exception(std::current_exception())));
+    }
+    for (std::size_t k = 0; k < claiming.size(); ++k) {
+      Fire& fire = batch[claiming[k]];
+      ClaimResult& claim = results[k];
+      if (claim.status == ClaimResult::Status::claimed) {
+        fire.decided->fence = claim.fence;
+        continue;
+      }
+      report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, skip_reason_of(claim.status),
+                  std::move(claim.error));
+      keep[claiming[k]] = false;
+    }
+  }
+  const bool own_runs = keep.front();
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (keep[i]) batch[kept++] = std::move(batch[i]);
+  }
+  batch.resize(kept);
+  return own_runs;
+}
+
+Scheduler::Impl::Verdict Scheduler::Impl::elect() {
+  Verdict verdict;
+  if (!options_.elector) return verdict;
+  Leadership leadership;
+  try {
+    leadership = options_.elector->is_leader();
+  } catch (...) {
+    leadership = Leadership::failed(describe_exception(std::current_exception()));
+  }
+  switch (leadership.status) {
+    case Leadership::Status::error:
+      verdict.skip = SkipReason::election_error;
+      verdict.error = std::move(leadership.error);
+      break;
+    case Leadership::Status::follower:
+      verdict.skip = SkipReason::not_leader;
+      break;
+    case Leadership::Status::leader:
+      verdict.decision = {true, leadership.term, leadership.term};
+      break;
+  }
+  return verdict;
+}
+
+void Scheduler::Impl::report_skip(const EntryRef& ref, const std::string& fire_key, Instant scheduled_at,
+                                  SkipReason reason, std::string error) {
+  if (!error.empty()) {
+    log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", fire_key, to_string(reason), error));
+  }
+  publish(SkippedFireEvent{ref, fire_key, scheduled_at, reason, std::move(error)});
 }
 
 bool Scheduler::Impl::sleep_for(std::chrono::nanoseconds duration, std::stop_token stop) {
@@ -210,47 +348,43 @@ void Scheduler::Impl::execute(Fire& fire) {
   FireContext context{ref, fire_key(entry->identity.key, fire.scheduled_at), fire.scheduled_at, 1, 0, fire.manual};
 
   if (!fire.manual) {
-    if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter");
     auto skip = [&](SkipReason reason, std::string error) {
-      if (!error.empty()) {
-        log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", context.fire_key, to_string(reason), error));
-      }
-      publish(SkippedFireEvent{ref, context.fire_key, fire.scheduled_at, reason, std::move(error)});
+      report_skip(ref, context.fire_key, fire.scheduled_at, reason, std::move(error));
       unregister();
     };
-    if (options_.elector) {
-      Leadership leadership;
-      try {
-        leadership = options_.elector->is_leader();
-      } catch (...) {
-        leadership = Leadership::failed(describe_exception(std::current_exception()));
-      }
-      if (leadership.status == Leadership::Status::error) return skip(SkipReason::election_error, leadership.error);
-      if (leadership.status == Leadership::Status::follower) return skip(SkipReason::not_leader, {});
+    Decision decision;
+    if (fire.decided) {
+      decision = *fire.decided;  // a claim batch asked the elector and the claimer
+    } else {
+      if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter");
+      Verdict verdict = elect();
+      if (verdict.skip) return skip(*verdict.skip, std::move(verdict.error));
+      decision = verdict.decision;
+    }
+    if (decision.leader_gated) {
       bool term_lost = false;
       {
         std::lock_guard guard(runs_mutex_);
         run->leader_gated = true;
-        run->term = leadership.term;
-        term_lost = leadership.term <= lost_term_max_;  // lost between is_leader() and here
+        run->term = decision.term;
+        term_lost = decision.term <= lost_term_max_;  // lost between is_leader() and here
       }
       if (term_lost) {
-        return skip(SkipReason::not_leader, fmt::format("leadership of term {} was lost", leadership.term));
+        return skip(SkipReason::not_leader, fmt::format("leadership of term {} was lost", decision.term));
       }
-      context.fence = leadership.term;
     }
-    if (run->stop.stop_requested()) return cancel("stopped before the claim");
-    if (settings.claimer) {
+    if (!fire.decided && settings.claimer) {
+      if (run->stop.stop_requested()) return cancel("stopped before the claim");
       ClaimResult claim;
       try {
         claim = settings.claimer->claim(context.fire_key);
       } catch (...) {
         claim = ClaimResult::failed(describe_exception(std::current_exception()));
       }
-      if (claim.status == ClaimResult::Status::error) return skip(SkipReason::claim_error, claim.error);
-      if (claim.status == ClaimResult::Status::already_claimed) return skip(SkipReason::already_claimed, {});
-      context.fence = claim.fence;
+      if (claim.status != ClaimResult::Status::claimed) return skip(skip_reason_of(claim.status), std::move(claim.error));
+      decision.fence = claim.fence;
     }
+    context.fence = decision.fence;
     if (run->stop.stop_requested()) return cancel("stopped before the job started");
   }
 

@@ -74,12 +74,21 @@ struct OutcomeSlot {
   }
 };
 
+/// What the elector and the claimer decided for an automatic fire.
+struct Decision {
+  bool leader_gated = false;  // an elector said leader
+  std::uint64_t term = 0;
+  std::uint64_t fence = 0;
+};
+
 /// A fire waiting for, or held by, a worker.
 struct Fire {
   std::shared_ptr<Entry> entry;
   Instant scheduled_at;
   bool manual = false;
-  std::shared_ptr<OutcomeSlot> outcome;  // trigger_and_wait only
+  std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
+  bool batched = false;             // went through a claim batch: never batched again
+  std::optional<Decision> decided = std::nullopt;  // set by a claim batch: the run skips jitter, elector and claimer
 };
 
 /// A run in progress: what stop(), remove(), timeouts and leadership loss
@@ -124,6 +133,27 @@ class Scheduler::Impl {
   void worker_main();
   void watchdog_main();
   void execute(detail::Fire& fire);
+  /// Whether a fire may join a claim batch: automatic, undecided, with a
+  /// claimer and no jitter.
+  static bool batchable(const detail::Fire& fire);
+  /// Moves the queued fires that may share `first`'s claim round trip
+  /// from the front of the queue into `batch` (queue_mutex_ held).
+  void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);
+  /// Elector then one claim_batch() for `batch`; fires that must not run
+  /// are reported and removed, the others carry their decision. Returns
+  /// whether batch[0] (the worker's own fire) is still there, first.
+  bool decide_batch(std::vector<detail::Fire>& batch);
+  /// The most fires decided by one claim_batch() call.
+  static constexpr std::size_t claim_batch_limit = 1024;
+  /// Asks the elector (if any); nullopt with `skip` set means skip the fire.
+  struct Verdict {
+    std::optional<SkipReason> skip;
+    std::string error;
+    detail::Decision decision;
+  };
+  Verdict elect();
+  void report_skip(const EntryRef& ref, const std::string& fire_key, Instant scheduled_at, SkipReason reason,
+                   std::string error);
   void on_leadership_lost(std::uint64_t term);
   /// Sleeps `duration` on the clock; false if `stop` was requested first.
   bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);

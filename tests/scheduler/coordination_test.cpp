@@ -1,6 +1,7 @@
 // Coordination: several schedulers sharing one in-memory claimer and lease;
 // failing backends; fencing tokens; leadership loss.
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "harness.h"
@@ -135,6 +136,87 @@ TEST(Coordination, FailingBackendsSkipWithTheReasonButManualTriggersRun) {
     EXPECT_EQ(manual->status, RunStatus::succeeded);
     EXPECT_TRUE(s.stop(h.soon()));
   }
+}
+
+// Records each claim_batch() call; grants even-numbered keys, refuses the
+// others as taken, and reports clock skew for keys starting with "skew".
+class BatchRecorder final : public Claimer {
+ public:
+  ClaimResult claim(std::string_view key) override { return decide(key); }
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override {
+    std::vector<ClaimResult> out;
+    std::lock_guard guard(mutex);
+    batch_sizes.push_back(keys.size());
+    for (const auto& key : keys) out.push_back(decide(key));
+    return out;
+  }
+  ClaimResult decide(std::string_view key) {
+    if (key.starts_with("skew")) return ClaimResult::skewed("offset 9s exceeds 5s");
+    const int number = std::stoi(std::string(key.substr(1, key.find('@') - 1)));
+    if (number % 2 == 1) return ClaimResult::taken();
+    return ClaimResult::claimed(static_cast<std::uint64_t>(1000 + number));
+  }
+  std::mutex mutex;
+  std::vector<std::size_t> batch_sizes;
+};
+
+TEST(Coordination, FiresDueTogetherAreClaimedInOneBatch) {
+  Harness h;
+  auto claimer = std::make_shared<BatchRecorder>();
+  auto options = h.options();
+  options.claimer = claimer;
+  options.max_concurrent = 1;  // one worker: it finds all 100 fires queued and takes them at once
+  Scheduler s(options);
+  std::mutex mutex;
+  std::map<std::string, std::uint64_t> fences;  // fire key -> fence
+  for (int i = 0; i < 100; ++i) {
+    s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+      std::lock_guard guard(mutex);
+      fences[c.fire_key] = c.fence;
+    }, EntryOptions{.key = "k" + std::to_string(i)});
+  }
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "skew"});
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() + h.log->count<SkippedFireEvent>() == 101; });
+  // The loop queues due fires 64 at a time; the worker takes whatever is
+  // queued together: all 101 at once, or 64 then 37 — never one by one.
+  EXPECT_LE(claimer->batch_sizes.size(), 2u);
+  EXPECT_EQ(std::accumulate(claimer->batch_sizes.begin(), claimer->batch_sizes.end(), std::size_t{0}), 101u);
+  ASSERT_EQ(fences.size(), 50u);
+  for (const auto& [key, fence] : fences) {
+    const int number = std::stoi(key.substr(1, key.find('@') - 1));
+    EXPECT_EQ(number % 2, 0) << key;
+    EXPECT_EQ(fence, 1000u + static_cast<std::uint64_t>(number)) << key;
+  }
+  std::map<SkipReason, int> reasons;
+  for (const auto& skipped : h.log->all<SkippedFireEvent>()) ++reasons[skipped.reason];
+  EXPECT_EQ(reasons[SkipReason::already_claimed], 50);
+  EXPECT_EQ(reasons[SkipReason::clock_skew], 1);
+  EXPECT_EQ(to_string(SkipReason::clock_skew), "clock-skew");
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(Coordination, ABatchAsksTheElectorPerFireAndFencesWithTheClaim) {
+  Harness h;
+  auto lease = std::make_shared<MemoryLease>(h.clock, 30s);
+  auto claimer = std::make_shared<BatchRecorder>();
+  auto options = h.options();
+  options.claimer = claimer;
+  options.elector = lease->make_elector();
+  options.max_concurrent = 1;
+  Scheduler s(options);
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 4; ++i) {
+    s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+      EXPECT_GE(c.fence, 1000u);  // the claim's token, not the term
+      ++runs;
+    }, EntryOptions{.key = "k" + std::to_string(i)});
+  }
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() + h.log->count<SkippedFireEvent>() == 4; });
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(claimer->batch_sizes, std::vector<std::size_t>{4});
+  EXPECT_TRUE(s.stop(h.soon()));
 }
 
 TEST(Coordination, FenceIsTheTermWithAnElectorAndTheClaimTokenWithAClaimer) {
