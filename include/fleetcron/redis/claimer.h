@@ -1,0 +1,89 @@
+// fleetcron::redis::Claimer — libtnb/cron's rediscoord Claimer in C++:
+// one Redis key per fire, set if absent with a TTL and kept until it
+// expires; plus a fencing token and a clock-skew guard.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "fleetcron/clock.h"
+#include "fleetcron/coordination.h"
+#include "fleetcron/redis/client.h"
+
+namespace fleetcron::redis {
+
+/// The time a fire claim stays reserved. It must cover the largest
+/// expected jitter, clock skew and delayed catch-up window.
+inline constexpr std::chrono::nanoseconds default_claim_ttl = std::chrono::minutes{10};
+/// Namespaces fire claims in Redis.
+inline constexpr std::string_view default_claim_prefix = "cron:claim:";
+
+struct ClaimerOptions {
+  /// Claims are stored at claim_prefix + fire key. Empty is allowed.
+  std::string claim_prefix{default_claim_prefix};
+  /// At least 1 ms; sent as PX in whole milliseconds (rounded up).
+  std::chrono::nanoseconds claim_ttl = default_claim_ttl;
+  /// The counter behind fencing tokens. Empty: claim_prefix + "fence"
+  /// (fire keys always contain '@', so it never collides with a claim).
+  std::string fence_key;
+  /// Claims are refused (ClaimResult::Status::clock_skew) while the local
+  /// wall clock differs from the server's TIME by more than this. nullopt:
+  /// claim_ttl / 2. Beyond it, a replica whose clock lags could run a fire
+  /// after another replica's claim on it expired. Must be positive.
+  std::optional<std::chrono::nanoseconds> max_clock_skew;
+  /// clock_offset() measures again (a TIME round trip) when its last
+  /// measurement is older than this; every claim measures too. 1 ms .. 1 h.
+  std::chrono::nanoseconds skew_refresh_interval = std::chrono::seconds{30};
+  /// The local clock: pass the scheduler's. Default: the system clock.
+  std::shared_ptr<Clock> clock;
+};
+
+/// How far the local wall clock is from the Redis server's.
+struct ClockOffset {
+  /// Server time minus local time (positive: the local clock is behind).
+  std::chrono::microseconds offset{0};
+  /// When it was measured, on the local steady clock.
+  Clock::SteadyTime measured_at{};
+};
+
+/// Thread-safe. claim() is one round trip (a script: skew check, SET NX
+/// with PX, and the fence counter, atomically); claim_batch() pipelines
+/// any number of claims in one round trip.
+///
+/// On the wire a claim is the key claim_prefix + fire key with a TTL, as
+/// libtnb/cron's Claimer writes it (it stores "1"; fleetcron stores the
+/// fence): a Go replica and a fleetcron replica on the same Redis never
+/// both run one fire. Claims are never deleted.
+class Claimer final : public fleetcron::Claimer {
+ public:
+  /// Throws std::invalid_argument for a null client or an option that
+  /// rejects its value (the message names the option and the value).
+  explicit Claimer(std::shared_ptr<Client> client, ClaimerOptions options = {});
+
+  /// A blank fire key is an error result; any Redis failure is an error
+  /// result (fail closed), never an exception.
+  [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
+  [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
+
+  /// The last measured offset to the server's clock, measured again first
+  /// if older than skew_refresh_interval; nullopt if the server cannot be
+  /// reached and nothing was measured before.
+  [[nodiscard]] std::optional<ClockOffset> clock_offset();
+
+  [[nodiscard]] const ClaimerOptions& options() const noexcept { return options_; }
+
+ private:
+  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
+
+  std::shared_ptr<Client> client_;
+  ClaimerOptions options_;
+  std::string ttl_ms_;
+  std::string max_skew_us_;
+  std::mutex mutex_;  // guards offset_
+  std::optional<ClockOffset> offset_;
+};
+
+}  // namespace fleetcron::redis

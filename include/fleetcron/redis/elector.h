@@ -1,0 +1,120 @@
+// fleetcron::redis::Elector — libtnb/cron's rediscoord Elector in C++: a
+// lease on one key, taken when free and renewed by its holder; plus a
+// leadership term, an optional keep-alive thread, a local renew deadline
+// and resign().
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "fleetcron/clock.h"
+#include "fleetcron/coordination.h"
+#include "fleetcron/redis/client.h"
+
+namespace fleetcron::redis {
+
+/// The Redis key holding the leadership lease.
+inline constexpr std::string_view default_leader_key = "cron:leader";
+/// The leadership lease. Failover can take one TTL.
+inline constexpr std::chrono::nanoseconds default_leader_ttl = std::chrono::seconds{30};
+
+struct ElectorOptions {
+  /// Trimmed; empty is rejected.
+  std::string leader_key{default_leader_key};
+  /// At least 1 ms; sent as PX in whole milliseconds (rounded up).
+  std::chrono::nanoseconds lease_ttl = default_leader_ttl;
+  /// The term counter. Empty: leader_key + ":term".
+  std::string term_key;
+  /// Renew in a background thread every lease_ttl / 3 (and campaign while
+  /// a follower), so leadership stays put between sparse fires and
+  /// is_leader() answers from memory. Off: is_leader() does the round trip,
+  /// as libtnb/cron does, and no thread runs.
+  bool keep_alive = false;
+  /// A leader that has not renewed for lease_ttl - renew_margin on its
+  /// steady clock considers itself a follower, even when Redis is
+  /// unreachable. nullopt: lease_ttl / 5. 0 <= renew_margin < lease_ttl.
+  std::optional<std::chrono::nanoseconds> renew_margin;
+  /// The steady clock for the deadline and keep-alive waits. Default: the
+  /// system clock.
+  std::shared_ptr<Clock> clock;
+};
+
+/// What this elector knows, for metrics and `fleetcron status`.
+struct ElectorState {
+  bool leader = false;
+  std::uint64_t term = 0;  // the term led (or last led); 0 if never
+  std::optional<Clock::SteadyTime> valid_until;  // local renew deadline while leading
+  std::string last_error;  // the last failed round trip's error, if the last one failed
+};
+
+/// Thread-safe. Each elector has a random 128-bit identity (32 lowercase
+/// hex digits) from the OS random source; the lease key's value is the
+/// holder's identity, with libtnb/cron's take-or-renew semantics, so Go
+/// and C++ replicas share one leader.
+///
+/// Terms: taking the lease increments the counter at term_key (the new
+/// value is at least the server's TIME in microseconds, so terms keep
+/// growing even after Redis loses its data); the term is the fencing token
+/// of leader-gated runs. A Go replica taking the lease does not count a term.
+class Elector final : public fleetcron::Elector {
+ public:
+  /// Throws std::invalid_argument for a null client or a rejected option,
+  /// std::runtime_error if the OS random source fails.
+  explicit Elector(std::shared_ptr<Client> client, ElectorOptions options = {});
+  /// Stops the keep-alive thread; does not resign (call resign() for that).
+  ~Elector() override;
+  Elector(const Elector&) = delete;
+  Elector& operator=(const Elector&) = delete;
+
+  /// Takes the lease when free, renews it when held, else follower. With
+  /// keep_alive, answers from the last renewal while its deadline holds.
+  /// Redis failures give Leadership::Status::error (fail closed).
+  [[nodiscard]] Leadership is_leader() override;
+  void on_leadership_lost(std::function<void(std::uint64_t term)> lost) override;
+  /// Deletes the lease if this elector still holds it (compare-and-delete),
+  /// so another replica leads at its next check; stops the keep-alive
+  /// thread. A later is_leader() campaigns again.
+  void resign() override;
+
+  [[nodiscard]] const std::string& identity() const noexcept { return identity_; }
+  [[nodiscard]] ElectorState state() const;
+  [[nodiscard]] const ElectorOptions& options() const noexcept { return options_; }
+
+ private:
+  Leadership campaign();
+  void keep_alive_main();
+  void stop_keep_alive();
+  /// Drops leadership locally; returns the term lost (0 if not leading).
+  std::uint64_t demote_locked();
+  void notify_lost(std::uint64_t term);
+
+  std::shared_ptr<Client> client_;
+  ElectorOptions options_;
+  std::shared_ptr<Clock> clock_;
+  std::string identity_;
+  std::string ttl_ms_;
+  std::chrono::nanoseconds valid_for_;  // lease_ttl - renew_margin
+
+  mutable std::mutex mutex_;  // guards the members below
+  std::condition_variable wake_;
+  bool leader_ = false;
+  bool fresh_term_ = false;  // the lease must be taken with a new term (after a local demotion)
+  std::uint64_t demotions_ = 0;  // counts demote_locked() calls that dropped a term
+  std::uint64_t term_ = 0;
+  Clock::SteadyTime valid_until_{};
+  std::string last_error_;
+  std::function<void(std::uint64_t)> lost_;
+  bool stopping_ = false;
+  std::mutex join_mutex_;  // serialises joining keep_alive_
+  std::thread keep_alive_;
+  std::mutex campaign_mutex_;  // one round trip at a time: answers apply in order
+};
+
+}  // namespace fleetcron::redis

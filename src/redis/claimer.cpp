@@ -1,0 +1,151 @@
+#include "fleetcron/redis/claimer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "fleetcron/duration.h"
+#include "redis/scripts.h"
+
+namespace fleetcron::redis {
+
+namespace {
+
+const Script& claim_script() {
+  static const Script script(detail::claim_script);
+  return script;
+}
+
+std::string whole_milliseconds(std::chrono::nanoseconds ttl) {
+  return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(ttl).count());
+}
+
+std::int64_t micros_since_epoch(Instant t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+std::string skew_message(std::chrono::microseconds offset, const ClaimerOptions& options) {
+  return fmt::format("local clock is {} {} the Redis server's, beyond max_clock_skew {}",
+                     format_duration(offset < offset.zero() ? -offset : offset),
+                     offset > offset.zero() ? "behind" : "ahead of", format_duration(*options.max_clock_skew));
+}
+
+}  // namespace
+
+Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (!client_) throw std::invalid_argument("redis::Claimer: client is null");
+  if (options_.claim_ttl < std::chrono::milliseconds{1}) {
+    throw std::invalid_argument(fmt::format("redis::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
+                                            format_duration(options_.claim_ttl)));
+  }
+  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 2;
+  if (*options_.max_clock_skew <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format("redis::ClaimerOptions.max_clock_skew: {} is not positive",
+                                            format_duration(*options_.max_clock_skew)));
+  }
+  if (options_.skew_refresh_interval < std::chrono::milliseconds{1} ||
+      options_.skew_refresh_interval > std::chrono::hours{1}) {
+    throw std::invalid_argument(fmt::format("redis::ClaimerOptions.skew_refresh_interval: {} is out of range 1ms..1h",
+                                            format_duration(options_.skew_refresh_interval)));
+  }
+  if (options_.fence_key.empty()) options_.fence_key = options_.claim_prefix + "fence";
+  if (!options_.clock) options_.clock = system_clock();
+  ttl_ms_ = whole_milliseconds(options_.claim_ttl);
+  max_skew_us_ = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*options_.max_clock_skew).count());
+}
+
+ClaimResult Claimer::claim(std::string_view fire_key) {
+  const std::string key(fire_key);
+  return std::move(claim_batch(std::span<const std::string>(&key, 1)).front());
+}
+
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  std::vector<ClaimResult> results(fire_keys.size());
+  std::vector<std::vector<std::string>> calls;
+  std::vector<std::size_t> sent;  // indexes of the keys in calls
+  calls.reserve(fire_keys.size());
+  sent.reserve(fire_keys.size());
+  const auto steady = options_.clock->steady_now();
+  const std::string local_us = std::to_string(micros_since_epoch(options_.clock->now()));
+  for (std::size_t i = 0; i < fire_keys.size(); ++i) {
+    if (blank(fire_keys[i])) {
+      results[i] = ClaimResult::failed("blank fire key");
+      continue;
+    }
+    calls.push_back({options_.claim_prefix + fire_keys[i], options_.fence_key, ttl_ms_, local_us, max_skew_us_});
+    sent.push_back(i);
+  }
+  if (calls.empty()) return results;
+  std::vector<Reply> replies;
+  try {
+    replies = client_->eval_pipeline(claim_script(), 2, calls);
+  } catch (const Error& e) {
+    for (const std::size_t i : sent) results[i] = ClaimResult::failed(e.what());
+    return results;
+  }
+  for (std::size_t k = 0; k < sent.size(); ++k) {
+    const Reply& reply = replies[k];
+    ClaimResult& result = results[sent[k]];
+    if (reply.is_error()) {
+      result = ClaimResult::failed(fmt::format("{}: {}", client_->describe(), reply.text));
+      continue;
+    }
+    if (reply.type != Reply::Type::array || reply.elements.size() != 3 ||
+        std::any_of(reply.elements.begin(), reply.elements.end(),
+                    [](const Reply& e) { return e.type != Reply::Type::integer; })) {
+      result = ClaimResult::failed(fmt::format("{}: unexpected claim reply ({})", client_->describe(),
+                                               to_string(reply.type)));
+      continue;
+    }
+    const auto status = reply.elements[0].integer;
+    const auto offset = std::chrono::microseconds{reply.elements[2].integer};
+    remember_offset(offset, steady);
+    if (status == 1 && reply.elements[1].integer > 0) {
+      result = ClaimResult::claimed(static_cast<std::uint64_t>(reply.elements[1].integer));
+    } else if (status == 0) {
+      result = ClaimResult::taken();
+    } else if (status == -1) {
+      result = ClaimResult::skewed(skew_message(offset, options_));
+    } else {
+      result = ClaimResult::failed(fmt::format("{}: unexpected claim status {}", client_->describe(), status));
+    }
+  }
+  return results;
+}
+
+void Claimer::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
+  std::lock_guard guard(mutex_);
+  if (!offset_ || offset_->measured_at <= at) offset_ = ClockOffset{offset, at};
+}
+
+std::optional<ClockOffset> Claimer::clock_offset() {
+  {
+    std::lock_guard guard(mutex_);
+    if (offset_ && options_.clock->steady_now() - offset_->measured_at < options_.skew_refresh_interval) return offset_;
+  }
+  try {
+    const auto before = options_.clock->now();
+    const auto steady = options_.clock->steady_now();
+    const Reply reply = client_->command({"TIME"});
+    const auto after = options_.clock->now();
+    if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
+      const std::int64_t server_us = std::stoll(reply.elements[0].text) * 1'000'000 + std::stoll(reply.elements[1].text);
+      const std::int64_t local_us = (micros_since_epoch(before) + micros_since_epoch(after)) / 2;
+      remember_offset(std::chrono::microseconds{server_us - local_us}, steady);
+    }
+  } catch (const Error&) {
+    // unreachable: answer with the last measurement, if any
+  } catch (const std::logic_error&) {
+    // a TIME reply that is not two numbers: keep the last measurement
+  }
+  std::lock_guard guard(mutex_);
+  return offset_;
+}
+
+}  // namespace fleetcron::redis

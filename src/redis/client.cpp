@@ -1,0 +1,213 @@
+// Client: the pool, reconnect backoff and scripts.
+#include <fmt/format.h>
+
+#include "fleetcron/duration.h"
+#include "redis/connection.h"
+
+namespace fleetcron::redis {
+
+using detail::Connection;
+
+namespace {
+
+// True for an error reply whose first word is `code`.
+bool has_code(const Reply& reply, std::string_view code) {
+  if (!reply.is_error() || !std::string_view(reply.text).starts_with(code)) return false;
+  return reply.text.size() == code.size() || reply.text[code.size()] == ' ';
+}
+
+}  // namespace
+
+bool Reply::is_error(std::string_view code) const noexcept { return has_code(*this, code); }
+
+std::string_view to_string(Reply::Type type) noexcept {
+  switch (type) {
+    case Reply::Type::nil: return "nil";
+    case Reply::Type::status: return "status";
+    case Reply::Type::error: return "error";
+    case Reply::Type::integer: return "integer";
+    case Reply::Type::string: return "string";
+    case Reply::Type::array: return "array";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Error::Kind kind) noexcept {
+  switch (kind) {
+    case Error::Kind::connect: return "connect";
+    case Error::Kind::timeout: return "timeout";
+    case Error::Kind::io: return "io";
+    case Error::Kind::auth: return "auth";
+  }
+  return "unknown";
+}
+
+/// Borrows a connection for one call and gives it back (or drops it when
+/// broken); counts failures.
+class Client::Lease {
+ public:
+  explicit Lease(Client& client) : client_(client), connection_(client.checkout()) {}
+  ~Lease() { client_.checkin(std::move(connection_)); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  Connection* operator->() const noexcept { return connection_.get(); }
+
+ private:
+  Client& client_;
+  std::unique_ptr<Connection> connection_;
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  validate(options_);
+  description_ = redis::describe(options_);
+}
+
+Client::~Client() = default;
+
+std::string Client::describe() const { return description_; }
+
+ClientStats Client::stats() const noexcept {
+  return {commands_.load(), failures_.load(), connects_.load(), connect_failures_.load()};
+}
+
+std::unique_ptr<Connection> Client::checkout() {
+  std::unique_lock lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.command_timeout;
+  while (idle_.empty() && open_ >= options_.pool_size) {
+    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.pool_size) {
+      throw Error(Error::Kind::timeout, fmt::format("{}: all {} connections busy for {}", description_,
+                                                    options_.pool_size, format_duration(options_.command_timeout)));
+    }
+  }
+  if (!idle_.empty()) {
+    auto connection = std::move(idle_.back());
+    idle_.pop_back();
+    return connection;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_connect_at_) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_connect_at_ - now);
+    throw Error(Error::Kind::connect, fmt::format("{} (reconnecting in {})", last_connect_error_, format_duration(wait)));
+  }
+  ++open_;
+  lock.unlock();
+  try {
+    auto connection = std::make_unique<Connection>(options_, description_);
+    connects_.fetch_add(1, std::memory_order_relaxed);
+    lock.lock();
+    backoff_ = std::chrono::milliseconds{0};
+    next_connect_at_ = {};
+    return connection;
+  } catch (const Error& e) {
+    connect_failures_.fetch_add(1, std::memory_order_relaxed);
+    lock.lock();
+    --open_;
+    backoff_ = backoff_.count() == 0 ? options_.reconnect_backoff_initial
+                                     : std::min(backoff_ * 2, options_.reconnect_backoff_max);
+    next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
+    last_connect_error_ = e.what();
+    returned_.notify_one();
+    throw;
+  }
+}
+
+void Client::checkin(std::unique_ptr<Connection> connection) {
+  std::lock_guard guard(mutex_);
+  if (connection && !connection->broken()) {
+    idle_.push_back(std::move(connection));
+  } else {
+    --open_;  // dropped: the next caller connects afresh
+  }
+  returned_.notify_one();
+}
+
+Reply Client::command(std::span<const std::string> args) {
+  try {
+    Lease connection(*this);
+    commands_.fetch_add(1, std::memory_order_relaxed);
+    return connection->command(args);
+  } catch (const Error&) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+Reply Client::command(std::initializer_list<std::string_view> args) {
+  std::vector<std::string> owned(args.begin(), args.end());
+  return command(owned);
+}
+
+std::vector<Reply> Client::pipeline(std::span<const std::vector<std::string>> commands) {
+  if (commands.empty()) return {};
+  try {
+    Lease connection(*this);
+    commands_.fetch_add(commands.size(), std::memory_order_relaxed);
+    return connection->pipeline(commands);
+  } catch (const Error&) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+void Client::ping() {
+  const Reply reply = command({"PING"});
+  if (reply.is_error()) throw Error(Error::Kind::auth, fmt::format("{}: PING refused: {}", description_, reply.text));
+}
+
+std::string Client::script_sha(const Script& script) {
+  {
+    std::lock_guard guard(script.mutex_);
+    if (!script.sha_.empty()) return script.sha_;
+  }
+  const Reply reply = command(std::vector<std::string>{"SCRIPT", "LOAD", script.source_});
+  if (reply.type != Reply::Type::string) {
+    // e.g. a script that does not compile: a bug here, reported as such.
+    throw std::logic_error(fmt::format("{}: SCRIPT LOAD answered {} {}", description_, to_string(reply.type),
+                                       reply.text));
+  }
+  std::lock_guard guard(script.mutex_);
+  script.sha_ = reply.text;
+  return script.sha_;
+}
+
+Reply Client::eval(const Script& script, std::span<const std::string> keys, std::span<const std::string> args) {
+  std::vector<std::vector<std::string>> calls(1);
+  calls[0].assign(keys.begin(), keys.end());
+  calls[0].insert(calls[0].end(), args.begin(), args.end());
+  return std::move(eval_pipeline(script, keys.size(), calls).front());
+}
+
+std::vector<Reply> Client::eval_pipeline(const Script& script, std::size_t key_count,
+                                         std::span<const std::vector<std::string>> calls) {
+  if (calls.empty()) return {};
+  const std::string sha = script_sha(script);
+  const std::string keys = std::to_string(key_count);
+  auto build = [&](std::string_view verb, const std::string& body, std::size_t i) {
+    std::vector<std::string> command;
+    command.reserve(calls[i].size() + 3);
+    command.emplace_back(verb);
+    command.push_back(body);
+    command.push_back(keys);
+    command.insert(command.end(), calls[i].begin(), calls[i].end());
+    return command;
+  };
+  std::vector<std::vector<std::string>> commands;
+  commands.reserve(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) commands.push_back(build("EVALSHA", sha, i));
+  std::vector<Reply> replies = pipeline(commands);
+  // NOSCRIPT means that call did not run: send those again with the source.
+  std::vector<std::size_t> missing;
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i].is_error("NOSCRIPT")) missing.push_back(i);
+  }
+  if (!missing.empty()) {
+    commands.clear();
+    for (const std::size_t i : missing) commands.push_back(build("EVAL", script.source_, i));
+    std::vector<Reply> again = pipeline(commands);
+    for (std::size_t k = 0; k < missing.size(); ++k) replies[missing[k]] = std::move(again[k]);
+  }
+  return replies;
+}
+
+}  // namespace fleetcron::redis

@@ -1,0 +1,156 @@
+#include "redis/connection.h"
+
+#include <fmt/format.h>
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace fleetcron::redis::detail {
+
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds duration) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(duration.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((duration.count() % 1000) * 1000);
+  return tv;
+}
+
+struct FreeReply {
+  void operator()(void* reply) const noexcept { freeReplyObject(reply); }
+};
+using ReplyPtr = std::unique_ptr<void, FreeReply>;
+
+// hiredis reports a read timeout as an I/O error with EAGAIN's text.
+bool is_timeout(const redisContext& context) {
+  if (context.err != REDIS_ERR_IO) return false;
+  return std::strcmp(context.errstr, std::strerror(EAGAIN)) == 0 ||
+         std::strcmp(context.errstr, std::strerror(EWOULDBLOCK)) == 0 ||
+         std::strcmp(context.errstr, std::strerror(ETIMEDOUT)) == 0 ||
+         std::strstr(context.errstr, "timed out") != nullptr;
+}
+
+}  // namespace
+
+Reply decode(const redisReply& reply) {
+  Reply out;
+  switch (reply.type) {
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::string;
+      out.text.assign(reply.str, reply.len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::status;
+      out.text.assign(reply.str, reply.len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = Reply::Type::error;
+      out.text.assign(reply.str, reply.len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::integer;
+      out.integer = reply.integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::array;
+      out.elements.reserve(reply.elements);
+      for (std::size_t i = 0; i < reply.elements; ++i) out.elements.push_back(decode(*reply.element[i]));
+      break;
+    case REDIS_REPLY_NIL:
+    default:
+      out.type = Reply::Type::nil;
+      break;
+  }
+  return out;
+}
+
+void Connection::Free::operator()(redisContext* context) const noexcept { redisFree(context); }
+
+Connection::Connection(const ClientOptions& options, const std::string& description) : description_(description) {
+  const timeval connect_tv = to_timeval(options.connect_timeout);
+  redisContext* raw = options.unix_socket.empty()
+                          ? redisConnectWithTimeout(options.host.c_str(), options.port, connect_tv)
+                          : redisConnectUnixWithTimeout(options.unix_socket.c_str(), connect_tv);
+  if (raw == nullptr) throw Error(Error::Kind::connect, fmt::format("{}: cannot allocate a connection", description_));
+  context_.reset(raw);
+  if (context_->err != 0) {
+    const bool timed_out = is_timeout(*context_);
+    throw Error(Error::Kind::connect, fmt::format("{}: connect {}: {}", description_,
+                                                  timed_out ? "timed out" : "failed", context_->errstr));
+  }
+  // AUTH and SELECT are bounded by the connect timeout, then every
+  // command by the command timeout.
+  if (redisSetTimeout(context_.get(), connect_tv) != REDIS_OK) fail("setting the timeout");
+  redisEnableKeepAlive(context_.get());
+  if (!options.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!options.username.empty()) auth.push_back(options.username);
+    auth.push_back(options.password);
+    const Reply reply = command(auth);
+    if (reply.is_error()) {
+      // The server's text (e.g. "WRONGPASS invalid username-password pair")
+      // never contains the password.
+      throw Error(Error::Kind::auth, fmt::format("{}: AUTH{} refused: {}", description_,
+                                                 options.username.empty() ? "" : " as user " + options.username,
+                                                 reply.text));
+    }
+  }
+  if (options.database != 0) {
+    const Reply reply = command(std::vector<std::string>{"SELECT", std::to_string(options.database)});
+    if (reply.is_error()) {
+      throw Error(Error::Kind::auth, fmt::format("{}: SELECT {} refused: {}", description_, options.database, reply.text));
+    }
+  }
+  if (redisSetTimeout(context_.get(), to_timeval(options.command_timeout)) != REDIS_OK) fail("setting the timeout");
+}
+
+Connection::~Connection() = default;
+
+void Connection::fail(const std::string& what) {
+  broken_ = true;
+  if (is_timeout(*context_)) {
+    throw Error(Error::Kind::timeout, fmt::format("{}: {}: no reply within the command timeout", description_, what));
+  }
+  throw Error(Error::Kind::io, fmt::format("{}: {}: {}", description_, what,
+                                           context_->errstr[0] != '\0' ? context_->errstr : "connection broken"));
+}
+
+void Connection::append(std::span<const std::string> args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  argv.reserve(args.size());
+  lengths.reserve(args.size());
+  for (const auto& arg : args) {
+    argv.push_back(arg.data());
+    lengths.push_back(arg.size());
+  }
+  if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+    fail("sending a command");
+  }
+}
+
+Reply Connection::read() {
+  void* raw = nullptr;
+  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("reading a reply");
+  ReplyPtr reply(raw);
+  return decode(*static_cast<redisReply*>(raw));
+}
+
+Reply Connection::command(std::span<const std::string> args) {
+  if (broken_) fail("using a broken connection");
+  append(args);
+  return read();
+}
+
+std::vector<Reply> Connection::pipeline(std::span<const std::vector<std::string>> commands) {
+  if (broken_) fail("using a broken connection");
+  for (const auto& command : commands) append(command);
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(read());
+  return replies;
+}
+
+}  // namespace fleetcron::redis::detail

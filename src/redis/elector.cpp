@@ -1,0 +1,252 @@
+#include "fleetcron/redis/elector.h"
+
+#include <fmt/format.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+#include "fleetcron/duration.h"
+#include "redis/scripts.h"
+
+namespace fleetcron::redis {
+
+namespace {
+
+const Script& campaign_script() {
+  static const Script script(detail::campaign_script);
+  return script;
+}
+
+const Script& resign_script() {
+  static const Script script(detail::resign_script);
+  return script;
+}
+
+// 16 bytes from the OS random source, as 32 lowercase hex digits.
+std::string random_identity() {
+  std::array<unsigned char, 16> bytes{};
+  std::size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("redis::Elector: the OS random source failed: ") + std::strerror(errno));
+    }
+    filled += static_cast<std::size_t>(got);
+  }
+  std::string hex;
+  hex.reserve(32);
+  for (const unsigned char byte : bytes) hex += fmt::format("{:02x}", byte);
+  return hex;
+}
+
+std::string trim(std::string_view text) {
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!text.empty() && space(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && space(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return std::string(text);
+}
+
+}  // namespace
+
+Elector::Elector(std::shared_ptr<Client> client, ElectorOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (!client_) throw std::invalid_argument("redis::Elector: client is null");
+  options_.leader_key = trim(options_.leader_key);
+  if (options_.leader_key.empty()) throw std::invalid_argument("redis::ElectorOptions.leader_key: empty");
+  if (options_.lease_ttl < std::chrono::milliseconds{1}) {
+    throw std::invalid_argument(fmt::format("redis::ElectorOptions.lease_ttl: {} is below the minimum of 1ms",
+                                            format_duration(options_.lease_ttl)));
+  }
+  if (!options_.renew_margin) options_.renew_margin = options_.lease_ttl / 5;
+  if (*options_.renew_margin < std::chrono::nanoseconds::zero() || *options_.renew_margin >= options_.lease_ttl) {
+    throw std::invalid_argument(fmt::format("redis::ElectorOptions.renew_margin: {} is outside 0 .. lease_ttl {}",
+                                            format_duration(*options_.renew_margin),
+                                            format_duration(options_.lease_ttl)));
+  }
+  if (options_.term_key.empty()) options_.term_key = options_.leader_key + ":term";
+  if (options_.term_key == options_.leader_key) {
+    throw std::invalid_argument("redis::ElectorOptions.term_key: the same key as leader_key");
+  }
+  clock_ = options_.clock ? options_.clock : system_clock();
+  identity_ = random_identity();
+  ttl_ms_ = std::to_string(std::chrono::ceil<std::chrono::milliseconds>(options_.lease_ttl).count());
+  valid_for_ = options_.lease_ttl - *options_.renew_margin;
+  if (options_.keep_alive) keep_alive_ = std::thread([this] { keep_alive_main(); });
+}
+
+Elector::~Elector() { stop_keep_alive(); }
+
+void Elector::stop_keep_alive() {
+  std::lock_guard join_once(join_mutex_);
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (keep_alive_.joinable() && keep_alive_.get_id() != std::this_thread::get_id()) keep_alive_.join();
+}
+
+std::uint64_t Elector::demote_locked() {
+  if (!leader_) return 0;
+  leader_ = false;
+  fresh_term_ = true;  // whatever happened meanwhile, the next lease is a new term
+  ++demotions_;
+  return term_;
+}
+
+void Elector::notify_lost(std::uint64_t term) {
+  if (term == 0) return;
+  std::function<void(std::uint64_t)> lost;
+  {
+    std::lock_guard guard(mutex_);
+    lost = lost_;
+  }
+  if (lost) lost(term);
+}
+
+void Elector::on_leadership_lost(std::function<void(std::uint64_t term)> lost) {
+  std::lock_guard guard(mutex_);
+  lost_ = std::move(lost);
+}
+
+Leadership Elector::is_leader() {
+  std::uint64_t lost = 0;
+  {
+    std::lock_guard guard(mutex_);
+    const bool cached = options_.keep_alive && !stopping_;
+    if (leader_ && clock_->steady_now() >= valid_until_) lost = demote_locked();  // renew deadline passed
+    if (cached && lost == 0) {
+      if (leader_) return Leadership::leader(term_);
+      if (!last_error_.empty()) return Leadership::failed(last_error_);
+      return Leadership::follower();
+    }
+  }
+  notify_lost(lost);
+  {
+    std::lock_guard guard(mutex_);
+    if (options_.keep_alive && !stopping_) {
+      // Demoted by the deadline while the keep-alive round trip is stuck.
+      return last_error_.empty() ? Leadership::failed("lease not renewed before its local deadline")
+                                 : Leadership::failed(last_error_);
+    }
+  }
+  return campaign();
+}
+
+Leadership Elector::campaign() {
+  std::lock_guard one_at_a_time(campaign_mutex_);
+  std::uint64_t lost = 0;
+  std::uint64_t known = 0;
+  bool fresh = false;
+  std::uint64_t demotions = 0;
+  const auto sent = clock_->steady_now();
+  {
+    std::lock_guard guard(mutex_);
+    if (leader_ && sent >= valid_until_) lost = demote_locked();
+    known = term_;
+    fresh = fresh_term_;
+    demotions = demotions_;
+  }
+  notify_lost(lost);
+  lost = 0;
+  std::string error;
+  std::optional<std::uint64_t> won;  // set: leader of this term
+  try {
+    const std::array<std::string, 2> keys{options_.leader_key, options_.term_key};
+    const std::array<std::string, 4> args{identity_, ttl_ms_, std::to_string(known), fresh ? "1" : "0"};
+    const Reply reply = client_->eval(campaign_script(), keys, args);
+    if (reply.is_error()) {
+      error = fmt::format("{}: {}", client_->describe(), reply.text);
+    } else if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
+               reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::integer) {
+      error = fmt::format("{}: unexpected campaign reply ({})", client_->describe(), to_string(reply.type));
+    } else if (reply.elements[0].integer == 1) {
+      won = static_cast<std::uint64_t>(reply.elements[1].integer);
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  Leadership answer;
+  {
+    std::lock_guard guard(mutex_);
+    last_error_ = error;
+    if (!error.empty()) {
+      // Still leader until the local deadline; the fire is skipped anyway.
+      if (leader_ && clock_->steady_now() >= valid_until_) lost = demote_locked();
+      answer = Leadership::failed(error);
+    } else if (won && demotions != demotions_) {
+      // Demoted (deadline passed) while this renewal was in flight: that
+      // term was reported lost, so it must not come back. The next
+      // campaign takes the lease with a new term.
+      answer = Leadership::failed("leadership lapsed during the renewal; taking it again with a new term");
+    } else if (won) {
+      if (leader_ && *won != term_) lost = term_;  // a different term: the old one ended
+      leader_ = true;
+      fresh_term_ = false;
+      term_ = *won;
+      valid_until_ = sent + valid_for_;
+      answer = Leadership::leader(*won);
+    } else {
+      lost = demote_locked();
+      answer = Leadership::follower();
+    }
+  }
+  notify_lost(lost);
+  return answer;
+}
+
+void Elector::keep_alive_main() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    const Leadership answer = campaign();
+    lock.lock();
+    if (stopping_) break;
+    // Renew at a third of the TTL; retry sooner after an error, but never
+    // sleep past the local deadline of a lease we hold.
+    auto next = clock_->steady_now() + (answer.status == Leadership::Status::error ? options_.lease_ttl / 6
+                                                                                   : options_.lease_ttl / 3);
+    if (leader_) next = std::min(next, valid_until_);
+    while (!stopping_ && clock_->steady_now() < next) clock_->wait_until(wake_, lock, next);
+  }
+}
+
+void Elector::resign() {
+  stop_keep_alive();
+  std::lock_guard one_at_a_time(campaign_mutex_);
+  try {
+    const std::array<std::string, 1> keys{options_.leader_key};
+    const std::array<std::string, 1> args{identity_};
+    const Reply reply = client_->eval(resign_script(), keys, args);
+    if (reply.is_error()) {
+      std::lock_guard guard(mutex_);
+      last_error_ = fmt::format("{}: resign: {}", client_->describe(), reply.text);
+    }
+  } catch (const Error& e) {
+    std::lock_guard guard(mutex_);
+    last_error_ = e.what();  // the lease then ends with its TTL
+  }
+  std::uint64_t lost = 0;
+  {
+    std::lock_guard guard(mutex_);
+    lost = demote_locked();
+  }
+  notify_lost(lost);
+}
+
+ElectorState Elector::state() const {
+  std::lock_guard guard(mutex_);
+  ElectorState state;
+  state.leader = leader_;
+  state.term = term_;
+  if (leader_) state.valid_until = valid_until_;
+  state.last_error = last_error_;
+  return state;
+}
+
+}  // namespace fleetcron::redis

@@ -1,0 +1,65 @@
+// Internal: the Lua scripts the claimer and the elector run. Numbers go
+// back to Redis as strings with string.format('%.0f'): Lua 5.1's tostring()
+// would write large integers in exponent notation.
+#pragma once
+
+namespace fleetcron::redis::detail {
+
+// KEYS: claim key, fence counter. ARGV: TTL ms, local wall time µs, max
+// skew µs. Returns {status, fence, offset µs}: status 1 claimed, 0 taken,
+// -1 refused for clock skew. The claim is SET-if-absent with PX, like
+// libtnb/cron's SET NX; the fence never falls below the server's TIME in
+// µs, so fences keep growing even after Redis loses its data.
+inline constexpr const char* claim_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local offset = now - tonumber(ARGV[2])
+if math.abs(offset) > tonumber(ARGV[3]) then return {-1, 0, offset} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0, offset} end
+local fence = redis.call('INCR', KEYS[2])
+if fence < now then
+  fence = now
+  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+end
+redis.call('SET', KEYS[1], string.format('%.0f', fence), 'PX', ARGV[1])
+return {1, fence, offset}
+)lua";
+
+// KEYS: leader key, term counter. ARGV: identity, TTL ms, the term this
+// elector holds (0: none), '1' to take the lease with a new term even if
+// the key still names us. Returns {1, term} (leader) or {0, 0}. Same key
+// and value as libtnb/cron: renew with PEXPIRE when the key holds our
+// identity, take it with SET PX when it is free.
+inline constexpr const char* campaign_script = R"lua(
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] and ARGV[4] ~= '1' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  local term = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local known = tonumber(ARGV[3])
+  if term < known then
+    term = known
+    redis.call('SET', KEYS[2], string.format('%.0f', term))
+  end
+  return {1, term}
+end
+if holder == false or holder == ARGV[1] then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local term = redis.call('INCR', KEYS[2])
+  if term < now then
+    term = now
+    redis.call('SET', KEYS[2], string.format('%.0f', term))
+  end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return {1, term}
+end
+return {0, 0}
+)lua";
+
+// KEYS: leader key. ARGV: identity. Deletes the lease only if it is ours.
+inline constexpr const char* resign_script = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+)lua";
+
+}  // namespace fleetcron::redis::detail

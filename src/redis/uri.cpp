@@ -1,0 +1,296 @@
+// parse_uri(), describe() and validate() for ClientOptions.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "fleetcron/duration.h"
+#include "fleetcron/parse_error.h"
+#include "fleetcron/redis/client.h"
+
+namespace fleetcron::redis {
+
+namespace {
+
+constexpr auto min_timeout = std::chrono::milliseconds{1};
+constexpr auto max_timeout = std::chrono::hours{1};
+constexpr std::size_t max_pool_size = 1024;
+
+std::string quoted(std::string_view text) { return "\"" + quote_for_message(text) + "\""; }
+
+/// Parses one URI, remembering where secrets are so messages can hide them.
+class UriParser {
+ public:
+  UriParser(std::string_view uri, ClientOptions base) : uri_(uri), options_(std::move(base)) {}
+
+  ClientOptions parse() {
+    std::size_t at = 0;
+    bool unix_socket = false;
+    bool authority = true;
+    if (uri_.starts_with("redis://")) {
+      at = 8;
+    } else if (uri_.starts_with("unix://")) {
+      at = 7;
+      unix_socket = true;
+    } else if (uri_.starts_with("unix:")) {
+      at = 5;
+      unix_socket = true;
+      authority = false;
+    } else if (uri_.starts_with("rediss://")) {
+      fail(0, "scheme", "rediss:// (TLS) is not supported by hiredis 0.14; use redis:// through a TLS tunnel");
+    } else {
+      fail(0, "scheme", "expected redis://, unix: or unix://");
+    }
+    const std::size_t query_at = std::min(uri_.find('?', at), uri_.size());
+    const std::string_view rest = uri_.substr(at, query_at - at);
+    if (unix_socket) {
+      std::size_t path_at = at;
+      if (authority) {
+        // unix://[user[:password]@]/path
+        const std::size_t user_end = rest.rfind('@');
+        if (user_end != std::string_view::npos) {
+          parse_userinfo(at, rest.substr(0, user_end));
+          path_at = at + user_end + 1;
+        }
+      }
+      const std::string_view path = uri_.substr(path_at, query_at - path_at);
+      if (path.empty()) fail(path_at, "path", "missing socket path");
+      options_.unix_socket = decode(path_at, path, "path");
+    } else {
+      const std::size_t slash = std::min(rest.find('/'), rest.size());
+      std::string_view host_port = rest.substr(0, slash);
+      std::size_t host_at = at;
+      const std::size_t user_end = host_port.rfind('@');
+      if (user_end != std::string_view::npos) {
+        parse_userinfo(at, host_port.substr(0, user_end));
+        host_at = at + user_end + 1;
+        host_port = host_port.substr(user_end + 1);
+      }
+      parse_host_port(host_at, host_port);
+      options_.unix_socket.clear();
+      if (slash < rest.size()) parse_database(at + slash + 1, rest.substr(slash + 1));
+    }
+    if (query_at < uri_.size()) parse_query(query_at + 1, uri_.substr(query_at + 1));
+    try {
+      validate(options_);
+    } catch (const std::invalid_argument& e) {
+      throw UriError(fmt::format("redis URI {}: {}", quoted(redacted()), e.what()));
+    }
+    return options_;
+  }
+
+ private:
+  [[noreturn]] void fail(std::size_t position, std::string_view part, std::string_view reason) const {
+    throw UriError(fmt::format("redis URI {}: {} at offset {}: {}", quoted(redacted()), part,
+                               redacted_offset(position), reason));
+  }
+
+  std::string redacted() const {
+    std::string out(uri_);
+    for (auto it = secrets_.rbegin(); it != secrets_.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
+    return out;
+  }
+
+  std::size_t redacted_offset(std::size_t position) const {
+    std::size_t shift = 0;
+    for (const auto& [begin, end] : secrets_) {
+      if (position >= end) {
+        shift += (end - begin);
+        position += 3;
+      } else if (position >= begin) {
+        position = begin;
+      }
+    }
+    return position - shift;
+  }
+
+  std::string decode(std::size_t at, std::string_view text, std::string_view part) const {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '%') {
+        out.push_back(text[i]);
+        continue;
+      }
+      if (i + 2 >= text.size()) fail(at + i, part, "incomplete percent escape (expected %XX)");
+      unsigned value = 0;
+      const char* first = text.data() + i + 1;
+      const auto [end, error] = std::from_chars(first, first + 2, value, 16);
+      if (error != std::errc{} || end != first + 2) fail(at + i, part, "invalid percent escape (expected %XX)");
+      out.push_back(static_cast<char>(value));
+      i += 2;
+    }
+    return out;
+  }
+
+  void parse_userinfo(std::size_t at, std::string_view userinfo) {
+    const std::size_t colon = userinfo.find(':');
+    const std::string_view user = userinfo.substr(0, colon);
+    options_.username = decode(at, user, "user");
+    if (colon != std::string_view::npos) {
+      if (colon + 1 == userinfo.size()) fail(at + colon + 1, "password", "empty password (leave out the ':')");
+      secrets_.emplace_back(at + colon + 1, at + userinfo.size());
+      options_.password = decode(at + colon + 1, userinfo.substr(colon + 1), "password");
+    } else {
+      options_.password.clear();
+      // A lone word is a password in redis-cli's URI convention
+      // (redis://secret@host); an ACL user needs user:password.
+      secrets_.emplace_back(at, at + userinfo.size());
+      options_.password = std::exchange(options_.username, std::string());
+      if (options_.password.empty()) fail(at, "user", "empty user information before '@'");
+    }
+  }
+
+  void parse_host_port(std::size_t at, std::string_view text) {
+    std::string_view host;
+    std::size_t port_at = std::string_view::npos;
+    if (text.starts_with('[')) {
+      const std::size_t close = text.find(']');
+      if (close == std::string_view::npos) fail(at, "host", "'[' without ']'");
+      host = text.substr(1, close - 1);
+      if (close + 1 < text.size()) {
+        if (text[close + 1] != ':') fail(at + close + 1, "host", "expected ':' after ']'");
+        port_at = close + 2;
+      }
+    } else {
+      const std::size_t colon = text.find(':');
+      if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
+        fail(at, "host", "an IPv6 address needs brackets, e.g. redis://[::1]:6379");
+      }
+      host = text.substr(0, colon);
+      if (colon != std::string_view::npos) port_at = colon + 1;
+    }
+    if (host.empty()) fail(at, "host", "missing host");
+    options_.host = std::string(host);
+    if (port_at != std::string_view::npos) {
+      const std::string_view port = text.substr(port_at);
+      const auto value = number(at + port_at, port, "port", 1, 65535);
+      options_.port = static_cast<std::uint16_t>(value);
+    }
+  }
+
+  void parse_database(std::size_t at, std::string_view text) {
+    if (text.empty()) return;  // "redis://host/" means the default database
+    options_.database = static_cast<int>(number(at, text, "database", 0, std::numeric_limits<int>::max()));
+  }
+
+  long long number(std::size_t at, std::string_view text, std::string_view part, long long min, long long max) const {
+    if (text.empty()) fail(at, part, "missing number");
+    long long value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) fail(at, part, fmt::format("{} is out of range {}..{}", text, min, max));
+    if (error != std::errc{} || end != text.data() + text.size() || text.front() == '-' || text.front() == '+') {
+      fail(at + static_cast<std::size_t>(error != std::errc{} ? 0 : end - text.data()), part,
+           fmt::format("expected a number, got {}", quoted(text)));
+    }
+    if (value < min || value > max) fail(at, part, fmt::format("{} is out of range {}..{}", value, min, max));
+    return value;
+  }
+
+  std::chrono::milliseconds duration(std::size_t at, std::string_view text, std::string_view part) const {
+    try {
+      const auto value = parse_duration(text);
+      return std::chrono::ceil<std::chrono::milliseconds>(value);
+    } catch (const DurationError& e) {
+      fail(at + e.position(), part, e.what());
+    }
+  }
+
+  void parse_query(std::size_t at, std::string_view query) {
+    std::vector<std::string> seen;
+    std::size_t start = 0;
+    while (start <= query.size()) {
+      const std::size_t end = std::min(query.find('&', start), query.size());
+      const std::string_view pair = query.substr(start, end - start);
+      const std::size_t pair_at = at + start;
+      if (pair.empty()) fail(pair_at, "query", "empty option (stray '&' or '?')");
+      const std::size_t equals = pair.find('=');
+      if (equals == std::string_view::npos) fail(pair_at, "query", fmt::format("option {} has no '=value'", quoted(pair)));
+      const std::string name(pair.substr(0, equals));
+      const std::size_t value_at = pair_at + equals + 1;
+      const std::string_view raw = pair.substr(equals + 1);
+      if (name == "password") secrets_.emplace_back(value_at, value_at + raw.size());
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) fail(pair_at, name, "given twice");
+      seen.push_back(name);
+      const std::string value = decode(value_at, raw, name);
+      if (name == "db") {
+        options_.database = static_cast<int>(number(value_at, value, name, 0, std::numeric_limits<int>::max()));
+      } else if (name == "connect_timeout") {
+        options_.connect_timeout = duration(value_at, value, name);
+      } else if (name == "command_timeout") {
+        options_.command_timeout = duration(value_at, value, name);
+      } else if (name == "pool_size") {
+        options_.pool_size = static_cast<std::size_t>(number(value_at, value, name, 1, max_pool_size));
+      } else if (name == "password") {
+        if (value.empty()) fail(value_at, name, "empty password");
+        options_.password = value;
+      } else if (name == "user") {
+        options_.username = value;
+      } else {
+        fail(pair_at, "query",
+             fmt::format("unknown option {} (known: db, connect_timeout, command_timeout, pool_size, password, user)",
+                         quoted(name)));
+      }
+      start = end + 1;
+    }
+  }
+
+  std::string_view uri_;
+  ClientOptions options_;
+  std::vector<std::pair<std::size_t, std::size_t>> secrets_;  // [begin, end) of passwords, in order
+};
+
+void check_duration(std::string_view field, std::chrono::milliseconds value) {
+  if (value < min_timeout || value > max_timeout) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.{}: {} is out of range 1ms..1h", field,
+                                            format_duration(value)));
+  }
+}
+
+}  // namespace
+
+ClientOptions parse_uri(std::string_view uri, ClientOptions base) { return UriParser(uri, std::move(base)).parse(); }
+
+void validate(const ClientOptions& options) {
+  if (options.unix_socket.empty() && options.host.empty()) {
+    throw std::invalid_argument("redis::ClientOptions.host: empty (and no unix_socket)");
+  }
+  if (options.unix_socket.empty() && options.port == 0) throw std::invalid_argument("redis::ClientOptions.port: 0");
+  if (options.database < 0) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.database: {} is negative", options.database));
+  }
+  check_duration("connect_timeout", options.connect_timeout);
+  check_duration("command_timeout", options.command_timeout);
+  check_duration("reconnect_backoff_initial", options.reconnect_backoff_initial);
+  check_duration("reconnect_backoff_max", options.reconnect_backoff_max);
+  if (options.reconnect_backoff_max < options.reconnect_backoff_initial) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.reconnect_backoff_max: {} is below "
+                                            "reconnect_backoff_initial {}",
+                                            format_duration(options.reconnect_backoff_max),
+                                            format_duration(options.reconnect_backoff_initial)));
+  }
+  if (options.pool_size < 1 || options.pool_size > max_pool_size) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.pool_size: {} is out of range 1..{}",
+                                            options.pool_size, max_pool_size));
+  }
+}
+
+std::string describe(const ClientOptions& options) {
+  std::string userinfo;
+  if (!options.username.empty() || !options.password.empty()) {
+    userinfo = options.username + (options.password.empty() ? "" : ":***") + "@";
+  }
+  if (!options.unix_socket.empty()) {
+    std::string out = userinfo.empty() ? "unix:" + options.unix_socket : "unix://" + userinfo + options.unix_socket;
+    if (options.database != 0) out += fmt::format("?db={}", options.database);
+    return out;
+  }
+  const bool ipv6 = options.host.find(':') != std::string::npos;
+  return fmt::format("redis://{}{}{}{}:{}/{}", userinfo, ipv6 ? "[" : "", options.host, ipv6 ? "]" : "", options.port,
+                     options.database);
+}
+
+}  // namespace fleetcron::redis

@@ -1,0 +1,158 @@
+// redis::Claimer against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "fleetcron/redis/claimer.h"
+#include "redis_server.h"
+
+namespace fleetcron::redis {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<Client> shared_client() { return std::make_shared<Client>(parse_uri(test::shared_redis_uri())); }
+
+std::string invalid_message(const std::function<void()>& construct) {
+  try {
+    construct();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(RedisClaimer, OptionsAreValidatedAtConstruction) {
+  auto client = shared_client();
+  EXPECT_EQ(invalid_message([] { Claimer c(nullptr); }), "redis::Claimer: client is null");
+  EXPECT_EQ(invalid_message([&] { Claimer c(client, {.claim_ttl = 999us}); }),
+            "redis::ClaimerOptions.claim_ttl: 999us is below the minimum of 1ms");
+  EXPECT_EQ(invalid_message([&] { Claimer c(client, {.max_clock_skew = 0s}); }),
+            "redis::ClaimerOptions.max_clock_skew: 0s is not positive");
+  EXPECT_EQ(invalid_message([&] { Claimer c(client, {.skew_refresh_interval = 2h}); }),
+            "redis::ClaimerOptions.skew_refresh_interval: 2h0m0s is out of range 1ms..1h");
+  Claimer defaults(client);
+  EXPECT_EQ(defaults.options().claim_prefix, "cron:claim:");
+  EXPECT_EQ(defaults.options().claim_ttl, 10min);
+  EXPECT_EQ(defaults.options().max_clock_skew, 5min);  // half the TTL
+  EXPECT_EQ(defaults.options().fence_key, "cron:claim:fence");
+  Claimer empty_prefix(client, {.claim_prefix = ""});  // allowed
+  EXPECT_EQ(empty_prefix.options().fence_key, "fence");
+}
+
+TEST(RedisClaimer, ClaimsOnceKeepsTheKeyForItsTtlAndFencesIncrease) {
+  auto client = shared_client();
+  const std::string prefix = test::unique_prefix();
+  Claimer claimer(client, {.claim_prefix = prefix, .claim_ttl = 90s});
+  const auto first = claimer.claim("report@2026-01-02T15:04:05Z");
+  ASSERT_EQ(first.status, ClaimResult::Status::claimed) << first.error;
+  EXPECT_EQ(claimer.claim("report@2026-01-02T15:04:05Z").status, ClaimResult::Status::already_claimed);
+  const auto second = claimer.claim("report@2026-01-02T15:05:05Z");
+  ASSERT_EQ(second.status, ClaimResult::Status::claimed);
+  EXPECT_GT(second.fence, first.fence);
+  // The fence is at least the server's clock in µs: it survives data loss.
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(first.fence, static_cast<std::uint64_t>(now_us - 60'000'000));
+  const Reply ttl = client->command({"PTTL", prefix + "report@2026-01-02T15:04:05Z"});
+  EXPECT_GT(ttl.integer, 85'000);
+  EXPECT_LE(ttl.integer, 90'000);
+  EXPECT_EQ(client->command({"GET", prefix + "report@2026-01-02T15:04:05Z"}).text, std::to_string(first.fence));
+
+  const auto blank = claimer.claim("  ");
+  EXPECT_EQ(blank.status, ClaimResult::Status::error);
+  EXPECT_EQ(blank.error, "blank fire key");
+}
+
+TEST(RedisClaimer, AKeyWrittenByLibtnbCronCountsAsClaimed) {
+  auto client = shared_client();
+  const std::string prefix = test::unique_prefix();
+  // libtnb/cron's Claimer: SET prefix+fireKey "1" NX PX ttl.
+  ASSERT_EQ(client->command({"SET", prefix + "nightly@2026-03-01T02:00:00Z", "1", "NX", "PX", "600000"}).text, "OK");
+  Claimer claimer(client, {.claim_prefix = prefix});
+  EXPECT_EQ(claimer.claim("nightly@2026-03-01T02:00:00Z").status, ClaimResult::Status::already_claimed);
+}
+
+TEST(RedisClaimer, BatchClaimsEachKeyOnceInOrder) {
+  auto client = shared_client();
+  const std::string prefix = test::unique_prefix();
+  Claimer claimer(client, {.claim_prefix = prefix});
+  std::vector<std::string> keys;
+  for (int i = 0; i < 500; ++i) keys.push_back("job" + std::to_string(i) + "@2026-01-01T00:00:00Z");
+  keys.push_back("job7@2026-01-01T00:00:00Z");  // a duplicate within the batch: the second loses
+  keys.push_back("");
+  const auto commands_before = client->stats().commands;
+  const auto results = claimer.claim_batch(keys);
+  ASSERT_EQ(results.size(), keys.size());
+  std::uint64_t previous = 0;
+  for (std::size_t i = 0; i < 500; ++i) {
+    ASSERT_EQ(results[i].status, ClaimResult::Status::claimed) << i << ": " << results[i].error;
+    EXPECT_GT(results[i].fence, previous);  // granted in order
+    previous = results[i].fence;
+  }
+  EXPECT_EQ(results[500].status, ClaimResult::Status::already_claimed);
+  EXPECT_EQ(results[501].status, ClaimResult::Status::error);
+  // One pipelined round trip (plus SCRIPT LOAD the first time).
+  EXPECT_LE(client->stats().commands - commands_before, 502u);
+  const auto again = claimer.claim_batch(std::vector<std::string>(keys.begin(), keys.begin() + 10));
+  for (const auto& result : again) EXPECT_EQ(result.status, ClaimResult::Status::already_claimed);
+}
+
+TEST(RedisClaimer, SkewGuardRefusesWhileTheLocalClockIsTooFarOff) {
+  auto client = shared_client();
+  const std::string prefix = test::unique_prefix();
+  auto clock = std::make_shared<VirtualClock>(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch())});
+  Claimer claimer(client, {.claim_prefix = prefix, .claim_ttl = 10min, .clock = clock});
+  const auto in_sync = claimer.claim("a@2026-01-01T00:00:00Z");
+  ASSERT_EQ(in_sync.status, ClaimResult::Status::claimed) << in_sync.error;
+  auto offset = claimer.clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 2s);
+
+  clock->jump_wall(-6min);  // the local clock now lags 6 minutes: beyond half the TTL
+  const auto lagging = claimer.claim("b@2026-01-01T00:00:00Z");
+  EXPECT_EQ(lagging.status, ClaimResult::Status::clock_skew);
+  EXPECT_NE(lagging.error.find("local clock is 6m"), std::string::npos) << lagging.error;
+  EXPECT_NE(lagging.error.find("behind the Redis server's, beyond max_clock_skew 5m0s"), std::string::npos)
+      << lagging.error;
+  EXPECT_TRUE(client->command({"GET", prefix + "b@2026-01-01T00:00:00Z"}).is_nil());  // nothing was claimed
+  offset = claimer.clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_GT(offset->offset, 5min);
+
+  clock->jump_wall(12min);  // now 6 minutes ahead
+  EXPECT_EQ(claimer.claim("b@2026-01-01T00:00:00Z").status, ClaimResult::Status::clock_skew);
+  clock->jump_wall(-6min);
+  EXPECT_EQ(claimer.claim("b@2026-01-01T00:00:00Z").status, ClaimResult::Status::claimed);
+}
+
+TEST(RedisClaimer, ClockOffsetIsMeasuredWithTimeAndRefreshed) {
+  auto client = shared_client();
+  auto clock = std::make_shared<VirtualClock>(Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch())});
+  Claimer claimer(client, {.skew_refresh_interval = 10s, .clock = clock});
+  const auto first = claimer.clock_offset();
+  ASSERT_TRUE(first);
+  clock->jump_wall(1h);
+  EXPECT_EQ(claimer.clock_offset()->measured_at, first->measured_at);  // still fresh: not measured again
+  clock->advance(11s);
+  const auto refreshed = claimer.clock_offset();
+  ASSERT_TRUE(refreshed);
+  EXPECT_NE(refreshed->measured_at, first->measured_at);
+  EXPECT_LT(refreshed->offset, -59min);  // local clock an hour ahead
+}
+
+TEST(RedisClaimer, FailuresAreErrorResultsNamingTheServerNotExceptions) {
+  const auto port = test::free_port();
+  auto client = std::make_shared<Client>(parse_uri("redis://:pw@127.0.0.1:" + std::to_string(port)));
+  Claimer claimer(client);
+  const auto result = claimer.claim("k@2026-01-01T00:00:00Z");
+  EXPECT_EQ(result.status, ClaimResult::Status::error);
+  EXPECT_NE(result.error.find("redis://:***@127.0.0.1:" + std::to_string(port)), std::string::npos) << result.error;
+  const auto batch = claimer.claim_batch(std::vector<std::string>{"a@x", "b@x"});
+  for (const auto& r : batch) EXPECT_EQ(r.status, ClaimResult::Status::error);
+}
+
+}  // namespace
+}  // namespace fleetcron::redis

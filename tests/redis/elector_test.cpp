@@ -1,0 +1,166 @@
+// redis::Elector against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "fleetcron/redis/elector.h"
+#include "redis_server.h"
+
+namespace fleetcron::redis {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<Client> client_for(const std::string& uri, std::chrono::milliseconds timeout = 1000ms) {
+  ClientOptions base;
+  base.command_timeout = timeout;
+  base.connect_timeout = timeout;
+  return std::make_shared<Client>(parse_uri(uri, base));
+}
+
+/// Polls `condition` until it holds or `limit` passes (real time).
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);  // each check is a Redis round trip; don't spin the server
+  }
+  return true;
+}
+
+TEST(RedisElector, OptionsAndIdentity) {
+  auto client = client_for(test::shared_redis_uri());
+  auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no exception)";
+  };
+  EXPECT_EQ(message([] { Elector e(nullptr); }), "redis::Elector: client is null");
+  EXPECT_EQ(message([&] { Elector e(client, {.leader_key = "  \t"}); }), "redis::ElectorOptions.leader_key: empty");
+  EXPECT_EQ(message([&] { Elector e(client, {.lease_ttl = 0ms}); }),
+            "redis::ElectorOptions.lease_ttl: 0s is below the minimum of 1ms");
+  EXPECT_EQ(message([&] { Elector e(client, {.lease_ttl = 1s, .renew_margin = 1s}); }),
+            "redis::ElectorOptions.renew_margin: 1s is outside 0 .. lease_ttl 1s");
+  Elector trimmed(client, {.leader_key = " jobs:leader "});
+  EXPECT_EQ(trimmed.options().leader_key, "jobs:leader");
+  EXPECT_EQ(trimmed.options().term_key, "jobs:leader:term");
+  Elector defaults(client);
+  EXPECT_EQ(defaults.options().leader_key, "cron:leader");
+  EXPECT_EQ(defaults.options().lease_ttl, 30s);
+  EXPECT_EQ(defaults.identity().size(), 32u);
+  EXPECT_TRUE(std::all_of(defaults.identity().begin(), defaults.identity().end(),
+                          [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }));
+  EXPECT_NE(defaults.identity(), trimmed.identity());
+}
+
+TEST(RedisElector, OneLeaderAmongThreeThenResignHandsOver) {
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  std::vector<std::unique_ptr<Elector>> electors;
+  for (int i = 0; i < 3; ++i) electors.push_back(std::make_unique<Elector>(client, ElectorOptions{.leader_key = key}));
+  auto leaders = [&] {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < electors.size(); ++i) {
+      if (electors[i]->is_leader().status == Leadership::Status::leader) out.push_back(i);
+    }
+    return out;
+  };
+  const auto first = leaders();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first, leaders());  // renewals keep it
+  EXPECT_EQ(client->command({"GET", key}).text, electors[first[0]]->identity());
+  const auto term = electors[first[0]]->is_leader().term;
+  std::vector<std::uint64_t> lost;
+  electors[first[0]]->on_leadership_lost([&](std::uint64_t t) { lost.push_back(t); });
+  electors[first[0]]->resign();
+  EXPECT_EQ(lost, std::vector<std::uint64_t>{term});
+  EXPECT_TRUE(client->command({"GET", key}).is_nil());
+  const std::size_t next = (first[0] + 1) % 3;
+  const auto taken = electors[next]->is_leader();  // its next check
+  ASSERT_EQ(taken.status, Leadership::Status::leader);
+  EXPECT_GT(taken.term, term);
+  EXPECT_EQ(leaders(), std::vector<std::size_t>{next});
+}
+
+TEST(RedisElector, AnotherLeadsWithinOneTtlAfterTheLeaderStopsRenewing) {
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  Elector a(client, {.leader_key = key, .lease_ttl = 300ms});
+  Elector b(client, {.leader_key = key, .lease_ttl = 300ms});
+  const auto a_term = a.is_leader();
+  ASSERT_EQ(a_term.status, Leadership::Status::leader);
+  const auto stopped_renewing = std::chrono::steady_clock::now();
+  EXPECT_EQ(b.is_leader().status, Leadership::Status::follower);
+  ASSERT_TRUE(eventually([&] { return b.is_leader().status == Leadership::Status::leader; }, 2000ms));
+  EXPECT_LE(std::chrono::steady_clock::now() - stopped_renewing, 300ms + 200ms);  // one TTL, plus polling
+  EXPECT_GT(b.state().term, a_term.term);
+  EXPECT_EQ(a.is_leader().status, Leadership::Status::follower);
+}
+
+TEST(RedisElector, AForeignIdentityInTheKeyMakesEveryElectorAFollower) {
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  // A libtnb/cron replica holds the lease: its identity, its TTL.
+  ASSERT_EQ(client->command({"SET", key, "0123456789abcdef0123456789abcdef", "PX", "30000"}).text, "OK");
+  for (int i = 0; i < 3; ++i) {
+    Elector e(client, {.leader_key = key});
+    EXPECT_EQ(e.is_leader().status, Leadership::Status::follower);
+    e.resign();  // not ours: must not delete it
+  }
+  EXPECT_EQ(client->command({"GET", key}).text, "0123456789abcdef0123456789abcdef");
+}
+
+TEST(RedisElector, KeepAliveHoldsLeadershipWithoutCalls) {
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  Elector a(client, {.leader_key = key, .lease_ttl = 300ms, .keep_alive = true});
+  ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
+  const auto term = a.state().term;
+  Elector b(client, {.leader_key = key, .lease_ttl = 300ms});
+  // Three TTLs without a single is_leader() call on a: the thread renews.
+  const auto until = std::chrono::steady_clock::now() + 900ms;
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(b.is_leader().status, Leadership::Status::follower);
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(a.is_leader().term, term);  // answered from memory
+  a.resign();
+  EXPECT_EQ(b.is_leader().status, Leadership::Status::leader);
+}
+
+TEST(RedisElector, ALeaderThatCannotRenewDemotesItselfAtItsLocalDeadline) {
+  test::RedisServer server;
+  auto client = client_for(server.uri(), 2000ms);  // a command timeout longer than the lease
+  Elector a(client, {.leader_key = "leader", .lease_ttl = 500ms, .keep_alive = true, .renew_margin = 100ms});
+  std::atomic<std::uint64_t> lost{0};
+  a.on_leadership_lost([&](std::uint64_t term) { lost = term; });
+  ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
+  const auto term = a.state().term;
+  server.pause();  // the renewal round trip now hangs
+  const auto paused = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return a.is_leader().status != Leadership::Status::leader; }, 3000ms));
+  EXPECT_LE(std::chrono::steady_clock::now() - paused, 500ms);  // TTL - margin after the last renewal, not 2 s
+  EXPECT_EQ(lost.load(), term);
+  server.resume();
+  // Back: it takes the lease again, with a new term.
+  ASSERT_TRUE(eventually([&] { return a.is_leader().status == Leadership::Status::leader; }, 5000ms));
+  EXPECT_GT(a.state().term, term);
+}
+
+TEST(RedisElector, UnreachableRedisIsAnElectionErrorNotAHang) {
+  auto client = client_for("redis://127.0.0.1:" + std::to_string(test::free_port()), 300ms);
+  Elector e(client);
+  const auto answer = e.is_leader();
+  EXPECT_EQ(answer.status, Leadership::Status::error);
+  EXPECT_NE(answer.error.find("connect failed"), std::string::npos) << answer.error;
+  EXPECT_FALSE(e.state().leader);
+  EXPECT_EQ(e.state().last_error, answer.error);
+}
+
+}  // namespace
+}  // namespace fleetcron::redis

@@ -1,0 +1,163 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace fleetcron::test {
+
+namespace {
+
+bool exited(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == pid;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("free_port: socket() failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||  // NOLINT: the sockets API
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    close(fd);
+    throw std::runtime_error("free_port: bind() failed");
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+RedisServer::RedisServer(Options options) : options_(std::move(options)) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_port();
+    launch();
+    if (ready()) return;
+    stop();
+  }
+  throw std::runtime_error("redis-server did not start (see " + log_path_ + ")");
+}
+
+RedisServer::~RedisServer() {
+  resume();
+  stop();
+}
+
+void RedisServer::launch() {
+  log_path_ = "/tmp/fleetcron-test-redis-" + std::to_string(port_) + ".log";
+  std::vector<std::string> args{"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                                "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", log_path_};
+  if (!options_.password.empty()) {
+    args.emplace_back("--requirepass");
+    args.push_back(options_.password);
+  }
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork() failed");
+  if (pid_ == 0) {
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    execvp("redis-server", argv.data());
+    _exit(127);
+  }
+}
+
+bool RedisServer::ready() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (exited(pid_)) {
+      pid_ = -1;
+      return false;
+    }
+    timeval tv{0, 200'000};
+    redisContext* context = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    if (context != nullptr && context->err == 0) {
+      if (!options_.password.empty()) {
+        freeReplyObject(redisCommand(context, "AUTH %s", options_.password.c_str()));
+      }
+      auto* reply = static_cast<redisReply*>(redisCommand(context, "INFO server"));
+      bool ours = false;
+      if (reply != nullptr && reply->type == REDIS_REPLY_STRING) {
+        // The server on this port must be the one we started.
+        ours = std::string(reply->str, reply->len).find("process_id:" + std::to_string(pid_) + "\r") !=
+               std::string::npos;
+      }
+      freeReplyObject(reply);
+      redisFree(context);
+      if (ours) return true;
+    } else if (context != nullptr) {
+      redisFree(context);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});  // polling a child process, not test timing
+  }
+  return false;
+}
+
+void RedisServer::start() {
+  if (pid_ > 0) return;
+  launch();
+  if (!ready()) throw std::runtime_error("redis-server did not restart on port " + std::to_string(port_));
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGCONT);
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+  while (!exited(pid_)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  pid_ = -1;
+}
+
+void RedisServer::pause() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
+std::string RedisServer::uri() const { return "redis://127.0.0.1:" + std::to_string(port_) + "/0"; }
+
+std::string shared_redis_uri() {
+  if (const char* given = std::getenv("FLEETCRON_TEST_REDIS_URL"); given != nullptr && *given != '\0') return given;
+  static RedisServer server;  // stopped by its destructor at exit
+  return server.uri();
+}
+
+std::string unique_prefix() {
+  static std::atomic<int> counter{0};
+  static const auto run = std::random_device{}();
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "test";
+  return "t:" + name + ":" + std::to_string(run) + ":" + std::to_string(counter++) + ":";
+}
+
+}  // namespace fleetcron::test

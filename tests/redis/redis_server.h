@@ -1,0 +1,61 @@
+// Test support: a redis-server child process on a free loopback port,
+// stopped by PID. A server that cannot start throws: the test fails.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fleetcron::test {
+
+class RedisServer {
+ public:
+  struct Options {
+    std::string password;                 // requirepass
+    std::vector<std::string> extra_args;  // more redis-server options
+  };
+  explicit RedisServer(Options options);
+  RedisServer() : RedisServer(Options{}) {}
+  ~RedisServer();
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  /// Starts again on the same port (after stop()); throws if it cannot.
+  void start();
+  /// SIGTERM, then SIGKILL after 5 s; waits for the process.
+  void stop();
+  void pause();   // SIGSTOP
+  void resume();  // SIGCONT
+
+  [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+  /// redis://127.0.0.1:PORT/0 (without the password).
+  [[nodiscard]] std::string uri() const;
+
+ private:
+  void launch();
+  bool ready();
+
+  Options options_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  std::string log_path_;
+};
+
+/// A free loopback TCP port (bound and released; the caller races others
+/// for it, so servers retry with another port if the bind fails).
+std::uint16_t free_port();
+
+/// The URI of the server shared by the tests of this process: the one in
+/// $FLEETCRON_TEST_REDIS_URL (started by scripts/test.sh), else one started
+/// on first use and stopped at exit.
+std::string shared_redis_uri();
+
+/// A key prefix unique to this test and run, so tests sharing a server
+/// never see each other's keys.
+std::string unique_prefix();
+
+}  // namespace fleetcron::test

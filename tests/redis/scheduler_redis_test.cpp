@@ -1,0 +1,240 @@
+// Schedulers coordinated through a real redis-server: exactly-once across
+// replicas, fencing, libtnb/cron interoperation, outages and clock skew.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "fleetcron/fleetcron.h"
+#include "fleetcron/redis/claimer.h"
+#include "fleetcron/redis/elector.h"
+#include "redis_server.h"
+
+namespace fleetcron::redis {
+namespace {
+
+using namespace std::chrono_literals;
+
+Instant real_now() {
+  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
+}
+
+/// Records skips and completions; tests wait on the counts.
+class Tally final : public Observer {
+ public:
+  void on_event(const Event& event) override {
+    std::lock_guard guard(mutex_);
+    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
+      ++skips[skipped->reason];
+      last_skip_error = skipped->error;
+    }
+    if (std::holds_alternative<JobCompletedEvent>(event)) ++completed;
+    cv_.notify_all();
+  }
+  bool wait(const std::function<bool()>& condition, std::chrono::milliseconds limit = 20s) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, limit, condition);
+  }
+  std::size_t total_skips() const {
+    std::size_t n = 0;
+    for (const auto& [reason, count] : skips) n += count;
+    return n;
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<SkipReason, std::size_t> skips;
+  std::string last_skip_error;
+  std::size_t completed = 0;
+};
+
+struct Replica {
+  std::shared_ptr<Tally> tally = std::make_shared<Tally>();
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+// The fires of the three replicas, by fire key.
+struct Journal {
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::uint64_t>> fences;  // fire key -> fences of its runs
+  std::vector<std::pair<Instant, std::uint64_t>> by_instant;    // (scheduled_at, fence) per run
+};
+
+TEST(RedisScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncreasingFences) {
+  const std::string prefix = test::unique_prefix();
+  auto clock = std::make_shared<VirtualClock>(real_now());
+  constexpr int entries = 100;
+  constexpr int steps = 10;  // 100 entries x 10 instants = 1,000 fires per replica
+  Journal journal;
+  std::vector<Replica> replicas(3);
+  for (auto& replica : replicas) {
+    SchedulerOptions options;
+    options.clock = clock;
+    options.recorder = replica.tally;
+    options.claimer = std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
+                                                ClaimerOptions{.claim_prefix = prefix, .clock = clock});
+    replica.scheduler = std::make_unique<Scheduler>(options);
+    for (int i = 0; i < entries; ++i) {
+      replica.scheduler->add(aligned_every(1s), [&journal](const FireContext& fire, std::stop_token) {
+        std::lock_guard guard(journal.mutex);
+        journal.fences[fire.fire_key].push_back(fire.fence);
+        journal.by_instant.emplace_back(fire.scheduled_at, fire.fence);
+      }, EntryOptions{.key = "job" + std::to_string(i)});
+    }
+    replica.scheduler->start();
+  }
+  for (int step = 1; step <= steps; ++step) {
+    clock->advance(1s);
+    for (auto& replica : replicas) {
+      ASSERT_TRUE(replica.tally->wait([&] {
+        return replica.tally->completed + replica.tally->total_skips() == static_cast<std::size_t>(entries * step);
+      })) << "step " << step;
+    }
+  }
+  for (auto& replica : replicas) EXPECT_TRUE(replica.scheduler->stop(clock->steady_now() + 30s));
+  ASSERT_EQ(journal.fences.size(), static_cast<std::size_t>(entries * steps));  // every fire ran...
+  for (const auto& [key, fences] : journal.fences) EXPECT_EQ(fences.size(), 1u) << key;  // ...exactly once
+  std::size_t runs = 0, taken = 0;
+  for (auto& replica : replicas) {
+    runs += replica.tally->completed;
+    taken += replica.tally->skips[SkipReason::already_claimed];
+    EXPECT_EQ(replica.tally->total_skips(), replica.tally->skips[SkipReason::already_claimed]);
+  }
+  EXPECT_EQ(runs, 1000u);
+  EXPECT_EQ(taken, 2000u);
+  // Fences: all distinct, and every fire of a later instant has a larger
+  // fence than every fire of an earlier one (claims are granted in time order).
+  std::sort(journal.by_instant.begin(), journal.by_instant.end());
+  std::set<std::uint64_t> distinct;
+  std::uint64_t max_before = 0, max_current = 0;
+  Instant current{};
+  for (const auto& [instant, fence] : journal.by_instant) {
+    if (instant != current) {
+      max_before = std::max(max_before, max_current);
+      current = instant;
+    }
+    EXPECT_GT(fence, max_before);
+    max_current = std::max(max_current, fence);
+    distinct.insert(fence);
+  }
+  EXPECT_EQ(distinct.size(), journal.by_instant.size());
+}
+
+TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
+  const std::string prefix = test::unique_prefix();
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-01-02T15:04:00Z"));
+  // Wall time far from the server's: the skew guard is opened wide for this test.
+  SchedulerOptions options;
+  options.clock = clock;
+  auto tally = std::make_shared<Tally>();
+  options.recorder = tally;
+  options.claimer = std::make_shared<Claimer>(
+      client, ClaimerOptions{.claim_prefix = prefix, .max_clock_skew = std::chrono::hours{24 * 365 * 100}});
+  ASSERT_EQ(client->command({"SET", prefix + "report@2026-01-02T15:05:00Z", "1", "NX", "PX", "600000"}).text, "OK");
+  Scheduler scheduler(options);
+  scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "report"});
+  scheduler.start();
+  clock->advance(1min);
+  ASSERT_TRUE(tally->wait([&] { return tally->total_skips() == 1; }));
+  EXPECT_EQ(tally->skips[SkipReason::already_claimed], 1u);
+  clock->advance(1min);  // the next minute is not claimed by anyone: it runs
+  ASSERT_TRUE(tally->wait([&] { return tally->completed == 1; }));
+  EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
+}
+
+TEST(RedisScheduler, RedisStoppedMidRunSkipsEveryFireWithClaimErrorThenRecovers) {
+  test::RedisServer server;
+  ClientOptions client_options = parse_uri(server.uri());
+  client_options.command_timeout = 500ms;
+  client_options.connect_timeout = 500ms;
+  client_options.reconnect_backoff_initial = 1ms;
+  client_options.reconnect_backoff_max = 1ms;
+  auto client = std::make_shared<Client>(client_options);
+  auto clock = std::make_shared<VirtualClock>(real_now());
+  auto tally = std::make_shared<Tally>();
+  SchedulerOptions options;
+  options.clock = clock;
+  options.recorder = tally;
+  options.claimer = std::make_shared<Claimer>(client, ClaimerOptions{.clock = clock});
+  Scheduler scheduler(options);
+  for (int i = 0; i < 5; ++i) {
+    scheduler.add(aligned_every(1s), [](const FireContext&, std::stop_token) {},
+                  EntryOptions{.key = "j" + std::to_string(i)});
+  }
+  scheduler.start();
+  clock->advance(1s);
+  ASSERT_TRUE(tally->wait([&] { return tally->completed == 5; }));
+  server.stop();
+  for (int step = 1; step <= 3; ++step) {
+    clock->advance(1s);
+    ASSERT_TRUE(tally->wait([&] { return tally->skips[SkipReason::claim_error] == static_cast<std::size_t>(5 * step); }))
+        << "step " << step;
+  }
+  EXPECT_EQ(tally->completed, 5u);  // nothing ran while Redis was down
+  EXPECT_NE(tally->last_skip_error.find(server.uri().substr(0, 20)), std::string::npos) << tally->last_skip_error;
+  server.start();
+  // The first fires after the restart may meet a dead pooled connection
+  // (skipped, connection dropped); within a few seconds every fire runs.
+  std::size_t completed_before = 0;
+  bool recovered = false;
+  for (int step = 0; step < 20 && !recovered; ++step) {
+    {
+      std::lock_guard guard(tally->mutex_);
+      completed_before = tally->completed;
+    }
+    clock->advance(1s);
+    // Fires so far: 5 per advance, and this is advance 5 + step.
+    ASSERT_TRUE(tally->wait(
+        [&] { return tally->completed + tally->total_skips() == static_cast<std::size_t>(5 * (5 + step)); }));
+    std::lock_guard guard(tally->mutex_);
+    recovered = tally->completed == completed_before + 5;
+  }
+  EXPECT_TRUE(recovered);
+  EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
+}
+
+TEST(RedisScheduler, ClockSkewSkipsWithItsOwnReason) {
+  const std::string prefix = test::unique_prefix();
+  auto clock = std::make_shared<VirtualClock>(real_now() - 20min);  // 20 minutes behind the server
+  auto tally = std::make_shared<Tally>();
+  SchedulerOptions options;
+  options.clock = clock;
+  options.recorder = tally;
+  options.claimer = std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
+                                              ClaimerOptions{.claim_prefix = prefix, .clock = clock});
+  Scheduler scheduler(options);
+  scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "k"});
+  scheduler.start();
+  clock->advance(1min);
+  ASSERT_TRUE(tally->wait([&] { return tally->total_skips() == 1; }));
+  EXPECT_EQ(tally->skips[SkipReason::clock_skew], 1u);
+  EXPECT_NE(tally->last_skip_error.find("behind the Redis server's"), std::string::npos) << tally->last_skip_error;
+  EXPECT_EQ(tally->completed, 0u);
+  EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
+}
+
+TEST(RedisScheduler, LeaderGatedRunsAreFencedByTheTermAndStopResigns) {
+  const std::string key = test::unique_prefix() + "leader";
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto clock = std::make_shared<VirtualClock>(real_now());
+  auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key});
+  auto tally = std::make_shared<Tally>();
+  SchedulerOptions options;
+  options.clock = clock;
+  options.recorder = tally;
+  options.elector = elector;
+  std::atomic<std::uint64_t> fence{0};
+  Scheduler scheduler(options);
+  scheduler.add("* * * * *", [&](const FireContext& fire, std::stop_token) { fence = fire.fence; });
+  scheduler.start();
+  clock->advance(1min);
+  ASSERT_TRUE(tally->wait([&] { return tally->completed == 1; }));
+  EXPECT_EQ(fence.load(), elector->state().term);
+  EXPECT_EQ(client->command({"GET", key}).text, elector->identity());
+  EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
+  EXPECT_TRUE(client->command({"GET", key}).is_nil());  // resigned on stop: hand-over at once
+}
+
+}  // namespace
+}  // namespace fleetcron::redis

@@ -1,0 +1,124 @@
+// parse_uri(), describe() and validate(): no server needed.
+#include <gtest/gtest.h>
+
+#include "fleetcron/redis/client.h"
+
+namespace fleetcron::redis {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RedisUri, HostPortDatabaseAndUserinfo) {
+  const auto plain = parse_uri("redis://localhost");
+  EXPECT_EQ(plain.host, "localhost");
+  EXPECT_EQ(plain.port, 6379);
+  EXPECT_EQ(plain.database, 0);
+  EXPECT_TRUE(plain.password.empty());
+
+  const auto full = parse_uri("redis://alice:s%40cret@10.0.0.5:6380/3");
+  EXPECT_EQ(full.username, "alice");
+  EXPECT_EQ(full.password, "s@cret");
+  EXPECT_EQ(full.host, "10.0.0.5");
+  EXPECT_EQ(full.port, 6380);
+  EXPECT_EQ(full.database, 3);
+
+  const auto password_only = parse_uri("redis://:hunter2@h");
+  EXPECT_EQ(password_only.username, "");
+  EXPECT_EQ(password_only.password, "hunter2");
+  const auto lone_word = parse_uri("redis://hunter2@h");  // redis-cli: a lone word is the password
+  EXPECT_EQ(lone_word.username, "");
+  EXPECT_EQ(lone_word.password, "hunter2");
+
+  const auto ipv6 = parse_uri("redis://[::1]:7000/");
+  EXPECT_EQ(ipv6.host, "::1");
+  EXPECT_EQ(ipv6.port, 7000);
+  EXPECT_EQ(describe(ipv6), "redis://[::1]:7000/0");
+}
+
+TEST(RedisUri, UnixSocketsAndQueryOptions) {
+  const auto socket = parse_uri("unix:/run/redis.sock?db=2&command_timeout=250ms");
+  EXPECT_EQ(socket.unix_socket, "/run/redis.sock");
+  EXPECT_EQ(socket.database, 2);
+  EXPECT_EQ(socket.command_timeout, 250ms);
+  EXPECT_EQ(describe(socket), "unix:/run/redis.sock?db=2");
+
+  const auto with_user = parse_uri("unix://bob:pw@/tmp/r.sock?pool_size=8&connect_timeout=2s");
+  EXPECT_EQ(with_user.unix_socket, "/tmp/r.sock");
+  EXPECT_EQ(with_user.username, "bob");
+  EXPECT_EQ(with_user.password, "pw");
+  EXPECT_EQ(with_user.pool_size, 8u);
+  EXPECT_EQ(with_user.connect_timeout, 2s);
+  EXPECT_EQ(describe(with_user), "unix://bob:***@/tmp/r.sock");
+
+  ClientOptions base;
+  base.command_timeout = 3s;
+  EXPECT_EQ(parse_uri("redis://h", base).command_timeout, 3s);  // the base fills what the URI leaves out
+}
+
+TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
+  struct Case {
+    const char* uri;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"http://h", "redis URI \"http://h\": scheme at offset 0: expected redis://, unix: or unix://"},
+      {"rediss://h", "scheme at offset 0: rediss:// (TLS) is not supported by hiredis 0.14"},
+      {"redis://", "host at offset 8: missing host"},
+      {"redis://h:0", "port at offset 10: 0 is out of range 1..65535"},
+      {"redis://h:99999", "port at offset 10: 99999 is out of range 1..65535"},
+      {"redis://h:12a", "port at offset 12: expected a number, got \"12a\""},
+      {"redis://h/x", "database at offset 10: expected a number, got \"x\""},
+      {"redis://::1:6379", "host at offset 8: an IPv6 address needs brackets"},
+      {"redis://[::1", "host at offset 8: '[' without ']'"},
+      {"redis://u:secret@h:70000", "redis URI \"redis://u:***@h:70000\": port at offset 16: 70000 is out of range"},
+      {"redis://u:pa%zzss@h", "redis URI \"redis://u:***@h\": password at offset 10: invalid percent escape"},
+      {"redis://u:@h", "password at offset 10: empty password"},
+      {"redis://h?pool_size=0", "pool_size at offset 20: 0 is out of range 1..1024"},
+      {"redis://h?command_timeout=soon", "command_timeout at offset 26: "},
+      {"redis://h?command_timeout=0s", "redis::ClientOptions.command_timeout: 0s is out of range 1ms..1h"},
+      {"redis://h?colour=red", "query at offset 10: unknown option \"colour\""},
+      {"redis://h?db=1&db=2", "db at offset 15: given twice"},
+      {"redis://h?db", "query at offset 10: option \"db\" has no '=value'"},
+      {"redis://h?password=topsecret&x=1", "redis URI \"redis://h?password=***&x=1\": query at offset 23"},
+      {"unix:", "path at offset 5: missing socket path"},
+  };
+  for (const auto& c : cases) {
+    try {
+      (void)parse_uri(c.uri);
+      ADD_FAILURE() << c.uri << " parsed";
+    } catch (const UriError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.uri << "\n  got: " << e.what();
+      EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("topsecret"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RedisClientOptions, ValidateNamesTheField) {
+  ClientOptions options;
+  options.pool_size = 0;
+  EXPECT_THROW(
+      {
+        try {
+          validate(options);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_STREQ(e.what(), "redis::ClientOptions.pool_size: 0 is out of range 1..1024");
+          throw;
+        }
+      },
+      std::invalid_argument);
+  options = {};
+  options.reconnect_backoff_initial = 5s;
+  options.reconnect_backoff_max = 1s;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options = {};
+  options.host.clear();
+  EXPECT_THROW(Client{options}, std::invalid_argument);
+  options = {};
+  options.password = "p";
+  options.username = "u";
+  EXPECT_EQ(describe(options), "redis://u:***@127.0.0.1:6379/0");
+}
+
+}  // namespace
+}  // namespace fleetcron::redis
