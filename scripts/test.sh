@@ -5,8 +5,10 @@
 #     library and program (-Werror); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
-#  3. g++ ThreadSanitizer build: the scheduler tests and the other
-#     concurrency tests.
+#  3. g++ ThreadSanitizer build: the scheduler tests, the Redis tests and
+#     the other concurrency tests.
+# Integration tests share a redis-server started here on a free loopback
+# port (stopped by PID on exit); fault tests start private ones.
 # Exits non-zero on any failure. FUZZ_SECONDS (default 30) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,10 @@ step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
 
 step "dependencies"
 bash scripts/deps.sh
+
+step "servers for the integration tests"
+source scripts/servers.sh
+start_redis
 
 step "g++ build"
 cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON >/dev/null
@@ -33,6 +39,7 @@ cmake --build build/gcc-release -j"$jobs"
 step "benchmark smoke run (numbers: see docs/time-engine.md and docs/scheduler.md)"
 build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
 build/gcc/bench/scheduler_load 100000 2000 2000
+bash bench/redis_bench.sh build/gcc 2000 2
 
 step "clang ASan+UBSan build"
 cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -62,10 +69,11 @@ done
 step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
-cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests
+cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests fleetcron_redis_tests
 step "ThreadSanitizer tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
 build/gcc-tsan/tests/fleetcron_scheduler_tests
+build/gcc-tsan/tests/fleetcron_redis_tests
 
 step "all tests passed"

@@ -17,6 +17,10 @@ const Script& claim_script() {
   return script;
 }
 
+// Claim keys per script call: large enough to amortise the call, small
+// enough that one call holds the server for at most about a millisecond.
+constexpr std::size_t keys_per_call = 500;
+
 std::string whole_milliseconds(std::chrono::nanoseconds ttl) {
   return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(ttl).count());
 }
@@ -67,10 +71,10 @@ ClaimResult Claimer::claim(std::string_view fire_key) {
 
 std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
   std::vector<ClaimResult> results(fire_keys.size());
+  // One script call per chunk of keys, all chunks in one pipeline: a
+  // chunk bounds how long one call holds the server.
   std::vector<std::vector<std::string>> calls;
-  std::vector<std::size_t> sent;  // indexes of the keys in calls
-  calls.reserve(fire_keys.size());
-  sent.reserve(fire_keys.size());
+  std::vector<std::vector<std::size_t>> chunks;  // per call: indexes into fire_keys
   const auto steady = options_.clock->steady_now();
   const std::string local_us = std::to_string(micros_since_epoch(options_.clock->now()));
   for (std::size_t i = 0; i < fire_keys.size(); ++i) {
@@ -78,42 +82,59 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
       results[i] = ClaimResult::failed("blank fire key");
       continue;
     }
-    calls.push_back({options_.claim_prefix + fire_keys[i], options_.fence_key, ttl_ms_, local_us, max_skew_us_});
-    sent.push_back(i);
+    if (calls.empty() || chunks.back().size() == keys_per_call) {
+      calls.emplace_back();
+      calls.back().reserve(std::min(keys_per_call, fire_keys.size() - i) + 4);
+      calls.back().push_back(options_.fence_key);
+      chunks.emplace_back();
+    }
+    calls.back().push_back(options_.claim_prefix + fire_keys[i]);
+    chunks.back().push_back(i);
   }
   if (calls.empty()) return results;
+  for (auto& call : calls) {
+    call.push_back(ttl_ms_);
+    call.push_back(local_us);
+    call.push_back(max_skew_us_);
+  }
   std::vector<Reply> replies;
+  std::vector<std::size_t> key_counts;
+  key_counts.reserve(calls.size());
+  for (const auto& chunk : chunks) key_counts.push_back(chunk.size() + 1);
   try {
-    replies = client_->eval_pipeline(claim_script(), 2, calls);
+    replies = client_->eval_pipeline(claim_script(), key_counts, calls);
   } catch (const Error& e) {
-    for (const std::size_t i : sent) results[i] = ClaimResult::failed(e.what());
+    for (const auto& chunk : chunks) {
+      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(e.what());
+    }
     return results;
   }
-  for (std::size_t k = 0; k < sent.size(); ++k) {
-    const Reply& reply = replies[k];
-    ClaimResult& result = results[sent[k]];
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const Reply& reply = replies[c];
+    const auto& chunk = chunks[c];
+    std::string error;
     if (reply.is_error()) {
-      result = ClaimResult::failed(fmt::format("{}: {}", client_->describe(), reply.text));
+      error = fmt::format("{}: {}", client_->describe(), reply.text);
+    } else if (reply.type != Reply::Type::array || reply.elements.size() != chunk.size() + 1 ||
+               std::any_of(reply.elements.begin(), reply.elements.end(),
+                           [](const Reply& e) { return e.type != Reply::Type::integer; })) {
+      error = fmt::format("{}: unexpected claim reply ({})", client_->describe(), to_string(reply.type));
+    }
+    if (!error.empty()) {
+      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
       continue;
     }
-    if (reply.type != Reply::Type::array || reply.elements.size() != 3 ||
-        std::any_of(reply.elements.begin(), reply.elements.end(),
-                    [](const Reply& e) { return e.type != Reply::Type::integer; })) {
-      result = ClaimResult::failed(fmt::format("{}: unexpected claim reply ({})", client_->describe(),
-                                               to_string(reply.type)));
-      continue;
-    }
-    const auto status = reply.elements[0].integer;
-    const auto offset = std::chrono::microseconds{reply.elements[2].integer};
+    const auto offset = std::chrono::microseconds{reply.elements[0].integer};
     remember_offset(offset, steady);
-    if (status == 1 && reply.elements[1].integer > 0) {
-      result = ClaimResult::claimed(static_cast<std::uint64_t>(reply.elements[1].integer));
-    } else if (status == 0) {
-      result = ClaimResult::taken();
-    } else if (status == -1) {
-      result = ClaimResult::skewed(skew_message(offset, options_));
-    } else {
-      result = ClaimResult::failed(fmt::format("{}: unexpected claim status {}", client_->describe(), status));
+    for (std::size_t k = 0; k < chunk.size(); ++k) {
+      const long long outcome = reply.elements[k + 1].integer;
+      if (outcome > 0) {
+        results[chunk[k]] = ClaimResult::claimed(static_cast<std::uint64_t>(outcome));
+      } else if (outcome == 0) {
+        results[chunk[k]] = ClaimResult::taken();
+      } else {
+        results[chunk[k]] = ClaimResult::skewed(skew_message(offset, options_));
+      }
     }
   }
   return results;

@@ -175,20 +175,23 @@ Reply Client::eval(const Script& script, std::span<const std::string> keys, std:
   std::vector<std::vector<std::string>> calls(1);
   calls[0].assign(keys.begin(), keys.end());
   calls[0].insert(calls[0].end(), args.begin(), args.end());
-  return std::move(eval_pipeline(script, keys.size(), calls).front());
+  const std::size_t key_count = keys.size();
+  return std::move(eval_pipeline(script, std::span<const std::size_t>(&key_count, 1), calls).front());
 }
 
-std::vector<Reply> Client::eval_pipeline(const Script& script, std::size_t key_count,
+std::vector<Reply> Client::eval_pipeline(const Script& script, std::span<const std::size_t> key_counts,
                                          std::span<const std::vector<std::string>> calls) {
   if (calls.empty()) return {};
+  if (key_counts.size() != calls.size()) {
+    throw std::invalid_argument(fmt::format("eval_pipeline: {} key counts for {} calls", key_counts.size(), calls.size()));
+  }
   const std::string sha = script_sha(script);
-  const std::string keys = std::to_string(key_count);
   auto build = [&](std::string_view verb, const std::string& body, std::size_t i) {
     std::vector<std::string> command;
     command.reserve(calls[i].size() + 3);
     command.emplace_back(verb);
     command.push_back(body);
-    command.push_back(keys);
+    command.push_back(std::to_string(key_counts[i]));
     command.insert(command.end(), calls[i].begin(), calls[i].end());
     return command;
   };

@@ -5,24 +5,37 @@
 
 namespace fleetcron::redis::detail {
 
-// KEYS: claim key, fence counter. ARGV: TTL ms, local wall time µs, max
-// skew µs. Returns {status, fence, offset µs}: status 1 claimed, 0 taken,
-// -1 refused for clock skew. The claim is SET-if-absent with PX, like
-// libtnb/cron's SET NX; the fence never falls below the server's TIME in
-// µs, so fences keep growing even after Redis loses its data.
+// KEYS: the fence counter, then the claim keys. ARGV: TTL ms, local wall
+// time µs, max skew µs. Returns {offset µs, r1, r2, ...} with one r per
+// claim key: its fence (> 0) if claimed, 0 if taken, -1 if refused for
+// clock skew (then nothing is written). Each claim is SET NX PX, as
+// libtnb/cron's; fences increase in key order and never fall below the
+// server's TIME in µs, so they keep growing even after Redis loses its data.
+// One call claims many keys: the per-call cost is paid once per batch.
 inline constexpr const char* claim_script = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local offset = now - tonumber(ARGV[2])
-if math.abs(offset) > tonumber(ARGV[3]) then return {-1, 0, offset} end
-if redis.call('EXISTS', KEYS[1]) == 1 then return {0, 0, offset} end
-local fence = redis.call('INCR', KEYS[2])
-if fence < now then
-  fence = now
-  redis.call('SET', KEYS[2], string.format('%.0f', fence))
+local out = {offset}
+if math.abs(offset) > tonumber(ARGV[3]) then
+  for i = 2, #KEYS do out[i] = -1 end
+  return out
 end
-redis.call('SET', KEYS[1], string.format('%.0f', fence), 'PX', ARGV[1])
-return {1, fence, offset}
+local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
+if fence < now then fence = now end
+local granted = false
+for i = 2, #KEYS do
+  local candidate = string.format('%.0f', fence + 1)
+  if redis.call('SET', KEYS[i], candidate, 'NX', 'PX', ARGV[1]) then
+    fence = fence + 1
+    out[i] = fence
+    granted = true
+  else
+    out[i] = 0
+  end
+end
+if granted then redis.call('SET', KEYS[1], string.format('%.0f', fence)) end
+return out
 )lua";
 
 // KEYS: leader key, term counter. ARGV: identity, TTL ms, the term this

@@ -77,7 +77,8 @@ TEST(RedisClient, ScriptsRunBySha1AndSurviveScriptFlush) {
   EXPECT_EQ(again.elements[0].text, "a");
   EXPECT_EQ(client->command({"SCRIPT", "FLUSH"}).text, "OK");
   const std::vector<std::vector<std::string>> calls{{"k1", "v1"}, {"k2", "v2"}, {"k3", "v3"}};
-  const auto replies = client->eval_pipeline(script, 1, calls);
+  const std::vector<std::size_t> key_counts{1, 1, 1};
+  const auto replies = client->eval_pipeline(script, key_counts, calls);
   ASSERT_EQ(replies.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(replies[i].elements[1].text, calls[i][1]);
 }

@@ -149,10 +149,10 @@ class Client {
   /// EVALSHA with a fallback to EVAL on NOSCRIPT. Throws Error.
   Reply eval(const Script& script, std::span<const std::string> keys, std::span<const std::string> args);
 
-  /// One script call per element of `calls` (KEYS, then ARGV, with
-  /// `key_count` keys each), pipelined; calls answered NOSCRIPT are sent
-  /// again with EVAL, so the result is as if the script was always there.
-  std::vector<Reply> eval_pipeline(const Script& script, std::size_t key_count,
+  /// One script call per element of `calls` (its KEYS then its ARGV; the
+  /// first key_counts[i] are keys), pipelined; calls answered NOSCRIPT are
+  /// sent again with EVAL, so the result is as if the script was always there.
+  std::vector<Reply> eval_pipeline(const Script& script, std::span<const std::size_t> key_counts,
                                    std::span<const std::vector<std::string>> calls);
 
   /// PING; throws Error if the server cannot be reached.

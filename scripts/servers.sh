@@ -1,0 +1,59 @@
+# Sourced by scripts/test.sh: starts the servers the integration tests share
+# on free loopback ports and stops them by PID when the shell exits.
+# Each start fails loudly (the tests must not run without their server).
+
+server_pids=()
+server_dir=$(mktemp -d /tmp/fleetcron-servers.XXXXXX)
+
+stop_servers() {
+  local pid
+  for pid in "${server_pids[@]}"; do
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${server_pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  server_pids=()
+  rm -rf "$server_dir"
+}
+trap stop_servers EXIT
+
+# A random port in 20000..59999 that nothing listens on right now.
+pick_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return
+    fi
+  done
+}
+
+# Starts redis-server; sets FLEETCRON_TEST_REDIS_URL.
+start_redis() {
+  local attempt port pid
+  for attempt in 1 2 3 4 5; do
+    port=$(pick_port)
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+      --logfile "$server_dir/redis-$port.log" &
+    pid=$!
+    for _ in $(seq 200); do
+      # Ready, and the server on that port is the one we started.
+      if redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then
+        server_pids+=("$pid")
+        export FLEETCRON_TEST_REDIS_URL="redis://127.0.0.1:$port/0"
+        echo "redis-server $(redis-server --version | grep -o 'v=[0-9.]*') pid $pid on 127.0.0.1:$port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  echo "redis-server did not start; log:" >&2
+  cat "$server_dir"/redis-*.log >&2 || true
+  return 1
+}
