@@ -4,7 +4,7 @@ include(CMakePackageConfigHelpers)
 
 set(FLEETCRON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fleetcron)
 
-install(TARGETS fleetcron_core EXPORT fleetcronTargets
+install(TARGETS fleetcron_core fleetcron_redis EXPORT fleetcronTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -26,13 +26,17 @@ install(FILES ${PROJECT_BINARY_DIR}/fleetcronConfig.cmake ${PROJECT_BINARY_DIR}/
 if(BUILD_SHARED_LIBS)
   set(FLEETCRON_PC_LIBS_PRIVATE "-ldate-tz -lfmt")
   set(FLEETCRON_PC_LIBS_EXTRA "")
+  set(FLEETCRON_PC_REDIS_LIBS_EXTRA "")
 else()
   set(FLEETCRON_PC_LIBS_PRIVATE "")
   set(FLEETCRON_PC_LIBS_EXTRA "-ldate-tz -lfmt -pthread")
+  set(FLEETCRON_PC_REDIS_LIBS_EXTRA "-lhiredis -lfmt")
 endif()
 # Relative, so the package works wherever --prefix puts it.
 file(RELATIVE_PATH FLEETCRON_PC_PREFIX_FROM_PCDIR
      /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" FLEETCRON_PC_PREFIX_FROM_PCDIR "${FLEETCRON_PC_PREFIX_FROM_PCDIR}")
 configure_file(cmake/fleetcron.pc.in ${PROJECT_BINARY_DIR}/fleetcron.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/fleetcron.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(cmake/fleetcron-redis.pc.in ${PROJECT_BINARY_DIR}/fleetcron-redis.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/fleetcron.pc ${PROJECT_BINARY_DIR}/fleetcron-redis.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "fleetcron/duration.h"
+#include "redis/replies.h"
 #include "redis/scripts.h"
 
 namespace fleetcron::redis {
@@ -110,30 +111,24 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
     return results;
   }
   for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const Reply& reply = replies[c];
     const auto& chunk = chunks[c];
-    std::string error;
-    if (reply.is_error()) {
-      error = fmt::format("{}: {}", client_->describe(), reply.text);
-    } else if (reply.type != Reply::Type::array || reply.elements.size() != chunk.size() + 1 ||
-               std::any_of(reply.elements.begin(), reply.elements.end(),
-                           [](const Reply& e) { return e.type != Reply::Type::integer; })) {
-      error = fmt::format("{}: unexpected claim reply ({})", client_->describe(), to_string(reply.type));
-    }
-    if (!error.empty()) {
+    const detail::ClaimReply reply = replies[c].is_error()
+                                         ? detail::ClaimReply{replies[c].text, {}, {}}
+                                         : detail::parse_claim_reply(replies[c], chunk.size());
+    if (!reply.error.empty()) {
+      const std::string error = fmt::format("{}: {}", client_->describe(), reply.error);
       for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
       continue;
     }
-    const auto offset = std::chrono::microseconds{reply.elements[0].integer};
-    remember_offset(offset, steady);
+    remember_offset(reply.offset, steady);
     for (std::size_t k = 0; k < chunk.size(); ++k) {
-      const long long outcome = reply.elements[k + 1].integer;
+      const std::int64_t outcome = reply.outcomes[k];
       if (outcome > 0) {
         results[chunk[k]] = ClaimResult::claimed(static_cast<std::uint64_t>(outcome));
       } else if (outcome == 0) {
         results[chunk[k]] = ClaimResult::taken();
       } else {
-        results[chunk[k]] = ClaimResult::skewed(skew_message(offset, options_));
+        results[chunk[k]] = ClaimResult::skewed(skew_message(reply.offset, options_));
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "fleetcron/duration.h"
+#include "redis/replies.h"
 #include "redis/scripts.h"
 
 namespace fleetcron::redis {
@@ -160,13 +161,12 @@ Leadership Elector::campaign() {
     const std::array<std::string, 2> keys{options_.leader_key, options_.term_key};
     const std::array<std::string, 4> args{identity_, ttl_ms_, std::to_string(known), fresh ? "1" : "0"};
     const Reply reply = client_->eval(campaign_script(), keys, args);
-    if (reply.is_error()) {
-      error = fmt::format("{}: {}", client_->describe(), reply.text);
-    } else if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
-               reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::integer) {
-      error = fmt::format("{}: unexpected campaign reply ({})", client_->describe(), to_string(reply.type));
-    } else if (reply.elements[0].integer == 1) {
-      won = static_cast<std::uint64_t>(reply.elements[1].integer);
+    const detail::CampaignReply answer =
+        reply.is_error() ? detail::CampaignReply{reply.text, false, 0} : detail::parse_campaign_reply(reply);
+    if (!answer.error.empty()) {
+      error = fmt::format("{}: {}", client_->describe(), answer.error);
+    } else if (answer.leader) {
+      won = answer.term;
     }
   } catch (const Error& e) {
     error = e.what();

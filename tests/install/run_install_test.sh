@@ -21,4 +21,13 @@ c++ "$source/tests/install/consumer/main.cpp" -o "$scratch/pc-consumer" $flags
 out=$("$scratch/pc-consumer")
 echo "pkg-config consumer: $out"
 [[ $out == "$expected "* ]] || { echo "FAIL: expected $expected"; exit 1; }
+redis_expected="redis://cron:***@127.0.0.1:6380/2 cron:claim:"
+out=$("$scratch/cmake-consumer/redis_consumer")
+echo "find_package redis consumer: $out"
+[[ $out == "$redis_expected" ]] || { echo "FAIL: expected $redis_expected"; exit 1; }
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron-redis)
+c++ "$source/tests/install/consumer/redis_main.cpp" -o "$scratch/pc-redis-consumer" $flags
+out=$("$scratch/pc-redis-consumer")
+echo "pkg-config redis consumer: $out"
+[[ $out == "$redis_expected" ]] || { echo "FAIL: expected $redis_expected"; exit 1; }
 echo "install test passed"
