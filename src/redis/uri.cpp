@@ -127,21 +127,22 @@ class UriParser {
   }
 
   void parse_userinfo(std::size_t at, std::string_view userinfo) {
+    // Mark the password as secret before decoding anything: an error in
+    // any part must not quote it.
     const std::size_t colon = userinfo.find(':');
-    const std::string_view user = userinfo.substr(0, colon);
-    options_.username = decode(at, user, "user");
-    if (colon != std::string_view::npos) {
-      if (colon + 1 == userinfo.size()) fail(at + colon + 1, "password", "empty password (leave out the ':')");
-      secrets_.emplace_back(at + colon + 1, at + userinfo.size());
-      options_.password = decode(at + colon + 1, userinfo.substr(colon + 1), "password");
-    } else {
-      options_.password.clear();
+    if (colon == std::string_view::npos) {
       // A lone word is a password in redis-cli's URI convention
       // (redis://secret@host); an ACL user needs user:password.
+      if (userinfo.empty()) fail(at, "user", "empty user information before '@'");
       secrets_.emplace_back(at, at + userinfo.size());
-      options_.password = std::exchange(options_.username, std::string());
-      if (options_.password.empty()) fail(at, "user", "empty user information before '@'");
+      options_.username.clear();
+      options_.password = decode(at, userinfo, "password");
+      return;
     }
+    if (colon + 1 == userinfo.size()) fail(at + colon + 1, "password", "empty password (leave out the ':')");
+    secrets_.emplace_back(at + colon + 1, at + userinfo.size());
+    options_.username = decode(at, userinfo.substr(0, colon), "user");
+    options_.password = decode(at + colon + 1, userinfo.substr(colon + 1), "password");
   }
 
   void parse_host_port(std::size_t at, std::string_view text) {

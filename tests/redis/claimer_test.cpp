@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "fleetcron/redis/claimer.h"
 #include "redis_server.h"
@@ -141,6 +142,34 @@ TEST(RedisClaimer, ClockOffsetIsMeasuredWithTimeAndRefreshed) {
   ASSERT_TRUE(refreshed);
   EXPECT_NE(refreshed->measured_at, first->measured_at);
   EXPECT_LT(refreshed->offset, -59min);  // local clock an hour ahead
+}
+
+TEST(RedisClaimer, ClaimsSurviveScriptFlushAndServerRestart) {
+  test::RedisServer server;  // private: SCRIPT FLUSH and the restart would disturb other tests
+  ClientOptions options = parse_uri(server.uri());
+  options.reconnect_backoff_initial = 1ms;
+  options.reconnect_backoff_max = 1ms;
+  auto client = std::make_shared<Client>(options);
+  Claimer claimer(client);
+  const auto before = claimer.claim("a@2026-01-01T00:00:00Z");
+  ASSERT_EQ(before.status, ClaimResult::Status::claimed) << before.error;
+  ASSERT_EQ(client->command({"SCRIPT", "FLUSH"}).text, "OK");
+  const auto after_flush = claimer.claim_batch(std::vector<std::string>{"b@2026-01-01T00:00:00Z", "a@2026-01-01T00:00:00Z"});
+  ASSERT_EQ(after_flush[0].status, ClaimResult::Status::claimed) << after_flush[0].error;  // NOSCRIPT, then EVAL
+  EXPECT_EQ(after_flush[1].status, ClaimResult::Status::already_claimed);
+  EXPECT_GT(after_flush[0].fence, before.fence);
+  // A restart without persistence loses every key, the counter included:
+  // fences still grow (they never fall below the server's clock in µs).
+  server.stop();
+  server.start();
+  ClaimResult after_restart;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // the first call may meet the dead pooled connection
+    after_restart = claimer.claim("c@2026-01-01T00:00:00Z");
+    if (after_restart.status != ClaimResult::Status::error) break;
+    std::this_thread::sleep_for(2ms);  // past the 1 ms reconnect backoff
+  }
+  ASSERT_EQ(after_restart.status, ClaimResult::Status::claimed) << after_restart.error;
+  EXPECT_GT(after_restart.fence, after_flush[0].fence);
 }
 
 TEST(RedisClaimer, FailuresAreErrorResultsNamingTheServerNotExceptions) {

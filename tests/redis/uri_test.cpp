@@ -81,6 +81,10 @@ TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
       {"redis://h?db", "query at offset 10: option \"db\" has no '=value'"},
       {"redis://h?password=topsecret&x=1", "redis URI \"redis://h?password=***&x=1\": query at offset 23"},
       {"unix:", "path at offset 5: missing socket path"},
+      // Regression (found by redis_uri_fuzz): a bad escape in the user part
+      // quoted the URI before the password was marked secret.
+      {"redis://us%zzer:secret-password@h", "redis URI \"redis://us%zzer:***@h\": user at offset 10: invalid percent"},
+      {"redis://se%zzcret@h", "redis URI \"redis://***@h\": password at offset 8: invalid percent"},
   };
   for (const auto& c : cases) {
     try {
