@@ -84,34 +84,39 @@ void Scheduler::Impl::worker_main() {
   std::vector<Fire> batch;
   std::unique_lock lock(queue_mutex_);
   while (true) {
-    queue_cv_.wait(lock, [this] { return workers_exit_ || !queue_.empty(); });
+    // A worker holding a claim batch will put fires back: wait for them.
+    queue_cv_.wait(lock, [this] { return (workers_exit_ && held_ == 0) || !queue_.empty(); });
     if (queue_.empty()) return;  // told to exit and nothing left (drain) or queue cleared (stop)
     Fire fire = std::move(queue_.front());
     queue_.pop_front();
     ++running_count_;
     if (batchable(fire)) take_batch(fire, batch);
+    held_ += batch.size();
+    if (batch.empty()) ++executing_;
     lock.unlock();
     bool own_runs = true;
     if (!batch.empty()) {
       // Fires due together share one claim round trip: this worker runs
       // the first, the others go back to the front of the queue, decided.
       batch.insert(batch.begin(), std::move(fire));
+      const std::size_t taken = batch.size();
       own_runs = decide_batch(batch);
       if (own_runs) {
         fire = std::move(batch.front());
         batch.erase(batch.begin());
       }
-      if (!batch.empty()) {
-        {
-          std::lock_guard guard(queue_mutex_);
-          queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
-        }
-        queue_cv_.notify_all();
-        batch.clear();
+      {
+        std::lock_guard guard(queue_mutex_);
+        held_ -= taken - 1;  // back in the queue, or skipped
+        if (own_runs) ++executing_;
+        queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
       }
+      queue_cv_.notify_all();
+      batch.clear();
     }
     if (own_runs) execute(fire);
     lock.lock();
+    if (own_runs) --executing_;
     --running_count_;
     idle_cv_.notify_all();
   }
@@ -126,7 +131,13 @@ bool Scheduler::Impl::batchable(const Fire& fire) {
 void Scheduler::Impl::take_batch(const Fire& first, std::vector<Fire>& batch) {
   // Only the front run of the queue: fires due at one instant are queued
   // together, and taking from the middle would cost a scan per worker.
-  while (!queue_.empty() && batch.size() + 1 < claim_batch_limit) {
+  // Only as many as the workers not running a job can start (this one
+  // included): a claimed fire must not wait in the queue behind jobs, where
+  // its claim could expire, or be lost for the whole fleet if this process
+  // stops. Workers busy claiming are about to be free, so they count.
+  const std::size_t free_workers = workers_.size() - std::min(workers_.size(), executing_);
+  const std::size_t limit = std::min(claim_batch_limit, free_workers);
+  while (!queue_.empty() && batch.size() + 1 < limit) {
     Fire& next = queue_.front();
     if (!batchable(next) || next.entry->settings->claimer != first.entry->settings->claimer) break;
     batch.push_back(std::move(next));
@@ -140,15 +151,17 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
   std::vector<bool> keep(batch.size(), true);
   keys.reserve(batch.size());
   claiming.reserve(batch.size());
+  // One elector answer for the whole batch: the fires are due together,
+  // and a round trip per fire would multiply an outage's timeouts.
+  const Verdict verdict = elect();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     Fire& fire = batch[i];
     fire.batched = true;
     // A removed or paused entry's fire is left undecided: its run cancels it.
     if (fire.entry->removed.load() || fire.entry->paused.load()) continue;
     std::string key = fleetcron::fire_key(fire.entry->identity.key, fire.scheduled_at);
-    Verdict verdict = elect();
     if (verdict.skip) {
-      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *verdict.skip, std::move(verdict.error));
+      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *verdict.skip, verdict.error);
       keep[i] = false;
       continue;
     }
@@ -465,7 +478,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
 
   const bool on_worker = current_worker_of == this;
   const std::size_t self = on_worker ? 1 : 0;
-  auto finished = [&] { return queue_.empty() && running_count_ <= self; };
+  auto finished = [&] { return queue_.empty() && held_ == 0 && running_count_ <= self; };
   std::unique_lock lock(queue_mutex_);
   workers_exit_ = true;  // no new fires; workers leave once the queue is empty
   queue_cv_.notify_all();

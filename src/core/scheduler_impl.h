@@ -187,11 +187,13 @@ class Scheduler::Impl {
   void compact_heap();
 
   // ---- run queue and workers
-  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, workers_exit_, cancel_queued_
+  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, executing_, workers_exit_
   std::condition_variable queue_cv_;  // workers wait for fires
   std::condition_variable idle_cv_;   // stop/drain wait for workers
   std::deque<detail::Fire> queue_;
   std::size_t running_count_ = 0;
+  std::size_t held_ = 0;  // fires out of the queue in a claim batch, about to be put back
+  std::size_t executing_ = 0;  // workers inside execute(): the rest can start a fire at once
   bool workers_exit_ = false;
   std::vector<std::thread> workers_;
 

@@ -104,9 +104,17 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   for (const auto& chunk : chunks) key_counts.push_back(chunk.size() + 1);
   try {
     replies = client_->eval_pipeline(claim_script(), key_counts, calls);
-  } catch (const Error& e) {
+  } catch (...) {
+    // Fail closed, never throw: whatever went wrong skips these fires.
+    std::string error = client_->describe() + ": claim failed";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+    }
     for (const auto& chunk : chunks) {
-      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(e.what());
+      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
     }
     return results;
   }
@@ -155,10 +163,9 @@ std::optional<ClockOffset> Claimer::clock_offset() {
       const std::int64_t local_us = (micros_since_epoch(before) + micros_since_epoch(after)) / 2;
       remember_offset(std::chrono::microseconds{server_us - local_us}, steady);
     }
-  } catch (const Error&) {
-    // unreachable: answer with the last measurement, if any
-  } catch (const std::logic_error&) {
-    // a TIME reply that is not two numbers: keep the last measurement
+  } catch (...) {
+    // unreachable, or a TIME reply that is not two numbers: answer with
+    // the last measurement, if any
   }
   std::lock_guard guard(mutex_);
   return offset_;

@@ -99,14 +99,20 @@ std::unique_ptr<Connection> Client::checkout() {
     backoff_ = std::chrono::milliseconds{0};
     next_connect_at_ = {};
     return connection;
-  } catch (const Error& e) {
+  } catch (...) {
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
-    --open_;
+    --open_;  // whatever failed, the slot is free again
     backoff_ = backoff_.count() == 0 ? options_.reconnect_backoff_initial
                                      : std::min(backoff_ * 2, options_.reconnect_backoff_max);
     next_connect_at_ = std::chrono::steady_clock::now() + backoff_;
-    last_connect_error_ = e.what();
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      last_connect_error_ = e.what();
+    } catch (...) {
+      last_connect_error_ = description_ + ": connect failed";
+    }
     returned_.notify_one();
     throw;
   }
@@ -161,11 +167,9 @@ std::string Client::script_sha(const Script& script) {
     if (!script.sha_.empty()) return script.sha_;
   }
   const Reply reply = command(std::vector<std::string>{"SCRIPT", "LOAD", script.source_});
-  if (reply.type != Reply::Type::string) {
-    // e.g. a script that does not compile: a bug here, reported as such.
-    throw std::logic_error(fmt::format("{}: SCRIPT LOAD answered {} {}", description_, to_string(reply.type),
-                                       reply.text));
-  }
+  // An error reply (NOAUTH, LOADING, NOPERM, …) leaves the SHA unknown: the
+  // caller sends EVAL, whose reply then carries the same error as a result.
+  if (reply.type != Reply::Type::string) return {};
   std::lock_guard guard(script.mutex_);
   script.sha_ = reply.text;
   return script.sha_;
@@ -197,7 +201,9 @@ std::vector<Reply> Client::eval_pipeline(const Script& script, std::span<const s
   };
   std::vector<std::vector<std::string>> commands;
   commands.reserve(calls.size());
-  for (std::size_t i = 0; i < calls.size(); ++i) commands.push_back(build("EVALSHA", sha, i));
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    commands.push_back(sha.empty() ? build("EVAL", script.source_, i) : build("EVALSHA", sha, i));
+  }
   std::vector<Reply> replies = pipeline(commands);
   // NOSCRIPT means that call did not run: send those again with the source.
   std::vector<std::size_t> missing;

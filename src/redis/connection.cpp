@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -30,6 +32,50 @@ bool is_timeout(const redisContext& context) {
          std::strcmp(context.errstr, std::strerror(EWOULDBLOCK)) == 0 ||
          std::strcmp(context.errstr, std::strerror(ETIMEDOUT)) == 0 ||
          std::strstr(context.errstr, "timed out") != nullptr;
+}
+
+// hiredis 0.14 writes with write(2): a write to a connection the server
+// closed raises SIGPIPE, which kills the process by default. This blocks
+// SIGPIPE on the calling thread while hiredis does I/O and discards one
+// raised meanwhile (the write itself then fails with EPIPE).
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    blocked_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~SigpipeBlock() {
+    if (!blocked_) return;
+    if (!was_pending_) {
+      sigset_t pending;
+      sigpending(&pending);
+      if (sigismember(&pending, SIGPIPE) == 1) {
+        const timespec zero{0, 0};
+        while (sigtimedwait(&pipe_, nullptr, &zero) == -1 && errno == EINTR) {
+        }
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_{};
+  sigset_t old_{};
+  bool was_pending_ = false;
+  bool blocked_ = false;
+};
+
+/// `text` with every occurrence of `secret` replaced by "***".
+std::string scrub(std::string text, const std::string& secret) {
+  if (secret.empty()) return text;
+  for (auto at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3)) text.replace(at, secret.size(), "***");
+  return text;
 }
 
 }  // namespace
@@ -94,7 +140,7 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
       // never contains the password.
       throw Error(Error::Kind::auth, fmt::format("{}: AUTH{} refused: {}", description_,
                                                  options.username.empty() ? "" : " as user " + options.username,
-                                                 reply.text));
+                                                 scrub(reply.text, options.password)));
     }
   }
   if (options.database != 0) {
@@ -140,16 +186,23 @@ Reply Connection::read() {
 
 Reply Connection::command(std::span<const std::string> args) {
   if (broken_) fail("using a broken connection");
+  const SigpipeBlock no_sigpipe;
+  broken_ = true;  // until the reply is read: an exception midway leaves it unusable
   append(args);
-  return read();
+  Reply reply = read();
+  broken_ = false;
+  return reply;
 }
 
 std::vector<Reply> Connection::pipeline(std::span<const std::vector<std::string>> commands) {
   if (broken_) fail("using a broken connection");
+  const SigpipeBlock no_sigpipe;
+  broken_ = true;  // until every reply is read: unread replies must not reach the next caller
   for (const auto& command : commands) append(command);
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(read());
+  broken_ = false;
   return replies;
 }
 

@@ -140,8 +140,14 @@ Leadership Elector::is_leader() {
 }
 
 Leadership Elector::campaign() {
-  std::lock_guard one_at_a_time(campaign_mutex_);
   std::uint64_t lost = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (leader_ && clock_->steady_now() >= valid_until_) lost = demote_locked();
+  }
+  notify_lost(lost);  // never under a lock: the callback may call back into us or stop the scheduler
+  lost = 0;
+  std::unique_lock one_at_a_time(campaign_mutex_);
   std::uint64_t known = 0;
   bool fresh = false;
   std::uint64_t demotions = 0;
@@ -153,8 +159,6 @@ Leadership Elector::campaign() {
     fresh = fresh_term_;
     demotions = demotions_;
   }
-  notify_lost(lost);
-  lost = 0;
   std::string error;
   std::optional<std::uint64_t> won;  // set: leader of this term
   try {
@@ -168,8 +172,10 @@ Leadership Elector::campaign() {
     } else if (answer.leader) {
       won = answer.term;
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     error = e.what();
+  } catch (...) {
+    error = client_->describe() + ": campaign failed";
   }
   Leadership answer;
   {
@@ -196,6 +202,7 @@ Leadership Elector::campaign() {
       answer = Leadership::follower();
     }
   }
+  one_at_a_time.unlock();
   notify_lost(lost);
   return answer;
 }
@@ -204,13 +211,14 @@ void Elector::keep_alive_main() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
-    const Leadership answer = campaign();
+    const Leadership answer = campaign();  // never throws: failures are answers
     lock.lock();
     if (stopping_) break;
-    // Renew at a third of the TTL; retry sooner after an error, but never
-    // sleep past the local deadline of a lease we hold.
-    auto next = clock_->steady_now() + (answer.status == Leadership::Status::error ? options_.lease_ttl / 6
-                                                                                   : options_.lease_ttl / 3);
+    // Renew at a third of the TTL (at most half the local validity, so a
+    // large renew_margin still renews before its deadline); retry sooner
+    // after an error, but never sleep past the deadline of a lease we hold.
+    const auto period = std::min<std::chrono::nanoseconds>(options_.lease_ttl / 3, valid_for_ / 2);
+    auto next = clock_->steady_now() + (answer.status == Leadership::Status::error ? period / 2 : period);
     if (leader_) next = std::min(next, valid_until_);
     while (!stopping_ && clock_->steady_now() < next) clock_->wait_until(wake_, lock, next);
   }
@@ -218,24 +226,25 @@ void Elector::keep_alive_main() {
 
 void Elector::resign() {
   stop_keep_alive();
-  std::lock_guard one_at_a_time(campaign_mutex_);
+  std::unique_lock one_at_a_time(campaign_mutex_);
+  std::string error;
   try {
     const std::array<std::string, 1> keys{options_.leader_key};
     const std::array<std::string, 1> args{identity_};
     const Reply reply = client_->eval(resign_script(), keys, args);
-    if (reply.is_error()) {
-      std::lock_guard guard(mutex_);
-      last_error_ = fmt::format("{}: resign: {}", client_->describe(), reply.text);
-    }
-  } catch (const Error& e) {
-    std::lock_guard guard(mutex_);
-    last_error_ = e.what();  // the lease then ends with its TTL
+    if (reply.is_error()) error = fmt::format("{}: resign: {}", client_->describe(), reply.text);
+  } catch (const std::exception& e) {
+    error = e.what();  // the lease then ends with its TTL
+  } catch (...) {
+    error = client_->describe() + ": resign failed";
   }
   std::uint64_t lost = 0;
   {
     std::lock_guard guard(mutex_);
+    if (!error.empty()) last_error_ = error;
     lost = demote_locked();
   }
+  one_at_a_time.unlock();
   notify_lost(lost);
 }
 

@@ -42,10 +42,11 @@ return out
 // elector holds (0: none), '1' to take the lease with a new term even if
 // the key still names us. Returns {1, term} (leader) or {0, 0}. Same key
 // and value as libtnb/cron: renew with PEXPIRE when the key holds our
-// identity, take it with SET PX when it is free.
+// identity and we know our term, take it with SET PX when it is free (or
+// ours but our term is unknown: the reply of the take was lost).
 inline constexpr const char* campaign_script = R"lua(
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] and ARGV[4] ~= '1' then
+if holder == ARGV[1] and ARGV[4] ~= '1' and tonumber(ARGV[3]) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local term = tonumber(redis.call('GET', KEYS[2]) or '0')
   local known = tonumber(ARGV[3])

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -39,18 +40,23 @@ class UriParser {
       at = 5;
       unix_socket = true;
       authority = false;
-    } else if (uri_.starts_with("rediss://")) {
-      fail(0, "scheme", "rediss:// (TLS) is not supported by hiredis 0.14; use redis:// through a TLS tunnel");
     } else {
+      // Not ours, but it may still carry a password: hide it in the message.
+      const std::size_t slashes = uri_.find("://");
+      mark_secrets(slashes == std::string_view::npos ? 0 : slashes + 3, true);
+      if (uri_.starts_with("rediss://")) {
+        fail(0, "scheme", "rediss:// (TLS) is not supported by hiredis 0.14; use redis:// through a TLS tunnel");
+      }
       fail(0, "scheme", "expected redis://, unix: or unix://");
     }
+    mark_secrets(at, authority);
     const std::size_t query_at = std::min(uri_.find('?', at), uri_.size());
     const std::string_view rest = uri_.substr(at, query_at - at);
     if (unix_socket) {
       std::size_t path_at = at;
       if (authority) {
-        // unix://[user[:password]@]/path
-        const std::size_t user_end = rest.rfind('@');
+        // unix://[user[:password]@]/path: an '@' after the first '/' is part of the path
+        const std::size_t user_end = rest.substr(0, rest.find('/')).rfind('@');
         if (user_end != std::string_view::npos) {
           parse_userinfo(at, rest.substr(0, user_end));
           path_at = at + user_end + 1;
@@ -88,23 +94,70 @@ class UriParser {
                                redacted_offset(position), reason));
   }
 
+  /// Before parsing, marks everything that may be a password, generously:
+  /// from the first ':' after the scheme (or the scheme's end) to the last
+  /// '@' (a password may hold unescaped '/', '?' or '@'), and the rest of
+  /// the URI after any query option whose name contains "pass" (its value
+  /// may hold '&'). Messages never show marked bytes.
+  void mark_secrets(std::size_t scheme_end, bool authority) {
+    if (authority) {
+      const std::size_t last_at = uri_.rfind('@');
+      if (last_at != std::string_view::npos && last_at >= scheme_end) {
+        const std::size_t colon = uri_.find(':', scheme_end);
+        secrets_.emplace_back(colon < last_at ? colon + 1 : scheme_end, last_at);
+      }
+    }
+    const std::size_t query = uri_.find('?', scheme_end);
+    for (std::size_t i = query; i != std::string_view::npos && i < uri_.size(); i = uri_.find('&', i + 1)) {
+      const std::size_t name_end = std::min(uri_.find_first_of("=&", i + 1), uri_.size());
+      std::string name(uri_.substr(i + 1, name_end - i - 1));
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (name.find("pass") != std::string::npos) {
+        secrets_.emplace_back(std::min(name_end + 1, uri_.size()), uri_.size());
+        break;
+      }
+    }
+    // Sorted and merged, for redacted() and redacted_offset().
+    std::sort(secrets_.begin(), secrets_.end());
+    std::vector<std::pair<std::size_t, std::size_t>> merged;
+    for (const auto& secret : secrets_) {
+      if (secret.first >= secret.second) continue;
+      if (!merged.empty() && secret.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, secret.second);
+      } else {
+        merged.push_back(secret);
+      }
+    }
+    secrets_ = std::move(merged);
+  }
+
+  bool overlaps_secret(std::size_t begin, std::size_t end) const {
+    return std::any_of(secrets_.begin(), secrets_.end(),
+                       [&](const auto& secret) { return begin < secret.second && secret.first < std::max(end, begin + 1); });
+  }
+
+  /// `text` (which starts at offset `at`) quoted, or "***" if it touches a secret.
+  std::string piece(std::size_t at, std::string_view text, bool quote = true) const {
+    if (overlaps_secret(at, at + text.size())) return quote ? "\"***\"" : "***";
+    return quote ? quoted(text) : quote_for_message(text);
+  }
+
   std::string redacted() const {
     std::string out(uri_);
     for (auto it = secrets_.rbegin(); it != secrets_.rend(); ++it) out.replace(it->first, it->second - it->first, "***");
     return out;
   }
 
+  /// Where `position` of the URI lands in redacted().
   std::size_t redacted_offset(std::size_t position) const {
-    std::size_t shift = 0;
+    std::size_t removed = 0, added = 0;
     for (const auto& [begin, end] : secrets_) {
-      if (position >= end) {
-        shift += (end - begin);
-        position += 3;
-      } else if (position >= begin) {
-        position = begin;
-      }
+      if (position < begin) break;
+      if (position < end) return begin - removed + added;  // inside a secret: point at its "***"
+      removed += end - begin;
+      added += 3;
     }
-    return position - shift;
+    return position - removed + added;
   }
 
   std::string decode(std::size_t at, std::string_view text, std::string_view part) const {
@@ -127,20 +180,16 @@ class UriParser {
   }
 
   void parse_userinfo(std::size_t at, std::string_view userinfo) {
-    // Mark the password as secret before decoding anything: an error in
-    // any part must not quote it.
     const std::size_t colon = userinfo.find(':');
     if (colon == std::string_view::npos) {
       // A lone word is a password in redis-cli's URI convention
       // (redis://secret@host); an ACL user needs user:password.
       if (userinfo.empty()) fail(at, "user", "empty user information before '@'");
-      secrets_.emplace_back(at, at + userinfo.size());
       options_.username.clear();
       options_.password = decode(at, userinfo, "password");
       return;
     }
     if (colon + 1 == userinfo.size()) fail(at + colon + 1, "password", "empty password (leave out the ':')");
-    secrets_.emplace_back(at + colon + 1, at + userinfo.size());
     options_.username = decode(at, userinfo.substr(0, colon), "user");
     options_.password = decode(at + colon + 1, userinfo.substr(colon + 1), "password");
   }
@@ -182,12 +231,14 @@ class UriParser {
     if (text.empty()) fail(at, part, "missing number");
     long long value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error == std::errc::result_out_of_range) fail(at, part, fmt::format("{} is out of range {}..{}", text, min, max));
+    if (error == std::errc::result_out_of_range) {
+      fail(at, part, fmt::format("{} is out of range {}..{}", piece(at, text, false), min, max));
+    }
     if (error != std::errc{} || end != text.data() + text.size() || text.front() == '-' || text.front() == '+') {
       fail(at + static_cast<std::size_t>(error != std::errc{} ? 0 : end - text.data()), part,
-           fmt::format("expected a number, got {}", quoted(text)));
+           fmt::format("expected a number, got {}", piece(at, text)));
     }
-    if (value < min || value > max) fail(at, part, fmt::format("{} is out of range {}..{}", value, min, max));
+    if (value < min || value > max) fail(at, part, fmt::format("{} is out of range {}..{}", piece(at, text, false), min, max));
     return value;
   }
 
@@ -196,7 +247,7 @@ class UriParser {
       const auto value = parse_duration(text);
       return std::chrono::ceil<std::chrono::milliseconds>(value);
     } catch (const DurationError& e) {
-      fail(at + e.position(), part, e.what());
+      fail(at + e.position(), part, overlaps_secret(at, at + text.size()) ? "invalid duration" : e.what());
     }
   }
 
@@ -209,13 +260,23 @@ class UriParser {
       const std::size_t pair_at = at + start;
       if (pair.empty()) fail(pair_at, "query", "empty option (stray '&' or '?')");
       const std::size_t equals = pair.find('=');
-      if (equals == std::string_view::npos) fail(pair_at, "query", fmt::format("option {} has no '=value'", quoted(pair)));
+      if (equals == std::string_view::npos) {
+        fail(pair_at, "query", fmt::format("option {} has no '=value'", piece(pair_at, pair)));
+      }
       const std::string name(pair.substr(0, equals));
       const std::size_t value_at = pair_at + equals + 1;
       const std::string_view raw = pair.substr(equals + 1);
-      if (name == "password") secrets_.emplace_back(value_at, value_at + raw.size());
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) fail(pair_at, name, "given twice");
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        fail(pair_at, "query", fmt::format("option {} given twice", piece(pair_at, name)));
+      }
       seen.push_back(name);
+      static constexpr std::string_view known[] = {"db", "connect_timeout", "command_timeout", "pool_size", "password",
+                                                   "user"};
+      if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
+        fail(pair_at, "query",
+             fmt::format("unknown option {} (known: db, connect_timeout, command_timeout, pool_size, password, user)",
+                         piece(pair_at, name)));
+      }
       const std::string value = decode(value_at, raw, name);
       if (name == "db") {
         options_.database = static_cast<int>(number(value_at, value, name, 0, std::numeric_limits<int>::max()));
@@ -228,12 +289,8 @@ class UriParser {
       } else if (name == "password") {
         if (value.empty()) fail(value_at, name, "empty password");
         options_.password = value;
-      } else if (name == "user") {
+      } else {  // user
         options_.username = value;
-      } else {
-        fail(pair_at, "query",
-             fmt::format("unknown option {} (known: db, connect_timeout, command_timeout, pool_size, password, user)",
-                         quoted(name)));
       }
       start = end + 1;
     }
@@ -241,7 +298,7 @@ class UriParser {
 
   std::string_view uri_;
   ClientOptions options_;
-  std::vector<std::pair<std::size_t, std::size_t>> secrets_;  // [begin, end) of passwords, in order
+  std::vector<std::pair<std::size_t, std::size_t>> secrets_;  // [begin, end) that may hold passwords; sorted, disjoint
 };
 
 void check_duration(std::string_view field, std::chrono::milliseconds value) {

@@ -172,6 +172,14 @@ TEST(RedisClaimer, ClaimsSurviveScriptFlushAndServerRestart) {
   EXPECT_GT(after_restart.fence, after_flush[0].fence);
 }
 
+TEST(RedisClaimer, RefusedScriptLoadIsAnErrorResult) {
+  test::RedisServer server(test::RedisServer::Options{.password = "p4ss", .extra_args = {}});
+  Claimer claimer(std::make_shared<Client>(parse_uri(server.uri())));  // no password
+  const auto result = claimer.claim("k@2026-01-01T00:00:00Z");
+  EXPECT_EQ(result.status, ClaimResult::Status::error);
+  EXPECT_NE(result.error.find("NOAUTH"), std::string::npos) << result.error;
+}
+
 TEST(RedisClaimer, FailuresAreErrorResultsNamingTheServerNotExceptions) {
   const auto port = test::free_port();
   auto client = std::make_shared<Client>(parse_uri("redis://:pw@127.0.0.1:" + std::to_string(port)));

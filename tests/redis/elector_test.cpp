@@ -152,6 +152,56 @@ TEST(RedisElector, ALeaderThatCannotRenewDemotesItselfAtItsLocalDeadline) {
   EXPECT_GT(a.state().term, term);
 }
 
+TEST(RedisElector, ALargeRenewMarginStillRenewsBeforeTheDeadline) {
+  // Review finding: with renew_margin >= 2/3 TTL the keep-alive woke exactly
+  // at the local deadline and took a new term every cycle.
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  Elector a(client, {.leader_key = key, .lease_ttl = 300ms, .keep_alive = true, .renew_margin = 250ms});
+  std::atomic<int> lost{0};
+  a.on_leadership_lost([&](std::uint64_t) { ++lost; });
+  ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
+  const auto term = a.state().term;
+  const auto until = std::chrono::steady_clock::now() + 600ms;  // two TTLs
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(a.state().term, term);
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(lost.load(), 0);
+}
+
+TEST(RedisElector, ACallbackMayCallBackIntoTheElector) {
+  // Review finding: the lost callback ran under the campaign lock, so a
+  // callback calling is_leader() or resign() deadlocked.
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  Elector a(client, {.leader_key = key});
+  std::atomic<bool> called{false};
+  a.on_leadership_lost([&](std::uint64_t) {
+    (void)a.is_leader();
+    a.resign();
+    called = true;
+  });
+  ASSERT_EQ(a.is_leader().status, Leadership::Status::leader);
+  ASSERT_EQ(client->command({"SET", key, "someone-else"}).text, "OK");  // taken over
+  EXPECT_EQ(a.is_leader().status, Leadership::Status::follower);
+  EXPECT_TRUE(called.load());
+}
+
+TEST(RedisElector, RefusedScriptLoadIsAnErrorAnswerNotAnException) {
+  // Review finding: an error reply to SCRIPT LOAD (NOAUTH, LOADING, NOPERM)
+  // threw out of is_leader() and, on the keep-alive thread, terminated.
+  test::RedisServer server(test::RedisServer::Options{.password = "p4ss", .extra_args = {}});
+  auto client = client_for(server.uri());  // no password
+  Elector seed_mode(client, {.leader_key = "l"});
+  const auto answer = seed_mode.is_leader();
+  EXPECT_EQ(answer.status, Leadership::Status::error);
+  EXPECT_NE(answer.error.find("NOAUTH"), std::string::npos) << answer.error;
+  Elector keep_alive(client, {.leader_key = "l", .lease_ttl = 300ms, .keep_alive = true});
+  ASSERT_TRUE(eventually([&] { return !keep_alive.state().last_error.empty(); }, 2000ms));
+  EXPECT_NE(keep_alive.state().last_error.find("NOAUTH"), std::string::npos);
+}
+
 TEST(RedisElector, UnreachableRedisIsAnElectionErrorNotAHang) {
   auto client = client_for("redis://127.0.0.1:" + std::to_string(test::free_port()), 300ms);
   Elector e(client);
