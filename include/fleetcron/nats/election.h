@@ -1,0 +1,137 @@
+// fleetcron::nats::Election — choria's NATS KV leader election
+// (asyncjobs/election) in C++, with its reference behaviour and these
+// additions: stop() resigns, candidates watch the key so a graceful
+// handover takes milliseconds, a leader's backoff never outlasts its lease,
+// a local renew deadline, and a fencing token.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/clock.h"
+#include "fleetcron/nats/connection.h"
+
+namespace fleetcron::nats {
+
+enum class State { unknown, candidate, leader };
+/// "unknown", "candidate", "leader".
+[[nodiscard]] std::string_view to_string(State state) noexcept;
+
+/// The wait before the n-th campaign (n = consecutive failed campaigns;
+/// 0 for a leader). Replaces the default interval (75% of the bucket TTL).
+class Backoff {
+ public:
+  virtual ~Backoff() = default;
+  [[nodiscard]] virtual std::chrono::nanoseconds duration(int n) const = 0;
+};
+
+struct ElectionOptions {
+  /// Before each campaign, with the state it campaigns in.
+  std::function<void(State)> on_campaign;
+  /// Leadership announced: after the first renewal that follows the win
+  /// (one campaign interval), or at once when the previous leader resigned.
+  std::function<void()> on_won;
+  /// Announced leadership ended (lost, demoted, or stopped).
+  std::function<void()> on_lost;
+  std::shared_ptr<const Backoff> backoff;
+  std::function<void(std::string_view message)> debug;
+  /// A random wait, uniform in [0, startup_splay), before the first
+  /// campaign, so a fleet started together does not stampede. The
+  /// reference waits up to 5 s; tests set 0.
+  std::chrono::nanoseconds startup_splay = std::chrono::seconds{5};
+  /// The reference accepts a bucket TTL from 10 s to 1 h only. Tests with
+  /// short TTLs turn this off (the TTL must still be at least 10 ms).
+  bool validate_ttl = true;
+  /// A leader that has not renewed for TTL - renew_margin on its steady
+  /// clock demotes itself, even while a KV call is stuck. nullopt: TTL / 5.
+  std::optional<std::chrono::nanoseconds> renew_margin;
+  /// Steady time for waits and the deadline. Default: the system clock.
+  std::shared_ptr<Clock> clock;
+};
+
+/// One candidate for leadership of `key` in `bucket`, under `name` (its
+/// identity: unique among the candidates). Thread-safe. Callbacks run on
+/// the election's threads, one at a time, never under its lock: they may
+/// call is_leader(), state() or stop().
+class Election {
+ public:
+  /// Reads the bucket's TTL (one request). Throws std::invalid_argument
+  /// ("bucket TTL should be 10 seconds or more", "bucket TTL should be less
+  /// than or equal to 1 hour", a blank name or key, a key NATS refuses) or
+  /// Error if the bucket cannot be read.
+  Election(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options = {});
+  /// Stops; must not run while start() is still running on another thread.
+  ~Election();
+  Election(const Election&) = delete;
+  Election& operator=(const Election&) = delete;
+
+  /// Campaigns until stop() or `stop_token` asks it to end, then resigns
+  /// and returns (after at most one in-flight KV request). Throws
+  /// std::logic_error("election already running") if already started; a
+  /// stopped election can be started again.
+  void start(std::stop_token stop_token = {});
+  /// Ends start() from any thread, callbacks included; does not block.
+  void stop();
+
+  /// True once leadership is announced (on_won) and while it holds.
+  [[nodiscard]] bool is_leader() const;
+  [[nodiscard]] State state() const;
+  /// The key's revision when this election won: revisions only grow, so it
+  /// is a fencing token. 0 unless leader.
+  [[nodiscard]] std::uint64_t fencing_token() const;
+  /// 75% of the bucket TTL.
+  [[nodiscard]] std::chrono::nanoseconds campaign_interval() const noexcept { return interval_; }
+  [[nodiscard]] std::chrono::nanoseconds bucket_ttl() const noexcept { return ttl_; }
+  /// The last campaign's error ("" after a clean campaign).
+  [[nodiscard]] std::string last_error() const;
+
+  /// The value a resigning leader writes: no candidate name can equal it.
+  static constexpr std::string_view resigned_marker = std::string_view("\0fleetcron-resigned\0", 20);
+
+ private:
+  struct Callbacks;
+  void campaign(Callbacks& after);
+  void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
+  void maintain(Callbacks& after, Clock::SteadyTime sent);
+  void take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent);
+  void wait_for_next_campaign(std::chrono::nanoseconds wait);
+  void resign(Callbacks& after);
+  void deadline_main(std::stop_token stop);
+  /// Leader to candidate; sets after.lost if leadership was announced.
+  void lose_locked(Callbacks& after);
+  void run(const Callbacks& after);
+  void log(const std::string& message) const;
+
+  std::string name_, key_;
+  std::shared_ptr<Bucket> bucket_;
+  ElectionOptions options_;
+  std::shared_ptr<Clock> clock_;
+  std::chrono::nanoseconds ttl_{0}, interval_{0}, valid_for_{0};
+
+  mutable std::mutex mutex_;  // guards the members below
+  std::condition_variable wake_;
+  bool started_ = false;
+  bool stopping_ = false;
+  bool finished_ = true;  // start() is past its loop: the deadline thread leaves
+  State state_ = State::unknown;
+  std::uint64_t last_revision_ = 0;  // 0: none (never a valid "last" for a CAS: 0 means "absent")
+  bool notify_next_ = false;         // won, not yet announced
+  bool announced_ = false;
+  std::uint64_t won_revision_ = 0;
+  std::uint64_t losses_ = 0;  // counts lose_locked(): a renewal that raced a loss is a new win
+  Clock::SteadyTime valid_until_{};
+  int tries_ = 0;
+  std::string last_error_;
+  Watcher* watcher_ = nullptr;  // while a candidate waits on it
+  mutable std::recursive_mutex callback_mutex_;  // one callback at a time
+};
+
+}  // namespace fleetcron::nats

@@ -1,0 +1,408 @@
+#include "fleetcron/nats/election.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "fleetcron/duration.h"
+#include "nats/keys.h"
+
+namespace fleetcron::nats {
+
+namespace {
+
+// How long a waiting candidate blocks in one watcher call, at most: the
+// watcher's own timeout, so the wait also notices the campaign deadline.
+constexpr auto watch_slice = std::chrono::milliseconds{250};
+constexpr auto min_unvalidated_ttl = std::chrono::milliseconds{10};
+
+}  // namespace
+
+struct Election::Callbacks {
+  bool won = false;
+  bool lost = false;
+};
+
+std::string_view to_string(State state) noexcept {
+  switch (state) {
+    case State::unknown: return "unknown";
+    case State::candidate: return "candidate";
+    case State::leader: return "leader";
+  }
+  return "";
+}
+
+Election::Election(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options)
+    : name_(std::move(name)), key_(std::move(key)), bucket_(std::move(bucket)), options_(std::move(options)) {
+  if (!bucket_) throw std::invalid_argument("nats::Election: bucket is null");
+  if (name_.empty() || name_.find('\0') != std::string::npos) {
+    throw std::invalid_argument("nats::Election: the name must be non-empty, without NUL bytes");
+  }
+  if (!detail::valid_key(key_)) {
+    throw std::invalid_argument(fmt::format("nats::Election: key \"{}\" is not a valid NATS key "
+                                            "(letters, digits, _ - / = . \\; no leading, trailing or double '.')",
+                                            key_));
+  }
+  if (options_.startup_splay < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format("nats::ElectionOptions.startup_splay: {} is negative",
+                                            format_duration(options_.startup_splay)));
+  }
+  clock_ = options_.clock ? options_.clock : system_clock();
+  ttl_ = bucket_->ttl();
+  if (options_.validate_ttl) {
+    if (ttl_ < std::chrono::seconds{10}) throw std::invalid_argument("bucket TTL should be 10 seconds or more");
+    if (ttl_ > std::chrono::hours{1}) throw std::invalid_argument("bucket TTL should be less than or equal to 1 hour");
+  } else if (ttl_ < min_unvalidated_ttl) {
+    throw std::invalid_argument(fmt::format("bucket TTL should be 10 milliseconds or more (it is {})",
+                                            format_duration(ttl_)));
+  }
+  interval_ = ttl_ * 3 / 4;
+  const auto margin = options_.renew_margin.value_or(ttl_ / 5);
+  if (margin < std::chrono::nanoseconds::zero() || margin >= ttl_) {
+    throw std::invalid_argument(fmt::format("nats::ElectionOptions.renew_margin: {} is outside 0 .. bucket TTL {}",
+                                            format_duration(margin), format_duration(ttl_)));
+  }
+  valid_for_ = ttl_ - margin;
+  log(fmt::format("Campaign interval: {}", format_duration(interval_)));
+}
+
+Election::~Election() { stop(); }
+
+void Election::log(const std::string& message) const {
+  if (options_.debug) options_.debug(message);
+}
+
+void Election::stop() {
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+    if (watcher_ != nullptr) watcher_->stop();  // wakes a candidate blocked on the watch
+  }
+  wake_.notify_all();
+}
+
+bool Election::is_leader() const {
+  std::lock_guard guard(mutex_);
+  return state_ == State::leader && announced_ && clock_->steady_now() < valid_until_;
+}
+
+State Election::state() const {
+  std::lock_guard guard(mutex_);
+  if (state_ == State::leader && clock_->steady_now() >= valid_until_) return State::candidate;  // demotion under way
+  return state_;
+}
+
+std::uint64_t Election::fencing_token() const {
+  std::lock_guard guard(mutex_);
+  return state_ == State::leader ? won_revision_ : 0;
+}
+
+std::string Election::last_error() const {
+  std::lock_guard guard(mutex_);
+  return last_error_;
+}
+
+void Election::run(const Callbacks& after) {
+  if (!after.won && !after.lost) return;
+  std::lock_guard one_at_a_time(callback_mutex_);
+  try {
+    if (after.lost && options_.on_lost) options_.on_lost();
+    if (after.won && options_.on_won) options_.on_won();
+  } catch (const std::exception& e) {
+    log(std::string("a callback threw: ") + e.what());
+  } catch (...) {
+    log("a callback threw");
+  }
+}
+
+void Election::start(std::stop_token stop_token) {
+  {
+    std::lock_guard guard(mutex_);
+    if (started_) throw std::logic_error("election already running");
+    started_ = true;
+    stopping_ = false;
+    finished_ = false;
+    state_ = State::candidate;
+    last_revision_ = 0;
+    notify_next_ = announced_ = false;
+    won_revision_ = 0;
+    tries_ = 0;
+  }
+  std::stop_callback on_stop(stop_token, [this] { stop(); });
+  std::thread deadline([this] { deadline_main({}); });
+  std::unique_ptr<Watcher> watcher;
+  auto finish = [&] {
+    {
+      std::lock_guard guard(mutex_);
+      watcher_ = nullptr;
+      finished_ = true;
+    }
+    wake_.notify_all();
+    deadline.join();
+    watcher.reset();
+    std::lock_guard guard(mutex_);
+    state_ = State::candidate;
+    started_ = false;
+  };
+  try {
+    if (options_.startup_splay > std::chrono::nanoseconds::zero()) {
+      std::mt19937_64 random(std::random_device{}());
+      std::uniform_int_distribution<std::int64_t> pick(0, options_.startup_splay.count() - 1);
+      const auto splay = std::chrono::nanoseconds{pick(random)};
+      log(fmt::format("Start-up splay: {}", format_duration(splay)));
+      std::unique_lock lock(mutex_);
+      const auto until = clock_->steady_now() + splay;
+      while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
+    }
+    while (true) {
+      {
+        std::lock_guard guard(mutex_);
+        if (stopping_) break;
+      }
+      Callbacks after;
+      campaign(after);
+      run(after);
+      std::chrono::nanoseconds wait = interval_;
+      bool leader = false;
+      {
+        std::lock_guard guard(mutex_);
+        if (stopping_) break;
+        leader = state_ == State::leader;
+        if (options_.backoff) wait = options_.backoff->duration(leader ? 0 : tries_);
+        if (leader) {
+          // Never wait past the lease: renew before the local deadline.
+          const auto left = valid_until_ - clock_->steady_now();
+          wait = std::min(wait, left * 9 / 10);
+        }
+      }
+      wait = std::max(wait, std::chrono::nanoseconds::zero());
+      if (leader) {
+        std::unique_lock lock(mutex_);
+        const auto until = clock_->steady_now() + wait;
+        while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
+        continue;
+      }
+      // A candidate waits on a watch of the key, so a deletion or a
+      // resignation starts the next campaign at once.
+      if (!watcher) {
+        try {
+          watcher = bucket_->watch(key_);
+          std::lock_guard guard(mutex_);
+          watcher_ = watcher.get();
+          if (stopping_) watcher_->stop();
+        } catch (const Error& e) {
+          log(std::string("cannot watch the key, polling instead: ") + e.what());
+        }
+      }
+      const auto until = clock_->steady_now() + wait;
+      bool watching = watcher != nullptr;
+      while (true) {
+        const auto now = clock_->steady_now();
+        {
+          std::unique_lock lock(mutex_);
+          if (stopping_ || now >= until) break;
+          if (!watching) {
+            clock_->wait_until(wake_, lock, until);
+            continue;
+          }
+        }
+        try {
+          const auto slice = std::min<std::chrono::nanoseconds>(until - now, watch_slice);
+          const auto change = watcher->next(std::max(std::chrono::ceil<std::chrono::milliseconds>(slice),
+                                                     std::chrono::milliseconds{1}));
+          if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
+            log(fmt::format("key {} {} at revision {}: campaigning now", key_,
+                            change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
+            break;
+          }
+        } catch (const Error& e) {
+          log(std::string("watch failed, polling instead: ") + e.what());
+          watching = false;
+          std::lock_guard guard(mutex_);
+          watcher_ = nullptr;
+          watcher.reset();
+        }
+      }
+    }
+    Callbacks after;
+    resign(after);
+    run(after);
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+}
+
+void Election::campaign(Callbacks& after) {
+  State state = State::candidate;
+  {
+    std::lock_guard guard(mutex_);
+    state = state_;
+  }
+  if (options_.on_campaign) {
+    std::lock_guard one_at_a_time(callback_mutex_);
+    try {
+      options_.on_campaign(state);
+    } catch (...) {
+      log("on_campaign threw");
+    }
+  }
+  const auto sent = clock_->steady_now();
+  if (state == State::leader) {
+    maintain(after, sent);
+  } else {
+    campaign_as_candidate(after, sent);
+  }
+}
+
+void Election::take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent) {
+  state_ = State::leader;
+  last_revision_ = revision;
+  won_revision_ = revision;
+  valid_until_ = sent + valid_for_;
+  notify_next_ = !announce_now;
+  announced_ = announce_now;
+  tries_ = 0;
+  last_error_.clear();
+  wake_.notify_all();  // the deadline thread re-arms
+}
+
+void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
+  try {
+    if (const auto revision = bucket_->create(key_, name_)) {
+      std::lock_guard guard(mutex_);
+      take_over(*revision, false, sent);
+      log(fmt::format("won {} at revision {}; announcing after the next renewal", key_, *revision));
+      return;
+    }
+    // Taken. By a resignation (take it over and announce at once: the old
+    // leader announced its loss before writing the marker), or by our own
+    // record (a write whose reply was lost, or a lease we were demoted
+    // from): take it back by compare-and-swap.
+    const auto entry = bucket_->get(key_);
+    if (entry && entry->operation == Entry::Operation::put &&
+        (entry->value == resigned_marker || entry->value == name_)) {
+      const bool resigned = entry->value == resigned_marker;
+      if (const auto revision = bucket_->update(key_, name_, entry->revision)) {
+        std::lock_guard guard(mutex_);
+        take_over(*revision, resigned, sent);
+        after.won = resigned;
+        log(fmt::format("took over {} at revision {} ({})", key_, *revision,
+                        resigned ? "the leader resigned" : "our own record"));
+        return;
+      }
+    }
+    std::lock_guard guard(mutex_);
+    ++tries_;
+    last_error_.clear();
+  } catch (const Error& e) {
+    std::lock_guard guard(mutex_);
+    ++tries_;
+    last_error_ = e.what();
+    log(std::string("campaign create failed: ") + e.what());
+  }
+}
+
+void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
+  std::uint64_t last = 0, losses = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ != State::leader || last_revision_ == 0) return;  // demoted meanwhile: campaign next time
+    last = last_revision_;
+    losses = losses_;
+  }
+  std::optional<std::uint64_t> revision;
+  std::string error;
+  try {
+    revision = bucket_->update(key_, name_, last);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  std::lock_guard guard(mutex_);
+  if (stopping_ && !error.empty()) return;  // our own stop interrupted it: the shutdown path decides
+  last_error_ = error;
+  if (revision && losses != losses_) {
+    // Demoted by the deadline while this renewal was in flight (its loss
+    // was announced): the key is ours again, as a new win.
+    take_over(*revision, false, sent);
+    return;
+  }
+  if (revision) {
+    last_revision_ = *revision;
+    valid_until_ = sent + valid_for_;
+    wake_.notify_all();
+    if (notify_next_) {
+      notify_next_ = false;
+      announced_ = true;
+      after.won = true;
+      log(fmt::format("leader of {} since revision {}", key_, won_revision_));
+    }
+    return;
+  }
+  log(fmt::format("key update failed, moving to candidate state: {}", error.empty() ? "revision changed" : error));
+  lose_locked(after);
+}
+
+void Election::lose_locked(Callbacks& after) {
+  if (state_ != State::leader) return;
+  state_ = State::candidate;
+  last_revision_ = 0;
+  won_revision_ = 0;
+  tries_ = 0;
+  ++losses_;
+  if (notify_next_) {
+    notify_next_ = false;  // never announced: nothing to retract
+  } else if (announced_) {
+    announced_ = false;
+    after.lost = true;
+  }
+}
+
+void Election::resign(Callbacks& after) {
+  std::uint64_t last = 0;
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ != State::leader) return;
+    last = last_revision_;
+    lose_locked(after);
+  }
+  // Announce the loss first, then free the key: a candidate that sees the
+  // marker may announce at once without two announced leaders.
+  run(after);
+  after = {};
+  if (last == 0) return;
+  try {
+    if (bucket_->update(key_, resigned_marker, last)) {
+      log(fmt::format("resigned {}", key_));
+    }
+  } catch (const Error& e) {
+    log(std::string("resign failed; the key expires with its TTL: ") + e.what());
+  }
+}
+
+void Election::deadline_main(std::stop_token) {  // ends when start() finishes
+  std::unique_lock lock(mutex_);
+  while (!finished_) {
+    const auto now = clock_->steady_now();
+    if (state_ == State::leader && now >= valid_until_) {
+      log(fmt::format("not renewed within {}: demoting", format_duration(valid_for_)));
+      Callbacks after;
+      lose_locked(after);
+      lock.unlock();
+      run(after);
+      lock.lock();
+      continue;
+    }
+    if (state_ == State::leader) {
+      clock_->wait_until(wake_, lock, valid_until_);
+    } else {
+      clock_->wait_until(wake_, lock, now + std::chrono::seconds{1});
+    }
+  }
+}
+
+}  // namespace fleetcron::nats

@@ -1,0 +1,148 @@
+// nats::Connection and Bucket against real nats-server processes, plus the
+// key encoding (no server).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "fleetcron/nats/coordination.h"
+#include "nats_server.h"
+
+namespace fleetcron::nats {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<Connection> connect(const std::string& url) {
+  ConnectionOptions options;
+  options.servers = {url};
+  options.request_timeout = 1000ms;
+  options.connect_timeout = 1000ms;
+  return Connection::connect(options);
+}
+
+std::string invalid(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(NatsOptions, ValidateAndDescribeWithoutSecrets) {
+  ConnectionOptions options;
+  options.servers.clear();
+  EXPECT_EQ(invalid([&] { validate(options); }), "nats::ConnectionOptions.servers: empty");
+  options = {};
+  options.token = "t0ken";
+  options.user = "u";
+  EXPECT_EQ(invalid([&] { validate(options); }),
+            "nats::ConnectionOptions: give one of user/password, token, credentials_file, nkey_seed_file");
+  options = {};
+  options.request_timeout = 0ms;
+  EXPECT_EQ(invalid([&] { validate(options); }), "nats::ConnectionOptions.request_timeout: 0s is out of range 1ms..1h");
+  options = {};
+  options.servers = {"nats://a:1", "nats://bob:hunter2@b:2"};
+  options.user = "cron";
+  options.password = "s3cret";
+  const std::string text = describe(options);
+  EXPECT_EQ(text, "nats://a:1,nats://***@b:2 (user cron)");
+}
+
+TEST(NatsKeys, EncodingIsValidInjectiveAndStable) {
+  EXPECT_EQ(encode_key("job@2026-01-02T15:04:05.5Z"), "job=402026-01-02T15=3A04=3A05=2E5Z");
+  EXPECT_EQ(encode_key("a=b"), "a=3Db");
+  EXPECT_EQ(encode_key("x.y z"), "x=2Ey=20z");
+  // Distinct fire keys stay distinct, including ones that look encoded.
+  std::set<std::string> seen;
+  for (const char* key : {"a=40b", "a@b", "a=3D40b", "a.b", "a=2Eb", "a_b", "a-b", "a/b"}) {
+    EXPECT_TRUE(seen.insert(encode_key(key)).second) << key;
+  }
+}
+
+TEST(NatsBucket, CreateUpdateGetRemoveSemantics) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 60s});
+  EXPECT_EQ(bucket->ttl(), 60s);
+  const auto first = bucket->create("k", "a");
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(bucket->create("k", "b"));               // taken
+  EXPECT_FALSE(bucket->update("k", "b", *first + 99));  // stale revision
+  const auto second = bucket->update("k", "b", *first);
+  ASSERT_TRUE(second);
+  EXPECT_GT(*second, *first);
+  const auto entry = bucket->get("k");
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->value, "b");
+  EXPECT_EQ(entry->revision, *second);
+  bucket->remove("k");
+  EXPECT_FALSE(bucket->get("k"));
+  EXPECT_TRUE(bucket->create("k", "c"));  // over the delete marker
+  EXPECT_THROW((void)bucket->create("bad key!", "x"), Error);
+}
+
+TEST(NatsBucket, AnExistingBucketWithADifferentConfigurationIsAClearError) {
+  auto connection = connect(test::shared_nats_url());
+  const std::string name = test::unique_bucket();
+  (void)connection->bucket(BucketConfig{.name = name, .ttl = 60s});
+  (void)connection->bucket(BucketConfig{.name = name, .ttl = 60s});  // same: binds
+  try {
+    (void)connection->bucket(BucketConfig{.name = name, .ttl = 10min});
+    FAIL() << "a different TTL was accepted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("bucket " + name + " exists with TTL 1m0s, history 1, replicas 1; wanted TTL 10m0s"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_THROW((void)connection->bucket(std::string("NO_SUCH_BUCKET_") + name), Error);
+  EXPECT_EQ(invalid([&] { (void)connection->bucket(BucketConfig{.name = "x", .history = 0}); }),
+            "nats::BucketConfig.history: 0 is out of range 1..64");
+}
+
+TEST(NatsConnection, WrongCredentialsAndUnreachableServersAreErrors) {
+  test::NatsServer server(test::NatsServer::Options{.user = "cron", .password = "right-pass"});
+  ConnectionOptions options;
+  options.servers = {server.url()};
+  options.user = "cron";
+  options.password = "wrong-pass";
+  options.max_reconnects = 0;
+  try {
+    (void)Connection::connect(options);
+    FAIL() << "wrong password accepted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("(user cron): connect"), std::string::npos) << message;
+    EXPECT_NE(message.find("Authentication Violation"), std::string::npos) << message;
+    EXPECT_EQ(message.find("wrong-pass"), std::string::npos) << message;
+  }
+  options.password = "right-pass";
+  EXPECT_NO_THROW((void)Connection::connect(options));
+
+  ConnectionOptions nowhere;
+  nowhere.servers = {"nats://127.0.0.1:1"};
+  nowhere.max_reconnects = 0;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)Connection::connect(nowhere), Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+}
+
+TEST(NatsClaimer, FirstWriterWinsRevisionsAreFencesAndTheBucketNeedsATtl) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10min});
+  Claimer a(bucket), b(bucket);
+  EXPECT_EQ(a.claim_ttl(), 10min);
+  const auto first = a.claim("report@2026-01-02T15:04:05Z");
+  ASSERT_EQ(first.status, ClaimResult::Status::claimed) << first.error;
+  EXPECT_EQ(b.claim("report@2026-01-02T15:04:05Z").status, ClaimResult::Status::already_claimed);
+  const auto second = b.claim("report@2026-01-02T15:05:05Z");
+  ASSERT_EQ(second.status, ClaimResult::Status::claimed);
+  EXPECT_GT(second.fence, first.fence);
+  EXPECT_TRUE(bucket->get(encode_key("report@2026-01-02T15:04:05Z")));
+  EXPECT_EQ(a.claim(" ").status, ClaimResult::Status::error);
+  auto forever = connection->bucket(BucketConfig{.name = test::unique_bucket()});
+  EXPECT_NE(invalid([&] { Claimer c(forever); }).find("has no TTL, so claims would never expire"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fleetcron::nats

@@ -1,0 +1,268 @@
+// nats::Election against a real nats-server: the reference's scenarios
+// (asyncjobs/election tests), TTL validation, resignation, restarts.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "fleetcron/nats/coordination.h"
+#include "nats_server.h"
+
+namespace fleetcron::nats {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<Connection> connect(const std::string& url) {
+  ConnectionOptions options;
+  options.servers = {url};
+  options.request_timeout = 500ms;
+  return Connection::connect(options);
+}
+
+// Short TTLs as in the reference tests (750 ms: interval 562.5 ms), so the
+// reference's TTL rule is off and there is no splay: explicit options.
+ElectionOptions fast() {
+  ElectionOptions options;
+  options.startup_splay = 0ms;
+  options.validate_ttl = false;
+  return options;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+TEST(NatsElection, StateNamesAndTtlValidation) {
+  EXPECT_EQ(to_string(State::unknown), "unknown");
+  EXPECT_EQ(to_string(State::candidate), "candidate");
+  EXPECT_EQ(to_string(State::leader), "leader");
+  auto connection = connect(test::shared_nats_url());
+  auto long_ttl = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 24h});
+  auto short_ttl = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 5s});
+  auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no exception)";
+  };
+  EXPECT_EQ(message([&] { Election e("n", "election", long_ttl); }), "bucket TTL should be less than or equal to 1 hour");
+  EXPECT_EQ(message([&] { Election e("n", "election", short_ttl); }), "bucket TTL should be 10 seconds or more");
+  EXPECT_EQ(message([&] { Election e("n", "bad key", short_ttl, fast()); }).find("key \"bad key\" is not a valid NATS key"),
+            16u);
+  auto ten = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s});
+  auto hour = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1h});
+  Election at_ten("n", "election", ten);  // bounds are inclusive
+  Election at_hour("n", "election", hour);
+  EXPECT_EQ(at_ten.campaign_interval(), 7500ms);
+}
+
+TEST(NatsElection, StopUnblocksStartAndAStoppedElectionRestarts) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  Election election("solo", "election", bucket, fast());
+  EXPECT_FALSE(election.is_leader());
+  EXPECT_EQ(election.state(), State::unknown);
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<bool> returned{false};
+    std::thread runner([&] {
+      election.start();
+      returned = true;
+    });
+    ASSERT_TRUE(eventually([&] { return election.is_leader(); }, 3000ms)) << "round " << round;
+    EXPECT_EQ(election.state(), State::leader);
+    EXPECT_THROW(election.start(), std::logic_error);  // already running
+    election.stop();
+    EXPECT_TRUE(eventually([&] { return returned.load(); }, 3000ms));
+    runner.join();
+    EXPECT_FALSE(election.is_leader());
+    EXPECT_EQ(election.state(), State::candidate);
+  }
+}
+
+TEST(NatsElection, OnLostFiresAtShutdownAfterOnWonAndTheKeyIsResigned) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  std::atomic<int> wins{0}, losses{0};
+  auto options = fast();
+  options.on_won = [&] { ++wins; };
+  options.on_lost = [&] { ++losses; };
+  Election election("leader-1", "election", bucket, options);
+  std::stop_source stop;
+  std::thread runner([&] { election.start(stop.get_token()); });
+  ASSERT_TRUE(eventually([&] { return wins.load() == 1; }, 3000ms));
+  const auto token = election.fencing_token();
+  EXPECT_GT(token, 0u);
+  stop.request_stop();  // the stop token, like the reference's ctx
+  runner.join();
+  EXPECT_EQ(wins.load(), 1);
+  EXPECT_EQ(losses.load(), 1);
+  const auto entry = bucket->get("election");
+  ASSERT_TRUE(entry);
+  EXPECT_EQ(entry->value, Election::resigned_marker);  // resigned, revision-checked
+}
+
+TEST(NatsElection, NoOnLostWhenLeadershipIsLostBeforeItWasAnnounced) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  std::atomic<int> losses{0};
+  std::atomic<bool> deleted{false};
+  auto options = fast();
+  options.on_lost = [&] { ++losses; };
+  options.on_campaign = [&](State state) {
+    // The tick between the winning create and the first renewal: delete.
+    if (state == State::leader && !deleted.exchange(true)) bucket->remove("election");
+  };
+  Election election("e", "election", bucket, options);
+  std::thread runner([&] { election.start(); });
+  ASSERT_TRUE(eventually([&] { return deleted.load(); }, 3000ms));
+  std::this_thread::sleep_for(1500ms);  // a window in which an OnLost would show (the reference waits 1.5 s)
+  EXPECT_EQ(losses.load(), 0);          // (it wins again meanwhile; stopping then would announce a loss)
+  election.stop();
+  runner.join();
+}
+
+TEST(NatsElection, TenCandidatesUnderKeyKillsNeverHaveTwoAnnouncedLeaders) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  std::mutex mutex;
+  int active = 0, max_active = 0, wins = 0, losses = 0, other_losses = 0;
+  std::atomic<bool> running{true};
+  std::vector<std::unique_ptr<Election>> elections;
+  for (int i = 0; i < 10; ++i) {
+    auto options = fast();
+    options.startup_splay = 500ms;
+    options.on_won = [&] {
+      std::lock_guard guard(mutex);
+      ++wins;
+      max_active = std::max(max_active, ++active);
+    };
+    options.on_lost = [&] {
+      std::lock_guard guard(mutex);
+      ++losses;
+      --active;
+    };
+    elections.push_back(std::make_unique<Election>("member " + std::to_string(i), "election", bucket, options));
+  }
+  for (int i = 0; i < 2; ++i) {  // a second key in the same bucket must be unaffected
+    auto options = fast();
+    options.on_lost = [&] {
+      std::lock_guard guard(mutex);
+      if (running) ++other_losses;
+    };
+    elections.push_back(std::make_unique<Election>("other " + std::to_string(i), "other", bucket, options));
+  }
+  std::vector<std::thread> threads;
+  for (auto& election : elections) threads.emplace_back([&election] { election->start(); });
+  int kills = 0;
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(100ms);  // the reference's pace
+    bool someone_leads = false;
+    {
+      std::lock_guard guard(mutex);
+      someone_leads = active > 0;
+    }
+    if (!someone_leads) continue;
+    ++kills;
+    if (kills % 3 == 0) {
+      bucket->remove("election");
+    } else {
+      (void)bucket->put("election", "");  // corrupt it
+    }
+  }
+  running = false;
+  for (auto& election : elections) election->stop();
+  for (auto& thread : threads) thread.join();
+  std::lock_guard guard(mutex);
+  EXPECT_GE(kills, 4);
+  EXPECT_GE(wins, 4);
+  EXPECT_GE(losses, 4);
+  EXPECT_LE(max_active, 1);
+  EXPECT_EQ(other_losses, 0);
+}
+
+TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
+  auto connection = connect(test::shared_nats_url());
+  // A reference-sized TTL: without resignation and the watch, a handover
+  // would take up to 10 s plus a campaign interval.
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s});
+  std::atomic<int> a_wins{0}, b_wins{0};
+  auto a_options = fast();
+  a_options.validate_ttl = true;
+  a_options.on_won = [&] { ++a_wins; };
+  auto b_options = a_options;
+  b_options.on_won = [&] { ++b_wins; };
+  Election a("a", "election", bucket, a_options);
+  std::thread a_thread([&] { a.start(); });
+  ASSERT_TRUE(eventually([&] { return a.state() == State::leader; }, 3000ms));
+  Election b("b", "election", bucket, b_options);
+  std::thread b_thread([&] { b.start(); });
+  ASSERT_TRUE(eventually([&] { return b.state() == State::candidate; }, 3000ms));
+  ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));  // one interval (7.5 s)
+  const auto stopped = std::chrono::steady_clock::now();
+  a.stop();
+  ASSERT_TRUE(eventually([&] { return b_wins.load() == 1; }, 5000ms));
+  const auto handover = std::chrono::steady_clock::now() - stopped;
+  EXPECT_LT(handover, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(handover).count() << " ms";
+  EXPECT_TRUE(b.is_leader());
+  EXPECT_GT(b.fencing_token(), 0u);
+  b.stop();
+  a_thread.join();
+  b_thread.join();
+}
+
+TEST(NatsElection, ServerRestartMidCampaignNeverGivesTwoLeadersAndLeadershipRecovers) {
+  test::NatsServer server;
+  ConnectionOptions connection_options;
+  connection_options.servers = {server.url()};
+  connection_options.request_timeout = 300ms;
+  connection_options.reconnect_wait = 50ms;
+  auto connection = Connection::connect(connection_options);
+  auto bucket = connection->bucket(BucketConfig{.name = "RESTART", .ttl = 750ms});
+  std::mutex mutex;
+  int active = 0, max_active = 0, wins = 0;
+  std::vector<std::unique_ptr<Election>> elections;
+  for (int i = 0; i < 3; ++i) {
+    auto options = fast();
+    options.on_won = [&] {
+      std::lock_guard guard(mutex);
+      ++wins;
+      max_active = std::max(max_active, ++active);
+    };
+    options.on_lost = [&] {
+      std::lock_guard guard(mutex);
+      --active;
+    };
+    elections.push_back(std::make_unique<Election>("r" + std::to_string(i), "election", bucket, options));
+  }
+  std::vector<std::thread> threads;
+  for (auto& election : elections) threads.emplace_back([&election] { election->start(); });
+  auto leaders = [&] {
+    int n = 0;
+    for (auto& election : elections) n += election->is_leader() ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return leaders() == 1; }, 5000ms));
+  server.stop();
+  ASSERT_TRUE(eventually([&] { return leaders() == 0; }, 3000ms));  // nobody leads without the store
+  server.start();  // same port, same store
+  ASSERT_TRUE(eventually([&] { return leaders() == 1; }, 15000ms));
+  for (auto& election : elections) election->stop();
+  for (auto& thread : threads) thread.join();
+  std::lock_guard guard(mutex);
+  EXPECT_LE(max_active, 1);
+  EXPECT_GE(wins, 2);
+}
+
+}  // namespace
+}  // namespace fleetcron::nats

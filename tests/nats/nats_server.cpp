@@ -1,0 +1,131 @@
+#include "nats_server.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+namespace fleetcron::test {
+
+namespace {
+
+bool exited(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == pid;
+}
+
+}  // namespace
+
+NatsServer::NatsServer(Options options) : options_(std::move(options)) {
+  char pattern[] = "/tmp/fleetcron-test-nats-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  launch(true);
+}
+
+NatsServer::~NatsServer() {
+  stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void NatsServer::launch(bool any_port) {
+  const std::string ports_dir = dir_ + "/ports";
+  std::filesystem::remove_all(ports_dir);
+  std::filesystem::create_directories(ports_dir);
+  std::vector<std::string> args{"nats-server", "-js", "-a", "127.0.0.1", "-p", any_port ? "-1" : std::to_string(port_),
+                                "-sd", dir_ + "/store", "--ports_file_dir", ports_dir};
+  if (!options_.user.empty()) {
+    args.insert(args.end(), {"--user", options_.user, "--pass", options_.password});
+  }
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork() failed");
+  if (pid_ == 0) {
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    const int log = open((dir_ + "/server.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(log, 1);
+    dup2(log, 2);
+    execvp("nats-server", argv.data());
+    _exit(127);
+  }
+  // The server writes its port to nats-server_<pid>.ports once it listens:
+  // that file proves the port is this process's.
+  const std::string ports_file = ports_dir + "/nats-server_" + std::to_string(pid_) + ".ports";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
+  const std::regex url(R"(nats://127\.0\.0\.1:(\d+))");
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (exited(pid_)) {
+      pid_ = -1;
+      throw std::runtime_error("nats-server exited at start-up; see " + dir_ + "/server.log");
+    }
+    std::ifstream in(ports_file);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::smatch match;
+    if (std::regex_search(text, match, url)) {
+      port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});  // polling a child process, not test timing
+  }
+  stop();
+  throw std::runtime_error("nats-server did not start within 15 s; see " + dir_ + "/server.log");
+}
+
+void NatsServer::start() {
+  if (pid_ > 0) return;
+  launch(false);
+}
+
+void NatsServer::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGCONT);
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!exited(pid_)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  pid_ = -1;
+}
+
+void NatsServer::kill_now() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string NatsServer::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+
+std::string shared_nats_url() {
+  if (const char* given = std::getenv("FLEETCRON_TEST_NATS_URL"); given != nullptr && *given != '\0') return given;
+  static NatsServer server;
+  return server.url();
+}
+
+std::string unique_bucket() {
+  static std::atomic<int> counter{0};
+  static const auto run = std::random_device{}();
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info != nullptr ? info->name() : "test";
+  return "T_" + name.substr(0, 40) + "_" + std::to_string(run) + "_" + std::to_string(counter++);
+}
+
+}  // namespace fleetcron::test

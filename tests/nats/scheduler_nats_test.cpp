@@ -1,0 +1,151 @@
+// Schedulers coordinated through a real nats-server: exactly-once across
+// replicas with the KV claimer, and leadership from the NATS elector.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fleetcron/fleetcron.h"
+#include "fleetcron/nats/coordination.h"
+#include "nats_server.h"
+
+namespace fleetcron::nats {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Tally final : public Observer {
+ public:
+  void on_event(const Event& event) override {
+    std::lock_guard guard(mutex);
+    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) ++skips[skipped->reason];
+    if (std::holds_alternative<JobCompletedEvent>(event)) ++completed;
+    cv.notify_all();
+  }
+  bool wait(const std::function<bool()>& condition, std::chrono::milliseconds limit = 30s) {
+    std::unique_lock lock(mutex);
+    return cv.wait_for(lock, limit, condition);
+  }
+  std::size_t total_skips() const {
+    std::size_t n = 0;
+    for (const auto& [reason, count] : skips) n += count;
+    return n;
+  }
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<SkipReason, std::size_t> skips;
+  std::size_t completed = 0;
+};
+
+std::shared_ptr<Connection> connect() {
+  ConnectionOptions options;
+  options.servers = {test::shared_nats_url()};
+  return Connection::connect(options);
+}
+
+TEST(NatsScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncreasingFences) {
+  const std::string bucket_name = test::unique_bucket();
+  auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-06-01T00:00:00Z"));
+  constexpr int entries = 100, steps = 10;  // 1,000 fires per replica
+  std::mutex mutex;
+  std::map<std::string, std::vector<std::uint64_t>> fences;
+  std::vector<std::pair<Instant, std::uint64_t>> by_instant;
+  struct Replica {
+    std::shared_ptr<Tally> tally = std::make_shared<Tally>();
+    std::unique_ptr<Scheduler> scheduler;
+  };
+  std::vector<Replica> replicas(3);
+  for (auto& replica : replicas) {
+    auto connection = connect();  // one connection per replica, as separate processes would have
+    SchedulerOptions options;
+    options.clock = clock;
+    options.recorder = replica.tally;
+    options.claimer = std::make_shared<Claimer>(connection->bucket(BucketConfig{.name = bucket_name, .ttl = 10min}));
+    replica.scheduler = std::make_unique<Scheduler>(options);
+    for (int i = 0; i < entries; ++i) {
+      replica.scheduler->add(aligned_every(1s), [&](const FireContext& fire, std::stop_token) {
+        std::lock_guard guard(mutex);
+        fences[fire.fire_key].push_back(fire.fence);
+        by_instant.emplace_back(fire.scheduled_at, fire.fence);
+      }, EntryOptions{.key = "job" + std::to_string(i)});
+    }
+    replica.scheduler->start();
+  }
+  for (int step = 1; step <= steps; ++step) {
+    clock->advance(1s);
+    for (auto& replica : replicas) {
+      ASSERT_TRUE(replica.tally->wait([&] {
+        return replica.tally->completed + replica.tally->total_skips() == static_cast<std::size_t>(entries * step);
+      })) << "step " << step;
+    }
+  }
+  for (auto& replica : replicas) EXPECT_TRUE(replica.scheduler->stop(clock->steady_now() + 30s));
+  ASSERT_EQ(fences.size(), static_cast<std::size_t>(entries * steps));
+  for (const auto& [key, runs] : fences) EXPECT_EQ(runs.size(), 1u) << key;
+  for (auto& replica : replicas) EXPECT_EQ(replica.tally->total_skips(), replica.tally->skips[SkipReason::already_claimed]);
+  std::sort(by_instant.begin(), by_instant.end());
+  std::set<std::uint64_t> distinct;
+  std::uint64_t max_before = 0, max_current = 0;
+  Instant current{};
+  for (const auto& [instant, fence] : by_instant) {
+    if (instant != current) {
+      max_before = std::max(max_before, max_current);
+      current = instant;
+    }
+    EXPECT_GT(fence, max_before);  // a later instant's fires have larger fences
+    max_current = std::max(max_current, fence);
+    distinct.insert(fence);
+  }
+  EXPECT_EQ(distinct.size(), by_instant.size());
+}
+
+TEST(NatsScheduler, ElectorGatesFiresFencesWithTheWonRevisionAndHandsOverOnStop) {
+  auto connection = connect();
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  ElectorOptions elector_options;
+  elector_options.election.startup_splay = 0ms;
+  elector_options.election.validate_ttl = false;
+  elector_options.name = "replica-a";
+  auto a = std::make_shared<Elector>(bucket, elector_options);
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 600 && a->is_leader().status != Leadership::Status::leader; ++i) std::this_thread::sleep_for(5ms);
+    return a->is_leader().status == Leadership::Status::leader;
+  }());
+  const auto term = a->is_leader().term;
+  EXPECT_GT(term, 0u);
+  elector_options.name = "replica-b";
+  auto b = std::make_shared<Elector>(bucket, elector_options);
+  EXPECT_EQ(b->is_leader().status, Leadership::Status::follower);
+
+  auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-06-01T00:00:00Z"));
+  auto tally = std::make_shared<Tally>();
+  SchedulerOptions options;
+  options.clock = clock;
+  options.recorder = tally;
+  options.elector = a;
+  std::atomic<std::uint64_t> fence{0};
+  std::vector<std::uint64_t> lost;
+  {
+    Scheduler scheduler(options);
+    scheduler.add("* * * * *", [&](const FireContext& fire, std::stop_token) { fence = fire.fence; });
+    scheduler.start();
+    clock->advance(1min);
+    ASSERT_TRUE(tally->wait([&] { return tally->completed == 1; }));
+    EXPECT_EQ(fence.load(), term);
+    EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));  // resigns a
+  }
+  const auto stopped = std::chrono::steady_clock::now();
+  bool b_leads = false;
+  for (int i = 0; i < 400 && !b_leads; ++i) {
+    b_leads = b->is_leader().status == Leadership::Status::leader;
+    if (!b_leads) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(b_leads);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, 1s);  // resignation + watch: no TTL wait
+  EXPECT_GT(b->is_leader().term, term);
+}
+
+}  // namespace
+}  // namespace fleetcron::nats
