@@ -9,6 +9,7 @@ packages=(
   tzdata libhowardhinnant-date-dev                      # time zones (date, USE_OS_TZDB=1)
   libfmt-dev libcli11-dev                               # formatting, command line
   libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests
+  libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
 )
 

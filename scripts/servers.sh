@@ -57,3 +57,32 @@ start_redis() {
   cat "$server_dir"/redis-*.log >&2 || true
   return 1
 }
+
+# Starts nats-server with JetStream and its own store directory on a random
+# port; sets FLEETCRON_TEST_NATS_URL. The server writes its port to a file
+# named after its PID, which proves the port is ours.
+start_nats() {
+  local pid ports_file url
+  mkdir -p "$server_dir/nats-ports" "$server_dir/nats-store"
+  nats-server -js -a 127.0.0.1 -p -1 -sd "$server_dir/nats-store" --ports_file_dir "$server_dir/nats-ports" \
+    >"$server_dir/nats.log" 2>&1 &
+  pid=$!
+  ports_file="$server_dir/nats-ports/nats-server_$pid.ports"
+  for _ in $(seq 300); do
+    if [[ -s $ports_file ]]; then
+      url=$(grep -o 'nats://127\.0\.0\.1:[0-9]*' "$ports_file" | head -1)
+      if [[ -n $url ]]; then
+        server_pids+=("$pid")
+        export FLEETCRON_TEST_NATS_URL="$url"
+        echo "nats-server $(nats-server --version | grep -o 'v[0-9][0-9.]*') pid $pid on ${url#nats://}"
+        return 0
+      fi
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  echo "nats-server did not start; log:" >&2
+  cat "$server_dir/nats.log" >&2 || true
+  return 1
+}

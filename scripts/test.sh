@@ -7,8 +7,8 @@
 #     libFuzzer run of every fuzz target;
 #  3. g++ ThreadSanitizer build: the scheduler tests, the Redis tests and
 #     the other concurrency tests.
-# Integration tests share a redis-server started here on a free loopback
-# port (stopped by PID on exit); fault tests start private ones.
+# Integration tests share a redis-server and a nats-server started here on
+# free loopback ports (stopped by PID on exit); fault tests start private ones.
 # Exits non-zero on any failure. FUZZ_SECONDS (default 30) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,7 @@ bash scripts/deps.sh
 step "servers for the integration tests"
 source scripts/servers.sh
 start_redis
+start_nats
 
 step "g++ build"
 cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON >/dev/null

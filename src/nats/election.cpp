@@ -18,6 +18,9 @@ namespace {
 // watcher's own timeout, so the wait also notices the campaign deadline.
 constexpr auto watch_slice = std::chrono::milliseconds{250};
 constexpr auto min_unvalidated_ttl = std::chrono::milliseconds{10};
+// After the expected expiry of the leader's key, before campaigning: the
+// server's clock and ours tick at slightly different moments.
+constexpr auto expiry_slack = std::chrono::milliseconds{20};
 
 }  // namespace
 
@@ -197,7 +200,12 @@ void Election::start(std::stop_token stop_token) {
           log(std::string("cannot watch the key, polling instead: ") + e.what());
         }
       }
-      const auto until = clock_->steady_now() + wait;
+      auto until = clock_->steady_now() + wait;
+      // The leader's last write seen (local time): its key expires a TTL
+      // later, which no watch reports, so campaign right then.
+      if (leader_write_seen_ && *leader_write_seen_ + ttl_ + expiry_slack > clock_->steady_now()) {
+        until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
+      }
       bool watching = watcher != nullptr;
       while (true) {
         const auto now = clock_->steady_now();
@@ -216,7 +224,12 @@ void Election::start(std::stop_token stop_token) {
           if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
             log(fmt::format("key {} {} at revision {}: campaigning now", key_,
                             change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
+            leader_write_seen_.reset();
             break;
+          }
+          if (change) {
+            leader_write_seen_ = clock_->steady_now();
+            until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
           }
         } catch (const Error& e) {
           log(std::string("watch failed, polling instead: ") + e.what());

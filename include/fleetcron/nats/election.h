@@ -131,6 +131,7 @@ class Election {
   int tries_ = 0;
   std::string last_error_;
   Watcher* watcher_ = nullptr;  // while a candidate waits on it
+  std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
   mutable std::recursive_mutex callback_mutex_;  // one callback at a time
 };
 
