@@ -4,7 +4,7 @@ include(CMakePackageConfigHelpers)
 
 set(FLEETCRON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fleetcron)
 
-install(TARGETS fleetcron_core fleetcron_redis EXPORT fleetcronTargets
+install(TARGETS fleetcron_core fleetcron_redis fleetcron_nats EXPORT fleetcronTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -27,10 +27,12 @@ if(BUILD_SHARED_LIBS)
   set(FLEETCRON_PC_LIBS_PRIVATE "-ldate-tz -lfmt")
   set(FLEETCRON_PC_LIBS_EXTRA "")
   set(FLEETCRON_PC_REDIS_LIBS_EXTRA "")
+  set(FLEETCRON_PC_NATS_LIBS_EXTRA "")
 else()
   set(FLEETCRON_PC_LIBS_PRIVATE "")
   set(FLEETCRON_PC_LIBS_EXTRA "-ldate-tz -lfmt -pthread")
   set(FLEETCRON_PC_REDIS_LIBS_EXTRA "-lhiredis -lfmt")
+  set(FLEETCRON_PC_NATS_LIBS_EXTRA "-lnats -lfmt")
 endif()
 # Relative, so the package works wherever --prefix puts it.
 file(RELATIVE_PATH FLEETCRON_PC_PREFIX_FROM_PCDIR
@@ -38,5 +40,7 @@ file(RELATIVE_PATH FLEETCRON_PC_PREFIX_FROM_PCDIR
 string(REGEX REPLACE "/$" "" FLEETCRON_PC_PREFIX_FROM_PCDIR "${FLEETCRON_PC_PREFIX_FROM_PCDIR}")
 configure_file(cmake/fleetcron.pc.in ${PROJECT_BINARY_DIR}/fleetcron.pc @ONLY)
 configure_file(cmake/fleetcron-redis.pc.in ${PROJECT_BINARY_DIR}/fleetcron-redis.pc @ONLY)
+configure_file(cmake/fleetcron-nats.pc.in ${PROJECT_BINARY_DIR}/fleetcron-nats.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/fleetcron.pc ${PROJECT_BINARY_DIR}/fleetcron-redis.pc
+              ${PROJECT_BINARY_DIR}/fleetcron-nats.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -37,6 +37,11 @@ cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Rele
   -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-release -j"$jobs"
 
+step "valgrind: NATS connections, buckets, claims and an election shut nats.c down without a leak"
+valgrind -q --leak-check=full --show-leak-kinds=definite,possible --errors-for-leak-kinds=definite,possible \
+  --error-exitcode=1 build/gcc/tests/fleetcron_nats_tests \
+  --gtest_filter='NatsBucket.*:NatsClaimer.*:NatsElection.StopUnblocks*' >/dev/null
+
 step "benchmark smoke run (numbers: see docs/time-engine.md and docs/scheduler.md)"
 build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
 build/gcc/bench/scheduler_load 100000 2000 2000
@@ -70,11 +75,13 @@ done
 step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
-cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests fleetcron_redis_tests
+cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests fleetcron_redis_tests \
+  fleetcron_nats_tests
 step "ThreadSanitizer tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
 build/gcc-tsan/tests/fleetcron_scheduler_tests
 build/gcc-tsan/tests/fleetcron_redis_tests
+build/gcc-tsan/tests/fleetcron_nats_tests
 
 step "all tests passed"

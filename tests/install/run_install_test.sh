@@ -30,4 +30,13 @@ c++ "$source/tests/install/consumer/redis_main.cpp" -o "$scratch/pc-redis-consum
 out=$("$scratch/pc-redis-consumer")
 echo "pkg-config redis consumer: $out"
 [[ $out == "$redis_expected" ]] || { echo "FAIL: expected $redis_expected"; exit 1; }
+nats_expected="job=402026-01-02T15=3A04=3A05Z leader"
+out=$("$scratch/cmake-consumer/nats_consumer")
+echo "find_package nats consumer: $out"
+[[ $out == "$nats_expected" ]] || { echo "FAIL: expected $nats_expected"; exit 1; }
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron-nats)
+c++ "$source/tests/install/consumer/nats_main.cpp" -o "$scratch/pc-nats-consumer" $flags
+out=$("$scratch/pc-nats-consumer")
+echo "pkg-config nats consumer: $out"
+[[ $out == "$nats_expected" ]] || { echo "FAIL: expected $nats_expected"; exit 1; }
 echo "install test passed"
