@@ -256,6 +256,9 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
       kvStore_Create(&revision, static_cast<kvStore*>(kv_), k.c_str(), value.data(), static_cast<int>(value.size()));
   if (status == NATS_OK) return revision;
   if (detail::is_wrong_last_sequence(status)) return std::nullopt;
+  // nats.c 3.4 answers NATS_ERR with no text when the key expired between
+  // its write attempt and its read-back: not created, nothing failed.
+  if (status == NATS_ERR && detail::last_error_text().empty()) return std::nullopt;
   throw detail::error(status, fmt::format("{}: create {}/{}", connection_->description_, name_, k));
 }
 

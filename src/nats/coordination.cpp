@@ -1,6 +1,7 @@
 #include "fleetcron/nats/coordination.h"
 
 #include <fmt/format.h>
+#include <nats/nats.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,37 +33,36 @@ bool blank(std::string_view text) {
 Elector::Elector(std::shared_ptr<Bucket> bucket, ElectorOptions options)
     : name_(options.name.empty() ? default_name() : options.name) {
   auto election_options = std::move(options.election);
-  auto user_won = std::move(election_options.on_won);
   auto user_lost = std::move(election_options.on_lost);
-  election_options.on_won = [this, user_won] {
-    {
-      std::lock_guard guard(mutex_);
-      term_ = election_->fencing_token();
-    }
-    if (user_won) user_won();
-  };
   election_options.on_lost = [this, user_lost] {
     std::function<void(std::uint64_t)> lost;
-    std::uint64_t term = 0;
     {
       std::lock_guard guard(mutex_);
       lost = lost_;
-      term = term_;
     }
+    const std::uint64_t term = election_->last_lost_term();
     if (lost && term != 0) lost(term);
     if (user_lost) user_lost();
   };
   election_ = std::make_unique<Election>(name_, options.key, std::move(bucket), std::move(election_options));
-  thread_ = std::thread([this] { election_->start(); });
+  // The stop token, not stop(): a resign() that comes before start() has
+  // begun must still end it.
+  thread_ = std::thread([this, token = stop_.get_token()] {
+    try {
+      election_->start(token);
+    } catch (...) {
+      // start() throws only for a second start or a failure to create its
+      // threads; is_leader() then answers follower.
+    }
+    nats_ReleaseThreadMemory();
+  });
 }
 
 Elector::~Elector() { resign(); }
 
 Leadership Elector::is_leader() {
-  if (election_->is_leader()) {
-    std::lock_guard guard(mutex_);
-    return Leadership::leader(term_);
-  }
+  const auto [leader, term] = election_->leadership();
+  if (leader) return Leadership::leader(term);
   std::string error = election_->last_error();
   if (!error.empty()) return Leadership::failed(std::move(error));
   return Leadership::follower();
@@ -74,6 +74,7 @@ void Elector::on_leadership_lost(std::function<void(std::uint64_t term)> lost) {
 }
 
 void Elector::resign() {
+  stop_.request_stop();
   election_->stop();
   std::lock_guard guard(join_mutex_);
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
@@ -86,7 +87,10 @@ std::string encode_key(std::string_view fire_key) {
   out.reserve(fire_key.size() + 8);
   for (const char c : fire_key) {
     const auto byte = static_cast<unsigned char>(c);
-    if (std::isalnum(byte) != 0 || c == '-' || c == '_' || c == '/') {
+    // ASCII only, whatever the locale: every replica must encode alike.
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                       c == '_' || c == '/';
+    if (plain) {
       out.push_back(c);
     } else {
       out += fmt::format("={:02X}", byte);
@@ -111,8 +115,14 @@ Claimer::Claimer(std::shared_ptr<Bucket> bucket, std::string key_prefix)
 
 ClaimResult Claimer::claim(std::string_view fire_key) {
   if (blank(fire_key)) return ClaimResult::failed("blank fire key");
+  const std::string key = prefix_ + encode_key(fire_key);
+  if (key.size() > max_key_bytes) {
+    // The server drops a connection whose protocol line is too long (4 KB).
+    return ClaimResult::failed(fmt::format("fire key encodes to {} bytes, above the {}-byte limit for NATS keys",
+                                           key.size(), max_key_bytes));
+  }
   try {
-    if (const auto revision = bucket_->create(prefix_ + encode_key(fire_key), "1")) {
+    if (const auto revision = bucket_->create(key, "1")) {
       return ClaimResult::claimed(*revision);
     }
     return ClaimResult::taken();

@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "fleetcron/duration.h"
 #include "nats/keys.h"
@@ -74,17 +75,26 @@ Election::Election(std::string name, std::string key, std::shared_ptr<Bucket> bu
 
 Election::~Election() { stop(); }
 
-void Election::log(const std::string& message) const {
-  if (options_.debug) options_.debug(message);
+void Election::log(const std::string& message) const noexcept {
+  if (!options_.debug) return;
+  try {
+    options_.debug(message);
+  } catch (...) {
+    // a failing debug sink must not stop the election
+  }
 }
 
 void Election::stop() {
+  std::shared_ptr<Watcher> watcher;
   {
     std::lock_guard guard(mutex_);
     stopping_ = true;
-    if (watcher_ != nullptr) watcher_->stop();  // wakes a candidate blocked on the watch
+    watcher = watcher_;
   }
   wake_.notify_all();
+  // Wakes a candidate blocked on the watch; outside the lock, because it
+  // is a JetStream request (it may take request_timeout in an outage).
+  if (watcher) watcher->stop();
 }
 
 bool Election::is_leader() const {
@@ -101,6 +111,17 @@ State Election::state() const {
 std::uint64_t Election::fencing_token() const {
   std::lock_guard guard(mutex_);
   return state_ == State::leader ? won_revision_ : 0;
+}
+
+std::pair<bool, std::uint64_t> Election::leadership() const {
+  std::lock_guard guard(mutex_);
+  const bool leader = state_ == State::leader && announced_ && clock_->steady_now() < valid_until_;
+  return {leader, leader ? won_revision_ : 0};
+}
+
+std::uint64_t Election::last_lost_term() const {
+  std::lock_guard guard(mutex_);
+  return lost_term_;
 }
 
 std::string Election::last_error() const {
@@ -130,27 +151,28 @@ void Election::start(std::stop_token stop_token) {
     finished_ = false;
     state_ = State::candidate;
     last_revision_ = 0;
-    notify_next_ = announced_ = false;
+    notify_next_ = announced_ = pending_lost_ = false;
     won_revision_ = 0;
     tries_ = 0;
   }
+  // After the reset: a token stopped already stops this run at once.
   std::stop_callback on_stop(stop_token, [this] { stop(); });
-  std::thread deadline([this] { deadline_main({}); });
-  std::unique_ptr<Watcher> watcher;
+  std::thread deadline;
   auto finish = [&] {
     {
       std::lock_guard guard(mutex_);
-      watcher_ = nullptr;
       finished_ = true;
     }
     wake_.notify_all();
-    deadline.join();
-    watcher.reset();
+    if (deadline.joinable()) deadline.join();
+    drop_watcher();
+    deliver_pending_loss();
     std::lock_guard guard(mutex_);
     state_ = State::candidate;
     started_ = false;
   };
   try {
+    deadline = std::thread([this] { deadline_main({}); });
     if (options_.startup_splay > std::chrono::nanoseconds::zero()) {
       std::mt19937_64 random(std::random_device{}());
       std::uniform_int_distribution<std::int64_t> pick(0, options_.startup_splay.count() - 1);
@@ -168,13 +190,17 @@ void Election::start(std::stop_token stop_token) {
       Callbacks after;
       campaign(after);
       run(after);
+      deliver_pending_loss();
       std::chrono::nanoseconds wait = interval_;
       bool leader = false;
       {
         std::lock_guard guard(mutex_);
         if (stopping_) break;
         leader = state_ == State::leader;
-        if (options_.backoff) wait = options_.backoff->duration(leader ? 0 : tries_);
+        if (options_.backoff) {
+          // Zero or negative would spin: at least 1% of the interval.
+          wait = std::max(options_.backoff->duration(leader ? 0 : tries_), interval_ / 100);
+        }
         if (leader) {
           // Never wait past the lease: renew before the local deadline.
           const auto left = valid_until_ - clock_->steady_now();
@@ -183,62 +209,13 @@ void Election::start(std::stop_token stop_token) {
       }
       wait = std::max(wait, std::chrono::nanoseconds::zero());
       if (leader) {
+        drop_watcher();  // a leader does not watch: its own renewals would pile up in it
         std::unique_lock lock(mutex_);
         const auto until = clock_->steady_now() + wait;
-        while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
+        while (!stopping_ && !pending_lost_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
         continue;
       }
-      // A candidate waits on a watch of the key, so a deletion or a
-      // resignation starts the next campaign at once.
-      if (!watcher) {
-        try {
-          watcher = bucket_->watch(key_);
-          std::lock_guard guard(mutex_);
-          watcher_ = watcher.get();
-          if (stopping_) watcher_->stop();
-        } catch (const Error& e) {
-          log(std::string("cannot watch the key, polling instead: ") + e.what());
-        }
-      }
-      auto until = clock_->steady_now() + wait;
-      // The leader's last write seen (local time): its key expires a TTL
-      // later, which no watch reports, so campaign right then.
-      if (leader_write_seen_ && *leader_write_seen_ + ttl_ + expiry_slack > clock_->steady_now()) {
-        until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
-      }
-      bool watching = watcher != nullptr;
-      while (true) {
-        const auto now = clock_->steady_now();
-        {
-          std::unique_lock lock(mutex_);
-          if (stopping_ || now >= until) break;
-          if (!watching) {
-            clock_->wait_until(wake_, lock, until);
-            continue;
-          }
-        }
-        try {
-          const auto slice = std::min<std::chrono::nanoseconds>(until - now, watch_slice);
-          const auto change = watcher->next(std::max(std::chrono::ceil<std::chrono::milliseconds>(slice),
-                                                     std::chrono::milliseconds{1}));
-          if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
-            log(fmt::format("key {} {} at revision {}: campaigning now", key_,
-                            change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
-            leader_write_seen_.reset();
-            break;
-          }
-          if (change) {
-            leader_write_seen_ = clock_->steady_now();
-            until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
-          }
-        } catch (const Error& e) {
-          log(std::string("watch failed, polling instead: ") + e.what());
-          watching = false;
-          std::lock_guard guard(mutex_);
-          watcher_ = nullptr;
-          watcher.reset();
-        }
-      }
+      wait_as_candidate(wait);
     }
     Callbacks after;
     resign(after);
@@ -248,6 +225,86 @@ void Election::start(std::stop_token stop_token) {
     throw;
   }
   finish();
+}
+
+void Election::drop_watcher() {
+  std::shared_ptr<Watcher> watcher;
+  {
+    std::lock_guard guard(mutex_);
+    watcher.swap(watcher_);
+  }
+  // Outside the lock: stopping a watcher is a JetStream request.
+  if (watcher) watcher->stop();
+}
+
+void Election::deliver_pending_loss() {
+  Callbacks after;
+  {
+    std::lock_guard guard(mutex_);
+    after.lost = std::exchange(pending_lost_, false);
+  }
+  run(after);
+}
+
+void Election::wait_as_candidate(std::chrono::nanoseconds wait) {
+  // A candidate waits on a watch of the key, so a deletion or a
+  // resignation starts the next campaign at once.
+  std::shared_ptr<Watcher> watcher;
+  {
+    std::lock_guard guard(mutex_);
+    watcher = watcher_;
+  }
+  if (!watcher) {
+    try {
+      watcher = bucket_->watch(key_);
+      leader_write_seen_.reset();  // a new watch replays the current value first
+      bool stopped = false;
+      {
+        std::lock_guard guard(mutex_);
+        watcher_ = watcher;
+        stopped = stopping_;
+      }
+      if (stopped) watcher->stop();
+    } catch (const Error& e) {
+      log(std::string("cannot watch the key, polling instead: ") + e.what());
+    }
+  }
+  auto until = clock_->steady_now() + wait;
+  // The leader's last write seen (local time): its key expires a TTL
+  // later, which no watch reports, so campaign right then.
+  if (leader_write_seen_ && *leader_write_seen_ + ttl_ + expiry_slack > clock_->steady_now()) {
+    until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
+  }
+  while (true) {
+    const auto now = clock_->steady_now();
+    {
+      std::unique_lock lock(mutex_);
+      if (stopping_ || now >= until) return;
+      if (!watcher) {
+        clock_->wait_until(wake_, lock, until);
+        continue;
+      }
+    }
+    try {
+      const auto slice = std::min<std::chrono::nanoseconds>(until - now, watch_slice);
+      const auto change =
+          watcher->next(std::max(std::chrono::ceil<std::chrono::milliseconds>(slice), std::chrono::milliseconds{1}));
+      if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
+        log(fmt::format("key {} {} at revision {}: campaigning now", key_,
+                        change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
+        leader_write_seen_.reset();
+        return;
+      }
+      if (change) {
+        leader_write_seen_ = clock_->steady_now();
+        until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
+      }
+    } catch (const Error& e) {
+      log(std::string("watch failed, polling instead: ") + e.what());
+      watcher.reset();
+      drop_watcher();
+    }
+  }
 }
 
 void Election::campaign(Callbacks& after) {
@@ -273,6 +330,7 @@ void Election::campaign(Callbacks& after) {
 }
 
 void Election::take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent) {
+  if (clock_->steady_now() >= sent + valid_for_) announce_now = false;  // took too long: the deadline thread demotes
   state_ = State::leader;
   last_revision_ = revision;
   won_revision_ = revision;
@@ -296,6 +354,10 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
     // leader announced its loss before writing the marker), or by our own
     // record (a write whose reply was lost, or a lease we were demoted
     // from): take it back by compare-and-swap.
+    {
+      std::lock_guard guard(mutex_);
+      if (stopping_) return;  // stop promptly: every request may take request_timeout
+    }
     const auto entry = bucket_->get(key_);
     if (entry && entry->operation == Entry::Operation::put &&
         (entry->value == resigned_marker || entry->value == name_)) {
@@ -303,7 +365,7 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
       if (const auto revision = bucket_->update(key_, name_, entry->revision)) {
         std::lock_guard guard(mutex_);
         take_over(*revision, resigned, sent);
-        after.won = resigned;
+        after.won = announced_;
         log(fmt::format("took over {} at revision {} ({})", key_, *revision,
                         resigned ? "the leader resigned" : "our own record"));
         return;
@@ -348,7 +410,7 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
     last_revision_ = *revision;
     valid_until_ = sent + valid_for_;
     wake_.notify_all();
-    if (notify_next_) {
+    if (notify_next_ && clock_->steady_now() < valid_until_) {  // never announce an already expired lease
       notify_next_ = false;
       announced_ = true;
       after.won = true;
@@ -362,6 +424,7 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
 
 void Election::lose_locked(Callbacks& after) {
   if (state_ != State::leader) return;
+  lost_term_ = won_revision_;
   state_ = State::candidate;
   last_revision_ = 0;
   won_revision_ = 0;
@@ -377,17 +440,19 @@ void Election::lose_locked(Callbacks& after) {
 
 void Election::resign(Callbacks& after) {
   std::uint64_t last = 0;
+  bool reachable = true;
   {
     std::lock_guard guard(mutex_);
     if (state_ != State::leader) return;
     last = last_revision_;
+    reachable = last_error_.empty();
     lose_locked(after);
   }
   // Announce the loss first, then free the key: a candidate that sees the
   // marker may announce at once without two announced leaders.
   run(after);
   after = {};
-  if (last == 0) return;
+  if (last == 0 || !reachable) return;  // the store failed just now: let the key expire rather than wait again
   try {
     if (bucket_->update(key_, resigned_marker, last)) {
       log(fmt::format("resigned {}", key_));
@@ -402,11 +467,15 @@ void Election::deadline_main(std::stop_token) {  // ends when start() finishes
   while (!finished_) {
     const auto now = clock_->steady_now();
     if (state_ == State::leader && now >= valid_until_) {
-      log(fmt::format("not renewed within {}: demoting", format_duration(valid_for_)));
+      // Demote now (is_leader() turns false at once); the campaign thread
+      // runs on_lost as soon as it is back from any KV call, so callbacks
+      // never run here (one of them may join the threads).
       Callbacks after;
       lose_locked(after);
+      pending_lost_ = pending_lost_ || after.lost;
+      wake_.notify_all();
       lock.unlock();
-      run(after);
+      log(fmt::format("not renewed within {}: demoted", format_duration(valid_for_)));
       lock.lock();
       continue;
     }

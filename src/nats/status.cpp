@@ -14,11 +14,14 @@ Error error(natsStatus status, const std::string& what) {
   return Error(static_cast<int>(status), fmt::format("{}: {} (status {})", what, text, static_cast<int>(status)));
 }
 
-bool is_wrong_last_sequence(natsStatus status) {
-  if (status != NATS_ERR) return false;
+std::string last_error_text() {
   natsStatus last = NATS_OK;
   const char* detail = nats_GetLastError(&last);
-  return detail != nullptr && std::string_view(detail).find("wrong last sequence") != std::string_view::npos;
+  return detail != nullptr ? std::string(detail) : std::string();
+}
+
+bool is_wrong_last_sequence(natsStatus status) {
+  return status == NATS_ERR && last_error_text().find("wrong last sequence") != std::string::npos;
 }
 
 }  // namespace fleetcron::nats::detail

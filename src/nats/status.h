@@ -21,4 +21,7 @@ inline void check(natsStatus status, const std::string& where, const std::string
 /// failure of the store. nats.c reports both as NATS_ERR; the text tells.
 bool is_wrong_last_sequence(natsStatus status);
 
+/// nats.c's thread-local error text ("" if none).
+std::string last_error_text();
+
 }  // namespace fleetcron::nats::detail

@@ -53,6 +53,7 @@ TEST(NatsKeys, EncodingIsValidInjectiveAndStable) {
   EXPECT_EQ(encode_key("job@2026-01-02T15:04:05.5Z"), "job=402026-01-02T15=3A04=3A05=2E5Z");
   EXPECT_EQ(encode_key("a=b"), "a=3Db");
   EXPECT_EQ(encode_key("x.y z"), "x=2Ey=20z");
+  EXPECT_EQ(encode_key("caf\xC3\xA9"), "caf=C3=A9");  // bytes above 0x7F: encoded whatever the locale
   // Distinct fire keys stay distinct, including ones that look encoded.
   std::set<std::string> seen;
   for (const char* key : {"a=40b", "a@b", "a=3D40b", "a.b", "a=2Eb", "a_b", "a-b", "a/b"}) {
@@ -140,6 +141,9 @@ TEST(NatsClaimer, FirstWriterWinsRevisionsAreFencesAndTheBucketNeedsATtl) {
   EXPECT_GT(second.fence, first.fence);
   EXPECT_TRUE(bucket->get(encode_key("report@2026-01-02T15:04:05Z")));
   EXPECT_EQ(a.claim(" ").status, ClaimResult::Status::error);
+  const auto too_long = a.claim(std::string(1000, '@') + "@2026-01-01T00:00:00Z");  // 3 bytes per '@' encoded
+  EXPECT_EQ(too_long.status, ClaimResult::Status::error);
+  EXPECT_NE(too_long.error.find("above the 2048-byte limit"), std::string::npos) << too_long.error;
   auto forever = connection->bucket(BucketConfig{.name = test::unique_bucket()});
   EXPECT_NE(invalid([&] { Claimer c(forever); }).find("has no TTL, so claims would never expire"), std::string::npos);
 }

@@ -221,6 +221,38 @@ TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
   b_thread.join();
 }
 
+TEST(NatsElection, AnElectorResignedBeforeItsThreadStartedDoesNotHang) {
+  // Review finding: start() cleared a stop that came before it ran, so an
+  // Elector destroyed at once campaigned forever and its join never returned.
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  ElectorOptions options;
+  options.election = fast();
+  for (int i = 0; i < 20; ++i) {
+    Elector elector(bucket, options);  // destroyed at once: resign() + join
+  }
+  SUCCEED();
+}
+
+TEST(NatsElection, ABackoffOfZeroDoesNotSpin) {
+  struct Zero final : Backoff {
+    std::chrono::nanoseconds duration(int) const override { return std::chrono::nanoseconds::zero(); }
+  };
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
+  std::atomic<int> campaigns{0};
+  auto options = fast();
+  options.backoff = std::make_shared<Zero>();
+  options.on_campaign = [&](State) { ++campaigns; };
+  Election election("z", "election", bucket, options);
+  std::thread runner([&] { election.start(); });
+  std::this_thread::sleep_for(300ms);  // an observation window, not a synchronisation
+  election.stop();
+  runner.join();
+  EXPECT_LE(campaigns.load(), 80);  // at least 1% of the 562 ms interval between campaigns: about 53
+  EXPECT_GE(campaigns.load(), 2);
+}
+
 TEST(NatsElection, ServerRestartMidCampaignNeverGivesTwoLeadersAndLeadershipRecovers) {
   test::NatsServer server;
   ConnectionOptions connection_options;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stop_token>
 #include <thread>
 
 #include "fleetcron/coordination.h"
@@ -17,6 +18,8 @@ struct ElectorOptions {
   /// The key contended for in the bucket.
   std::string key = "cron_leader";
   /// This replica's identity; empty: "<hostname>-<pid>-<8 random hex>".
+  /// Must be unique among the candidates: two with one name would each
+  /// take the other's record as their own.
   std::string name;
   /// Passed to the Election (splay, TTL validation, margin, clock, debug).
   ElectionOptions election;
@@ -46,9 +49,9 @@ class Elector final : public fleetcron::Elector {
  private:
   std::string name_;
   std::unique_ptr<Election> election_;
-  std::mutex mutex_;  // guards lost_, term_
+  std::mutex mutex_;  // guards lost_
   std::function<void(std::uint64_t)> lost_;
-  std::uint64_t term_ = 0;  // the announced leadership's fencing token
+  std::stop_source stop_;
   std::mutex join_mutex_;
   std::thread thread_;
 };
@@ -68,6 +71,9 @@ class Claimer final : public fleetcron::Claimer {
   /// Reads the bucket's TTL: std::invalid_argument if it is 0 (claims
   /// would never expire); Error if the bucket cannot be read.
   explicit Claimer(std::shared_ptr<Bucket> bucket, std::string key_prefix = "");
+  /// Longest encoded key (prefix included): the server drops connections
+  /// whose protocol lines exceed 4 KB. A longer one is an error result.
+  static constexpr std::size_t max_key_bytes = 2048;
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::chrono::nanoseconds claim_ttl() const noexcept { return ttl_; }
 

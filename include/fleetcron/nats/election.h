@@ -15,6 +15,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "fleetcron/clock.h"
 #include "fleetcron/nats/connection.h"
@@ -92,6 +93,10 @@ class Election {
   [[nodiscard]] std::chrono::nanoseconds bucket_ttl() const noexcept { return ttl_; }
   /// The last campaign's error ("" after a clean campaign).
   [[nodiscard]] std::string last_error() const;
+  /// is_leader() and fencing_token() read together (one lock).
+  [[nodiscard]] std::pair<bool, std::uint64_t> leadership() const;
+  /// The fencing token of the leadership most recently lost (for on_lost).
+  [[nodiscard]] std::uint64_t last_lost_term() const;
 
   /// The value a resigning leader writes: no candidate name can equal it.
   static constexpr std::string_view resigned_marker = std::string_view("\0fleetcron-resigned\0", 20);
@@ -102,13 +107,15 @@ class Election {
   void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
   void maintain(Callbacks& after, Clock::SteadyTime sent);
   void take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent);
-  void wait_for_next_campaign(std::chrono::nanoseconds wait);
+  void wait_as_candidate(std::chrono::nanoseconds wait);
+  void drop_watcher();
+  void deliver_pending_loss();
   void resign(Callbacks& after);
   void deadline_main(std::stop_token stop);
   /// Leader to candidate; sets after.lost if leadership was announced.
   void lose_locked(Callbacks& after);
   void run(const Callbacks& after);
-  void log(const std::string& message) const;
+  void log(const std::string& message) const noexcept;
 
   std::string name_, key_;
   std::shared_ptr<Bucket> bucket_;
@@ -130,7 +137,9 @@ class Election {
   Clock::SteadyTime valid_until_{};
   int tries_ = 0;
   std::string last_error_;
-  Watcher* watcher_ = nullptr;  // while a candidate waits on it
+  std::shared_ptr<Watcher> watcher_;  // while a candidate; shared so stop() can stop it outside the lock
+  bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
+  std::uint64_t lost_term_ = 0;
   std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
   mutable std::recursive_mutex callback_mutex_;  // one callback at a time
 };
