@@ -1,0 +1,89 @@
+// The jobs file: Vixie crontab syntax plus per-job directive comments.
+//
+//   # comment
+//   NAME=value                 environment for the jobs below (quotes optional)
+//   CRON_TZ=Europe/Berlin      zone of the jobs below (TZ= too; both exported)
+//   # fleetcron: key=nightly timeout=30m jitter=10s retries=3 overlap=skip missed=run-once dst-gap=skip
+//   0 3 * * *  /usr/local/bin/backup --full
+//
+// A job line is a spec (5 fields, 6 with seconds first when enabled, or a
+// descriptor such as @daily or @every 90s) then the command, run with
+// /bin/sh -c. '%' is not special (unlike Vixie cron).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fleetcron/cron.h"
+#include "fleetcron/events.h"
+#include "fleetcron/schedule.h"
+
+namespace fleetcron::daemon {
+
+/// What a fire does when the previous run of the same job still runs.
+enum class Overlap {
+  skip,   ///< the fire is skipped and reported (default)
+  allow,  ///< runs concurrently
+  queue,  ///< waits for the running one; at most one waiting run
+};
+[[nodiscard]] std::string_view to_string(Overlap overlap) noexcept;
+
+struct Job {
+  std::string key;
+  bool derived_key = false;  // no key=: a hash of the effective spec and the command
+  std::string spec;          // as written, with "TZ=zone " added when a CRON_TZ/TZ line applies
+  std::string command;
+  int line = 0;              // 1-based line of the job in its file
+  std::chrono::nanoseconds timeout{0};  // 0: none
+  std::optional<std::chrono::nanoseconds> jitter;
+  int retries = 0;
+  Overlap overlap = Overlap::skip;
+  std::optional<MissedFirePolicy> missed;
+  std::optional<DstPolicy> dst;
+  /// The file's NAME=value lines above this job, in order.
+  std::vector<std::pair<std::string, std::string>> environment;
+  SchedulePtr schedule;
+
+  /// Same job for a reload: key, spec, command, options and environment.
+  [[nodiscard]] bool same_definition(const Job& other) const;
+};
+
+struct JobsFile {
+  std::string path;
+  std::vector<Job> jobs;
+};
+
+/// file:line:column: what is wrong.
+class JobsFileError : public std::runtime_error {
+ public:
+  JobsFileError(const std::string& file, int line, int column, const std::string& reason);
+  [[nodiscard]] int line() const noexcept { return line_; }
+  [[nodiscard]] int column() const noexcept { return column_; }
+
+ private:
+  int line_, column_;
+};
+
+/// Limits: a file of at most 1 MiB, 10,000 jobs, lines of at most 16 KiB.
+inline constexpr std::size_t max_jobs_file_bytes = 1 << 20;
+inline constexpr std::size_t max_jobs = 10'000;
+inline constexpr std::size_t max_line_bytes = 16 * 1024;
+
+/// Parses `text`; `path` names it in errors. `options` gives the seconds
+/// field and the default zone. Throws JobsFileError.
+[[nodiscard]] JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options);
+/// Reads and parses a file; a missing or unreadable file is a JobsFileError
+/// at line 0.
+[[nodiscard]] JobsFile load_jobs_file(const std::string& path, const ParseOptions& options);
+
+/// "job-" + 16 hex digits of a 64-bit FNV-1a hash of spec '\n' command:
+/// the same on every replica for the same line.
+[[nodiscard]] std::string derive_key(std::string_view spec, std::string_view command);
+
+}  // namespace fleetcron::daemon

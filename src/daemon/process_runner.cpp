@@ -1,0 +1,208 @@
+#include "daemon/process_runner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+namespace fleetcron::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the main process exits, output still held open by its background
+// children is read for at most this long.
+constexpr auto drain_after_exit = std::chrono::seconds{1};
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    reset();
+    fd_ = std::exchange(other.fd_, -1);
+    return *this;
+  }
+  void reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+/// Splits a stream into bounded lines.
+class LineReader {
+ public:
+  LineReader(std::string_view name, const CommandSpec& spec, CommandResult& result, const OutputSink& sink)
+      : name_(name), spec_(spec), result_(result), sink_(sink) {}
+
+  void feed(std::string_view data) {
+    for (const char c : data) {
+      if (c == '\n') {
+        flush();
+        continue;
+      }
+      if (line_.size() < spec_.max_line_bytes) {
+        line_.push_back(c);
+      } else {
+        truncated_ = true;
+      }
+    }
+  }
+  void flush() {
+    const std::size_t bytes = line_.size() + 1;
+    if (result_.output_bytes + bytes > spec_.max_output_bytes) {
+      result_.dropped_bytes += bytes;
+    } else {
+      result_.output_bytes += bytes;
+      if (truncated_) line_ += " [line truncated]";
+      if (sink_) sink_(name_, line_);
+    }
+    line_.clear();
+    truncated_ = false;
+  }
+  void finish() {
+    if (!line_.empty() || truncated_) flush();
+  }
+
+ private:
+  std::string_view name_;
+  const CommandSpec& spec_;
+  CommandResult& result_;
+  const OutputSink& sink_;
+  std::string line_;
+  bool truncated_ = false;
+};
+
+}  // namespace
+
+std::string CommandResult::describe() const {
+  if (!started) return "not started: " + start_error;
+  std::string out = signal != 0 ? fmt::format("signal {} ({})", signal, strsignal(signal)) : fmt::format("exit {}", exit_code);
+  if (timed_out) out += " after timeout";
+  if (stopped) out += " after stop";
+  return out;
+}
+
+CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink) {
+  CommandResult result;
+  const auto started = Clock::now();
+  std::array<int, 2> out_pipe{}, err_pipe{};
+  if (pipe2(out_pipe.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  Fd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  if (pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t no_signals, all_signals;
+  sigemptyset(&no_signals);
+  sigfillset(&all_signals);
+  // Its own process group (so a timeout reaches its children), no blocked
+  // signals and default dispositions, whatever the daemon's threads have.
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setsigmask(&attributes, &no_signals);
+  posix_spawnattr_setsigdefault(&attributes, &all_signals);
+  std::string shell = spec.shell, dash_c = "-c", command = spec.command;
+  std::vector<char*> argv{shell.data(), dash_c.data(), command.data(), nullptr};
+  std::vector<std::string> environment = spec.environment;
+  std::vector<char*> envp;
+  for (auto& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawn_error = posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  out_write.reset();
+  err_write.reset();
+  if (spawn_error != 0) {
+    result.start_error = fmt::format("{}: {}", spec.shell, std::strerror(spawn_error));
+    return result;
+  }
+  result.started = true;
+
+  LineReader out(std::string_view("stdout"), spec, result, sink), err(std::string_view("stderr"), spec, result, sink);
+  std::optional<Clock::time_point> deadline;
+  if (spec.timeout > std::chrono::nanoseconds::zero()) deadline = started + spec.timeout;
+  std::optional<Clock::time_point> kill_at;        // SIGKILL after SIGTERM
+  std::optional<Clock::time_point> drain_until;    // main process gone
+  bool out_open = true, err_open = true, reaped = false;
+  int status = 0;
+  auto terminate = [&] {
+    if (kill_at) return;
+    kill(-pid, SIGTERM);
+    kill_at = Clock::now() + spec.kill_grace;
+  };
+  std::array<char, 8192> buffer{};
+  while (!reaped || ((out_open || err_open) && Clock::now() < *drain_until)) {
+    if (!reaped) {
+      const pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) {
+        reaped = true;
+        drain_until = Clock::now() + drain_after_exit;
+        continue;
+      }
+      if (stop.stop_requested() && !result.stopped) {
+        result.stopped = true;
+        terminate();
+      }
+      if (deadline && Clock::now() >= *deadline && !result.timed_out) {
+        result.timed_out = true;
+        terminate();
+      }
+      if (kill_at && Clock::now() >= *kill_at) {
+        kill(-pid, SIGKILL);
+        kill_at = Clock::time_point::max();  // once
+      }
+    }
+    std::array<pollfd, 2> fds{pollfd{out_open ? out_read.get() : -1, POLLIN, 0},
+                              pollfd{err_open ? err_read.get() : -1, POLLIN, 0}};
+    // Short waits while the process runs: waitpid, the timeout and the stop
+    // token are checked between them (also once both pipes are closed).
+    poll(fds.data(), fds.size(), 20);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t got = read(fds[i].fd, buffer.data(), buffer.size());
+      if (got > 0) {
+        (i == 0 ? out : err).feed(std::string_view(buffer.data(), static_cast<std::size_t>(got)));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        (i == 0 ? out_open : err_open) = false;
+      }
+    }
+  }
+  out.finish();
+  err.finish();
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.duration = Clock::now() - started;
+  return result;
+}
+
+}  // namespace fleetcron::daemon

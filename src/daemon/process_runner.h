@@ -1,0 +1,52 @@
+// Runs one command the way cron does: SHELL -c COMMAND in its own process
+// group, with a given environment; reads its stdout and stderr line by line
+// (bounded), and ends it on timeout or stop: SIGTERM to the whole group,
+// then SIGKILL after a grace period.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fleetcron::daemon {
+
+struct CommandSpec {
+  std::string shell = "/bin/sh";
+  std::string command;
+  /// The complete environment, "NAME=value" each.
+  std::vector<std::string> environment;
+  std::chrono::nanoseconds timeout{0};  // 0: none
+  std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
+  /// Longer lines are cut (and marked); bytes beyond max_output_bytes per
+  /// run are counted but not delivered, so a noisy job cannot exhaust memory.
+  std::size_t max_line_bytes = 4096;
+  std::size_t max_output_bytes = 1 << 20;
+};
+
+struct CommandResult {
+  bool started = false;
+  std::string start_error;  // why it could not be started
+  int exit_code = -1;       // when it exited
+  int signal = 0;           // when a signal ended it
+  bool timed_out = false;
+  bool stopped = false;     // stop was requested
+  std::chrono::nanoseconds duration{0};
+  std::size_t output_bytes = 0;
+  std::size_t dropped_bytes = 0;
+  [[nodiscard]] bool succeeded() const noexcept { return started && signal == 0 && exit_code == 0; }
+  /// "exit 0", "exit 3", "signal 9 (timeout)", "not started: …".
+  [[nodiscard]] std::string describe() const;
+};
+
+/// `stream` is "stdout" or "stderr"; `line` has no trailing newline.
+using OutputSink = std::function<void(std::string_view stream, std::string_view line)>;
+
+/// Blocks until the command (its main process) has ended and its output is
+/// read. Never throws for a command that fails or cannot start.
+[[nodiscard]] CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink);
+
+}  // namespace fleetcron::daemon

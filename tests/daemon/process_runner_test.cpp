@@ -1,0 +1,119 @@
+// The process runner with real /bin/sh processes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "daemon/process_runner.h"
+
+namespace fleetcron::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Output {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  OutputSink sink() {
+    return [this](std::string_view stream, std::string_view line) {
+      std::lock_guard guard(mutex);
+      lines.push_back(std::string(stream) + ": " + std::string(line));
+    };
+  }
+};
+
+CommandSpec spec(std::string command) {
+  CommandSpec s;
+  s.command = std::move(command);
+  s.environment = {"PATH=/usr/bin:/bin", "GREETING=hi"};
+  return s;
+}
+
+TEST(ProcessRunner, RunsWithTheEnvironmentAndReadsBothStreamsLineByLine) {
+  Output output;
+  const auto result = run_command(spec("echo \"$GREETING\"; echo oops >&2; printf 'no newline'; exit 3"), {}, output.sink());
+  EXPECT_TRUE(result.started);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_FALSE(result.succeeded());
+  EXPECT_EQ(result.describe(), "exit 3");
+  std::sort(output.lines.begin(), output.lines.end());
+  EXPECT_EQ(output.lines, (std::vector<std::string>{"stderr: oops", "stdout: hi", "stdout: no newline"}));
+}
+
+TEST(ProcessRunner, TimeoutEndsTheWholeProcessGroup) {
+  const std::string pid_file = "/tmp/fleetcron-runner-test-" + std::to_string(getpid());
+  // A background grandchild that would outlive a kill of the shell alone.
+  auto s = spec("sleep 30 & echo $! > " + pid_file + "; wait");
+  s.timeout = 300ms;
+  s.kill_grace = 200ms;
+  const auto result = run_command(s, {}, {});
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_LT(result.duration, 5s);
+  EXPECT_NE(result.describe().find("after timeout"), std::string::npos);
+  std::ifstream in(pid_file);
+  pid_t grandchild = 0;
+  in >> grandchild;
+  std::remove(pid_file.c_str());
+  ASSERT_GT(grandchild, 0);
+  // The group got SIGTERM: the grandchild is gone too (wait for its exit).
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = kill(grandchild, 0) != 0 && errno == ESRCH;
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "pid " << grandchild;
+}
+
+TEST(ProcessRunner, SigkillAfterTheGraceWhenSigtermIsIgnored) {
+  auto s = spec("trap '' TERM; sleep 30 & wait; sleep 30");
+  s.timeout = 100ms;
+  s.kill_grace = 200ms;
+  const auto result = run_command(s, {}, {});
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.signal, SIGKILL);
+  EXPECT_LT(result.duration, 5s);
+}
+
+TEST(ProcessRunner, StopTokenEndsTheCommand) {
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(100ms);
+    stop.request_stop();
+  });
+  const auto result = run_command(spec("sleep 30"), stop.get_token(), {});
+  stopper.join();
+  EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.signal, SIGTERM);
+}
+
+TEST(ProcessRunner, OutputIsBoundedPerLineAndPerRun) {
+  Output output;
+  auto s = spec("head -c 10000 /dev/zero | tr '\\0' x; echo; yes line | head -n 100000");
+  s.max_line_bytes = 100;
+  s.max_output_bytes = 2000;
+  const auto result = run_command(s, {}, output.sink());
+  EXPECT_TRUE(result.succeeded()) << result.describe();
+  ASSERT_FALSE(output.lines.empty());
+  EXPECT_EQ(output.lines[0], "stdout: " + std::string(100, 'x') + " [line truncated]");
+  EXPECT_LE(result.output_bytes, 2000u);
+  EXPECT_GT(result.dropped_bytes, 490'000u);  // 100,000 lines of "line\n", almost all dropped
+}
+
+TEST(ProcessRunner, ACommandThatCannotStartIsAFailedResultNotACrash) {
+  auto s = spec("true");
+  s.shell = "/nonexistent/shell";
+  const auto result = run_command(s, {}, {});
+  EXPECT_FALSE(result.started);
+  EXPECT_EQ(result.describe(), "not started: /nonexistent/shell: No such file or directory");
+  const auto missing = run_command(spec("/nonexistent/program"), {}, {});
+  EXPECT_TRUE(missing.started);
+  EXPECT_EQ(missing.exit_code, 127);  // the shell's "not found"
+}
+
+}  // namespace
+}  // namespace fleetcron::daemon
