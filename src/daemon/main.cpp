@@ -1,12 +1,19 @@
 // The fleetcron program. The only translation unit that includes CLI11.
 #include <CLI/CLI.hpp>
+#include <signal.h>
 
 #include <iostream>
+#include <optional>
 
+#include "daemon/commands.h"
+#include "daemon/daemon.h"
 #include "daemon/next_command.h"
+#include "fleetcron/duration.h"
 #include "fleetcron/version.h"
 
 namespace {
+
+using fleetcron::daemon::Settings;
 
 constexpr int exit_usage = 2;
 
@@ -22,6 +29,109 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
       ->default_str("first");
 }
 
+/// Flags given on the command line; they win over the config file.
+struct Flags {
+  std::optional<std::string> config, jobs, zone, coordinator, coordination, claim_ttl, claim_prefix, claim_bucket,
+      leader_ttl, leader_key, leader_bucket, metrics, log_format, shutdown_grace, kill_grace;
+  std::optional<std::size_t> max_concurrent;
+  bool seconds = false;
+};
+
+void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
+  command->add_option("--config", flags.config, "TOML config file (flags win over it)");
+  if (with_jobs) command->add_option("jobs", flags.jobs, "The jobs file (crontab syntax)");
+  command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
+  command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
+  command->add_option("--coordinator", flags.coordinator, "memory (default), redis://… or nats://…?bucket=…");
+  command->add_option("--coordination", flags.coordination, "claim (default), leader or both");
+  command->add_option("--claim-ttl", flags.claim_ttl, "How long a fire claim is kept (default 10m)");
+  command->add_option("--claim-prefix", flags.claim_prefix, "Redis claim key prefix (default cron:claim:)");
+  command->add_option("--claim-bucket", flags.claim_bucket, "NATS claims bucket (default FLEETCRON_CLAIMS)");
+  command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
+  command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
+  command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
+  command->add_option("--metrics", flags.metrics, "Serve /metrics, /healthz, /readyz on host:port");
+  command->add_option("--log-format", flags.log_format, "text (default) or json");
+  command->add_option("--shutdown-grace", flags.shutdown_grace, "How long SIGTERM lets runs finish (default 30s)");
+  command->add_option("--kill-grace", flags.kill_grace, "SIGTERM to SIGKILL for timed-out runs (default 5s)");
+  command->add_option("--max-concurrent", flags.max_concurrent, "Runs at once at most (default 64)");
+}
+
+std::chrono::nanoseconds flag_duration(const std::string& option, const std::string& text) {
+  try {
+    const auto value = fleetcron::parse_duration(text);
+    if (value <= std::chrono::nanoseconds::zero()) throw std::invalid_argument("must be positive");
+    return value;
+  } catch (const std::exception& e) {
+    throw fleetcron::daemon::SettingsError("option " + option + " \"" + text + "\": " + e.what());
+  }
+}
+
+Settings build_settings(const Flags& flags) {
+  Settings settings;
+  if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
+  if (flags.jobs) settings.jobs_file = *flags.jobs;
+  if (flags.seconds) settings.seconds = true;
+  if (flags.zone) settings.zone = *flags.zone;
+  if (flags.coordinator) settings.coordinator = *flags.coordinator;
+  if (flags.coordination) {
+    const auto mode = fleetcron::daemon::coordination_mode_from_string(*flags.coordination);
+    if (!mode) throw fleetcron::daemon::SettingsError("option --coordination \"" + *flags.coordination + "\": expected claim, leader or both");
+    settings.coordination = *mode;
+  }
+  if (flags.claim_ttl) settings.claim_ttl = flag_duration("--claim-ttl", *flags.claim_ttl);
+  if (flags.claim_prefix) settings.claim_prefix = *flags.claim_prefix;
+  if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;
+  if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
+  if (flags.leader_key) settings.leader_key = *flags.leader_key;
+  if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;
+  if (flags.metrics) settings.metrics = *flags.metrics;
+  if (flags.log_format) {
+    if (*flags.log_format != "text" && *flags.log_format != "json") {
+      throw fleetcron::daemon::SettingsError("option --log-format \"" + *flags.log_format + "\": expected text or json");
+    }
+    settings.log_format = *flags.log_format == "json" ? fleetcron::daemon::LogFormat::json : fleetcron::daemon::LogFormat::text;
+  }
+  if (flags.shutdown_grace) settings.shutdown_grace = flag_duration("--shutdown-grace", *flags.shutdown_grace);
+  if (flags.kill_grace) settings.kill_grace = flag_duration("--kill-grace", *flags.kill_grace);
+  if (flags.max_concurrent) {
+    if (*flags.max_concurrent < 1 || *flags.max_concurrent > 4096) {
+      throw fleetcron::daemon::SettingsError("option --max-concurrent: expected 1..4096");
+    }
+    settings.max_concurrent = *flags.max_concurrent;
+  }
+  return settings;
+}
+
+int run_daemon(const Flags& flags) {
+  // Before any thread exists: the signals the daemon waits for are blocked
+  // everywhere (every thread inherits the mask); runs get a clean mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Settings settings;
+  try {
+    settings = build_settings(flags);
+    fleetcron::daemon::validate(settings);
+  } catch (const std::exception& e) {
+    std::cerr << "fleetcron run: " << e.what() << '\n';
+    return exit_usage;
+  }
+  fleetcron::daemon::LogSink log(settings.log_format, std::cerr);
+  std::optional<fleetcron::daemon::Daemon> daemon;
+  try {
+    daemon.emplace(settings, log);
+  } catch (const std::exception& e) {
+    std::cerr << "fleetcron run: " << e.what() << '\n';
+    return exit_usage;
+  }
+  return daemon->run();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -30,6 +140,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fleetcron::daemon::NextCommandOptions next;
   add_next_command(app, next);
+
+  Flags run_flags;
+  CLI::App* run = app.add_subcommand("run", "Run the jobs of a jobs file (crontab syntax), coordinated with other replicas");
+  add_settings_flags(run, run_flags, true);
+
+  Flags validate_flags;
+  int validate_count = 3;
+  CLI::App* validate = app.add_subcommand("validate", "Check a jobs file; print each job's key and next fires");
+  add_settings_flags(validate, validate_flags, true);
+  validate->add_option("-n", validate_count, "Fires to print per job")->default_str("3");
+
+  Flags status_flags;
+  CLI::App* status = app.add_subcommand("status", "Show the leader and, for Redis, recent claims; runs nothing");
+  add_settings_flags(status, status_flags, false);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -41,5 +166,21 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   if (app.got_subcommand("next")) return fleetcron::daemon::run_next_command(next, std::cout, std::cerr);
-  return exit_usage;
+  if (app.got_subcommand("run")) return run_daemon(run_flags);
+  Flags& flags = app.got_subcommand("validate") ? validate_flags : status_flags;
+  Settings settings;
+  try {
+    settings = build_settings(flags);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << '\n';
+    return exit_usage;
+  }
+  if (app.got_subcommand("validate")) {
+    if (settings.jobs_file.empty()) {
+      std::cerr << "fleetcron validate: no jobs file\n";
+      return exit_usage;
+    }
+    return fleetcron::daemon::run_validate_command(settings, validate_count, std::cout, std::cerr);
+  }
+  return fleetcron::daemon::run_status_command(settings, std::cout, std::cerr);
 }

@@ -1,0 +1,150 @@
+#include "daemon/commands.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+
+#include "daemon/jobs_file.h"
+#include "fleetcron/nats/coordination.h"
+#include "fleetcron/redis/client.h"
+#include "fleetcron/rfc3339.h"
+#include "fleetcron/time_zone.h"
+
+namespace fleetcron::daemon {
+
+namespace {
+
+Instant now() {
+  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
+}
+
+int redis_status(const Settings& settings, std::ostream& out) {
+  redis::Client client(redis::parse_uri(settings.coordinator));
+  const std::string leader_key = settings.leader_key.empty() ? "cron:leader" : settings.leader_key;
+  const redis::Reply holder = client.command({"GET", leader_key});
+  const redis::Reply ttl = client.command({"PTTL", leader_key});
+  const redis::Reply term = client.command({"GET", leader_key + ":term"});
+  out << "coordinator: " << client.describe() << '\n';
+  if (holder.type == redis::Reply::Type::string) {
+    out << fmt::format("leader: {} (term {}, lease expires in {} ms)\n", holder.text,
+                       term.type == redis::Reply::Type::string ? term.text : "unknown", ttl.integer);
+  } else {
+    out << "leader: none\n";
+  }
+  // Claims: prefix + key@RFC3339; count those of the last hour per job.
+  const Instant cutoff = now() - std::chrono::hours{1};
+  std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
+  std::string cursor = "0";
+  std::size_t scanned = 0;
+  do {
+    const redis::Reply page = client.command({"SCAN", cursor, "MATCH", settings.claim_prefix + "*@*", "COUNT", "1000"});
+    if (page.type != redis::Reply::Type::array || page.elements.size() != 2) break;
+    cursor = page.elements[0].text;
+    for (const auto& element : page.elements[1].elements) {
+      ++scanned;
+      const std::string fire_key = element.text.substr(settings.claim_prefix.size());
+      const auto at = fire_key.rfind('@');
+      if (at == std::string::npos) continue;
+      Instant scheduled{};
+      try {
+        scheduled = parse_rfc3339(fire_key.substr(at + 1));
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (scheduled < cutoff) continue;
+      auto& [count, latest] = per_job[fire_key.substr(0, at)];
+      ++count;
+      latest = std::max(latest, fire_key.substr(at + 1));
+    }
+  } while (cursor != "0" && scanned < 1'000'000);
+  out << fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
+  for (const auto& [key, entry] : per_job) out << fmt::format("  {}  {} claim(s), latest {}\n", key, entry.first, entry.second);
+  return 0;
+}
+
+int nats_status(const Settings& settings, std::ostream& out) {
+  nats::ConnectionOptions options;
+  options.servers.clear();
+  std::string uri = settings.coordinator;
+  std::string bucket = settings.leader_bucket, key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
+  if (const auto query = uri.find('?'); query != std::string::npos) {
+    const std::string params = uri.substr(query + 1);
+    uri.resize(query);
+    for (std::size_t start = 0; start <= params.size();) {
+      const auto amp = std::min(params.find('&', start), params.size());
+      const std::string pair = params.substr(start, amp - start);
+      if (pair.starts_with("leader_bucket=")) bucket = pair.substr(14);
+      if (pair.starts_with("key=")) key = pair.substr(4);
+      start = amp + 1;
+    }
+  }
+  options.servers = {uri};
+  options.max_reconnects = 0;
+  auto connection = nats::Connection::connect(options);
+  out << "coordinator: " << connection->describe() << '\n';
+  std::shared_ptr<nats::Bucket> leader_bucket;
+  try {
+    leader_bucket = connection->bucket(bucket);
+  } catch (const nats::Error&) {
+    out << fmt::format("leader: none (no bucket {})\n", bucket);
+    return 0;
+  }
+  const auto entry = leader_bucket->get(key);
+  if (!entry || entry->value == nats::Election::resigned_marker) {
+    out << "leader: none\n";
+  } else {
+    out << fmt::format("leader: {} (revision {}; the term is the revision at which it won)\n", entry->value,
+                       entry->revision);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {
+  try {
+    ParseOptions options;
+    options.seconds = settings.seconds ? SecondsField::required : SecondsField::none;
+    options.zone = TimeZone::locate(settings.zone);
+    const JobsFile file = load_jobs_file(settings.jobs_file, options);
+    const Instant from = now();
+    out << fmt::format("{}: {} job(s)\n", file.path, file.jobs.size());
+    for (const auto& job : file.jobs) {
+      out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", file.path, job.line, job.key,
+                         job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
+      if (job.timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed) {
+        out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}\n",
+                           job.timeout.count() > 0 ? fmt::format("{}s", std::chrono::duration<double>(job.timeout).count()) : "none",
+                           job.jitter ? fmt::format("{}s", std::chrono::duration<double>(*job.jitter).count()) : "none",
+                           job.retries, to_string(job.overlap),
+                           job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "");
+      }
+      const auto fires = next_n(*job.schedule, from, static_cast<std::size_t>(count));
+      if (fires.empty()) out << "  next     none (never fires)\n";
+      for (std::size_t i = 0; i < fires.size(); ++i) {
+        out << (i == 0 ? "  next     " : "           ") << format_rfc3339(fires[i], job.schedule->zone()) << '\n';
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    err << e.what() << '\n';
+    return 2;
+  }
+}
+
+int run_status_command(const Settings& settings, std::ostream& out, std::ostream& err) {
+  try {
+    if (settings.coordinator == "memory") {
+      out << "coordinator: memory (it lives inside one fleetcron process; nothing to ask)\n";
+      return 0;
+    }
+    if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) return nats_status(settings, out);
+    return redis_status(settings, out);
+  } catch (const std::exception& e) {
+    err << "status: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace fleetcron::daemon

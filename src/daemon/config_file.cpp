@@ -1,0 +1,120 @@
+// The TOML config file (the only translation unit that includes toml++).
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include "daemon/settings.h"
+#include "fleetcron/duration.h"
+
+namespace fleetcron::daemon {
+
+namespace {
+
+std::string where(const std::string& path, const toml::node& node) {
+  return fmt::format("{}:{}", path, node.source().begin.line);
+}
+
+std::string string_value(const std::string& path, const std::string& name, const toml::node& node) {
+  const auto* value = node.as_string();
+  if (value == nullptr) throw SettingsError(fmt::format("{}: {} must be a string", where(path, node), name));
+  return value->get();
+}
+
+std::chrono::nanoseconds duration_value(const std::string& path, const std::string& name, const toml::node& node) {
+  const std::string text = string_value(path, name, node);
+  try {
+    const auto value = parse_duration(text);
+    if (value <= std::chrono::nanoseconds::zero()) {
+      throw SettingsError(fmt::format("{}: {} must be positive, got \"{}\"", where(path, node), name, text));
+    }
+    return value;
+  } catch (const DurationError& e) {
+    throw SettingsError(fmt::format("{}: {}: {}", where(path, node), name, e.what()));
+  }
+}
+
+std::size_t count_value(const std::string& path, const std::string& name, const toml::node& node, std::size_t max) {
+  const auto* value = node.as_integer();
+  if (value == nullptr || value->get() < 1 || static_cast<std::uint64_t>(value->get()) > max) {
+    throw SettingsError(fmt::format("{}: {} must be an integer from 1 to {}", where(path, node), name, max));
+  }
+  return static_cast<std::size_t>(value->get());
+}
+
+}  // namespace
+
+void apply_config_file(const std::string& path, Settings& settings) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    if (begin.line == 0) throw SettingsError(fmt::format("{}: {}", path, e.description()));
+    throw SettingsError(fmt::format("{}:{}:{}: {}", path, begin.line, begin.column, e.description()));
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    if (name == "jobs") {
+      settings.jobs_file = string_value(path, name, node);
+    } else if (name == "seconds") {
+      const auto* value = node.as_boolean();
+      if (value == nullptr) throw SettingsError(fmt::format("{}: seconds must be true or false", where(path, node)));
+      settings.seconds = value->get();
+    } else if (name == "zone") {
+      settings.zone = string_value(path, name, node);
+    } else if (name == "coordinator") {
+      settings.coordinator = string_value(path, name, node);
+    } else if (name == "coordination") {
+      const std::string text = string_value(path, name, node);
+      const auto mode = coordination_mode_from_string(text);
+      if (!mode) throw SettingsError(fmt::format("{}: coordination must be claim, leader or both, got \"{}\"", where(path, node), text));
+      settings.coordination = *mode;
+    } else if (name == "metrics") {
+      settings.metrics = string_value(path, name, node);
+    } else if (name == "log_format") {
+      const std::string text = string_value(path, name, node);
+      if (text != "text" && text != "json") {
+        throw SettingsError(fmt::format("{}: log_format must be text or json, got \"{}\"", where(path, node), text));
+      }
+      settings.log_format = text == "json" ? LogFormat::json : LogFormat::text;
+    } else if (name == "shutdown_grace") {
+      settings.shutdown_grace = duration_value(path, name, node);
+    } else if (name == "kill_grace") {
+      settings.kill_grace = duration_value(path, name, node);
+    } else if (name == "max_concurrent") {
+      settings.max_concurrent = count_value(path, name, node, 4096);
+    } else if (name == "max_output_bytes") {
+      settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
+    } else if (name == "claim" || name == "leader") {
+      const auto* section = node.as_table();
+      if (section == nullptr) throw SettingsError(fmt::format("{}: [{}] must be a table", where(path, node), name));
+      for (const auto& [sub_key, sub_node] : *section) {
+        const std::string sub(sub_key.str());
+        const std::string full = name + "." + sub;
+        if (name == "claim" && sub == "ttl") {
+          settings.claim_ttl = duration_value(path, full, sub_node);
+        } else if (name == "claim" && sub == "prefix") {
+          settings.claim_prefix = string_value(path, full, sub_node);
+        } else if (name == "claim" && sub == "bucket") {
+          settings.claim_bucket = string_value(path, full, sub_node);
+        } else if (name == "leader" && sub == "ttl") {
+          settings.leader_ttl = duration_value(path, full, sub_node);
+        } else if (name == "leader" && sub == "key") {
+          settings.leader_key = string_value(path, full, sub_node);
+        } else if (name == "leader" && sub == "bucket") {
+          settings.leader_bucket = string_value(path, full, sub_node);
+        } else {
+          throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
+                                          name == "claim" ? "ttl, prefix, bucket" : "ttl, key, bucket"));
+        }
+      }
+    } else {
+      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordination, "
+                                      "metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
+                                      "max_output_bytes, [claim], [leader])",
+                                      where(path, node), name));
+    }
+  }
+}
+
+}  // namespace fleetcron::daemon

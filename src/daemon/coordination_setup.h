@@ -1,0 +1,33 @@
+// Builds the claimer and elector the daemon's settings ask for, on memory,
+// Redis or NATS, wrapped so every call is timed and its failures counted.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "daemon/log_sink.h"
+#include "daemon/metrics.h"
+#include "daemon/settings.h"
+#include "fleetcron/coordination.h"
+
+namespace fleetcron::daemon {
+
+struct Coordination {
+  std::shared_ptr<Claimer> claimer;  // set for claim and both
+  std::shared_ptr<Elector> elector;  // set for leader and both
+  std::string description;           // no secrets
+  /// True while the backend answers (readiness).
+  std::function<bool()> reachable;
+  /// Backend clock minus local clock, when known (Redis).
+  std::function<std::optional<double>()> clock_offset;
+  std::shared_ptr<void> resources;   // connections and the like, kept alive
+};
+
+/// Never blocks on the network: a NATS server that is down at start-up is
+/// connected to in the background (calls fail closed meanwhile). Throws
+/// std::invalid_argument for bad URIs or options.
+[[nodiscard]] Coordination make_coordination(const Settings& settings, Metrics& metrics, LogSink& log);
+
+}  // namespace fleetcron::daemon

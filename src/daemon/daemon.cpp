@@ -1,0 +1,265 @@
+#include "daemon/daemon.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <optional>
+
+#include "daemon/metrics_server.h"
+#include "daemon/process_runner.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+#include "fleetcron/time_zone.h"
+
+extern char** environ;
+
+namespace fleetcron::daemon {
+
+namespace {
+
+std::string describe_skip(const SkippedFireEvent& event) {
+  return event.error.empty() ? std::string(to_string(event.reason))
+                             : fmt::format("{}: {}", to_string(event.reason), event.error);
+}
+
+/// Turns scheduler events into log lines and metrics (runs on the thread
+/// that published them: keep it short).
+class EventLog final : public Observer {
+ public:
+  EventLog(LogSink& log, Metrics& metrics) : log_(log), metrics_(metrics) {}
+  void on_event(const Event& event) override {
+    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
+      metrics_.skipped(std::string(to_string(skipped->reason)));
+      const bool quiet = skipped->reason == SkipReason::already_claimed || skipped->reason == SkipReason::not_leader;
+      log_.write(quiet ? "debug" : "warn", "fire-skipped", describe_skip(*skipped), key(skipped->entry), skipped->fire_key);
+    } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
+      metrics_.missed(missed->missed);
+      log_.write("warn", "fires-missed",
+                 fmt::format("{}{} fire(s) from {} to {} missed; policy {} runs {}", missed->missed,
+                             missed->missed_is_lower_bound ? "+" : "", format_rfc3339(missed->first_missed),
+                             format_rfc3339(missed->last_missed), to_string(missed->policy), missed->runs),
+                 key(missed->entry));
+    } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
+      metrics_.skipped("queue-full");
+      log_.write("error", "fire-rejected", "the run queue is full", key(rejected->entry));
+    }
+  }
+
+ private:
+  static std::string key(const EntryRef& entry) { return entry ? entry->key : std::string(); }
+  LogSink& log_;
+  Metrics& metrics_;
+};
+
+}  // namespace
+
+struct Daemon::Runtime {
+  Job job;
+  std::mutex mutex;  // guards running, waiting
+  std::condition_variable idle;
+  int running = 0;
+  bool waiting = false;
+};
+
+Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
+  validate(settings_);
+  parse_options_.seconds = settings_.seconds ? SecondsField::required : SecondsField::none;
+  parse_options_.zone = TimeZone::locate(settings_.zone);
+  const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_);
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) base_environment_.emplace_back(*entry);
+  coordination_ = make_coordination(settings_, metrics_, log_);
+  SchedulerOptions options;
+  options.zone = parse_options_.zone;
+  options.seconds_field = settings_.seconds;
+  options.max_concurrent = settings_.max_concurrent;
+  options.claimer = coordination_.claimer;
+  options.elector = coordination_.elector;
+  options.recorder = std::make_shared<EventLog>(log_, metrics_);
+  options.logger = [this](LogLevel level, std::string_view message) {
+    static constexpr const char* names[] = {"debug", "info", "warn", "error"};
+    log_.write(names[static_cast<int>(level)], "scheduler", message);
+  };
+  scheduler_ = std::make_unique<Scheduler>(options);
+  for (const auto& job : file.jobs) add_job(job);
+  metrics_.jobs_loaded(file.jobs.size());
+  loaded_ = true;
+  if (!settings_.metrics.empty()) {
+    metrics_server_ = std::make_unique<MetricsServer>(settings_.metrics, [this] {
+      if (coordination_.clock_offset) {
+        if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
+      }
+      return metrics_.render();
+    }, [this] { return ready(); });
+    log_.write("info", "metrics-listening", fmt::format("http://{}/metrics", settings_.metrics));
+  }
+}
+
+Daemon::~Daemon() {
+  metrics_server_.reset();
+  if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{1});
+}
+
+bool Daemon::ready() const { return loaded_ && coordination_.reachable && coordination_.reachable(); }
+
+void Daemon::add_job(const Job& job) {
+  auto runtime = std::make_shared<Runtime>();
+  runtime->job = job;
+  EntryOptions options;
+  options.key = job.key;
+  options.name = job.key;
+  options.jitter = job.jitter;
+  options.missed_fire = job.missed;
+  if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
+  const EntryId id = scheduler_->add(job.schedule, make_job(runtime), options);
+  std::lock_guard guard(jobs_mutex_);
+  jobs_[job.key] = {id, runtime};
+}
+
+fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
+  return [this, runtime](const FireContext& fire, std::stop_token stop) { run_job(*runtime, fire, stop); };
+}
+
+void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop) {
+  const Job& job = runtime.job;
+  if (!fire.manual) {
+    metrics_.fire();
+    const auto now = Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::system_clock::now().time_since_epoch())};
+    metrics_.lateness(std::chrono::duration<double>(now - fire.scheduled_at).count());
+  }
+  {
+    std::unique_lock lock(runtime.mutex);
+    if (runtime.running > 0 && fire.attempt == 1) {
+      if (job.overlap == Overlap::skip || (job.overlap == Overlap::queue && runtime.waiting)) {
+        lock.unlock();
+        metrics_.skipped("overlap");
+        log_.write("warn", "fire-skipped", "overlap: the previous run is still going", job.key, fire.fire_key);
+        return;
+      }
+      if (job.overlap == Overlap::queue) {
+        runtime.waiting = true;
+        runtime.idle.wait(lock, [&] { return runtime.running == 0 || stop.stop_requested(); });
+        runtime.waiting = false;
+        if (stop.stop_requested()) return;
+      }
+    }
+    ++runtime.running;
+  }
+  CommandSpec spec;
+  spec.command = job.command;
+  spec.timeout = job.timeout;
+  spec.kill_grace = settings_.kill_grace;
+  spec.max_output_bytes = settings_.max_output_bytes;
+  spec.environment = base_environment_;
+  auto set = [&](const std::string& name, const std::string& value) {
+    const std::string prefix = name + "=";
+    std::erase_if(spec.environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
+    spec.environment.push_back(prefix + value);
+  };
+  for (const auto& [name, value] : job.environment) {
+    set(name, value);
+    if (name == "SHELL") spec.shell = value;
+  }
+  set("FLEETCRON_JOB_KEY", job.key);
+  set("FLEETCRON_FIRE_KEY", fire.fire_key);
+  set("FLEETCRON_SCHEDULED_AT", format_rfc3339(fire.scheduled_at));
+  set("FLEETCRON_FENCE", std::to_string(fire.fence));
+  set("FLEETCRON_ATTEMPT", std::to_string(fire.attempt));
+  metrics_.running(1);
+  log_.write("info", "run-started", fmt::format("attempt {} fence {}: {}", fire.attempt, fire.fence, job.command), job.key,
+             fire.fire_key);
+  const CommandResult result = run_command(spec, stop, [&](std::string_view stream, std::string_view line) {
+    log_.write(stream == "stderr" ? "warn" : "info", stream == "stderr" ? "stderr" : "stdout", line, job.key, fire.fire_key);
+  });
+  metrics_.running(-1);
+  {
+    std::lock_guard guard(runtime.mutex);
+    --runtime.running;
+  }
+  runtime.idle.notify_all();
+  const std::string outcome = result.succeeded()                 ? "succeeded"
+                              : result.timed_out                 ? "timed-out"
+                              : result.stopped                   ? "cancelled"
+                                                                 : "failed";
+  metrics_.run_finished(outcome, std::chrono::duration<double>(result.duration).count());
+  std::string message = fmt::format("{} in {}", result.describe(), format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(result.duration)));
+  if (result.dropped_bytes > 0) message += fmt::format("; {} bytes of output dropped", result.dropped_bytes);
+  log_.write(result.succeeded() ? "info" : "warn", "run-finished", message, job.key, fire.fire_key);
+  if (!result.succeeded()) throw std::runtime_error(result.describe());  // failed: retries apply
+}
+
+bool Daemon::reload() {
+  JobsFile file;
+  try {
+    file = load_jobs_file(settings_.jobs_file, parse_options_);
+  } catch (const std::exception& e) {
+    metrics_.reloads(false);
+    log_.write("error", "reload-failed", std::string(e.what()) + "; keeping the jobs loaded before");
+    return false;
+  }
+  std::size_t added = 0, removed = 0, changed = 0;
+  std::map<std::string, const Job*> wanted;
+  for (const auto& job : file.jobs) wanted[job.key] = &job;
+  std::vector<std::pair<EntryId, std::string>> to_remove;
+  std::vector<const Job*> to_add;
+  {
+    std::lock_guard guard(jobs_mutex_);
+    for (const auto& [key, current] : jobs_) {
+      const auto it = wanted.find(key);
+      if (it == wanted.end()) {
+        to_remove.emplace_back(current.first, key);
+        ++removed;
+      } else if (!current.second->job.same_definition(*it->second)) {
+        to_remove.emplace_back(current.first, key);
+        to_add.push_back(it->second);
+        ++changed;
+      }
+    }
+    for (const auto& [key, job] : wanted) {
+      if (!jobs_.contains(key)) {
+        to_add.push_back(job);
+        ++added;
+      }
+    }
+    for (const auto& [id, key] : to_remove) jobs_.erase(key);
+  }
+  for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run finishes
+  for (const Job* job : to_add) add_job(*job);
+  metrics_.jobs_loaded(file.jobs.size());
+  metrics_.reloads(true);
+  log_.write("info", "reloaded", fmt::format("{} jobs: {} added, {} removed, {} changed", file.jobs.size(), added, removed, changed));
+  return true;
+}
+
+int Daemon::run() {
+  scheduler_->start();
+  log_.write("info", "started",
+             fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(), settings_.jobs_file,
+                         coordination_.description, to_string(settings_.coordination)));
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  while (true) {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) continue;
+    if (signal == SIGHUP) {
+      log_.write("info", "reload-requested", "SIGHUP");
+      reload();
+      continue;
+    }
+    log_.write("info", "stopping", fmt::format("{}: draining running jobs for up to {}", signal == SIGINT ? "SIGINT" : "SIGTERM",
+                                             format_duration(settings_.shutdown_grace)));
+    // Let running jobs finish within the grace; then stop (SIGTERM to
+    // what still runs, SIGKILL after kill_grace). stop() resigns leadership.
+    const auto deadline = std::chrono::steady_clock::now() + settings_.shutdown_grace;
+    bool clean = scheduler_->drain(deadline);
+    if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{1});
+    log_.write("info", "stopped", clean ? "all runs finished" : "some runs did not end in time");
+    return 0;
+  }
+}
+
+}  // namespace fleetcron::daemon

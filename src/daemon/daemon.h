@@ -1,0 +1,60 @@
+// `fleetcron run`: one jobs file, a scheduler, a coordination backend,
+// processes for the runs, signals for stop and reload, metrics.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "daemon/coordination_setup.h"
+#include "daemon/jobs_file.h"
+#include "daemon/log_sink.h"
+#include "daemon/metrics.h"
+#include "daemon/settings.h"
+#include "fleetcron/scheduler.h"
+
+namespace fleetcron::daemon {
+
+class MetricsServer;
+
+class Daemon {
+ public:
+  /// Loads the jobs file and sets everything up; throws JobsFileError,
+  /// SettingsError or std::invalid_argument (the caller prints it, exits 2).
+  Daemon(Settings settings, LogSink& log);
+  ~Daemon();
+
+  /// Starts, then waits for SIGTERM/SIGINT (graceful stop) and SIGHUP
+  /// (reload). The calling thread must have those signals blocked (main()
+  /// blocks them before any thread starts). Returns the exit code.
+  int run();
+
+  /// Reloads the jobs file: added, removed and changed jobs take effect,
+  /// unchanged ones keep their state; an invalid file keeps the old one.
+  bool reload();
+
+  [[nodiscard]] Metrics& metrics() noexcept { return metrics_; }
+  [[nodiscard]] bool ready() const;
+
+ private:
+  struct Runtime;  // one job: its definition and overlap state
+  void add_job(const Job& job);
+  fleetcron::Job make_job(std::shared_ptr<Runtime> runtime);
+  void run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop);
+
+  Settings settings_;
+  LogSink& log_;
+  Metrics metrics_;
+  ParseOptions parse_options_;
+  Coordination coordination_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::mutex jobs_mutex_;  // guards jobs_
+  std::map<std::string, std::pair<EntryId, std::shared_ptr<Runtime>>> jobs_;  // by key
+  std::atomic<bool> loaded_{false};
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::vector<std::string> base_environment_;
+};
+
+}  // namespace fleetcron::daemon

@@ -1,0 +1,109 @@
+#include "daemon/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace fleetcron::daemon {
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double seconds) {
+  const auto bucket = static_cast<std::size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), seconds) - bounds_.begin());
+  std::lock_guard guard(mutex_);
+  ++counts_[bucket];
+  sum_ += seconds;
+  ++count_;
+}
+
+void Histogram::write(std::string& out, const std::string& name, const std::string& labels) const {
+  std::lock_guard guard(mutex_);
+  std::uint64_t cumulative = 0;
+  const std::string separator = labels.empty() ? "" : ",";
+  for (std::size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, separator, bounds_[i], cumulative);
+  }
+  cumulative += counts_.back();
+  out += fmt::format("{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, separator, cumulative);
+  out += fmt::format("{}_sum{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", sum_);
+  out += fmt::format("{}_count{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", count_);
+}
+
+Metrics::Metrics()
+    : lateness_({0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60}),
+      duration_({0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600}),
+      backend_latency_({0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}) {}
+
+void Metrics::fire() { fires_.fetch_add(1, std::memory_order_relaxed); }
+void Metrics::run_finished(const std::string& outcome, double duration_seconds) {
+  {
+    std::lock_guard guard(mutex_);
+    ++runs_[outcome];
+  }
+  duration_.observe(duration_seconds);
+}
+void Metrics::skipped(const std::string& reason) {
+  std::lock_guard guard(mutex_);
+  ++skips_[reason];
+}
+void Metrics::missed(std::uint64_t count) { missed_.fetch_add(count, std::memory_order_relaxed); }
+void Metrics::lateness(double seconds) { lateness_.observe(seconds); }
+void Metrics::running(int delta) { running_.fetch_add(delta, std::memory_order_relaxed); }
+void Metrics::leader(bool leading, std::uint64_t term) {
+  leader_.store(leading ? 1 : 0);
+  if (leading) term_.store(term);
+}
+void Metrics::backend_error() { backend_errors_.fetch_add(1, std::memory_order_relaxed); }
+void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds); }
+void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
+void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
+void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
+
+std::string Metrics::render() const {
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  metric("fleetcron_fires_total", "counter", "Automatic fires that reached a worker.");
+  out += fmt::format("fleetcron_fires_total {}\n", fires_.load());
+  metric("fleetcron_runs_total", "counter", "Runs by outcome.");
+  {
+    std::lock_guard guard(mutex_);
+    for (const char* outcome : {"succeeded", "failed", "timed-out", "cancelled"}) {
+      const auto it = runs_.find(outcome);
+      out += fmt::format("fleetcron_runs_total{{outcome=\"{}\"}} {}\n", outcome, it == runs_.end() ? 0 : it->second);
+    }
+    metric("fleetcron_skips_total", "counter", "Fires skipped, by reason.");
+    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "overlap"}) {
+      const auto it = skips_.find(reason);
+      out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
+    }
+  }
+  metric("fleetcron_missed_fires_total", "counter", "Fires missed (late beyond tolerance), by count.");
+  out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
+  metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");
+  lateness_.write(out, "fleetcron_fire_lateness_seconds", "");
+  metric("fleetcron_run_duration_seconds", "histogram", "Duration of finished runs.");
+  duration_.write(out, "fleetcron_run_duration_seconds", "");
+  metric("fleetcron_running_jobs", "gauge", "Runs in progress.");
+  out += fmt::format("fleetcron_running_jobs {}\n", running_.load());
+  metric("fleetcron_leader", "gauge", "1 while this replica leads (leader or both coordination).");
+  out += fmt::format("fleetcron_leader {}\n", leader_.load());
+  metric("fleetcron_leader_term", "gauge", "The term (fencing token) of the leadership last held.");
+  out += fmt::format("fleetcron_leader_term {}\n", term_.load());
+  metric("fleetcron_backend_errors_total", "counter", "Failed calls to the coordination backend.");
+  out += fmt::format("fleetcron_backend_errors_total {}\n", backend_errors_.load());
+  metric("fleetcron_backend_latency_seconds", "histogram", "Latency of claim and election calls.");
+  backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
+  metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock (Redis).");
+  out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
+  metric("fleetcron_jobs", "gauge", "Jobs loaded from the jobs file.");
+  out += fmt::format("fleetcron_jobs {}\n", jobs_.load());
+  metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");
+  out += fmt::format("fleetcron_reloads_total{{result=\"ok\"}} {}\n", reloads_ok_.load());
+  out += fmt::format("fleetcron_reloads_total{{result=\"failed\"}} {}\n", reloads_failed_.load());
+  return out;
+}
+
+}  // namespace fleetcron::daemon

@@ -1,0 +1,61 @@
+// The daemon's metrics, written in the Prometheus text format (0.0.4).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fleetcron::daemon {
+
+/// A histogram of seconds with fixed buckets.
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double seconds);
+  void write(std::string& out, const std::string& name, const std::string& labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  mutable std::mutex mutex_;  // guards the members below
+  std::vector<std::uint64_t> counts_;  // per bucket (not cumulative), plus +Inf
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+/// Everything /metrics shows. Counters are keyed by their label values.
+class Metrics {
+ public:
+  Metrics();
+
+  void fire();  // a fire reached a worker (automatic)
+  void run_finished(const std::string& outcome, double duration_seconds);
+  void skipped(const std::string& reason);
+  void missed(std::uint64_t count);
+  void lateness(double seconds);
+  void running(int delta);
+  void leader(bool leading, std::uint64_t term);
+  void backend_error();
+  void backend_latency(double seconds);
+  void clock_offset(double seconds);
+  void jobs_loaded(std::size_t count);
+  void reloads(bool ok);
+
+  [[nodiscard]] std::string render() const;
+
+ private:
+  std::atomic<std::uint64_t> fires_{0}, missed_{0}, backend_errors_{0}, reloads_ok_{0}, reloads_failed_{0};
+  std::atomic<std::int64_t> running_{0};
+  std::atomic<int> leader_{0};
+  std::atomic<std::uint64_t> term_{0};
+  std::atomic<std::uint64_t> jobs_{0};
+  std::atomic<double> clock_offset_{0};
+  mutable std::mutex mutex_;  // guards the maps
+  std::map<std::string, std::uint64_t> runs_, skips_;
+  Histogram lateness_, duration_, backend_latency_;
+};
+
+}  // namespace fleetcron::daemon

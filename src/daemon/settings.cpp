@@ -1,0 +1,40 @@
+#include "daemon/settings.h"
+
+#include <fmt/format.h>
+
+#include "fleetcron/duration.h"
+
+namespace fleetcron::daemon {
+
+std::string_view to_string(CoordinationMode mode) noexcept {
+  switch (mode) {
+    case CoordinationMode::claim: return "claim";
+    case CoordinationMode::leader: return "leader";
+    case CoordinationMode::both: return "both";
+  }
+  return "unknown";
+}
+
+std::optional<CoordinationMode> coordination_mode_from_string(std::string_view text) noexcept {
+  if (text == "claim") return CoordinationMode::claim;
+  if (text == "leader") return CoordinationMode::leader;
+  if (text == "both") return CoordinationMode::both;
+  return std::nullopt;
+}
+
+void validate(const Settings& settings) {
+  if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
+  const bool memory = settings.coordinator == "memory";
+  if (!memory && !settings.coordinator.starts_with("redis://") && !settings.coordinator.starts_with("unix:") &&
+      !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://")) {
+    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:… or nats://…", settings.coordinator));
+  }
+  if (settings.claim_ttl < std::chrono::milliseconds{1}) {
+    throw SettingsError(fmt::format("claim TTL {} is below 1ms", format_duration(settings.claim_ttl)));
+  }
+  if (settings.leader_ttl && *settings.leader_ttl < std::chrono::milliseconds{1}) {
+    throw SettingsError(fmt::format("leader TTL {} is below 1ms", format_duration(*settings.leader_ttl)));
+  }
+}
+
+}  // namespace fleetcron::daemon

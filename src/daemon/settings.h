@@ -1,0 +1,55 @@
+// The daemon's settings: defaults, then the TOML config file, then flags.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace fleetcron::daemon {
+
+enum class CoordinationMode { claim, leader, both };
+[[nodiscard]] std::string_view to_string(CoordinationMode mode) noexcept;
+[[nodiscard]] std::optional<CoordinationMode> coordination_mode_from_string(std::string_view text) noexcept;
+
+enum class LogFormat { text, json };
+
+struct Settings {
+  std::string jobs_file;
+  bool seconds = false;
+  std::string zone = "UTC";
+  /// "memory", "redis://…" or "nats://…".
+  std::string coordinator = "memory";
+  CoordinationMode coordination = CoordinationMode::claim;
+  /// Claims: TTL, Redis key prefix, NATS bucket.
+  std::chrono::nanoseconds claim_ttl = std::chrono::minutes{10};
+  std::string claim_prefix = "cron:claim:";
+  std::string claim_bucket = "FLEETCRON_CLAIMS";
+  /// Leadership: TTL (Redis lease; NATS leader bucket TTL); nullopt: the
+  /// backend's default (Redis 30 s, NATS 10 s, memory 30 s).
+  std::optional<std::chrono::nanoseconds> leader_ttl;
+  std::string leader_key;  // empty: "cron:leader" (Redis), "cron_leader" (NATS)
+  std::string leader_bucket = "FLEETCRON_LEADER";
+  std::string metrics;     // "host:port" or empty
+  LogFormat log_format = LogFormat::text;
+  std::chrono::nanoseconds shutdown_grace = std::chrono::seconds{30};
+  std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
+  std::size_t max_concurrent = 64;
+  std::size_t max_output_bytes = 1 << 20;
+};
+
+/// A bad config file value: file:line: what is wrong.
+class SettingsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Applies the TOML file at `path` onto `settings`; unknown keys and bad
+/// values are SettingsErrors naming the file and line.
+void apply_config_file(const std::string& path, Settings& settings);
+
+/// Checks the combination (e.g. leader TTL range); throws SettingsError.
+void validate(const Settings& settings);
+
+}  // namespace fleetcron::daemon
