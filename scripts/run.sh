@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job: installs what is needed, builds fleetcron (Release) and runs
-# it. With arguments they go to the program (e.g. `next '0 9 * * mon-fri'`);
-# without, it demonstrates the time engine on specs around DST changes.
+# the daemon on examples/demo.cron with the embedded in-memory coordinator,
+# printing runs as they happen (Ctrl-C drains and stops it). With arguments
+# they go to the program instead (e.g. `next '0 9 * * mon-fri'`, `validate FILE`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF >/dev/null
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \
+  -DFLEETCRON_EXAMPLES=OFF >/dev/null
 cmake --build build/release --target fleetcron -j"$(nproc)" >/dev/null
 bin=build/release/src/daemon/fleetcron
 
@@ -13,14 +15,8 @@ if (($# > 0)); then
   exec "$bin" "$@"
 fi
 
-demo() {
-  echo "\$ fleetcron $*"
-  "$bin" "$@"
-  echo
-}
-demo next -n 3 '*/15 * * * *'
-demo next --tz America/New_York --from 2026-03-07T12:00:00Z -n 3 '30 2 * * *'
-demo next --tz America/New_York --from 2026-03-07T12:00:00Z -n 3 --dst-gap skip '30 2 * * *'
-demo next --from 2026-10-31T12:00:00Z -n 3 --dst-overlap both 'TZ=America/New_York 30 1 * * *'
-demo next --from 2026-01-01T00:00:00Z -n 3 'CRON_TZ=Europe/Berlin 0 9 ? * FRI#3'
-demo next --from 2026-06-15T12:34:56Z -n 3 '@every 90s'
+echo "\$ fleetcron validate --seconds examples/demo.cron -n 1"
+"$bin" validate --seconds examples/demo.cron -n 1
+echo
+echo "\$ fleetcron run --seconds examples/demo.cron    (Ctrl-C to stop)"
+exec "$bin" run --seconds examples/demo.cron

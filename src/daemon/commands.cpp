@@ -6,6 +6,7 @@
 #include <map>
 
 #include "daemon/jobs_file.h"
+#include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/rfc3339.h"
@@ -115,8 +116,8 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
                          job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
       if (job.timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed) {
         out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}\n",
-                           job.timeout.count() > 0 ? fmt::format("{}s", std::chrono::duration<double>(job.timeout).count()) : "none",
-                           job.jitter ? fmt::format("{}s", std::chrono::duration<double>(*job.jitter).count()) : "none",
+                           job.timeout.count() > 0 ? format_duration(job.timeout) : "none",
+                           job.jitter ? format_duration(*job.jitter) : "none",
                            job.retries, to_string(job.overlap),
                            job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "");
       }

@@ -31,8 +31,10 @@ class EventLog final : public Observer {
   void on_event(const Event& event) override {
     if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
       metrics_.skipped(std::string(to_string(skipped->reason)));
-      const bool quiet = skipped->reason == SkipReason::already_claimed || skipped->reason == SkipReason::not_leader;
-      log_.write(quiet ? "debug" : "warn", "fire-skipped", describe_skip(*skipped), key(skipped->entry), skipped->fire_key);
+      // Another replica's fire (claimed there, or we follow): normal
+      // coordination, counted but not logged.
+      if (skipped->reason == SkipReason::already_claimed || skipped->reason == SkipReason::not_leader) return;
+      log_.write("warn", "fire-skipped", describe_skip(*skipped), key(skipped->entry), skipped->fire_key);
     } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
       metrics_.missed(missed->missed);
       log_.write("warn", "fires-missed",

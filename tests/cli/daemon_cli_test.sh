@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The daemon's command line with real processes, on the in-memory
+# coordinator: validate, config and flag errors with file:line, a run that
+# refuses an invalid file, SIGHUP reload (and a bad reload keeping the old
+# jobs), overlap=skip, JSON logs, /healthz and /readyz, SIGTERM exit 0.
+# Usage: daemon_cli_test.sh PATH_TO_FLEETCRON
+set -uo pipefail
+bin=$1
+work=$(mktemp -d /tmp/fleetcron-cli.XXXXXX)
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+failures=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; failures=$((failures + 1)); }
+
+expect_error() {  # NAME STATUS SUBSTRING -- ARGS...
+  local name=$1 want_status=$2 want=$3
+  shift 4
+  local err status
+  err=$("$bin" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [[ $status == "$want_status" && $err == *"$want"* ]]; then ok "$name"; else bad "$name: status $status, stderr: $err (want $want)"; fi
+}
+
+# Polls a file until it contains a pattern (bounded): the daemons' logs are
+# the only signal a test script has.
+wait_for() {  # FILE PATTERN SECONDS
+  local deadline=$((SECONDS + $3))
+  while ((SECONDS < deadline)); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+printf '0 * * * * true\n61 * * * * echo bad\n' >"$work/bad.cron"
+expect_error "validate names file:line:column" 2 "$work/bad.cron:2:1: field minute: 61 above maximum 59" -- validate "$work/bad.cron"
+expect_error "run refuses an invalid file" 2 "$work/bad.cron:2:1: field minute" -- run "$work/bad.cron"
+expect_error "missing file" 2 "$work/none.cron: cannot read: No such file or directory" -- validate "$work/none.cron"
+printf 'jobs = "x"\ncolour = "red"\n' >"$work/bad.toml"
+expect_error "config: unknown key with file:line" 2 "$work/bad.toml:2: unknown key colour" -- run --config "$work/bad.toml"
+printf '[claim]\nttl = "soon"\n' >"$work/bad2.toml"
+expect_error "config: bad duration with file:line" 2 "$work/bad2.toml:2: claim.ttl:" -- run --config "$work/bad2.toml" "$work/bad.cron"
+printf 'jobs = [\n' >"$work/broken.toml"
+expect_error "config: TOML syntax error with line" 2 "$work/broken.toml:" -- run --config "$work/broken.toml"
+expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": expected claim, leader or both" -- run --coordination sometimes "$work/bad.cron"
+expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim-ttl soon "$work/bad.cron"
+expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
+
+# A running daemon: reload, overlap, logs, health.
+cat >"$work/jobs.cron" <<JOBS
+# fleetcron: key=tick
+* * * * * *  echo "tick \$FLEETCRON_FIRE_KEY" >> $work/ticks
+# fleetcron: key=slow overlap=skip timeout=10s
+* * * * * *  sleep 2.5
+JOBS
+out=$("$bin" validate --seconds "$work/jobs.cron" -n 1)
+if [[ $out == *"key tick"* && $out == *"key slow"* && $out == *"overlap=skip"* ]]; then ok "validate prints keys and options"; else bad "validate output: $out"; fi
+
+port=$((20000 + RANDOM % 40000))
+"$bin" run --seconds --log-format json --metrics "127.0.0.1:$port" "$work/jobs.cron" 2>"$work/log" &
+pid=$!
+pids+=("$pid")
+if wait_for "$work/ticks" tick 10; then ok "runs happen"; else bad "no tick in 10 s"; fi
+if wait_for "$work/log" '"event":"fire-skipped","job":"slow"' 10; then ok "overlap=skip skips a fire that finds the previous run going"; else bad "no overlap skip logged"; fi
+if grep -q '"event":"run-finished","job":"tick","fire":"tick@' "$work/log"; then ok "JSON lines carry event, job and fire keys"; else bad "JSON log lines: $(head -3 "$work/log")"; fi
+if [[ $(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$port/healthz") == 200 && \
+      $(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$port/readyz") == 200 ]]; then ok "/healthz and /readyz"; else bad "health endpoints"; fi
+
+# Reload: change tick's command, remove slow, add new.
+cat >"$work/jobs.cron" <<JOBS
+# fleetcron: key=tick
+* * * * * *  echo "tock \$FLEETCRON_FIRE_KEY" >> $work/ticks
+# fleetcron: key=new
+* * * * * *  echo new >> $work/new
+JOBS
+kill -HUP "$pid"
+if wait_for "$work/log" '"event":"reloaded".*2 jobs: 1 added, 1 removed, 1 changed' 5; then ok "SIGHUP reload applies added, removed, changed"; else bad "reload: $(grep reload "$work/log")"; fi
+if wait_for "$work/new" new 5 && wait_for "$work/ticks" tock 5; then ok "reloaded jobs run"; else bad "reloaded jobs did not run"; fi
+printf '61 * * * * * nope\n' >"$work/jobs.cron"
+kill -HUP "$pid"
+if wait_for "$work/log" '"event":"reload-failed".*jobs.cron:1:1: field second: 61 above maximum 59; keeping the jobs loaded before' 5; then
+  ok "an invalid reload is reported and the old jobs stay"
+else
+  bad "bad reload: $(grep reload "$work/log")"
+fi
+before=$(grep -c new "$work/new")
+if wait_for "$work/new" "" 1 && sleep 2 && (($(grep -c new "$work/new") > before)); then ok "old jobs keep running after a bad reload"; else bad "jobs stopped after a bad reload"; fi
+
+kill -TERM "$pid"
+wait "$pid"
+status=$?
+if ((status == 0)) && grep -q '"event":"stopped"' "$work/log"; then ok "SIGTERM drains and exits 0"; else bad "SIGTERM: status $status"; fi
+
+if ((failures > 0)); then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all daemon CLI checks passed"
