@@ -69,6 +69,10 @@ Elector::Elector(std::shared_ptr<Client> client, ElectorOptions options)
                                             format_duration(*options_.renew_margin),
                                             format_duration(options_.lease_ttl)));
   }
+  if (options_.follower_poll_interval < std::chrono::milliseconds{1}) {
+    throw std::invalid_argument(fmt::format("redis::ElectorOptions.follower_poll_interval: {} is below 1ms",
+                                            format_duration(options_.follower_poll_interval)));
+  }
   if (options_.term_key.empty()) options_.term_key = options_.leader_key + ":term";
   if (options_.term_key == options_.leader_key) {
     throw std::invalid_argument("redis::ElectorOptions.term_key: the same key as leader_key");
@@ -217,7 +221,8 @@ void Elector::keep_alive_main() {
     // Renew at a third of the TTL (at most half the local validity, so a
     // large renew_margin still renews before its deadline); retry sooner
     // after an error, but never sleep past the deadline of a lease we hold.
-    const auto period = std::min<std::chrono::nanoseconds>(options_.lease_ttl / 3, valid_for_ / 2);
+    auto period = std::min<std::chrono::nanoseconds>(options_.lease_ttl / 3, valid_for_ / 2);
+    if (!leader_) period = std::min(period, options_.follower_poll_interval);  // take a freed lease quickly
     auto next = clock_->steady_now() + (answer.status == Leadership::Status::error ? period / 2 : period);
     if (leader_) next = std::min(next, valid_until_);
     while (!stopping_ && clock_->steady_now() < next) clock_->wait_until(wake_, lock, next);

@@ -37,6 +37,10 @@ struct ElectorOptions {
   /// is_leader() answers from memory. Off: is_leader() does the round trip,
   /// as libtnb/cron does, and no thread runs.
   bool keep_alive = false;
+  /// With keep_alive, how often a follower campaigns: a resigned or expired
+  /// lease is taken within this (plus a round trip). At least 1 ms; never
+  /// longer than the renewal period.
+  std::chrono::nanoseconds follower_poll_interval = std::chrono::milliseconds{500};
   /// A leader that has not renewed for lease_ttl - renew_margin on its
   /// steady clock considers itself a follower, even when Redis is
   /// unreachable. nullopt: lease_ttl / 5. 0 <= renew_margin < lease_ttl.
