@@ -102,6 +102,16 @@ for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}" 2>/dev/null || true; done
 for r in 0 1 2; do wait "${daemon_pids[$r]}" 2>/dev/null || true; done
 ended=$(now_s)
 
+# 0. `fleetcron status` reads the backend without running anything.
+status_uri=$coordinator
+[[ $backend == nats ]] && status_uri="$FLEETCRON_TEST_NATS_URL?leader_bucket=E2E_LEADER"
+status_out=$("$binary" status --coordinator "$status_uri" --leader-ttl "$leader_ttl") || fail "status failed: $status_out"
+if [[ $backend == redis && $mode == claim ]]; then
+  [[ $status_out == *"claims in the last hour (10 job(s))"* ]] || fail "status: $status_out"
+fi
+[[ $status_out == *"leader: "* ]] || fail "status shows no leader line: $status_out"
+echo "$status_out" | sed 's/^/status: /'
+
 # 1. No fire ran twice.
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
 ((duplicates == 0)) || fail "$duplicates fire key(s) ran more than once: $(awk '{print $1}' "$journal" | sort | uniq -d | head -5)"
