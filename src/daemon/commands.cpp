@@ -95,8 +95,9 @@ int nats_status(const Settings& settings, std::ostream& out) {
   if (!entry || entry->value == nats::Election::resigned_marker) {
     out << "leader: none\n";
   } else {
-    out << fmt::format("leader: {} (revision {}; the term is the revision at which it won)\n", entry->value,
-                       entry->revision);
+    // The term is the revision at which it won; the key only keeps its
+    // latest renewal, so that is what can be shown here.
+    out << fmt::format("leader: {} (last renewed at revision {})\n", entry->value, entry->revision);
   }
   return 0;
 }

@@ -187,6 +187,7 @@ void Election::start(std::stop_token stop_token) {
         std::lock_guard guard(mutex_);
         if (stopping_) break;
       }
+      deliver_pending_loss();  // a deadline demotion is announced before anything else
       Callbacks after;
       campaign(after);
       run(after);
@@ -208,14 +209,7 @@ void Election::start(std::stop_token stop_token) {
         }
       }
       wait = std::max(wait, std::chrono::nanoseconds::zero());
-      if (leader) {
-        drop_watcher();  // a leader does not watch: its own renewals would pile up in it
-        std::unique_lock lock(mutex_);
-        const auto until = clock_->steady_now() + wait;
-        while (!stopping_ && !pending_lost_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
-        continue;
-      }
-      wait_as_candidate(wait);
+      wait_watching(wait, leader);
     }
     Callbacks after;
     resign(after);
@@ -246,9 +240,13 @@ void Election::deliver_pending_loss() {
   run(after);
 }
 
-void Election::wait_as_candidate(std::chrono::nanoseconds wait) {
-  // A candidate waits on a watch of the key, so a deletion or a
-  // resignation starts the next campaign at once.
+void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
+  // Both roles wait on a watch of the key. A candidate campaigns at once on
+  // a deletion or a resignation; a leader renews at once when anyone else
+  // wrote or deleted the key, so it announces its loss within milliseconds
+  // instead of at its next tick (the new winner announces only one
+  // interval after its win: no two announced leaders even when ticks run
+  // late). The watch is read on every wait, so it never piles up.
   std::shared_ptr<Watcher> watcher;
   {
     std::lock_guard guard(mutex_);
@@ -272,14 +270,17 @@ void Election::wait_as_candidate(std::chrono::nanoseconds wait) {
   auto until = clock_->steady_now() + wait;
   // The leader's last write seen (local time): its key expires a TTL
   // later, which no watch reports, so campaign right then.
-  if (leader_write_seen_ && *leader_write_seen_ + ttl_ + expiry_slack > clock_->steady_now()) {
+  if (!leader && leader_write_seen_ && *leader_write_seen_ + ttl_ + expiry_slack > clock_->steady_now()) {
     until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
   }
   while (true) {
     const auto now = clock_->steady_now();
+    std::uint64_t ours = 0;
     {
       std::unique_lock lock(mutex_);
-      if (stopping_ || now >= until) return;
+      if (stopping_ || now >= until || pending_lost_) return;
+      if (leader && state_ != State::leader) return;  // demoted meanwhile
+      ours = last_revision_;
       if (!watcher) {
         clock_->wait_until(wake_, lock, until);
         continue;
@@ -289,6 +290,15 @@ void Election::wait_as_candidate(std::chrono::nanoseconds wait) {
       const auto slice = std::min<std::chrono::nanoseconds>(until - now, watch_slice);
       const auto change =
           watcher->next(std::max(std::chrono::ceil<std::chrono::milliseconds>(slice), std::chrono::milliseconds{1}));
+      if (leader) {
+        // Our own renewals (this revision or older) are expected; anything
+        // else means the key is no longer ours.
+        if (change && !(change->operation == Entry::Operation::put && change->value == name_ && change->revision <= ours)) {
+          log(fmt::format("key {} changed by someone else at revision {}: renewing now", key_, change->revision));
+          return;
+        }
+        continue;
+      }
       if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
         log(fmt::format("key {} {} at revision {}: campaigning now", key_,
                         change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));

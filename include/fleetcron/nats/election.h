@@ -107,7 +107,7 @@ class Election {
   void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
   void maintain(Callbacks& after, Clock::SteadyTime sent);
   void take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent);
-  void wait_as_candidate(std::chrono::nanoseconds wait);
+  void wait_watching(std::chrono::nanoseconds wait, bool leader);
   void drop_watcher();
   void deliver_pending_loss();
   void resign(Callbacks& after);
