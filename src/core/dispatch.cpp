@@ -475,6 +475,10 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     std::lock_guard guard(join_mutex_);
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
   }
+  // No new fires from here on: free the lease now, so another replica
+  // leads within its next check instead of after the runs (and a drain's
+  // grace) end. Running leader-gated jobs keep their fence.
+  resign_once();
 
   const bool on_worker = current_worker_of == this;
   const std::size_t self = on_worker ? 1 : 0;
@@ -520,18 +524,21 @@ void Scheduler::Impl::join_threads_once() {
   watchdog_cv_.notify_all();
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
-  if (options_.elector) {
-    detach_elector();
-    try {
-      options_.elector->resign();  // hand over now rather than after the lease TTL
-    } catch (...) {
-      log(LogLevel::warning, "elector resign failed: " + describe_exception(std::current_exception()));
-    }
-  }
+  resign_once();
   events_.flush_and_stop();
   joined_ = true;
   std::lock_guard guard(mutex_);
   state_ = State::stopped;
+}
+
+void Scheduler::Impl::resign_once() {
+  if (!options_.elector || resigned_.exchange(true)) return;
+  detach_elector();
+  try {
+    options_.elector->resign();  // hand over now rather than after the lease TTL
+  } catch (...) {
+    log(LogLevel::warning, "elector resign failed: " + describe_exception(std::current_exception()));
+  }
 }
 
 void Scheduler::Impl::detach_elector() {

@@ -219,6 +219,9 @@ class Scheduler::Impl {
   };
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   void detach_elector();
+  /// Detaches and resigns the elector, once (stop(), drain() and the join).
+  void resign_once();
+  std::atomic<bool> resigned_{false};
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -119,6 +119,10 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
   posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
+  // Nothing else of the daemon reaches the job: hiredis, nats.c and the
+  // metrics server open sockets without O_CLOEXEC, and a job's background
+  // child must not keep the daemon's port or connections open.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
   sigset_t no_signals, all_signals;
@@ -196,6 +200,12 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
         (i == 0 ? out_open : err_open) = false;
       }
     }
+  }
+  // Ended by us (timeout or stop) but the group may outlive its shell: the
+  // rest of it gets SIGKILL when the grace ends.
+  if (kill_at && *kill_at != Clock::time_point::max()) {
+    while (Clock::now() < *kill_at && kill(-pid, 0) == 0) poll(nullptr, 0, 20);
+    kill(-pid, SIGKILL);
   }
   out.finish();
   err.finish();

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
@@ -77,6 +80,40 @@ TEST(ProcessRunner, SigkillAfterTheGraceWhenSigtermIsIgnored) {
   EXPECT_TRUE(result.timed_out);
   EXPECT_EQ(result.signal, SIGKILL);
   EXPECT_LT(result.duration, 5s);
+}
+
+TEST(ProcessRunner, AGroupMemberThatIgnoresSigtermIsKilledAfterTheGraceEvenWhenTheShellIsGone) {
+  // Review finding: once the shell was reaped, the SIGKILL was never sent.
+  const std::string pid_file = "/tmp/fleetcron-runner-survivor-" + std::to_string(getpid());
+  auto s = spec("sh -c 'trap \"\" TERM; sleep 30' & echo $! > " + pid_file + "; wait");
+  s.timeout = 200ms;
+  s.kill_grace = 300ms;
+  const auto result = run_command(s, {}, {});
+  EXPECT_TRUE(result.timed_out);
+  std::ifstream in(pid_file);
+  pid_t survivor = 0;
+  in >> survivor;
+  std::remove(pid_file.c_str());
+  ASSERT_GT(survivor, 0);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = kill(survivor, 0) != 0 && errno == ESRCH;
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "pid " << survivor << " survived the SIGKILL";
+}
+
+TEST(ProcessRunner, TheDaemonsDescriptorsDoNotReachTheJob) {
+  const int opened = open("/dev/null", O_RDONLY);  // no O_CLOEXEC, like hiredis's sockets
+  const int fd = dup2(opened, 100);                   // a number ls's own descriptors will not take
+  close(opened);
+  ASSERT_EQ(fd, 100);
+  Output output;
+  const auto result = run_command(spec("ls /proc/self/fd | tr '\\n' ' '"), {}, output.sink());
+  close(fd);
+  ASSERT_TRUE(result.succeeded());
+  ASSERT_EQ(output.lines.size(), 1u);
+  EXPECT_EQ(output.lines[0].find(" " + std::to_string(fd) + " "), std::string::npos) << output.lines[0];
 }
 
 TEST(ProcessRunner, StopTokenEndsTheCommand) {

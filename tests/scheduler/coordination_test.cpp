@@ -3,6 +3,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "harness.h"
 
@@ -252,6 +253,42 @@ TEST(Coordination, FenceIsTheTermWithAnElectorAndTheClaimTokenWithAClaimer) {
   EXPECT_EQ(fence, lease->term());
   EXPECT_GT(fence, 0u);
   EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(Coordination, DrainResignsBeforeWaitingForRunningJobs) {
+  // Review finding: drain() kept the lease until its running jobs ended, so
+  // other replicas skipped every fire as not-leader for the whole grace.
+  Harness h;
+  auto lease = std::make_shared<MemoryLease>(h.clock, 30s);
+  auto options = h.options();
+  options.elector = lease->make_elector();
+  auto other = lease->make_elector();
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool started = false, release = false;
+  Scheduler s(options);
+  s.add("* * * * *", [&](const FireContext&, std::stop_token) {
+    std::unique_lock lock(mutex);
+    started = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  s.start();
+  h.advance(60s);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started; }));
+  }
+  EXPECT_EQ(other->is_leader().status, Leadership::Status::follower);
+  std::thread drainer([&] { EXPECT_TRUE(s.drain(h.clock->steady_now() + 3600s)); });
+  // While the job still runs, the lease is already free for the other replica.
+  EXPECT_TRUE(Harness::eventually([&] { return other->is_leader().status == Leadership::Status::leader; }));
+  {
+    std::lock_guard guard(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  drainer.join();
 }
 
 TEST(Coordination, LeadershipLossCancelsLeaderGatedRuns) {
