@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 
+#include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
@@ -64,23 +65,11 @@ int redis_status(const Settings& settings, std::ostream& out) {
   return 0;
 }
 
-int nats_status(const Settings& settings, std::ostream& out) {
-  nats::ConnectionOptions options;
-  options.servers.clear();
-  std::string uri = settings.coordinator;
-  std::string bucket = settings.leader_bucket, key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
-  if (const auto query = uri.find('?'); query != std::string::npos) {
-    const std::string params = uri.substr(query + 1);
-    uri.resize(query);
-    for (std::size_t start = 0; start <= params.size();) {
-      const auto amp = std::min(params.find('&', start), params.size());
-      const std::string pair = params.substr(start, amp - start);
-      if (pair.starts_with("leader_bucket=")) bucket = pair.substr(14);
-      if (pair.starts_with("key=")) key = pair.substr(4);
-      start = amp + 1;
-    }
-  }
-  options.servers = {uri};
+int nats_status(const Settings& given, std::ostream& out) {
+  Settings settings = given;
+  nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
+  const std::string bucket = settings.leader_bucket;
+  const std::string key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
   options.max_reconnects = 0;
   auto connection = nats::Connection::connect(options);
   out << "coordinator: " << connection->describe() << '\n';

@@ -139,7 +139,7 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
   }
   bool connected() {
     std::lock_guard guard(mutex_);
-    return connection_ != nullptr;
+    return connection_ != nullptr && connection_->connected();
   }
 
  private:
@@ -217,6 +217,8 @@ class NatsElectorAdapter final : public Elector {
   std::shared_ptr<NatsBackend> backend_;
 };
 
+}  // namespace
+
 /// nats://[user:password@]host:port[,host:port…][?bucket=…&leader_bucket=…&key=…]
 nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings) {
   std::string rest = uri;
@@ -270,10 +272,20 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
     start = amp + 1;
   }
   nats::validate(options);
+  const std::string key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
+  const bool key_ok = !key.empty() && key.front() != '.' && key.back() != '.' && key.find("..") == std::string::npos &&
+                      key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/=.") ==
+                          std::string::npos;
+  if (!key_ok) {
+    throw std::invalid_argument(fmt::format("leader key \"{}\" is not a valid NATS key (letters, digits, _ - / = .)", key));
+  }
+  if (settings.coordination != CoordinationMode::claim && settings.leader_ttl &&
+      (*settings.leader_ttl < std::chrono::seconds{10} || *settings.leader_ttl > std::chrono::hours{1})) {
+    throw std::invalid_argument(fmt::format("leader TTL {}: NATS leadership needs 10s .. 1h (the election's bucket TTL)",
+                                            format_duration(*settings.leader_ttl)));
+  }
   return options;
 }
-
-}  // namespace
 
 Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink& log) {
   Settings settings = given;

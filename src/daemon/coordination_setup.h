@@ -11,6 +11,7 @@
 #include "daemon/metrics.h"
 #include "daemon/settings.h"
 #include "fleetcron/coordination.h"
+#include "fleetcron/nats/connection.h"
 
 namespace fleetcron::daemon {
 
@@ -24,6 +25,12 @@ struct Coordination {
   std::function<std::optional<double>()> clock_offset;
   std::shared_ptr<void> resources;   // connections and the like, kept alive
 };
+
+/// Parses a NATS coordinator URI
+///   nats://[user:password@]host:port[,host:port…][?bucket=…&leader_bucket=…&key=…]
+/// into connection options; its query sets `settings`' buckets and key.
+/// Checks the leader key and TTL for NATS. Throws std::invalid_argument.
+[[nodiscard]] nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings);
 
 /// Never blocks on the network: a NATS server that is down at start-up is
 /// connected to in the background (calls fail closed meanwhile). Throws

@@ -23,35 +23,53 @@ std::string describe_skip(const SkippedFireEvent& event) {
                              : fmt::format("{}: {}", to_string(event.reason), event.error);
 }
 
-/// Turns scheduler events into log lines and metrics (runs on the thread
-/// that published them: keep it short).
-class EventLog final : public Observer {
+/// Counts scheduler events (the inline recorder: runs on the publishing
+/// thread, the loop's included, so it only touches atomics and short locks).
+class EventCounter final : public Observer {
  public:
-  EventLog(LogSink& log, Metrics& metrics) : log_(log), metrics_(metrics) {}
+  explicit EventCounter(Metrics& metrics) : metrics_(metrics) {}
   void on_event(const Event& event) override {
     if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
       metrics_.skipped(std::string(to_string(skipped->reason)));
+    } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
+      metrics_.missed(missed->missed);
+    } else if (std::holds_alternative<RejectedFireEvent>(event)) {
+      metrics_.skipped("queue-full");
+    }
+  }
+
+ private:
+  Metrics& metrics_;
+};
+
+/// Logs scheduler events (an observer: its own thread and bounded queue,
+/// so a slow stderr never stalls the scheduler).
+class EventLog final : public Observer {
+ public:
+  explicit EventLog(LogSink& log) : log_(log) {}
+  void on_event(const Event& event) override {
+    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
       // Another replica's fire (claimed there, or we follow): normal
       // coordination, counted but not logged.
       if (skipped->reason == SkipReason::already_claimed || skipped->reason == SkipReason::not_leader) return;
       log_.write("warn", "fire-skipped", describe_skip(*skipped), key(skipped->entry), skipped->fire_key);
     } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
-      metrics_.missed(missed->missed);
       log_.write("warn", "fires-missed",
                  fmt::format("{}{} fire(s) from {} to {} missed; policy {} runs {}", missed->missed,
                              missed->missed_is_lower_bound ? "+" : "", format_rfc3339(missed->first_missed),
                              format_rfc3339(missed->last_missed), to_string(missed->policy), missed->runs),
                  key(missed->entry));
     } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
-      metrics_.skipped("queue-full");
       log_.write("error", "fire-rejected", "the run queue is full", key(rejected->entry));
+    } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
+      log_.write("warn", "log-events-dropped", fmt::format("{} scheduler events not logged (the log could not keep up)",
+                                                          dropped->dropped));
     }
   }
 
  private:
   static std::string key(const EntryRef& entry) { return entry ? entry->key : std::string(); }
   LogSink& log_;
-  Metrics& metrics_;
 };
 
 }  // namespace
@@ -59,7 +77,7 @@ class EventLog final : public Observer {
 struct Daemon::Runtime {
   Job job;
   std::mutex mutex;  // guards running, waiting
-  std::condition_variable idle;
+  std::condition_variable_any idle;  // _any: the wait also ends on the run's stop token
   int running = 0;
   bool waiting = false;
 };
@@ -77,7 +95,8 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.max_concurrent = settings_.max_concurrent;
   options.claimer = coordination_.claimer;
   options.elector = coordination_.elector;
-  options.recorder = std::make_shared<EventLog>(log_, metrics_);
+  options.recorder = std::make_shared<EventCounter>(metrics_);
+  options.observers = {std::make_shared<EventLog>(log_)};
   options.logger = [this](LogLevel level, std::string_view message) {
     static constexpr const char* names[] = {"debug", "info", "warn", "error"};
     log_.write(names[static_cast<int>(level)], "scheduler", message);
@@ -99,7 +118,10 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
 
 Daemon::~Daemon() {
   metrics_server_.reset();
-  if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{1});
+  // Jobs still running use this object's members: end them first, before
+  // any member goes (the runner's worst case is kill_grace plus 1 s of output).
+  if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
+  scheduler_.reset();
 }
 
 bool Daemon::ready() const { return loaded_ && coordination_.reachable && coordination_.reachable(); }
@@ -124,7 +146,7 @@ fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
 
 void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop) {
   const Job& job = runtime.job;
-  if (!fire.manual) {
+  if (!fire.manual && fire.attempt == 1) {  // one fire, however many attempts
     metrics_.fire();
     const auto now = Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::system_clock::now().time_since_epoch())};
@@ -141,7 +163,7 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
       }
       if (job.overlap == Overlap::queue) {
         runtime.waiting = true;
-        runtime.idle.wait(lock, [&] { return runtime.running == 0 || stop.stop_requested(); });
+        runtime.idle.wait(lock, stop, [&] { return runtime.running == 0; });
         runtime.waiting = false;
         if (stop.stop_requested()) return;
       }
@@ -258,7 +280,7 @@ int Daemon::run() {
     // what still runs, SIGKILL after kill_grace). stop() resigns leadership.
     const auto deadline = std::chrono::steady_clock::now() + settings_.shutdown_grace;
     bool clean = scheduler_->drain(deadline);
-    if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{1});
+    if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
     log_.write("info", "stopped", clean ? "all runs finished" : "some runs did not end in time");
     return 0;
   }

@@ -207,6 +207,7 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
   if (text.size() > max_jobs_file_bytes) {
     throw JobsFileError(path, 0, 0, fmt::format("{} bytes, above the limit of {}", text.size(), max_jobs_file_bytes));
   }
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
   JobsFile file;
   file.path = path;
   std::vector<std::pair<std::string, std::string>> environment;

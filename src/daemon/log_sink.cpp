@@ -3,16 +3,62 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdint>
 
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
 
+namespace {
+
+/// Length of the valid UTF-8 sequence at text[i], or 0 if it is not one.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if (byte >= 0xC2 && byte <= 0xDF) {
+    length = 2, code = byte & 0x1F;
+  } else if (byte >= 0xE0 && byte <= 0xEF) {
+    length = 3, code = byte & 0x0F;
+  } else if (byte >= 0xF0 && byte <= 0xF4) {
+    length = 4, code = byte & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    if ((next & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (next & 0x3F);
+  }
+  // No overlong forms, no surrogates, nothing above U+10FFFF.
+  if ((length == 3 && code < 0x800) || (length == 4 && (code < 0x10000 || code > 0x10FFFF)) ||
+      (code >= 0xD800 && code <= 0xDFFF)) {
+    return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
 std::string json_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x80) {
+      // Job output may be any bytes: valid UTF-8 passes, anything else
+      // becomes U+FFFD, so every line stays valid JSON.
+      const std::size_t length = utf8_length(text, i);
+      if (length == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text.substr(i, length));
+        i += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -23,7 +69,7 @@ std::string json_escape(std::string_view text) {
         if (byte < 0x20 || byte == 0x7f) {
           out += fmt::format("\\u{:04x}", byte);
         } else {
-          out.push_back(c);  // UTF-8 passes through; invalid bytes too (documented)
+          out.push_back(c);
         }
     }
   }

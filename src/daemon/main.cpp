@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   int validate_count = 3;
   CLI::App* validate = app.add_subcommand("validate", "Check a jobs file; print each job's key and next fires");
   add_settings_flags(validate, validate_flags, true);
-  validate->add_option("-n", validate_count, "Fires to print per job")->default_str("3");
+  validate->add_option("-n", validate_count, "Fires to print per job")->default_str("3")->check(CLI::Range(0, 1000));
 
   Flags status_flags;
   CLI::App* status = app.add_subcommand("status", "Show the leader and, for Redis, recent claims; runs nothing");

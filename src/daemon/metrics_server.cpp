@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace fleetcron::daemon {
 
@@ -46,6 +48,9 @@ MetricsServer::MetricsServer(const std::string& address, std::function<std::stri
   }
   if (port_ <= 0) throw std::runtime_error(fmt::format("--metrics {}: cannot listen there", address));
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  // httplib 0.11's stop() does nothing before the listen loop runs: wait
+  // for it, so the destructor can always stop and join (bounded).
+  for (int i = 0; i < 500 && !impl_->server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds{2});
 }
 
 MetricsServer::~MetricsServer() {

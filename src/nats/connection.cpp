@@ -177,6 +177,10 @@ Connection::~Connection() {
   nats_ReleaseThreadMemory();
 }
 
+bool Connection::connected() const noexcept {
+  return nc_ != nullptr && natsConnection_Status(static_cast<natsConnection*>(nc_)) == NATS_CONN_STATUS_CONNECTED;
+}
+
 void Connection::close() {
   if (nc_ != nullptr) natsConnection_Close(static_cast<natsConnection*>(nc_));
 }

@@ -169,6 +169,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   [[nodiscard]] std::string describe() const { return description_; }
   /// Closes the connection: blocked calls return at once with an error.
   void close();
+  /// True while connected (false while reconnecting or closed).
+  [[nodiscard]] bool connected() const noexcept;
 
  private:
   struct Private;
