@@ -23,7 +23,9 @@ daemon_pids=()
 cleanup() {
   local pid
   for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # Only the daemons: a bare `wait` would also wait for the servers, which
+  # stop_servers stops next.
+  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   stop_servers
   if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
 }
