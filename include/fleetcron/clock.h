@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "fleetcron/time.h"
@@ -60,6 +61,9 @@ class VirtualClock final : public Clock {
   /// How many of them are past their deadline but not yet awake: tests wait
   /// for this to reach 0 before looking, so every woken thread has acted.
   [[nodiscard]] std::size_t due_waiter_count() const;
+  /// The earliest deadline among blocked callers (nullopt if none): a
+  /// simulation advances straight to it instead of stepping blindly.
+  [[nodiscard]] std::optional<SteadyTime> next_deadline() const;
 
  private:
   struct Waiter {

@@ -98,6 +98,15 @@ std::size_t VirtualClock::due_waiter_count() const {
       std::count_if(waiters_.begin(), waiters_.end(), [this](const Waiter& w) { return w.deadline <= steady_; }));
 }
 
+std::optional<Clock::SteadyTime> VirtualClock::next_deadline() const {
+  std::lock_guard guard(mutex_);
+  std::optional<SteadyTime> earliest;
+  for (const Waiter& w : waiters_) {
+    if (!earliest || w.deadline < *earliest) earliest = w.deadline;
+  }
+  return earliest;
+}
+
 void VirtualClock::wake(bool everyone) {
   std::vector<Waiter> due;
   {

@@ -1,0 +1,37 @@
+// The simulator's judge: the four properties of docs/reliability.md,
+// checked on one simulation's Outcome, and every lost fire explained.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/world.h"
+
+namespace fleetcron::sim {
+
+struct Violation {
+  std::string property;  ///< "P1 no duplicate", "P2 no unexplained loss", "P3 fencing", "P4 missed-fire policy"
+  std::string fire_key;  ///< empty when not about one fire
+  std::string detail;
+};
+
+struct Report {
+  std::uint64_t fires_due = 0;  ///< instants in the checked horizon, over every job
+  std::uint64_t runs = 0;
+  std::uint64_t duplicates_after_store_loss = 0;  ///< explained: the store lost the claim or lease between the runs
+  std::map<std::string, std::uint64_t> lost;      ///< documented loss class -> fires
+  std::uint64_t missed_plans = 0;
+  std::vector<Violation> violations;
+  /// A minimal trace for the first violation: the fire's history and the
+  /// faults around it.
+  std::string trace;
+};
+
+[[nodiscard]] Report check(const SimOptions& options, const Outcome& outcome);
+
+/// One line for a seed: due, runs, lost by class, violations.
+[[nodiscard]] std::string summary(const SimOptions& options, const Report& report);
+
+}  // namespace fleetcron::sim

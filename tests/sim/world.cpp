@@ -1,0 +1,893 @@
+// The simulated world: time, the store model, replicas and their faults.
+// See world.h for how it stays deterministic.
+#include "sim/world.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <utility>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace fleetcron::sim {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t hash_text(std::string_view text) {
+  std::uint64_t h = 0xCBF29CE484222325ULL;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;
+  return h;
+}
+
+/// A uniform number in [0, 1) that depends only on its arguments.
+template <class... T>
+double chance(T... parts) {
+  std::uint64_t h = 0;
+  ((h = mix(h ^ static_cast<std::uint64_t>(parts))), ...);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+std::int64_t to_us(Instant t) { return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count(); }
+
+}  // namespace
+
+Instant sim_epoch() { return parse_rfc3339("2026-03-01T00:00:00Z"); }
+
+const std::vector<SimJob>& sim_jobs() {
+  static const std::vector<SimJob> jobs = [] {
+    std::vector<SimJob> out;
+    for (int i = 0; i < 10; ++i) out.push_back({fmt::format("every-second-{}", i), "* * * * * *", MissedFirePolicy::run_once});
+    for (int i = 0; i < 4; ++i) out.push_back({fmt::format("every-5s-{}", i), "*/5 * * * * *", MissedFirePolicy::skip});
+    out.push_back({"every-7s", "*/7 * * * * *", MissedFirePolicy::run_once});
+    out.push_back({"every-10s-all", "*/10 * * * * *", MissedFirePolicy::run_all});
+    out.push_back({"minutely-all", "0 * * * * *", MissedFirePolicy::run_all});
+    out.push_back({"minutely-once", "30 * * * * *", MissedFirePolicy::run_once});
+    return out;
+  }();
+  return jobs;
+}
+
+namespace {
+
+class World;
+
+enum class State { running, paused, stopping, dead };
+
+struct Request {
+  int incarnation = 0;
+  std::vector<std::string> keys;
+  Instant sent_wall;
+  std::vector<ClaimResult> results;
+  nanoseconds deliver_at{0};
+  bool done = false;
+  std::condition_variable cv;
+};
+
+struct Incarnation {
+  int id = 0;
+  int replica = 0;
+  std::shared_ptr<class ReplicaClock> clock;
+  std::unique_ptr<Scheduler> scheduler;  // world thread only
+  State state = State::running;
+  nanoseconds steady_delta{0};  // replica steady - world time, while running
+  nanoseconds paused_at{0};
+  // Accounting for quiescence (world mutex).
+  std::uint64_t emitted = 0;
+  std::uint64_t terminated = 0;
+  std::uint64_t parked = 0;
+  std::map<std::string, Instant> planned;       // entry key -> next instant
+  std::map<std::string, Instant> span_from;     // entry key -> first instant
+  std::map<std::string, std::uint64_t> missed_runs;  // from a MissedFireEvent, until its ScheduledEvent
+  std::vector<std::shared_ptr<Request>> in_flight;    // processed, answer not delivered yet
+  // The elector's local view.
+  bool leader = false;
+  std::uint64_t term = 0;
+  Clock::SteadyTime local_deadline{};
+  std::function<void(std::uint64_t)> lost;
+  std::uint64_t campaigns = 0;
+  bool campaign_due_on_resume = false;
+};
+
+struct Replica {
+  nanoseconds offset{0};  // its wall clock minus the store's
+  double drift_ppm = 0;
+  std::map<std::string, Instant> last_run;  // its persisted record
+  std::shared_ptr<Incarnation> current;
+};
+
+/// A replica's clock: a VirtualClock that tells the world when a waiter
+/// has woken, so the world re-checks quiescence at once.
+class ReplicaClock final : public Clock {
+ public:
+  ReplicaClock(Instant start, World& world) : inner_(start), world_(world) {}
+  Instant now() const noexcept override { return inner_.now(); }
+  SteadyTime steady_now() const noexcept override { return inner_.steady_now(); }
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override;
+  VirtualClock& inner() { return inner_; }
+
+ private:
+  VirtualClock inner_;
+  World& world_;
+};
+
+class World {
+ public:
+  explicit World(const SimOptions& options);
+  Outcome run();
+
+  // Called from scheduler threads.
+  void poke();
+  std::vector<ClaimResult> claim(const std::shared_ptr<Incarnation>& inc, std::span<const std::string> keys);
+  Leadership is_leader(const std::shared_ptr<Incarnation>& inc);
+  void resign(const std::shared_ptr<Incarnation>& inc);
+  void set_lost(const std::shared_ptr<Incarnation>& inc, std::function<void(std::uint64_t)> lost);
+  void record_event(const std::shared_ptr<Incarnation>& inc, const Event& event);
+  void record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context);
+
+ private:
+  struct Timed {
+    nanoseconds at;
+    std::uint64_t seq;
+    std::function<void()> action;
+    friend bool operator<(const Timed& a, const Timed& b) { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  };
+  void at(nanoseconds when, std::function<void()> action) { events_.push(Timed{when, next_seq_++, std::move(action)}); }
+  nanoseconds exponential(std::chrono::seconds mean);
+  Instant store_wall() const { return sim_epoch() + now_; }
+  void note(std::string text) { outcome_.faults.emplace_back(now_, std::move(text)); }
+  void key_record(const std::string& key, const Incarnation& inc, std::string what) {
+    outcome_.by_key[key].push_back(KeyRecord{now_, inc.replica, inc.id, std::move(what)});
+  }
+
+  void start_incarnation(int replica, bool with_record);
+  void kill(int replica, bool graceful);
+  void pause(int replica, nanoseconds length);
+  void resume(int replica);
+  void close_spans(Incarnation& inc);
+  void schedule_faults(int replica);
+  void schedule_store_faults();
+  void wait_quiescent();
+  bool quiescent_locked() const;
+  void process_round();
+  void deliver_locked(const std::shared_ptr<Request>& request);
+  void campaign(const std::shared_ptr<Incarnation>& inc);
+  void demote_if_expired(const std::shared_ptr<Incarnation>& inc);
+  void demote_locked(Incarnation& inc, std::vector<std::function<void()>>& calls);
+  Incarnation* find(int id) { auto it = by_id_.find(id); return it == by_id_.end() ? nullptr : it->second.get(); }
+
+  const SimOptions options_;
+  std::mt19937_64 random_;
+  nanoseconds now_{0};
+  nanoseconds end_{0};
+  std::uint64_t next_seq_ = 0;
+  std::priority_queue<Timed> events_;
+  std::vector<Replica> replicas_;
+  std::unordered_map<int, std::shared_ptr<Incarnation>> by_id_;
+  int next_incarnation_ = 1;
+  std::uint64_t round_ = 0;
+
+  // The store (world mutex).
+  struct StoredClaim {
+    nanoseconds expires;
+    std::uint64_t fence;
+  };
+  std::unordered_map<std::string, StoredClaim> claims_;
+  std::deque<std::pair<nanoseconds, std::string>> claim_expiry_;
+  std::uint64_t fence_counter_ = 0;
+  int lease_holder_ = 0;  // incarnation id; 0 = none
+  nanoseconds lease_expires_{0};
+  std::uint64_t term_counter_ = 0;
+  std::uint64_t lease_term_ = 0;
+  nanoseconds outage_until_{-1};
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::shared_ptr<Request>> pending_;
+  Outcome outcome_;
+};
+
+void ReplicaClock::wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) {
+  inner_.wait_until(cv, lock, deadline);
+  world_.poke();
+}
+
+class SimClaimer final : public Claimer {
+ public:
+  SimClaimer(World& world, std::shared_ptr<Incarnation> inc) : world_(world), inc_(std::move(inc)) {}
+  ClaimResult claim(std::string_view fire_key) override {
+    const std::string key(fire_key);
+    return world_.claim(inc_, std::span<const std::string>(&key, 1)).front();
+  }
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override { return world_.claim(inc_, keys); }
+
+ private:
+  World& world_;
+  std::shared_ptr<Incarnation> inc_;
+};
+
+class SimElector final : public Elector {
+ public:
+  SimElector(World& world, std::shared_ptr<Incarnation> inc) : world_(world), inc_(std::move(inc)) {}
+  Leadership is_leader() override { return world_.is_leader(inc_); }
+  void on_leadership_lost(std::function<void(std::uint64_t)> lost) override { world_.set_lost(inc_, std::move(lost)); }
+  void resign() override { world_.resign(inc_); }
+
+ private:
+  World& world_;
+  std::shared_ptr<Incarnation> inc_;
+};
+
+class Recorder final : public Observer {
+ public:
+  Recorder(World& world, std::shared_ptr<Incarnation> inc) : world_(world), inc_(std::move(inc)) {}
+  void on_event(const Event& event) override { world_.record_event(inc_, event); }
+
+ private:
+  World& world_;
+  std::shared_ptr<Incarnation> inc_;
+};
+
+World::World(const SimOptions& options) : options_(options), random_(mix(options.seed)) {
+  if (options_.replicas < 1 || options_.replicas > 16) throw std::invalid_argument("replicas must be 1..16");
+  end_ = options_.duration;
+}
+
+nanoseconds World::exponential(std::chrono::seconds mean) {
+  std::exponential_distribution<double> pick(1.0 / static_cast<double>(mean.count()));
+  return std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(pick(random_)));
+}
+
+void World::poke() {
+  { std::lock_guard guard(mutex_); }
+  changed_.notify_all();
+}
+
+// ---- scheduler-facing ---------------------------------------------------
+
+std::vector<ClaimResult> World::claim(const std::shared_ptr<Incarnation>& inc, std::span<const std::string> keys) {
+  auto request = std::make_shared<Request>();
+  request->incarnation = inc->id;
+  request->keys.assign(keys.begin(), keys.end());
+  request->sent_wall = inc->clock->now();
+  std::unique_lock lock(mutex_);
+  if (inc->state == State::dead || inc->state == State::stopping) {
+    return std::vector<ClaimResult>(keys.size(), ClaimResult::failed("process stopping"));
+  }
+  pending_.push_back(request);
+  inc->parked += keys.size();
+  changed_.notify_all();
+  request->cv.wait(lock, [&] { return request->done; });
+  return request->results;
+}
+
+Leadership World::is_leader(const std::shared_ptr<Incarnation>& inc) {
+  std::lock_guard guard(mutex_);
+  if (inc->state != State::running) return Leadership::failed("process stopping");
+  if (inc->leader && inc->clock->steady_now() < inc->local_deadline) return Leadership::leader(inc->term);
+  return Leadership::follower();
+}
+
+void World::resign(const std::shared_ptr<Incarnation>& inc) {
+  std::lock_guard guard(mutex_);
+  if (inc->state != State::stopping) return;  // a killed process resigns nothing
+  if (lease_holder_ == inc->id && now_ < lease_expires_ && now_ >= outage_until_) {
+    lease_holder_ = 0;
+    note(fmt::format("r{}/i{} resigns term {}", inc->replica, inc->id, lease_term_));
+  }
+  inc->leader = false;
+}
+
+void World::set_lost(const std::shared_ptr<Incarnation>& inc, std::function<void(std::uint64_t)> lost) {
+  std::lock_guard guard(mutex_);
+  inc->lost = std::move(lost);
+}
+
+void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& event) {
+  std::lock_guard guard(mutex_);
+  Incarnation& me = *inc;
+  if (const auto* e = std::get_if<ScheduledEvent>(&event)) {
+    const std::string& key = e->entry->key;
+    auto it = me.planned.find(key);
+    if (it == me.planned.end()) {
+      me.planned.emplace(key, e->next);
+      me.span_from.emplace(key, e->next);
+    } else {
+      auto missed = me.missed_runs.find(key);
+      if (missed != me.missed_runs.end()) {
+        me.emitted += missed->second;
+        me.missed_runs.erase(missed);
+      } else {
+        me.emitted += 1;
+      }
+      it->second = e->next;
+    }
+  } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
+    me.missed_runs[missed->entry->key] = missed->runs;
+    outcome_.missed.push_back(MissedRange{me.replica, me.id, missed->entry->key, missed->first_missed, missed->last_missed, missed->missed,
+                                          missed->runs, missed->policy});
+  } else if (const auto* completed = std::get_if<JobCompletedEvent>(&event)) {
+    if (!completed->manual) ++me.terminated;
+  } else if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
+    ++me.terminated;
+    key_record(skipped->fire_key, me,
+               fmt::format("skip {}{}{}", to_string(skipped->reason), skipped->error.empty() ? "" : ": ", skipped->error));
+  } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
+    ++me.terminated;
+    key_record(fire_key(cancelled->entry->key, cancelled->scheduled_at), me, "cancelled: " + cancelled->cause);
+  } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
+    ++me.terminated;
+    key_record(fire_key(rejected->entry->key, rejected->scheduled_at), me, "rejected: queue full");
+  }
+  changed_.notify_all();
+}
+
+void World::record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context) {
+  std::lock_guard guard(mutex_);
+  if (inc->state != State::running) return;  // a stopped process runs nothing
+  const std::string& key = context.entry->key;
+  outcome_.runs.push_back(RunRecord{key, context.scheduled_at, context.fire_key, inc->replica, inc->id, context.fence, now_});
+  key_record(context.fire_key, *inc, fmt::format("run fence={}", context.fence));
+  Instant& last = replicas_[static_cast<std::size_t>(inc->replica)].last_run[key];
+  last = std::max(last, context.scheduled_at);
+}
+
+// ---- replicas -------------------------------------------------------------
+
+void World::start_incarnation(int replica, bool with_record) {
+  auto inc = std::make_shared<Incarnation>();
+  inc->id = next_incarnation_++;
+  inc->replica = replica;
+  Replica& r = replicas_[static_cast<std::size_t>(replica)];
+  inc->clock = std::make_shared<ReplicaClock>(store_wall() + r.offset, *this);
+  inc->steady_delta = inc->clock->steady_now().time_since_epoch() - now_;
+  SchedulerOptions scheduler;
+  scheduler.seconds_field = true;
+  scheduler.missed_tolerance = options_.missed_tolerance;
+  scheduler.clock = inc->clock;
+  scheduler.recorder = std::make_shared<Recorder>(*this, inc);
+  scheduler.logger = [](LogLevel, std::string_view) {};
+  scheduler.max_concurrent = 32;
+  scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
+  if (options_.mode == Mode::claim) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
+  if (options_.mode == Mode::leader) scheduler.elector = std::make_shared<SimElector>(*this, inc);
+  inc->scheduler = std::make_unique<Scheduler>(std::move(scheduler));
+  {
+    std::lock_guard guard(mutex_);
+    by_id_.emplace(inc->id, inc);
+    r.current = inc;
+    note(fmt::format("r{}/i{} starts{} (clock offset {} ms)", replica, inc->id,
+                     with_record ? " with its last-run record" : "",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(r.offset).count()));
+  }
+  for (const SimJob& job : sim_jobs()) {
+    EntryOptions entry;
+    entry.key = job.key;
+    entry.name = job.key;
+    entry.missed_fire = job.missed;
+    if (with_record) {
+      auto it = r.last_run.find(job.key);
+      if (it != r.last_run.end()) entry.last_run = it->second;
+    }
+    std::weak_ptr<Incarnation> weak = inc;
+    inc->scheduler->add(job.spec, [this, weak](const FireContext& context, std::stop_token) {
+      if (auto me = weak.lock()) record_run(me, context);
+    }, entry);
+  }
+  inc->scheduler->start();
+  if (options_.mode == Mode::leader) {
+    const auto splay = nanoseconds{static_cast<std::int64_t>(chance(options_.seed, inc->id, 7) * 5e8)};
+    at(now_ + splay, [this, inc] { campaign(inc); });
+  }
+}
+
+void World::close_spans(Incarnation& inc) {
+  for (const auto& [key, from] : inc.span_from) {
+    const Instant to = inc.planned.at(key) - nanoseconds{1};
+    if (to >= from) outcome_.spans.push_back(Outcome::Span{inc.replica, inc.id, key, from, to});
+  }
+}
+
+void World::kill(int replica, bool graceful) {
+  std::shared_ptr<Incarnation> inc = replicas_[static_cast<std::size_t>(replica)].current;
+  if (!inc || inc->state == State::dead || inc->state == State::stopping) return;
+  {
+    std::lock_guard guard(mutex_);
+    if (inc->state == State::paused) {
+      // A paused process that is killed never wakes: its clock stays put.
+      note(fmt::format("r{}/i{} killed while paused", replica, inc->id));
+    }
+    inc->state = graceful ? State::stopping : State::dead;
+    note(fmt::format("r{}/i{} {}", replica, inc->id, graceful ? "stopped gracefully (SIGTERM)" : "killed (SIGKILL)"));
+    // Unblock its workers: requests not yet processed are lost with the
+    // process; answers on the way never arrive.
+    auto fail = [&](const std::shared_ptr<Request>& request) {
+      for (std::size_t i = 0; i < request->keys.size(); ++i) {
+        if (request->results.size() > i && request->results[i].status == ClaimResult::Status::claimed) {
+          key_record(request->keys[i], *inc, "granted, answer lost: process stopped");
+        }
+      }
+      request->results.assign(request->keys.size(), ClaimResult::failed("process stopped"));
+      request->done = true;
+      inc->parked -= request->keys.size();
+      request->cv.notify_all();
+    };
+    std::erase_if(pending_, [&](const std::shared_ptr<Request>& request) {
+      if (request->incarnation != inc->id) return false;
+      fail(request);
+      return true;
+    });
+    for (const auto& request : inc->in_flight) fail(request);
+    inc->in_flight.clear();
+    close_spans(*inc);
+  }
+  // Stopping joins its threads; they may still call us (their calls fail).
+  inc->scheduler->stop(inc->clock->steady_now());
+  inc->scheduler.reset();
+  {
+    std::lock_guard guard(mutex_);
+    inc->state = State::dead;
+    inc->leader = false;
+  }
+}
+
+void World::pause(int replica, nanoseconds length) {
+  std::shared_ptr<Incarnation> inc = replicas_[static_cast<std::size_t>(replica)].current;
+  if (!inc || inc->state != State::running) return;
+  {
+    std::lock_guard guard(mutex_);
+    inc->state = State::paused;
+    inc->paused_at = now_;
+    note(fmt::format("r{}/i{} paused (SIGSTOP) for {} ms", replica, inc->id,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(length).count()));
+  }
+  at(now_ + length, [this, replica, id = inc->id] {
+    auto current = replicas_[static_cast<std::size_t>(replica)].current;
+    if (current && current->id == id) resume(replica);
+  });
+}
+
+void World::resume(int replica) {
+  std::shared_ptr<Incarnation> inc = replicas_[static_cast<std::size_t>(replica)].current;
+  if (!inc || inc->state != State::paused) return;
+  const nanoseconds frozen = now_ - inc->paused_at;
+  // Its clocks jump by the pause when it runs again.
+  inc->clock->inner().advance(frozen);
+  bool campaign_now = false;
+  {
+    std::lock_guard guard(mutex_);
+    inc->state = State::running;
+    note(fmt::format("r{}/i{} resumed (SIGCONT)", replica, inc->id));
+    campaign_now = std::exchange(inc->campaign_due_on_resume, false);
+    // Answers that arrived while it was stopped are read now.
+    auto arrived = inc->in_flight;
+    for (const auto& request : arrived) {
+      if (request->deliver_at <= now_) deliver_locked(request);
+    }
+  }
+  if (campaign_now) at(now_, [this, inc] { campaign(inc); });
+  demote_if_expired(inc);
+  changed_.notify_all();
+}
+
+void World::schedule_faults(int replica) {
+  const FaultPlan& f = options_.faults;
+  auto ttl = std::chrono::duration_cast<nanoseconds>(options_.claim_ttl);
+  for (nanoseconds t = now_; f.crash_every.count() > 0;) {
+    t += exponential(f.crash_every);
+    if (t >= end_) break;
+    const auto down = nanoseconds{1s} + nanoseconds{static_cast<std::int64_t>(
+                                            std::uniform_real_distribution<double>(0, 2.0)(random_) * static_cast<double>(ttl.count()))};
+    const bool with_record = std::uniform_real_distribution<double>(0, 1)(random_) < f.restart_with_record;
+    at(t, [this, replica, down, with_record] {
+      kill(replica, false);
+      at(now_ + down, [this, replica, with_record] {
+        auto& current = replicas_[static_cast<std::size_t>(replica)].current;
+        if (current && current->state == State::dead) start_incarnation(replica, with_record);
+      });
+    });
+    t += down;
+  }
+  for (nanoseconds t = now_; f.graceful_restart_every.count() > 0;) {
+    t += exponential(f.graceful_restart_every);
+    if (t >= end_) break;
+    at(t, [this, replica] {
+      kill(replica, true);
+      at(now_ + 2s, [this, replica] {
+        auto& current = replicas_[static_cast<std::size_t>(replica)].current;
+        if (current && current->state == State::dead) start_incarnation(replica, true);
+      });
+    });
+  }
+  for (nanoseconds t = now_; f.pause_every.count() > 0;) {
+    t += exponential(f.pause_every);
+    if (t >= end_) break;
+    const auto length = nanoseconds{1s} + nanoseconds{static_cast<std::int64_t>(
+                                              std::uniform_real_distribution<double>(0, 1.5)(random_) * static_cast<double>(ttl.count()))};
+    at(t, [this, replica, length] { pause(replica, length); });
+  }
+}
+
+void World::schedule_store_faults() {
+  const FaultPlan& f = options_.faults;
+  for (nanoseconds t = now_; f.store_restart_every.count() > 0;) {
+    t += exponential(f.store_restart_every);
+    if (t >= end_) break;
+    at(t, [this] {
+      std::lock_guard guard(mutex_);
+      claims_.clear();
+      claim_expiry_.clear();
+      lease_holder_ = 0;
+      fence_counter_ = 0;  // the counters are lost too: fences fall back to the time floor
+      term_counter_ = 0;
+      outcome_.wipes.push_back(now_);
+      note("store restarted: every key lost");
+    });
+  }
+  for (nanoseconds t = now_; f.store_outage_every.count() > 0;) {
+    t += exponential(f.store_outage_every);
+    if (t >= end_) break;
+    const auto length = nanoseconds{1s} + std::chrono::duration_cast<nanoseconds>(
+                                             std::chrono::duration<double>(std::uniform_real_distribution<double>(0, 29)(random_)));
+    at(t, [this, length] {
+      std::lock_guard guard(mutex_);
+      outage_until_ = now_ + length;
+      note(fmt::format("store unreachable for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(length).count()));
+    });
+    t += length;
+  }
+}
+
+// ---- quiescence and the store ---------------------------------------------
+
+bool World::quiescent_locked() const {
+  for (const auto& [id, inc] : by_id_) {
+    if (inc->state != State::running) continue;
+    if (inc->clock->inner().due_waiter_count() != 0) return false;
+    if (inc->emitted != inc->terminated + inc->parked) return false;
+    const Instant wall = inc->clock->now();
+    for (const auto& [key, next] : inc->planned) {
+      if (next <= wall) return false;
+    }
+  }
+  return true;
+}
+
+void World::wait_quiescent() {
+  std::unique_lock lock(mutex_);
+  const auto limit = std::chrono::steady_clock::now() + 30s;
+  while (!quiescent_locked()) {
+    changed_.wait_for(lock, 1ms);
+    if (std::chrono::steady_clock::now() > limit) {
+      std::string state;
+      for (const auto& [id, inc] : by_id_) {
+        if (inc->state != State::running) continue;
+        state += fmt::format(" [r{}/i{} due-waiters {} emitted {} terminated {} parked {}]", inc->replica, id,
+                             inc->clock->inner().due_waiter_count(), inc->emitted, inc->terminated, inc->parked);
+      }
+      throw std::runtime_error(fmt::format("seed {}: the fleet did not settle at t={} ns:{}", options_.seed, now_.count(), state));
+    }
+  }
+}
+
+void World::deliver_locked(const std::shared_ptr<Request>& request) {
+  Incarnation* inc = find(request->incarnation);
+  if (inc == nullptr || request->done) return;
+  for (std::size_t i = 0; i < request->keys.size(); ++i) {
+    if (request->results[i].status == ClaimResult::Status::claimed) key_record(request->keys[i], *inc, "claimed (answer delivered)");
+  }
+  std::erase(inc->in_flight, request);
+  request->done = true;
+  inc->parked -= request->keys.size();
+  request->cv.notify_all();
+}
+
+void World::process_round() {
+  std::lock_guard guard(mutex_);
+  ++round_;
+  ++outcome_.rounds;
+  std::vector<std::shared_ptr<Request>> requests;
+  requests.swap(pending_);
+  outcome_.requests += requests.size();
+  const FaultPlan& f = options_.faults;
+  const bool outage = now_ < outage_until_;
+  const auto claim_ttl = options_.broken_store ? nanoseconds{1s} : nanoseconds{options_.claim_ttl};
+  while (!claim_expiry_.empty() && claim_expiry_.front().first <= now_) {
+    auto it = claims_.find(claim_expiry_.front().second);
+    if (it != claims_.end() && it->second.expires <= now_) claims_.erase(it);
+    claim_expiry_.pop_front();
+  }
+  // Each replica's fate this round: a pure function of (seed, incarnation, round).
+  enum class Fate { ok, slow, very_slow, timeout_applied, timeout_lost };
+  auto fate_of = [&](int inc) {
+    const double x = chance(options_.seed, inc, round_, 1);
+    if (x < f.round_timeout / 2) return Fate::timeout_lost;
+    if (x < f.round_timeout) return Fate::timeout_applied;
+    if (x < f.round_timeout + f.round_very_slow) return Fate::very_slow;
+    if (x < f.round_timeout + f.round_very_slow + f.round_slow) return Fate::slow;
+    return Fate::ok;
+  };
+  struct Item {
+    std::string_view key;
+    std::uint64_t order;
+    Request* request;
+    std::size_t index;
+  };
+  std::vector<Item> items;
+  for (const auto& request : requests) {
+    request->results.assign(request->keys.size(), ClaimResult::failed("unanswered"));
+    for (std::size_t i = 0; i < request->keys.size(); ++i) {
+      const std::string& key = request->keys[i];
+      items.push_back(Item{key, mix(options_.seed ^ hash_text(key) ^ mix(round_ + static_cast<std::uint64_t>(request->incarnation))),
+                           request.get(), i});
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.key != b.key ? a.key < b.key : a.order < b.order;
+  });
+  for (const Item& item : items) {
+    Request& request = *item.request;
+    Incarnation& inc = *find(request.incarnation);
+    const std::string key(item.key);
+    ClaimResult& result = request.results[item.index];
+    const Fate fate = fate_of(inc.id);
+    if (outage) {
+      result = ClaimResult::failed("store unreachable");
+      continue;
+    }
+    if (fate == Fate::timeout_lost) {
+      result = ClaimResult::failed("command timed out before the store saw it");
+      continue;
+    }
+    if (chance(options_.seed, hash_text(key), inc.id, 2) < f.request_error) {
+      result = ClaimResult::failed("ERR injected store error");
+      continue;
+    }
+    const auto offset = request.sent_wall - store_wall();
+    if (std::chrono::abs(offset) > options_.max_clock_skew) {
+      result = ClaimResult::skewed(fmt::format("clock offset {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(offset).count()));
+      continue;
+    }
+    auto it = claims_.find(key);
+    if (it != claims_.end() && it->second.expires > now_) {
+      result = ClaimResult::taken();
+      continue;
+    }
+    fence_counter_ = std::max<std::uint64_t>(fence_counter_ + 1, static_cast<std::uint64_t>(to_us(store_wall())));
+    claims_[key] = StoredClaim{now_ + claim_ttl, fence_counter_};
+    claim_expiry_.emplace_back(now_ + claim_ttl, key);
+    key_record(key, inc, fmt::format("granted fence={}", fence_counter_));
+    if (fate == Fate::timeout_applied) {
+      key_record(key, inc, "granted, answer lost: command timed out");
+      result = ClaimResult::failed("command timed out after the store applied it");
+    } else {
+      result = ClaimResult::claimed(fence_counter_);
+    }
+  }
+  for (const auto& request : requests) {
+    Incarnation& inc = *find(request->incarnation);
+    nanoseconds delay{0};
+    switch (fate_of(inc.id)) {
+      case Fate::ok: break;
+      case Fate::slow: delay = nanoseconds{static_cast<std::int64_t>(chance(options_.seed, inc.id, round_, 3) * 2e9)}; break;
+      case Fate::very_slow:
+        delay = nanoseconds{static_cast<std::int64_t>(chance(options_.seed, inc.id, round_, 4) * 2.0 *
+                                                      static_cast<double>(nanoseconds{options_.claim_ttl}.count()))};
+        break;
+      case Fate::timeout_applied:
+      case Fate::timeout_lost: delay = options_.command_timeout; break;
+    }
+    if (outage) delay = options_.command_timeout;
+    if (delay == nanoseconds::zero() && inc.state == State::running) {
+      deliver_locked(request);
+      continue;
+    }
+    request->deliver_at = now_ + delay;
+    inc.in_flight.push_back(request);
+    if (delay > nanoseconds::zero()) note(fmt::format("r{}/i{} answer delayed {} ms", inc.replica, inc.id,
+                                                      std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()));
+    at(now_ + delay, [this, request] {
+      std::lock_guard hold(mutex_);
+      Incarnation* target = find(request->incarnation);
+      if (target == nullptr || request->done) return;
+      if (target->state == State::paused) return;  // stays in flight: resume() delivers it
+      deliver_locked(request);
+    });
+  }
+}
+
+// ---- the elector model ----------------------------------------------------
+
+void World::demote_locked(Incarnation& inc, std::vector<std::function<void()>>& calls) {
+  if (!inc.leader) return;
+  inc.leader = false;
+  note(fmt::format("r{}/i{} no longer leads term {}", inc.replica, inc.id, inc.term));
+  if (inc.lost) calls.push_back([lost = inc.lost, term = inc.term] { lost(term); });
+}
+
+void World::demote_if_expired(const std::shared_ptr<Incarnation>& inc) {
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard guard(mutex_);
+    if (inc->state == State::running && inc->leader && inc->clock->steady_now() >= inc->local_deadline) {
+      demote_locked(*inc, calls);
+    }
+  }
+  for (auto& call : calls) call();
+}
+
+void World::campaign(const std::shared_ptr<Incarnation>& inc) {
+  std::vector<std::function<void()>> calls;
+  {
+    std::lock_guard guard(mutex_);
+    if (inc->state == State::dead || inc->state == State::stopping) return;
+    if (inc->state == State::paused) {
+      inc->campaign_due_on_resume = true;
+      return;
+    }
+    const std::uint64_t n = ++inc->campaigns;
+    const auto sent = inc->clock->steady_now();
+    const double x = chance(options_.seed, inc->id, n, 5);
+    const bool outage = now_ < outage_until_;
+    nanoseconds delay{0};
+    bool applied = true;
+    bool answered = true;
+    if (outage || x < options_.faults.round_timeout / 2) {
+      applied = false;
+      answered = false;
+      delay = options_.command_timeout;
+    } else if (x < options_.faults.round_timeout) {
+      answered = false;
+      delay = options_.command_timeout;
+    } else if (x < options_.faults.round_timeout + options_.faults.round_slow) {
+      delay = nanoseconds{static_cast<std::int64_t>(chance(options_.seed, inc->id, n, 6) * 2e9)};
+    }
+    bool won = false;
+    std::uint64_t term = 0;
+    if (applied) {
+      if (lease_holder_ == inc->id && now_ < lease_expires_) {
+        won = true;
+      } else if (lease_holder_ == 0 || now_ >= lease_expires_) {
+        lease_holder_ = inc->id;
+        term_counter_ = std::max<std::uint64_t>(term_counter_ + 1, static_cast<std::uint64_t>(to_us(store_wall())));
+        lease_term_ = term_counter_;
+        won = true;
+        note(fmt::format("store: r{}/i{} takes the lease, term {}", inc->replica, inc->id, lease_term_));
+      }
+      if (won) {
+        lease_expires_ = now_ + nanoseconds{options_.lease_ttl};
+        term = lease_term_;
+      }
+    }
+    // The answer arrives after `delay`; then the next campaign is planned.
+    at(now_ + delay, [this, inc, sent, won, term, answered] {
+      std::vector<std::function<void()>> later;
+      {
+        std::lock_guard hold(mutex_);
+        if (inc->state == State::dead || inc->state == State::stopping) return;
+        if (inc->state == State::paused) {
+          inc->campaign_due_on_resume = true;  // the answer is stale by then: ask again
+          return;
+        }
+        if (answered) {
+          if (won) {
+            const auto deadline = sent + nanoseconds{options_.lease_ttl} - nanoseconds{options_.renew_margin};
+            if (inc->clock->steady_now() < deadline) {
+              if (!inc->leader || inc->term != term) {
+                if (inc->leader) demote_locked(*inc, later);
+                note(fmt::format("r{}/i{} leads term {}", inc->replica, inc->id, term));
+              }
+              inc->leader = true;
+              inc->term = term;
+              inc->local_deadline = deadline;
+              at(deadline.time_since_epoch() - inc->steady_delta, [this, inc] { demote_if_expired(inc); });
+            }
+          } else {
+            demote_locked(*inc, later);
+          }
+        }
+        const auto next = inc->leader ? nanoseconds{options_.lease_ttl} / 3 : nanoseconds{options_.follower_poll};
+        at(now_ + next, [this, inc] { campaign(inc); });
+      }
+      for (auto& call : later) call();
+    });
+  }
+  for (auto& call : calls) call();
+}
+
+// ---- the run --------------------------------------------------------------
+
+Outcome World::run() {
+  const FaultPlan& f = options_.faults;
+  replicas_.resize(static_cast<std::size_t>(options_.replicas));
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    Replica& r = replicas_[i];
+    const double spread = std::uniform_real_distribution<double>(-1, 1)(random_);
+    r.offset = std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(spread * static_cast<double>(f.max_clock_offset.count())));
+    r.drift_ppm = std::uniform_real_distribution<double>(-1, 1)(random_) * f.max_drift_ppm;
+  }
+  if (std::uniform_real_distribution<double>(0, 1)(random_) < f.skewed_replica) {
+    replicas_[0].offset = options_.max_clock_skew + std::chrono::seconds{5};
+    note(fmt::format("r0's clock is {} s ahead: beyond the skew guard", replicas_[0].offset / 1s));
+  }
+  for (int i = 0; i < options_.replicas; ++i) {
+    start_incarnation(i, false);
+    schedule_faults(i);
+  }
+  schedule_store_faults();
+  // Drift: every 10 s of simulated time each replica's wall clock moves by
+  // its drift rate (a process that is down or paused drifts too).
+  std::function<void()> drift = [this, &drift] {
+    for (auto& r : replicas_) {
+      const auto step = nanoseconds{static_cast<std::int64_t>(r.drift_ppm * 1e-6 * 1e10)};
+      r.offset += step;
+      if (r.current && r.current->state == State::running) r.current->clock->inner().jump_wall(step);
+    }
+    at(now_ + 10s, drift);
+  };
+  at(now_ + 10s, drift);
+
+  while (true) {
+    wait_quiescent();
+    {
+      std::unique_lock lock(mutex_);
+      if (!pending_.empty()) {
+        lock.unlock();
+        process_round();
+        continue;
+      }
+    }
+    nanoseconds next = events_.empty() ? nanoseconds::max() : events_.top().at;
+    for (const auto& [id, inc] : by_id_) {
+      if (inc->state != State::running) continue;
+      if (auto deadline = inc->clock->inner().next_deadline()) {
+        next = std::min(next, deadline->time_since_epoch() - inc->steady_delta);
+      }
+    }
+    if (next >= end_) break;
+    next = std::max(next, now_);
+    const nanoseconds step = next - now_;
+    now_ = next;
+    ++outcome_.steps;
+    for (const auto& [id, inc] : by_id_) {
+      if (inc->state == State::running && step > nanoseconds::zero()) inc->clock->inner().advance(step);
+    }
+    while (!events_.empty() && events_.top().at <= now_) {
+      auto action = events_.top().action;
+      events_.pop();
+      action();
+    }
+  }
+  // The end: every replica stops; spans close where their loops stood.
+  for (int i = 0; i < options_.replicas; ++i) {
+    auto& current = replicas_[static_cast<std::size_t>(i)].current;
+    if (current && current->state == State::paused) {
+      std::lock_guard guard(mutex_);
+      current->state = State::running;  // so kill() closes it like the others
+    }
+    kill(i, false);
+  }
+  outcome_.faults.emplace_back(now_, "end of simulation");
+  return std::move(outcome_);
+}
+
+}  // namespace
+
+Outcome simulate(const SimOptions& options) {
+  World world(options);
+  return world.run();
+}
+
+}  // namespace fleetcron::sim

@@ -1,0 +1,138 @@
+// The deterministic fleet simulator: N real fleetcron::Scheduler replicas in
+// one process, each on its own VirtualClock, against a model of the
+// coordination store (claims with a TTL and a fence counter; a lease with
+// terms), with faults drawn from one seed. See docs/reliability.md.
+//
+// How it stays deterministic although every Scheduler has threads: time
+// moves only when the whole fleet is quiescent (every fire a replica's loop
+// produced is decided, or parked in a store request), and the store answers
+// requests only then, in an order and with faults that are pure functions of
+// (seed, fire key, replica incarnation, round) — never of thread timing or
+// of how the scheduler happened to batch its claims.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "fleetcron/fleetcron.h"
+
+namespace fleetcron::sim {
+
+enum class Mode { claim, leader };
+
+/// How often faults happen. "every" values are mean intervals of simulated
+/// time per replica (or for the store); 0 switches the fault off.
+struct FaultPlan {
+  std::chrono::seconds crash_every{600};            ///< SIGKILL; restart after 1 s .. 2 claim TTLs
+  double restart_with_record = 0.5;                 ///< the restarted replica knows its last runs
+  std::chrono::seconds graceful_restart_every{1800};  ///< SIGTERM: resign, restart
+  std::chrono::seconds pause_every{900};            ///< stop-the-world, 1 s .. 1.5 claim TTLs
+  std::chrono::seconds store_restart_every{1800};   ///< the store loses every key
+  std::chrono::seconds store_outage_every{1200};    ///< every request fails, 1 .. 30 s
+  double request_error = 0.002;                     ///< per fire key and replica
+  double round_timeout = 0.002;                     ///< a replica's round times out (half applied first)
+  double round_slow = 0.02;                         ///< answered after 0 .. 2 s
+  double round_very_slow = 0.001;                   ///< answered after up to 2 claim TTLs
+  std::chrono::seconds max_clock_offset{5};         ///< each replica: uniform in ±this
+  double skewed_replica = 0.2;                      ///< a seed puts replica 0 beyond the skew guard
+  double max_drift_ppm = 300;                       ///< each replica: uniform in ±this
+};
+
+struct SimOptions {
+  std::uint64_t seed = 1;
+  Mode mode = Mode::claim;
+  int replicas = 3;
+  std::chrono::seconds duration{900};
+  FaultPlan faults;
+  /// The store's claim TTL and the claimers' skew guard (scaled down from
+  /// the production defaults of 10 min and 5 min so that expiry matters).
+  std::chrono::seconds claim_ttl{60};
+  std::chrono::seconds max_clock_skew{30};
+  /// The lease (Redis elector semantics: renew at TTL/3, followers poll).
+  std::chrono::seconds lease_ttl{10};
+  std::chrono::milliseconds follower_poll{500};
+  std::chrono::seconds renew_margin{1};
+  std::chrono::seconds command_timeout{2};
+  std::chrono::seconds missed_tolerance{5};
+  /// Test hook: a store that forgets claims after 1 s (the checker must
+  /// catch the duplicates this causes).
+  bool broken_store = false;
+};
+
+/// One thing that happened to a fire key, as the checker sees it.
+struct KeyRecord {
+  std::chrono::nanoseconds at{0};  ///< simulated time since the start
+  int replica = 0;
+  int incarnation = 0;
+  std::string what;  ///< "run fence=N", "skip already-claimed", "granted", "reply-lost", …
+};
+
+struct RunRecord {
+  std::string entry_key;
+  Instant scheduled_at;
+  std::string fire_key;
+  int replica = 0;
+  int incarnation = 0;
+  std::uint64_t fence = 0;
+  std::chrono::nanoseconds at{0};
+};
+
+/// What one incarnation of a replica decided about its instants: the ranges
+/// its loop passed (fires in them were either decided or covered by a
+/// missed-fire plan).
+struct MissedRange {
+  int replica = 0;
+  int incarnation = 0;
+  std::string entry_key;
+  Instant first;
+  Instant last;
+  std::uint64_t missed = 0;
+  std::uint64_t runs = 0;
+  MissedFirePolicy policy = MissedFirePolicy::run_once;
+};
+
+struct Outcome {
+  std::vector<RunRecord> runs;
+  std::map<std::string, std::vector<KeyRecord>> by_key;  ///< every fire key's history
+  std::vector<MissedRange> missed;
+  std::vector<std::pair<std::chrono::nanoseconds, std::string>> faults;  ///< the fault trace
+  /// Instants each incarnation's loop passed, per entry: [from, to].
+  struct Span {
+    int replica = 0;
+    int incarnation = 0;
+    std::string entry_key;
+    Instant from;
+    Instant to;
+  };
+  std::vector<Span> spans;
+  /// Store wipes (simulated time), for explaining duplicates.
+  std::vector<std::chrono::nanoseconds> wipes;
+  std::uint64_t steps = 0;
+  std::uint64_t rounds = 0;
+  std::uint64_t requests = 0;
+};
+
+/// The jobs every replica runs: name → cron spec (6 fields) and policy.
+struct SimJob {
+  std::string key;
+  std::string spec;
+  MissedFirePolicy missed = MissedFirePolicy::run_once;
+};
+[[nodiscard]] const std::vector<SimJob>& sim_jobs();
+
+/// Runs one simulation; throws std::runtime_error if the fleet hangs.
+[[nodiscard]] Outcome simulate(const SimOptions& options);
+
+/// The simulated start instant (wall time of the store).
+[[nodiscard]] Instant sim_epoch();
+
+}  // namespace fleetcron::sim
