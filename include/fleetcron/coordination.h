@@ -1,6 +1,7 @@
 // fleetcron — the contract between the scheduler and a coordination backend.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -47,6 +48,15 @@ class Claimer {
   /// a networked claimer can decide them in one round trip. The default
   /// calls claim() for each key.
   [[nodiscard]] virtual std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
+
+  /// How long after a fire's scheduled instant any claim on it is certain
+  /// to still be in the store, whatever replica made it (its TTL minus what
+  /// clock differences between replicas can eat). The scheduler does not
+  /// claim a fire older than this — late on-time fires and missed-fire
+  /// replays alike — but skips it (SkipReason::stale): the claim another
+  /// replica made may have expired, and claiming again could run the fire
+  /// twice. Default: no limit (a claimer whose claims never expire).
+  [[nodiscard]] virtual std::chrono::nanoseconds dedup_window() const { return std::chrono::nanoseconds::max(); }
 
  protected:
   Claimer() = default;

@@ -37,6 +37,7 @@ enum class SkipReason {
   already_claimed,  ///< another replica claimed the fire
   claim_error,      ///< the claimer failed (fail closed)
   clock_skew,       ///< the claimer refused: local clock too far from the store's (fail closed)
+  stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
   overlap,          ///< reserved for overlap policies (daemon)
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
@@ -109,7 +110,7 @@ struct SkippedFireEvent {
   std::string fire_key;
   Instant scheduled_at;
   SkipReason reason = SkipReason::not_leader;
-  std::string error;  ///< for election_error, claim_error and clock_skew
+  std::string error;  ///< for election_error, claim_error, clock_skew and stale
 };
 /// Fires queued for a worker plus fires running, after each change.
 struct QueueDepthEvent {

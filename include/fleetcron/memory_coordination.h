@@ -25,6 +25,8 @@ class MemoryClaimer final : public Claimer {
  public:
   explicit MemoryClaimer(std::shared_ptr<Clock> clock, std::chrono::nanoseconds claim_ttl = std::chrono::minutes{10});
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
+  /// claim_ttl: every replica shares this process's clock.
+  [[nodiscard]] std::chrono::nanoseconds dedup_window() const override { return claim_ttl_; }
   /// Live (unexpired) claims right now.
   [[nodiscard]] std::size_t size() const;
 

@@ -41,6 +41,7 @@ std::string_view to_string(SkipReason reason) noexcept {
     case SkipReason::already_claimed: return "already-claimed";
     case SkipReason::claim_error: return "claim-error";
     case SkipReason::clock_skew: return "clock-skew";
+    case SkipReason::stale: return "stale";
     case SkipReason::overlap: return "overlap";
   }
   return "unknown";

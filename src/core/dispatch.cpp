@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
 
 namespace fleetcron {
 
@@ -31,6 +32,16 @@ std::string describe_exception(std::exception_ptr error) {
   } catch (...) {
     return "non-standard exception";
   }
+}
+
+// Why a fire this old must not be claimed; empty if it may be.
+std::string staleness(Instant now, Instant scheduled_at, const Claimer& claimer) {
+  const auto age = now - scheduled_at;
+  const auto window = claimer.dedup_window();
+  if (age <= window) return {};
+  return fmt::format("the fire is {} old, beyond the claimer's dedup window of {}: another replica's claim on it may have "
+                     "expired, so claiming it could run it twice",
+                     format_duration(age), format_duration(window));
 }
 
 SkipReason skip_reason_of(ClaimResult::Status status) {
@@ -154,6 +165,7 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
   // One elector answer for the whole batch: the fires are due together,
   // and a round trip per fire would multiply an outage's timeouts.
   const Verdict verdict = elect();
+  const Instant now = clock_->now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     Fire& fire = batch[i];
     fire.batched = true;
@@ -162,6 +174,11 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
     std::string key = fleetcron::fire_key(fire.entry->identity.key, fire.scheduled_at);
     if (verdict.skip) {
       report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *verdict.skip, verdict.error);
+      keep[i] = false;
+      continue;
+    }
+    if (std::string stale = staleness(now, fire.scheduled_at, *fire.entry->settings->claimer); !stale.empty()) {
+      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, SkipReason::stale, std::move(stale));
       keep[i] = false;
       continue;
     }
@@ -388,6 +405,9 @@ void Scheduler::Impl::execute(Fire& fire) {
     }
     if (!fire.decided && settings.claimer) {
       if (run->stop.stop_requested()) return cancel("stopped before the claim");
+      if (std::string stale = staleness(clock_->now(), fire.scheduled_at, *settings.claimer); !stale.empty()) {
+        return skip(SkipReason::stale, std::move(stale));
+      }
       ClaimResult claim;
       try {
         claim = settings.claimer->claim(context.fire_key);

@@ -49,10 +49,16 @@ Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
     throw std::invalid_argument(fmt::format("redis::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
                                             format_duration(options_.claim_ttl)));
   }
-  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 2;
+  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 4;
   if (*options_.max_clock_skew <= std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument(fmt::format("redis::ClaimerOptions.max_clock_skew: {} is not positive",
                                             format_duration(*options_.max_clock_skew)));
+  }
+  if (2 * *options_.max_clock_skew >= options_.claim_ttl) {
+    throw std::invalid_argument(fmt::format(
+        "redis::ClaimerOptions.max_clock_skew: {} is not below claim_ttl / 2 ({}): two replicas at opposite ends of "
+        "the guard could both claim a fire",
+        format_duration(*options_.max_clock_skew), format_duration(options_.claim_ttl / 2)));
   }
   if (options_.skew_refresh_interval < std::chrono::milliseconds{1} ||
       options_.skew_refresh_interval > std::chrono::hours{1}) {

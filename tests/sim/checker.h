@@ -21,6 +21,7 @@ struct Report {
   std::uint64_t fires_due = 0;  ///< instants in the checked horizon, over every job
   std::uint64_t runs = 0;
   std::uint64_t duplicates_after_store_loss = 0;  ///< explained: the store lost the claim or lease between the runs
+  std::uint64_t duplicates_at_handover = 0;  ///< leader mode: successive leaders (distinct terms) whose clocks differ
   std::map<std::string, std::uint64_t> lost;      ///< documented loss class -> fires
   std::uint64_t missed_plans = 0;
   std::vector<Violation> violations;

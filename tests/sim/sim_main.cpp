@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto started = std::chrono::steady_clock::now();
-  std::uint64_t due = 0, runs = 0, lost = 0, dups = 0, simulated = 0;
+  std::uint64_t due = 0, runs = 0, lost = 0, dups = 0, handover_dups = 0, simulated = 0;
   std::map<std::string, std::uint64_t> lost_by_class;
   for (std::uint64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
     for (const Mode m : {Mode::claim, Mode::leader}) {
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
       due += report.fires_due;
       runs += report.runs;
       dups += report.duplicates_after_store_loss;
+      handover_dups += report.duplicates_at_handover;
       simulated += minutes;
       for (const auto& [why, n] : report.lost) {
         lost += n;
@@ -95,11 +96,12 @@ int main(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("fleetcron_sim: %llu seeds from %llu, mode %s, %llu replicas: %llu simulated minutes, %llu fires due, %llu runs, "
-              "%llu duplicates after store loss (explained), %llu lost, 0 violations, %.1f s\n",
+              "%llu duplicates after store loss and %llu at leader handover (explained), %llu lost, 0 violations, %.1f s\n",
               static_cast<unsigned long long>(seeds), static_cast<unsigned long long>(first_seed), mode.c_str(),
               static_cast<unsigned long long>(replicas), static_cast<unsigned long long>(simulated),
               static_cast<unsigned long long>(due), static_cast<unsigned long long>(runs),
-              static_cast<unsigned long long>(dups), static_cast<unsigned long long>(lost), seconds);
+              static_cast<unsigned long long>(dups), static_cast<unsigned long long>(handover_dups),
+              static_cast<unsigned long long>(lost), seconds);
   for (const auto& [why, n] : lost_by_class) std::printf("  lost, %s: %llu\n", why.c_str(), static_cast<unsigned long long>(n));
   if (due < min_fires) {
     std::fprintf(stderr, "fleetcron_sim: only %llu fires due, fewer than --min-fires %llu\n",

@@ -102,24 +102,35 @@ struct Incarnation {
 };
 
 struct Replica {
-  nanoseconds offset{0};  // its wall clock minus the store's
+  nanoseconds initial_offset{0};  // its wall clock minus the store's, at the start
   double drift_ppm = 0;
+  /// Its wall clock minus the store's at simulated time `t`.
+  nanoseconds offset(nanoseconds t) const {
+    return initial_offset + nanoseconds{static_cast<std::int64_t>(static_cast<double>(t.count()) * drift_ppm * 1e-6)};
+  }
   std::map<std::string, Instant> last_run;  // its persisted record
   std::shared_ptr<Incarnation> current;
 };
 
-/// A replica's clock: a VirtualClock that tells the world when a waiter
-/// has woken, so the world re-checks quiescence at once.
+/// A replica's clock: a VirtualClock whose wall time drifts by `drift_ppm`
+/// (computed from its own steady time, so drifting wakes nobody), and that
+/// tells the world when a waiter has woken, so it re-checks quiescence.
 class ReplicaClock final : public Clock {
  public:
-  ReplicaClock(Instant start, World& world) : inner_(start), world_(world) {}
-  Instant now() const noexcept override { return inner_.now(); }
+  ReplicaClock(Instant start, double drift_ppm, World& world)
+      : inner_(start), steady_start_(inner_.steady_now()), drift_ppm_(drift_ppm), world_(world) {}
+  Instant now() const noexcept override {
+    const auto elapsed = static_cast<double>((inner_.steady_now() - steady_start_).count());
+    return inner_.now() + nanoseconds{static_cast<std::int64_t>(elapsed * drift_ppm_ * 1e-6)};
+  }
   SteadyTime steady_now() const noexcept override { return inner_.steady_now(); }
   void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override;
   VirtualClock& inner() { return inner_; }
 
  private:
   VirtualClock inner_;
+  const SteadyTime steady_start_;
+  const double drift_ppm_;
   World& world_;
 };
 
@@ -130,6 +141,9 @@ class World {
 
   // Called from scheduler threads.
   void poke();
+  nanoseconds dedup_window() const {
+    return options_.dedup_window.value_or(options_.claim_ttl - 2 * options_.max_clock_skew);
+  }
   std::vector<ClaimResult> claim(const std::shared_ptr<Incarnation>& inc, std::span<const std::string> keys);
   Leadership is_leader(const std::shared_ptr<Incarnation>& inc);
   void resign(const std::shared_ptr<Incarnation>& inc);
@@ -212,6 +226,7 @@ class SimClaimer final : public Claimer {
     return world_.claim(inc_, std::span<const std::string>(&key, 1)).front();
   }
   std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override { return world_.claim(inc_, keys); }
+  nanoseconds dedup_window() const override { return world_.dedup_window(); }
 
  private:
   World& world_;
@@ -351,7 +366,7 @@ void World::start_incarnation(int replica, bool with_record) {
   inc->id = next_incarnation_++;
   inc->replica = replica;
   Replica& r = replicas_[static_cast<std::size_t>(replica)];
-  inc->clock = std::make_shared<ReplicaClock>(store_wall() + r.offset, *this);
+  inc->clock = std::make_shared<ReplicaClock>(store_wall() + r.offset(now_), r.drift_ppm, *this);
   inc->steady_delta = inc->clock->steady_now().time_since_epoch() - now_;
   SchedulerOptions scheduler;
   scheduler.seconds_field = true;
@@ -359,7 +374,7 @@ void World::start_incarnation(int replica, bool with_record) {
   scheduler.clock = inc->clock;
   scheduler.recorder = std::make_shared<Recorder>(*this, inc);
   scheduler.logger = [](LogLevel, std::string_view) {};
-  scheduler.max_concurrent = 32;
+  scheduler.max_concurrent = 8;  // a claim batch holds up to 8 fires: all of an instant's fires fit in 8 batches
   scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
   if (options_.mode == Mode::claim) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
   if (options_.mode == Mode::leader) scheduler.elector = std::make_shared<SimElector>(*this, inc);
@@ -370,7 +385,7 @@ void World::start_incarnation(int replica, bool with_record) {
     r.current = inc;
     note(fmt::format("r{}/i{} starts{} (clock offset {} ms)", replica, inc->id,
                      with_record ? " with its last-run record" : "",
-                     std::chrono::duration_cast<std::chrono::milliseconds>(r.offset).count()));
+                     std::chrono::duration_cast<std::chrono::milliseconds>(r.offset(now_)).count()));
   }
   for (const SimJob& job : sim_jobs()) {
     EntryOptions entry;
@@ -552,15 +567,20 @@ void World::schedule_store_faults() {
 
 // ---- quiescence and the store ---------------------------------------------
 
+// A Scheduler's threads that wait on its clock when idle: the loop and the
+// timeout watchdog (see src/core/scheduler.cpp and dispatch.cpp).
+constexpr std::size_t threads_on_clock = 2;
+
 bool World::quiescent_locked() const {
   for (const auto& [id, inc] : by_id_) {
     if (inc->state != State::running) continue;
-    if (inc->clock->inner().due_waiter_count() != 0) return false;
+    // Its loop and its timeout watchdog wait on its clock when idle (the
+    // workers wait for fires): until both do, a deadline may still change.
+    if (inc->clock->inner().due_waiter_count() != 0 || inc->clock->inner().waiter_count() < threads_on_clock) return false;
+    // Parked loops have published every fire they took: each is decided or
+    // waits for the store. (An entry may be due on a drifting wall clock
+    // before the loop's steady deadline: that is lateness, not work left.)
     if (inc->emitted != inc->terminated + inc->parked) return false;
-    const Instant wall = inc->clock->now();
-    for (const auto& [key, next] : inc->planned) {
-      if (next <= wall) return false;
-    }
   }
   return true;
 }
@@ -568,14 +588,23 @@ bool World::quiescent_locked() const {
 void World::wait_quiescent() {
   std::unique_lock lock(mutex_);
   const auto limit = std::chrono::steady_clock::now() + 30s;
+  // Threads announce waking (poke) but not falling asleep inside the
+  // VirtualClock, so the wait polls as well, briefly at first.
+  auto poll = 20us;
   while (!quiescent_locked()) {
-    changed_.wait_for(lock, 1ms);
+    changed_.wait_for(lock, poll);
+    poll = std::min<std::chrono::microseconds>(poll * 2, 1ms);
     if (std::chrono::steady_clock::now() > limit) {
       std::string state;
       for (const auto& [id, inc] : by_id_) {
         if (inc->state != State::running) continue;
-        state += fmt::format(" [r{}/i{} due-waiters {} emitted {} terminated {} parked {}]", inc->replica, id,
-                             inc->clock->inner().due_waiter_count(), inc->emitted, inc->terminated, inc->parked);
+        std::string overdue;
+        for (const auto& [key, next] : inc->planned) {
+          if (next <= inc->clock->now()) overdue += " " + fire_key(key, next);
+        }
+        state += fmt::format(" [r{}/i{} waiters {} due {} emitted {} terminated {} parked {} overdue:{}]", inc->replica, id,
+                             inc->clock->inner().waiter_count(), inc->clock->inner().due_waiter_count(), inc->emitted,
+                             inc->terminated, inc->parked, overdue.empty() ? " none" : overdue);
       }
       throw std::runtime_error(fmt::format("seed {}: the fleet did not settle at t={} ns:{}", options_.seed, now_.count(), state));
     }
@@ -815,29 +844,18 @@ Outcome World::run() {
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     Replica& r = replicas_[i];
     const double spread = std::uniform_real_distribution<double>(-1, 1)(random_);
-    r.offset = std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(spread * static_cast<double>(f.max_clock_offset.count())));
+    r.initial_offset = std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(spread * static_cast<double>(f.max_clock_offset.count())));
     r.drift_ppm = std::uniform_real_distribution<double>(-1, 1)(random_) * f.max_drift_ppm;
   }
   if (std::uniform_real_distribution<double>(0, 1)(random_) < f.skewed_replica) {
-    replicas_[0].offset = options_.max_clock_skew + std::chrono::seconds{5};
-    note(fmt::format("r0's clock is {} s ahead: beyond the skew guard", replicas_[0].offset / 1s));
+    replicas_[0].initial_offset = options_.max_clock_skew + std::chrono::seconds{5};
+    note(fmt::format("r0's clock is {} s ahead: beyond the skew guard", replicas_[0].initial_offset / 1s));
   }
   for (int i = 0; i < options_.replicas; ++i) {
     start_incarnation(i, false);
     schedule_faults(i);
   }
   schedule_store_faults();
-  // Drift: every 10 s of simulated time each replica's wall clock moves by
-  // its drift rate (a process that is down or paused drifts too).
-  std::function<void()> drift = [this, &drift] {
-    for (auto& r : replicas_) {
-      const auto step = nanoseconds{static_cast<std::int64_t>(r.drift_ppm * 1e-6 * 1e10)};
-      r.offset += step;
-      if (r.current && r.current->state == State::running) r.current->clock->inner().jump_wall(step);
-    }
-    at(now_ + 10s, drift);
-  };
-  at(now_ + 10s, drift);
 
   while (true) {
     wait_quiescent();

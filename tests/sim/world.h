@@ -54,9 +54,10 @@ struct SimOptions {
   std::chrono::seconds duration{900};
   FaultPlan faults;
   /// The store's claim TTL and the claimers' skew guard (scaled down from
-  /// the production defaults of 10 min and 5 min so that expiry matters).
+  /// the Redis defaults of 10 min and TTL/4 so that expiry matters); the
+  /// claimers' dedup window is claim_ttl - 2 * max_clock_skew, as Redis's.
   std::chrono::seconds claim_ttl{60};
-  std::chrono::seconds max_clock_skew{30};
+  std::chrono::seconds max_clock_skew{15};
   /// The lease (Redis elector semantics: renew at TTL/3, followers poll).
   std::chrono::seconds lease_ttl{10};
   std::chrono::milliseconds follower_poll{500};
@@ -66,6 +67,9 @@ struct SimOptions {
   /// Test hook: a store that forgets claims after 1 s (the checker must
   /// catch the duplicates this causes).
   bool broken_store = false;
+  /// Test hook: overrides the claimers' dedup window; nanoseconds::max()
+  /// brings back the duplicates the simulator found first.
+  std::optional<std::chrono::nanoseconds> dedup_window;
 };
 
 /// One thing that happened to a fire key, as the checker sees it.

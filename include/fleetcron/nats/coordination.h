@@ -76,6 +76,9 @@ class Claimer final : public fleetcron::Claimer {
   static constexpr std::size_t max_key_bytes = 2048;
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::chrono::nanoseconds claim_ttl() const noexcept { return ttl_; }
+  /// Half the bucket's TTL: NATS has no clock-skew guard, so replica clocks
+  /// are assumed within TTL/4 of each other (docs/nats.md).
+  [[nodiscard]] std::chrono::nanoseconds dedup_window() const override { return ttl_ / 2; }
 
  private:
   std::shared_ptr<Bucket> bucket_;

@@ -31,8 +31,9 @@ struct ClaimerOptions {
   std::string fence_key;
   /// Claims are refused (ClaimResult::Status::clock_skew) while the local
   /// wall clock differs from the server's TIME by more than this. nullopt:
-  /// claim_ttl / 2. Beyond it, a replica whose clock lags could run a fire
-  /// after another replica's claim on it expired. Must be positive.
+  /// claim_ttl / 4. Two replicas inside the guard differ by at most twice
+  /// it, so fires up to claim_ttl - 2 * max_clock_skew old are deduplicated
+  /// (dedup_window()). Must be positive and below claim_ttl / 2.
   std::optional<std::chrono::nanoseconds> max_clock_skew;
   /// clock_offset() measures again (a TIME round trip) when its last
   /// measurement is older than this; every claim measures too. 1 ms .. 1 h.
@@ -67,6 +68,10 @@ class Claimer final : public fleetcron::Claimer {
   /// result (fail closed), never an exception.
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
+  /// claim_ttl - 2 * max_clock_skew (5 min with the defaults).
+  [[nodiscard]] std::chrono::nanoseconds dedup_window() const override {
+    return options_.claim_ttl - 2 * *options_.max_clock_skew;
+  }
 
   /// The last measured offset to the server's clock, measured again first
   /// if older than skew_refresh_interval; nullopt if the server cannot be
