@@ -86,3 +86,43 @@ start_nats() {
   cat "$server_dir/nats.log" >&2 || true
   return 1
 }
+
+# Chaos runs: kill a server (SIGKILL, no goodbye) and start it again on the
+# same port. Redis comes back empty (no persistence: the harsh case);
+# nats-server keeps its JetStream store directory. $1: the old URL's port.
+restart_redis() {
+  local port=$1 old pid
+  old=$(redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
+  [[ -n $old ]] && kill -KILL "$old" 2>/dev/null && while kill -0 "$old" 2>/dev/null; do sleep 0.05; done
+  server_pids=("${server_pids[@]/$old}")
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    --logfile "$server_dir/redis-$port.log" &
+  pid=$!
+  for _ in $(seq 200); do
+    if redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then
+      server_pids+=("$pid")
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "redis-server did not restart on port $port" >&2
+  return 1
+}
+
+restart_nats() {
+  local port=$1 old=${server_pids[-1]} pid
+  kill -KILL "$old" 2>/dev/null && while kill -0 "$old" 2>/dev/null; do sleep 0.05; done
+  server_pids=("${server_pids[@]/$old}")
+  nats-server -js -a 127.0.0.1 -p "$port" -sd "$server_dir/nats-store" >>"$server_dir/nats.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      server_pids+=("$pid")
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "nats-server did not restart on port $port" >&2
+  return 1
+}

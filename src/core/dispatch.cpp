@@ -59,7 +59,7 @@ SkipReason skip_reason_of(ClaimResult::Status status) {
 bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   if (fires.empty()) return false;
   std::vector<Fire> rejected;
-  std::size_t queued = 0, running = 0;
+  std::size_t queued = 0, running = 0, added = 0;
   bool stopping = false;
   {
     std::lock_guard guard(queue_mutex_);
@@ -69,13 +69,16 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
         rejected.push_back(std::move(fire));
       } else {
         queue_.push_back(std::move(fire));
+        ++added;
       }
     }
     queued = queue_.size();
     running = running_count_;
   }
   fires.clear();
-  queue_cv_.notify_all();
+  // One worker per new fire, not all of them: a woken worker takes a claim
+  // batch, and waking every idle worker for each enqueue is a herd.
+  for (std::size_t i = 0; i < std::min(added, workers_.size()); ++i) queue_cv_.notify_one();
   for (auto& fire : rejected) {
     if (stopping) {
       publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});

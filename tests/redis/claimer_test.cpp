@@ -30,12 +30,16 @@ TEST(RedisClaimer, OptionsAreValidatedAtConstruction) {
             "redis::ClaimerOptions.claim_ttl: 999us is below the minimum of 1ms");
   EXPECT_EQ(invalid_message([&] { Claimer c(client, {.max_clock_skew = 0s}); }),
             "redis::ClaimerOptions.max_clock_skew: 0s is not positive");
+  EXPECT_EQ(invalid_message([&] { Claimer c(client, {.claim_ttl = 10min, .max_clock_skew = 5min}); }),
+            "redis::ClaimerOptions.max_clock_skew: 5m0s is not below claim_ttl / 2 (5m0s): two replicas at opposite "
+            "ends of the guard could both claim a fire");
   EXPECT_EQ(invalid_message([&] { Claimer c(client, {.skew_refresh_interval = 2h}); }),
             "redis::ClaimerOptions.skew_refresh_interval: 2h0m0s is out of range 1ms..1h");
   Claimer defaults(client);
   EXPECT_EQ(defaults.options().claim_prefix, "cron:claim:");
   EXPECT_EQ(defaults.options().claim_ttl, 10min);
-  EXPECT_EQ(defaults.options().max_clock_skew, 5min);  // half the TTL
+  EXPECT_EQ(defaults.options().max_clock_skew, 150s);  // a quarter of the TTL
+  EXPECT_EQ(defaults.dedup_window(), 5min);           // TTL - 2 * skew
   EXPECT_EQ(defaults.options().fence_key, "cron:claim:fence");
   Claimer empty_prefix(client, {.claim_prefix = ""});  // allowed
   EXPECT_EQ(empty_prefix.options().fence_key, "fence");
@@ -111,16 +115,16 @@ TEST(RedisClaimer, SkewGuardRefusesWhileTheLocalClockIsTooFarOff) {
   ASSERT_TRUE(offset);
   EXPECT_LT(std::chrono::abs(offset->offset), 2s);
 
-  clock->jump_wall(-6min);  // the local clock now lags 6 minutes: beyond half the TTL
+  clock->jump_wall(-6min);  // the local clock now lags 6 minutes: beyond a quarter of the TTL
   const auto lagging = claimer.claim("b@2026-01-01T00:00:00Z");
   EXPECT_EQ(lagging.status, ClaimResult::Status::clock_skew);
   EXPECT_NE(lagging.error.find("local clock is 6m"), std::string::npos) << lagging.error;
-  EXPECT_NE(lagging.error.find("behind the Redis server's, beyond max_clock_skew 5m0s"), std::string::npos)
+  EXPECT_NE(lagging.error.find("behind the Redis server's, beyond max_clock_skew 2m30s"), std::string::npos)
       << lagging.error;
   EXPECT_TRUE(client->command({"GET", prefix + "b@2026-01-01T00:00:00Z"}).is_nil());  // nothing was claimed
   offset = claimer.clock_offset();
   ASSERT_TRUE(offset);
-  EXPECT_GT(offset->offset, 5min);
+  EXPECT_GT(offset->offset, 150s);
 
   clock->jump_wall(12min);  // now 6 minutes ahead
   EXPECT_EQ(claimer.claim("b@2026-01-01T00:00:00Z").status, ClaimResult::Status::clock_skew);

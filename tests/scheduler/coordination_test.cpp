@@ -161,6 +161,49 @@ class BatchRecorder final : public Claimer {
   std::vector<std::size_t> batch_sizes;
 };
 
+// A claimer whose claims are trusted for 150 s after a fire's instant.
+class WindowClaimer final : public Claimer {
+ public:
+  ClaimResult claim(std::string_view key) override {
+    std::lock_guard guard(mutex);
+    keys.emplace_back(key);
+    return ClaimResult::claimed(++fence);
+  }
+  std::chrono::nanoseconds dedup_window() const override { return 150s; }
+  std::mutex mutex;
+  std::vector<std::string> keys;
+  std::uint64_t fence = 0;
+};
+
+// Regression (found by the simulator, tests/sim): a replica replaying fires
+// older than the claim TTL claimed them again after the other replicas'
+// claims had expired, and ran them twice.
+TEST(Coordination, FiresOlderThanTheDedupWindowAreSkippedNotClaimed) {
+  Harness h;  // the clock reads 2026-01-01T00:00:00Z
+  auto claimer = std::make_shared<WindowClaimer>();
+  auto options = h.options();
+  options.claimer = claimer;
+  Scheduler s(options);
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {},
+        EntryOptions{.key = "replay", .missed_fire = MissedFirePolicy::run_all, .last_run = at("2025-12-31T23:50:00Z")});
+  s.start();
+  // run_all replays 23:51 .. 00:00; 23:58 is 120 s old, 23:57 180 s.
+  ASSERT_TRUE((h.log->wait_tally<JobCompletedEvent, SkippedFireEvent>(10)));
+  std::vector<std::string> stale;
+  for (const auto& skipped : h.log->all<SkippedFireEvent>()) {
+    EXPECT_EQ(skipped.reason, SkipReason::stale);
+    EXPECT_NE(skipped.error.find("beyond the claimer's dedup window of 2m30s"), std::string::npos) << skipped.error;
+    stale.push_back(skipped.fire_key);
+  }
+  EXPECT_EQ(stale.size(), 7u);
+  EXPECT_EQ(h.completed(), 3u);
+  std::lock_guard guard(claimer->mutex);
+  std::sort(claimer->keys.begin(), claimer->keys.end());
+  EXPECT_EQ(claimer->keys, (std::vector<std::string>{"replay@2025-12-31T23:58:00Z", "replay@2025-12-31T23:59:00Z",
+                                                     "replay@2026-01-01T00:00:00Z"}));
+  EXPECT_EQ(to_string(SkipReason::stale), "stale");
+}
+
 TEST(Coordination, FiresDueTogetherAreClaimedInOneBatch) {
   Harness h;
   auto claimer = std::make_shared<BatchRecorder>();

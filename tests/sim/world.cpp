@@ -64,6 +64,11 @@ namespace {
 
 class World;
 
+// Each replica's worker threads. A claim batch holds at most this many
+// fires; when every worker waits for the store, the fires still queued
+// behind them wait for the store too (see quiescent_locked()).
+constexpr std::size_t workers_per_replica = 8;
+
 enum class State { running, paused, stopping, dead };
 
 struct Request {
@@ -88,6 +93,7 @@ struct Incarnation {
   std::uint64_t emitted = 0;
   std::uint64_t terminated = 0;
   std::uint64_t parked = 0;
+  std::size_t blocked_workers = 0;  // inside claim_batch(), waiting for the store
   std::map<std::string, Instant> planned;       // entry key -> next instant
   std::map<std::string, Instant> span_from;     // entry key -> first instant
   std::map<std::string, std::uint64_t> missed_runs;  // from a MissedFireEvent, until its ScheduledEvent
@@ -283,8 +289,9 @@ std::vector<ClaimResult> World::claim(const std::shared_ptr<Incarnation>& inc, s
   }
   pending_.push_back(request);
   inc->parked += keys.size();
+  ++inc->blocked_workers;
   changed_.notify_all();
-  request->cv.wait(lock, [&] { return request->done; });
+  request->cv.wait(lock, [&] { return request->done; });  // whoever sets done unblocks us in the counts
   return request->results;
 }
 
@@ -374,7 +381,7 @@ void World::start_incarnation(int replica, bool with_record) {
   scheduler.clock = inc->clock;
   scheduler.recorder = std::make_shared<Recorder>(*this, inc);
   scheduler.logger = [](LogLevel, std::string_view) {};
-  scheduler.max_concurrent = 8;  // a claim batch holds up to 8 fires: all of an instant's fires fit in 8 batches
+  scheduler.max_concurrent = workers_per_replica;
   scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
   if (options_.mode == Mode::claim) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
   if (options_.mode == Mode::leader) scheduler.elector = std::make_shared<SimElector>(*this, inc);
@@ -437,6 +444,7 @@ void World::kill(int replica, bool graceful) {
       request->results.assign(request->keys.size(), ClaimResult::failed("process stopped"));
       request->done = true;
       inc->parked -= request->keys.size();
+      --inc->blocked_workers;
       request->cv.notify_all();
     };
     std::erase_if(pending_, [&](const std::shared_ptr<Request>& request) {
@@ -580,7 +588,10 @@ bool World::quiescent_locked() const {
     // Parked loops have published every fire they took: each is decided or
     // waits for the store. (An entry may be due on a drifting wall clock
     // before the loop's steady deadline: that is lateness, not work left.)
-    if (inc->emitted != inc->terminated + inc->parked) return false;
+    // When every worker waits for the store, fires queued behind them wait
+    // for it too. (Which fires made it into this round's batches then
+    // depends on thread timing: the one case where a replay may differ.)
+    if (inc->emitted != inc->terminated + inc->parked && inc->blocked_workers < workers_per_replica) return false;
   }
   return true;
 }
@@ -620,6 +631,7 @@ void World::deliver_locked(const std::shared_ptr<Request>& request) {
   std::erase(inc->in_flight, request);
   request->done = true;
   inc->parked -= request->keys.size();
+  --inc->blocked_workers;
   request->cv.notify_all();
 }
 
