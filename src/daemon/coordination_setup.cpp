@@ -42,6 +42,9 @@ class MeasuredClaimer final : public Claimer {
     }
     return results;
   }
+  // Forwarded, or the scheduler would claim fires of any age (the chaos
+  // run found it: a daemon paused past the claim TTL ran fires again).
+  std::chrono::nanoseconds dedup_window() const override { return inner_->dedup_window(); }
 
  private:
   void record(const ClaimResult& result, SteadyClock::time_point start) {
@@ -199,11 +202,16 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
 
 class NatsClaimerAdapter final : public Claimer {
  public:
-  explicit NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend) : backend_(std::move(backend)) {}
+  NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend, std::chrono::nanoseconds claim_ttl)
+      : backend_(std::move(backend)), claim_ttl_(claim_ttl) {}
   ClaimResult claim(std::string_view fire_key) override { return backend_->claim(fire_key); }
+  // As nats::Claimer's (the bucket's TTL is claim_ttl; the claimer itself
+  // may not exist yet while the connection is being made).
+  std::chrono::nanoseconds dedup_window() const override { return claim_ttl_ / 2; }
 
  private:
   std::shared_ptr<NatsBackend> backend_;
+  std::chrono::nanoseconds claim_ttl_;
 };
 
 class NatsElectorAdapter final : public Elector {
@@ -308,7 +316,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
     out.description = nats::describe(options);
     auto backend = std::make_shared<NatsBackend>(options, settings, log);
     backend->start();
-    if (claims) claimer = std::make_shared<NatsClaimerAdapter>(backend);
+    if (claims) claimer = std::make_shared<NatsClaimerAdapter>(backend, settings.claim_ttl);
     if (leadership) elector = std::make_shared<NatsElectorAdapter>(backend);
     out.reachable = [backend] { return backend->connected(); };
     out.resources = backend;
