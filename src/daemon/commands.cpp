@@ -7,6 +7,7 @@
 
 #include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
+#include "daemon/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/redis/client.h"
@@ -29,8 +30,8 @@ int redis_status(const Settings& settings, std::ostream& out) {
   const redis::Reply term = client.command({"GET", leader_key + ":term"});
   out << "coordinator: " << client.describe() << '\n';
   if (holder.type == redis::Reply::Type::string) {
-    out << fmt::format("leader: {} (term {}, lease expires in {} ms)\n", holder.text,
-                       term.type == redis::Reply::Type::string ? term.text : "unknown", ttl.integer);
+    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", json_escape(holder.text),
+                       term.type == redis::Reply::Type::string ? json_escape(term.text) : std::string("unknown"), ttl.integer);
   } else {
     out << "leader: none\n";
   }
@@ -61,7 +62,10 @@ int redis_status(const Settings& settings, std::ostream& out) {
     }
   } while (cursor != "0" && scanned < 1'000'000);
   out << fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
-  for (const auto& [key, entry] : per_job) out << fmt::format("  {}  {} claim(s), latest {}\n", key, entry.first, entry.second);
+  // Keys come from the server: escaped, one line each whatever they hold.
+  for (const auto& [key, entry] : per_job) {
+    out << fmt::format("  {}  {} claim(s), latest {}\n", json_escape(key), entry.first, json_escape(entry.second));
+  }
   return 0;
 }
 
@@ -80,18 +84,22 @@ int nats_status(const Settings& given, std::ostream& out) {
     out << fmt::format("leader: none (no bucket {})\n", bucket);
     return 0;
   }
-  const auto entry = leader_bucket->get(key);
-  if (!entry || entry->value == nats::Election::resigned_marker) {
-    out << "leader: none\n";
-  } else {
-    // The term is the revision at which it won; the key only keeps its
-    // latest renewal, so that is what can be shown here.
-    out << fmt::format("leader: {} (last renewed at revision {})\n", entry->value, entry->revision);
-  }
+  out << describe_leader_record(leader_bucket->get(key));
   return 0;
 }
 
 }  // namespace
+
+std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
+  if (!entry || entry->operation != nats::Entry::Operation::put || entry->value == nats::Election::resigned_marker) {
+    return "leader: none\n";
+  }
+  // The term is the revision at which it won; the key only keeps its
+  // latest renewal, so that is what can be shown here. The value is
+  // whatever was written to the bucket: escaped, so it cannot forge lines
+  // or send terminal control sequences.
+  return fmt::format("leader: \"{}\" (last renewed at revision {})\n", json_escape(entry->value), entry->revision);
+}
 
 int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {
   try {

@@ -1,10 +1,12 @@
 // The program's subcommands other than `next`: validate and status.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include "daemon/settings.h"
+#include "fleetcron/nats/connection.h"
 
 namespace fleetcron::daemon {
 
@@ -15,5 +17,9 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
 /// `fleetcron status --coordinator URI`: the leader's identity and term;
 /// for Redis also the claims of the last hour per job. Runs nothing.
 int run_status_command(const Settings& settings, std::ostream& out, std::ostream& err);
+
+/// The status line for a NATS leader record, one line whatever the record
+/// holds (its value is escaped).
+[[nodiscard]] std::string describe_leader_record(const std::optional<nats::Entry>& entry);
 
 }  // namespace fleetcron::daemon

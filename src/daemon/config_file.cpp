@@ -41,6 +41,15 @@ std::size_t count_value(const std::string& path, const std::string& name, const 
   return static_cast<std::size_t>(value->get());
 }
 
+
+void apply_table(const toml::table& table, const std::string& path, Settings& settings);
+
+SettingsError parse_failure(const std::string& path, const toml::parse_error& e) {
+  const auto& begin = e.source().begin;
+  if (begin.line == 0) return SettingsError(fmt::format("{}: {}", path, e.description()));
+  return SettingsError(fmt::format("{}:{}:{}: {}", path, begin.line, begin.column, e.description()));
+}
+
 }  // namespace
 
 void apply_config_file(const std::string& path, Settings& settings) {
@@ -48,10 +57,24 @@ void apply_config_file(const std::string& path, Settings& settings) {
   try {
     table = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    const auto& begin = e.source().begin;
-    if (begin.line == 0) throw SettingsError(fmt::format("{}: {}", path, e.description()));
-    throw SettingsError(fmt::format("{}:{}:{}: {}", path, begin.line, begin.column, e.description()));
+    throw parse_failure(path, e);
   }
+  apply_table(table, path, settings);
+}
+
+void apply_config_text(std::string_view text, const std::string& path, Settings& settings) {
+  toml::table table;
+  try {
+    table = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw parse_failure(path, e);
+  }
+  apply_table(table, path, settings);
+}
+
+namespace {
+
+void apply_table(const toml::table& table, const std::string& path, Settings& settings) {
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
     if (name == "jobs") {
@@ -116,5 +139,7 @@ void apply_config_file(const std::string& path, Settings& settings) {
     }
   }
 }
+
+}  // namespace
 
 }  // namespace fleetcron::daemon

@@ -22,12 +22,27 @@ std::optional<CoordinationMode> coordination_mode_from_string(std::string_view t
   return std::nullopt;
 }
 
+namespace {
+
+// The URI with anything before its last '@' after the scheme shown as ***:
+// an unknown scheme must not print the password it carries.
+std::string without_userinfo(const std::string& uri) {
+  const auto at = uri.rfind('@');
+  if (at == std::string::npos) return uri;
+  const auto scheme = uri.find("://");
+  const std::size_t start = scheme != std::string::npos && scheme < at ? scheme + 3 : 0;
+  return uri.substr(0, start) + "***" + uri.substr(at);
+}
+
+}  // namespace
+
 void validate(const Settings& settings) {
   if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
   const bool memory = settings.coordinator == "memory";
   if (!memory && !settings.coordinator.starts_with("redis://") && !settings.coordinator.starts_with("unix:") &&
       !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://")) {
-    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:… or nats://…", settings.coordinator));
+    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:… or nats://…",
+                                    without_userinfo(settings.coordinator)));
   }
   if (settings.claim_ttl < std::chrono::milliseconds{1}) {
     throw SettingsError(fmt::format("claim TTL {} is below 1ms", format_duration(settings.claim_ttl)));

@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace fleetcron::daemon {
 
@@ -48,6 +49,8 @@ class SettingsError : public std::runtime_error {
 /// Applies the TOML file at `path` onto `settings`; unknown keys and bad
 /// values are SettingsErrors naming the file and line.
 void apply_config_file(const std::string& path, Settings& settings);
+/// The same for TOML text; `path` names it in errors.
+void apply_config_text(std::string_view text, const std::string& path, Settings& settings);
 
 /// Checks the combination (e.g. leader TTL range); throws SettingsError.
 void validate(const Settings& settings);
