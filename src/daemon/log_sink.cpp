@@ -103,6 +103,12 @@ void LogSink::write(std::string_view level, std::string_view event, std::string_
   line += '\n';
   std::lock_guard guard(mutex_);
   out_ << line << std::flush;
+  if (!out_) {
+    // A failed write leaves the stream bad for good: count the line and
+    // clear the state, so the next line is tried again.
+    lost_lines_.fetch_add(1, std::memory_order_relaxed);
+    out_.clear();
+  }
 }
 
 }  // namespace fleetcron::daemon

@@ -57,6 +57,7 @@ void Metrics::leader(bool leading, std::uint64_t term) {
 void Metrics::backend_error() { backend_errors_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds); }
 void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
+void Metrics::log_lines_lost(std::uint64_t total) { log_lines_lost_.store(total); }
 void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
 void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
 
@@ -98,6 +99,8 @@ std::string Metrics::render() const {
   backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
   metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock (Redis).");
   out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
+  metric("fleetcron_log_lines_lost_total", "counter", "Log lines the output refused (full disk, closed pipe).");
+  out += fmt::format("fleetcron_log_lines_lost_total {}\n", log_lines_lost_.load());
   metric("fleetcron_jobs", "gauge", "Jobs loaded from the jobs file.");
   out += fmt::format("fleetcron_jobs {}\n", jobs_.load());
   metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");

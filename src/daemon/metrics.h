@@ -43,6 +43,7 @@ class Metrics {
   void clock_offset(double seconds);
   void jobs_loaded(std::size_t count);
   void reloads(bool ok);
+  void log_lines_lost(std::uint64_t total);
 
   [[nodiscard]] std::string render() const;
 
@@ -52,6 +53,7 @@ class Metrics {
   std::atomic<int> leader_{0};
   std::atomic<std::uint64_t> term_{0};
   std::atomic<std::uint64_t> jobs_{0};
+  std::atomic<std::uint64_t> log_lines_lost_{0};
   std::atomic<double> clock_offset_{0};
   mutable std::mutex mutex_;  // guards the maps
   std::map<std::string, std::uint64_t> runs_, skips_;

@@ -34,5 +34,18 @@ TEST(LogSink, OneLinePerEventWithJobAndFireKeys) {
   EXPECT_EQ(text_out.str()[23], 'Z');  // 2026-…T…:…:….mmmZ: milliseconds always
 }
 
+// A full disk: the lost line is counted and the next one is tried again
+// (std::ostream would otherwise stay bad and drop every later line).
+TEST(LogSink, AFailedWriteIsCountedAndLoggingResumes) {
+  std::ostringstream out;
+  LogSink log(LogFormat::text, out);
+  out.setstate(std::ios::badbit);  // as a write to a full disk leaves it
+  log.write("info", "first", "refused");
+  EXPECT_EQ(log.lost_lines(), 1u);
+  log.write("info", "second", "accepted");
+  EXPECT_EQ(log.lost_lines(), 1u);
+  EXPECT_NE(out.str().find("second accepted"), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace fleetcron::daemon
