@@ -229,21 +229,26 @@ class NatsElectorAdapter final : public Elector {
 
 /// nats://[user:password@]host:port[,host:port…][?bucket=…&leader_bucket=…&key=…]
 nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings) {
-  std::string rest = uri;
-  const auto query_at = rest.find('?');
-  std::string query;
-  if (query_at != std::string::npos) {
-    query = rest.substr(query_at + 1);
-    rest.resize(query_at);
-  }
   nats::ConnectionOptions options;
   options.servers.clear();
-  const std::string scheme = rest.substr(0, rest.find("://") + 3);
-  std::string hosts = rest.substr(scheme.size());
+  const std::string scheme = uri.substr(0, uri.find("://") + 3);
+  std::string hosts = uri.substr(scheme.size());
+  // Userinfo first, up to the last '@' (no bucket, key or host has one):
+  // a password with an unescaped '?', '/' or ',' stays whole and secret
+  // instead of leaking into the host list or the options.
   const auto at = hosts.rfind('@');
+  std::optional<std::string> userinfo_text;
   if (at != std::string::npos) {
-    const std::string userinfo = hosts.substr(0, at);
+    userinfo_text = hosts.substr(0, at);
     hosts = hosts.substr(at + 1);
+  }
+  std::string query;
+  if (const auto query_at = hosts.find('?'); query_at != std::string::npos) {
+    query = hosts.substr(query_at + 1);
+    hosts.resize(query_at);
+  }
+  if (userinfo_text) {
+    const std::string& userinfo = *userinfo_text;
     const auto colon = userinfo.find(':');
     if (colon == std::string::npos) {
       options.token = userinfo;

@@ -26,5 +26,23 @@ TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   EXPECT_EQ(make_coordination(redis, metrics, log).claimer->dedup_window(), 5s);  // ttl - 2 * ttl/4
 }
 
+// Regression (found by fuzz/coordinator_uri_fuzz): the query was split off
+// at the first '?' before the userinfo, so a password with '?' ended up in
+// the host list and the "unknown option" error.
+TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
+  Settings settings;
+  const auto options = parse_nats_uri("nats://alice:pa?ss/wo,rd@127.0.0.1:4222,127.0.0.1:4223?bucket=B", settings);
+  EXPECT_EQ(options.user, "alice");
+  EXPECT_EQ(options.password, "pa?ss/wo,rd");
+  EXPECT_EQ(options.servers, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://127.0.0.1:4223"}));
+  EXPECT_EQ(settings.claim_bucket, "B");
+  try {
+    (void)parse_nats_uri("nats://alice:pa?ss/wo,rd@127.0.0.1:4222?colour=red", settings);
+    FAIL() << "an unknown option was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "coordinator URI: unknown option \"colour\" (known: bucket, leader_bucket, key)");
+  }
+}
+
 }  // namespace
 }  // namespace fleetcron::daemon
