@@ -54,9 +54,11 @@ cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=R
 cmake --build build/clang-asan -j"$jobs"
 step "clang ASan+UBSan tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-# The end-to-end fleet runs (label e2e) ran in the g++ pass: minutes of
-# wall-clock time each, with nothing more to find under ASan.
-(cd build/clang-asan && FLEETCRON_DIFFERENTIAL_CASES=1000 ctest --output-on-failure -j"$jobs" -LE e2e)
+# The end-to-end and chaos runs (labels e2e, chaos) and the million-fire
+# simulation (sim-fleet) ran in the g++ pass: minutes of wall-clock time
+# each, with nothing more to find under ASan (the simulator's own tests,
+# label sim, do run here).
+(cd build/clang-asan && FLEETCRON_DIFFERENTIAL_CASES=1000 ctest --output-on-failure -j"$jobs" -LE 'e2e|chaos|sim-fleet')
 step "fuzzing ${fuzz_seconds}s per target"
 for target in build/clang-asan/fuzz/*_fuzz; do
   name=$(basename "$target" _fuzz)
@@ -79,12 +81,14 @@ step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests fleetcron_redis_tests \
-  fleetcron_nats_tests
+  fleetcron_nats_tests fleetcron_sim_tests
 step "ThreadSanitizer tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build/gcc-tsan/tests/fleetcron_unit_tests --gtest_filter='*Concurrent*'
 build/gcc-tsan/tests/fleetcron_scheduler_tests
 build/gcc-tsan/tests/fleetcron_redis_tests
 build/gcc-tsan/tests/fleetcron_nats_tests
+# Three real schedulers per simulated fleet, their threads, crashes and restarts.
+build/gcc-tsan/tests/fleetcron_sim_tests --gtest_filter='Simulation.ClaimMode*:Simulation.LeaderMode*'
 
 step "all tests passed"

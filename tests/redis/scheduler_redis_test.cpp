@@ -124,13 +124,15 @@ TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
   const std::string prefix = test::unique_prefix();
   auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
   auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-01-02T15:04:00Z"));
-  // Wall time far from the server's: the skew guard is opened wide for this test.
+  // Wall time far from the server's: the skew guard is opened wide for this
+  // test, and the claim TTL with it (the guard must stay below TTL/2).
   SchedulerOptions options;
   options.clock = clock;
   auto tally = std::make_shared<Tally>();
   options.recorder = tally;
   options.claimer = std::make_shared<Claimer>(
-      client, ClaimerOptions{.claim_prefix = prefix, .max_clock_skew = std::chrono::hours{24 * 365 * 100}});
+      client, ClaimerOptions{.claim_prefix = prefix, .claim_ttl = std::chrono::hours{24 * 365 * 3},
+                             .max_clock_skew = std::chrono::hours{24 * 365}});
   ASSERT_EQ(client->command({"SET", prefix + "report@2026-01-02T15:05:00Z", "1", "NX", "PX", "600000"}).text, "OK");
   Scheduler scheduler(options);
   scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "report"});
