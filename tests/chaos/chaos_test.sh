@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Chaos: three `fleetcron run` daemons in claim mode share ten jobs firing
-# every second through a real redis-server or nats-server on loopback,
-# while this script, driven by a seed, SIGKILLs and restarts daemons,
-# SIGSTOPs them for longer than the claim TTL, and kills and restarts the
+# Chaos: three `fleetcron run` daemons share ten jobs firing every second
+# through a real redis-server or nats-server on loopback, while this
+# script, driven by a seed, SIGKILLs and restarts daemons, SIGSTOPs them for
+# longer than the lease and the claim TTL, and kills and restarts the
 # server. Every run appends "fire-key fence replica" to a journal.
 #
-#   chaos_test.sh FLEETCRON_BINARY redis|nats SECONDS [SEED]
+#   chaos_test.sh FLEETCRON_BINARY redis|nats SECONDS [SEED] [both|claim]
 #
-# Afterwards: duplicates must be 0; every lost fire is listed with its
-# reason (a fault window it fell in, or the skip a daemon logged) and an
-# unexplained loss fails; fences never favour an instant older than the
-# dedup window over a newer one. Every process it starts, it stops.
+# Coordination `both` (default: a leader runs the fires, each claimed) or
+# `claim`. Afterwards: duplicates must be 0; every lost fire is listed with
+# its reason (a fault window it fell in — for a leader, up to the failover
+# bound after it — or the skip a daemon logged) and an unexplained loss
+# fails; fences never favour an instant older than the dedup window over a
+# newer one. Every process it starts, it stops.
 set -euo pipefail
-binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM}
+binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
+[[ $mode == both || $mode == claim ]] || { echo "mode must be both or claim"; exit 2; }
 ((duration >= 30 && duration <= 86400)) || { echo "SECONDS must be 30..86400"; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
@@ -35,9 +38,11 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL (seed $seed): $*"; for f in "$work"/replica*.log; do echo "--- $f (tail)"; tail -n 10 "$f"; done; exit 1; }
 
+# Leases: Redis 3 s (a follower polls every 500 ms: failover within 4 s);
+# NATS 10 s, its minimum (failover within TTL + campaign interval, 17.5 s).
 case $backend in
-  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
-  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CHAOS_CLAIMS" ;;
+  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
+  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CHAOS_CLAIMS&leader_bucket=CHAOS_LEADER"; leader_ttl=10; failover=19 ;;
   *) echo "unknown backend $backend"; exit 2 ;;
 esac
 server_port=${coordinator##*:}
@@ -55,8 +60,9 @@ journal=$work/journal actions=$work/actions
 } >"$work/jobs.cron"
 
 start_daemon() {  # replica number
-  REPLICA=$1 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination claim \
-    --claim-ttl "${claim_ttl}s" --shutdown-grace 2s --log-format json >>"$work/replica$1.log" 2>&1 &
+  REPLICA=$1 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination "$mode" \
+    --claim-ttl "${claim_ttl}s" --leader-ttl "${leader_ttl}s" --shutdown-grace 2s --log-format json \
+    >>"$work/replica$1.log" 2>&1 &
   daemon_pids[$1]=$!
 }
 note() { echo "$(date +%s) $*" >>"$actions"; echo "+$(($(date +%s) - started))s $*"; }
@@ -64,7 +70,7 @@ wait_until() { while (($(date +%s) < $1)); do sleep 0.2; done; }   # pacing the 
 
 started=$(date +%s)
 for r in 0 1 2; do start_daemon $r; done
-echo "chaos: 3 daemons on $backend, ${duration}s, seed $seed; work $work"
+echo "chaos: 3 daemons on $backend ($mode), ${duration}s, seed $seed; work $work"
 
 # The faults: one every 6..14 s, at most one daemon down or paused at a
 # time (so the fleet always has a healthy replica), one server restart
@@ -90,7 +96,7 @@ while (($(date +%s) < started + duration - 8)); do
       start_daemon "$victim"
       note "start $victim"
     else
-      pause=$((claim_ttl + 1 + RANDOM % 5))   # longer than the claim TTL
+      pause=$((claim_ttl + 1 + RANDOM % 5))   # longer than the claim TTL and the lease
       note "stop $victim"
       kill -STOP "${daemon_pids[$victim]}"
       sleep "$pause"
@@ -130,15 +136,24 @@ explain() {  # fire key, second → reason or empty
     echo "skipped: $(echo "$line" | sed -n 's/.*"message":"\([a-z-]*\).*/\1/p')"
     return
   fi
-  awk -v t="$t" '
-    $2 == "kill" && t >= $1 - 1 && t <= $1 + 1 {print "daemon " $3 " killed holding its claim"; exit}
+  # With a leader, a fault can also stop the runs until the next leader
+  # takes over: up to the failover bound after it (claim mode: 1 s).
+  awk -v t="$t" -v after="$([[ $mode == both ]] && echo "$failover" || echo 1)" '
+    $2 == "kill" && t >= $1 - 1 && t <= $1 + after {print "daemon " $3 " killed holding its claim or the lease"; exit}
     $2 == "stop" {stopped[$3] = $1}
-    $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= $1 + 1 {print "daemon " $3 " paused holding its claim"; exit}
+    $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= $1 + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
     $2 == "server-down" {down = $1}
-    $2 == "server-up" && t >= down - 1 && t <= $1 + 3 {print "server restart"; exit}
+    $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
   ' "$actions"
 }
-for ((t = started + 5; t <= ended - 5; t++)); do
+# Coverage counts from the first run: the first election takes up to one
+# campaign interval (NATS: 7.5 s) — but no longer than the failover bound.
+first=$(awk '{split($1, p, "@"); print p[2]}' "$journal" | sort | head -1)
+[[ -n $first ]] || fail "nothing ran"
+first_run=$(date -u -d "$first" +%s)
+((first_run <= started + failover)) || fail "the first run came $((first_run - started))s after the start (bound ${failover}s)"
+from=$((first_run > started + 5 ? first_run : started + 5))
+for ((t = from; t <= ended - 5; t++)); do
   stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
   for i in $(seq 0 9); do
     key="job$i@$stamp"
