@@ -27,6 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i + 1 < line.size(); ++i) {
     const auto c = static_cast<unsigned char>(line[i]);
     if (c < 0x20 || c == 0x7F) __builtin_trap();  // no forged lines, no terminal control sequences
+    const auto next = i + 1 < line.size() ? static_cast<unsigned char>(line[i + 1]) : 0;
+    const auto third = i + 2 < line.size() ? static_cast<unsigned char>(line[i + 2]) : 0;
+    if (c == 0xC2 && next >= 0x80 && next <= 0x9F) __builtin_trap();  // C1 controls (CSI)
+    if (c == 0xE2 && ((next == 0x80 && third >= 0xA8 && third <= 0xAE) || (next == 0x81 && third >= 0xA6 && third <= 0xA9))) {
+      __builtin_trap();  // line separators, bidirectional overrides
+    }
   }
 
   const std::string encoded = nats::encode_key(entry.value);

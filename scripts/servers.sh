@@ -73,6 +73,7 @@ start_nats() {
       url=$(grep -o 'nats://127\.0\.0\.1:[0-9]*' "$ports_file" | head -1)
       if [[ -n $url ]]; then
         server_pids+=("$pid")
+        nats_pid=$pid
         export FLEETCRON_TEST_NATS_URL="$url"
         echo "nats-server $(nats-server --version | grep -o 'v[0-9][0-9.]*') pid $pid on ${url#nats://}"
         return 0
@@ -89,37 +90,47 @@ start_nats() {
 
 # Chaos runs: kill a server (SIGKILL, no goodbye) and start it again on the
 # same port. Redis comes back empty (no persistence: the harsh case);
-# nats-server keeps its JetStream store directory. $1: the old URL's port.
-restart_redis() {
+# nats-server keeps its JetStream store directory. Every wait is bounded.
+forget_pid() {  # removes exactly this PID from server_pids
+  local kept=() pid
+  for pid in "${server_pids[@]}"; do [[ $pid == "$1" ]] || kept+=("$pid"); done
+  server_pids=("${kept[@]}")
+}
+kill_and_reap() {  # pid: SIGKILL, then wait up to 5 s for it to be gone
+  kill -KILL "$1" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  echo "process $1 survived SIGKILL for 5 s" >&2
+  return 1
+}
+
+restart_redis() {  # port
   local port=$1 old pid
   old=$(redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
-  [[ -n $old ]] && kill -KILL "$old" 2>/dev/null && while kill -0 "$old" 2>/dev/null; do sleep 0.05; done
-  server_pids=("${server_pids[@]/$old}")
+  [[ -n $old ]] || { echo "no redis-server answers on port $port" >&2; return 1; }
+  kill_and_reap "$old" || return 1
+  forget_pid "$old"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
     --logfile "$server_dir/redis-$port.log" &
   pid=$!
+  server_pids+=("$pid")   # tracked at once: stop_servers stops it even if it never answers
   for _ in $(seq 200); do
-    if redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then
-      server_pids+=("$pid")
-      return 0
-    fi
+    if redis-cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then return 0; fi
     sleep 0.05
   done
   echo "redis-server did not restart on port $port" >&2
   return 1
 }
 
-restart_nats() {
-  local port=$1 old=${server_pids[-1]} pid
-  kill -KILL "$old" 2>/dev/null && while kill -0 "$old" 2>/dev/null; do sleep 0.05; done
-  server_pids=("${server_pids[@]/$old}")
+restart_nats() {  # port: the nats-server started by start_nats
+  local port=$1 pid
+  kill_and_reap "$nats_pid" || return 1
+  forget_pid "$nats_pid"
   nats-server -js -a 127.0.0.1 -p "$port" -sd "$server_dir/nats-store" >>"$server_dir/nats.log" 2>&1 &
   pid=$!
+  server_pids+=("$pid")
+  nats_pid=$pid
   for _ in $(seq 300); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      server_pids+=("$pid")
-      return 0
-    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done

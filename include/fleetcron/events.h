@@ -37,8 +37,8 @@ enum class SkipReason {
   already_claimed,  ///< another replica claimed the fire
   claim_error,      ///< the claimer failed (fail closed)
   clock_skew,       ///< the claimer refused: local clock too far from the store's (fail closed)
-  stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
   overlap,          ///< reserved for overlap policies (daemon)
+  stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
 

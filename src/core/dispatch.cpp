@@ -201,10 +201,19 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
     } catch (...) {
       results.assign(keys.size(), ClaimResult::failed(describe_exception(std::current_exception())));
     }
+    const Instant answered = clock_->now();
     for (std::size_t k = 0; k < claiming.size(); ++k) {
       Fire& fire = batch[claiming[k]];
       ClaimResult& claim = results[k];
       if (claim.status == ClaimResult::Status::claimed) {
+        // Checked again on the answer: a claim written after the window
+        // (a slow store, a pause between the check and the request) may
+        // sit beside an expired one. The fire is lost, never run twice.
+        if (std::string stale = staleness(answered, fire.scheduled_at, *claimer); !stale.empty()) {
+          report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, SkipReason::stale, "claimed, but " + stale);
+          keep[claiming[k]] = false;
+          continue;
+        }
         fire.decided->fence = claim.fence;
         continue;
       }
@@ -418,6 +427,9 @@ void Scheduler::Impl::execute(Fire& fire) {
         claim = ClaimResult::failed(describe_exception(std::current_exception()));
       }
       if (claim.status != ClaimResult::Status::claimed) return skip(skip_reason_of(claim.status), std::move(claim.error));
+      if (std::string stale = staleness(clock_->now(), fire.scheduled_at, *settings.claimer); !stale.empty()) {
+        return skip(SkipReason::stale, "claimed, but " + stale);  // see decide_batch()
+      }
       decision.fence = claim.fence;
     }
     context.fence = decision.fence;

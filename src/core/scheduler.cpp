@@ -98,6 +98,12 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,
                          "add: an entry that uses a claimer needs a key (EntryOptions::key)");
   }
+  if (settings->claimer && settings->jitter > std::chrono::nanoseconds::zero() &&
+      settings->jitter >= settings->claimer->dedup_window()) {
+    throw std::invalid_argument(fmt::format(
+        "add: jitter {} is not below the claimer's dedup window {}: every fire would be too old to claim (stale)",
+        format_duration(settings->jitter), format_duration(settings->claimer->dedup_window())));
+  }
   if (settings->claimer && schedule->is_process_anchored()) {
     log(LogLevel::warning, fmt::format("entry \"{}\": a process-anchored every() schedule with a claimer: replicas "
                                        "never agree on its instants; use aligned_every() or a cron spec",

@@ -18,6 +18,32 @@ namespace fleetcron::daemon {
 
 namespace {
 
+// Server-provided text for a terminal: JSON-escaped (C0 controls, quotes,
+// invalid UTF-8), and also the code points a terminal or an editor acts on
+// — C1 controls (U+0080..U+009F, U+009B is CSI), line and paragraph
+// separators, bidirectional overrides and isolates — as \uXXXX.
+std::string terminal_safe(std::string_view text) {
+  const std::string escaped = json_escape(text);
+  std::string out;
+  out.reserve(escaped.size());
+  for (std::size_t i = 0; i < escaped.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(escaped[i]);
+    const auto b1 = i + 1 < escaped.size() ? static_cast<unsigned char>(escaped[i + 1]) : 0;
+    const auto b2 = i + 2 < escaped.size() ? static_cast<unsigned char>(escaped[i + 2]) : 0;
+    if (b0 == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) {
+      out += fmt::format("\\u{:04x}", b1);
+      ++i;
+    } else if (b0 == 0xE2 && ((b1 == 0x80 && b2 >= 0xA8 && b2 <= 0xAE) || (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9))) {
+      out += fmt::format("\\u{:04x}", 0x2000 + ((b1 & 0x3F) << 6) + (b2 & 0x3F));
+      i += 2;
+    } else {
+      out += escaped[i];
+    }
+  }
+  return out;
+}
+
+
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
 }
@@ -30,8 +56,8 @@ int redis_status(const Settings& settings, std::ostream& out) {
   const redis::Reply term = client.command({"GET", leader_key + ":term"});
   out << "coordinator: " << client.describe() << '\n';
   if (holder.type == redis::Reply::Type::string) {
-    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", json_escape(holder.text),
-                       term.type == redis::Reply::Type::string ? json_escape(term.text) : std::string("unknown"), ttl.integer);
+    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(holder.text),
+                       term.type == redis::Reply::Type::string ? terminal_safe(term.text) : std::string("unknown"), ttl.integer);
   } else {
     out << "leader: none\n";
   }
@@ -64,7 +90,7 @@ int redis_status(const Settings& settings, std::ostream& out) {
   out << fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
   // Keys come from the server: escaped, one line each whatever they hold.
   for (const auto& [key, entry] : per_job) {
-    out << fmt::format("  {}  {} claim(s), latest {}\n", json_escape(key), entry.first, json_escape(entry.second));
+    out << fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
   }
   return 0;
 }
@@ -98,7 +124,7 @@ std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
   // latest renewal, so that is what can be shown here. The value is
   // whatever was written to the bucket: escaped, so it cannot forge lines
   // or send terminal control sequences.
-  return fmt::format("leader: \"{}\" (last renewed at revision {})\n", json_escape(entry->value), entry->revision);
+  return fmt::format("leader: \"{}\" (last renewed at revision {})\n", terminal_safe(entry->value), entry->revision);
 }
 
 int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {

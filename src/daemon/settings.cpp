@@ -44,8 +44,11 @@ void validate(const Settings& settings) {
     throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:… or nats://…",
                                     without_userinfo(settings.coordinator)));
   }
-  if (settings.claim_ttl < std::chrono::milliseconds{1}) {
-    throw SettingsError(fmt::format("claim TTL {} is below 1ms", format_duration(settings.claim_ttl)));
+  // Fires older than the claimer's dedup window (half the TTL) are skipped
+  // as stale: below 2 s a fire's ordinary lateness would eat it.
+  if (settings.claim_ttl < std::chrono::seconds{2}) {
+    throw SettingsError(fmt::format("claim TTL {} is below 2s: fires older than half of it are not claimed (stale)",
+                                    format_duration(settings.claim_ttl)));
   }
   if (settings.leader_ttl && *settings.leader_ttl < std::chrono::milliseconds{1}) {
     throw SettingsError(fmt::format("leader TTL {} is below 1ms", format_duration(*settings.leader_ttl)));

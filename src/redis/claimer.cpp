@@ -54,7 +54,7 @@ Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
     throw std::invalid_argument(fmt::format("redis::ClaimerOptions.max_clock_skew: {} is not positive",
                                             format_duration(*options_.max_clock_skew)));
   }
-  if (2 * *options_.max_clock_skew >= options_.claim_ttl) {
+  if (*options_.max_clock_skew >= options_.claim_ttl - *options_.max_clock_skew) {  // 2·skew ≥ TTL, without overflow
     throw std::invalid_argument(fmt::format(
         "redis::ClaimerOptions.max_clock_skew: {} is not below claim_ttl / 2 ({}): two replicas at opposite ends of "
         "the guard could both claim a fire",

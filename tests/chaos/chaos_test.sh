@@ -91,7 +91,7 @@ while (($(date +%s) < started + duration - 8)); do
     if ((RANDOM % 2 == 0)); then
       note "kill $victim"
       kill -KILL "${daemon_pids[$victim]}"
-      wait "${daemon_pids[$victim]}" 2>/dev/null || true
+      wait "${daemon_pids[$victim]}" 2>/dev/null || true   # SIGKILL: returns at once
       sleep "$((1 + RANDOM % 3))"
       start_daemon "$victim"
       note "start $victim"
@@ -108,10 +108,15 @@ while (($(date +%s) < started + duration - 8)); do
 done
 ((server_restarted == 1)) || fail "the run was too short for the server restart"
 wait_until $((started + duration))
+ended=$(date +%s)   # fires are checked up to here, not through the shutdown
 for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}" 2>/dev/null || true; done
-for r in 0 1 2; do wait "${daemon_pids[$r]}" 2>/dev/null || true; done
+# Bounded: a daemon that does not stop within its grace (2 s) + 10 s fails.
+for r in 0 1 2; do
+  for _ in $(seq 120); do kill -0 "${daemon_pids[$r]}" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "${daemon_pids[$r]}" 2>/dev/null; then fail "daemon $r did not stop within 12 s of SIGTERM"; fi
+  wait "${daemon_pids[$r]}" 2>/dev/null || true
+done
 daemon_pids=(0 0 0)
-ended=$(date +%s)
 
 # 1. No fire ran twice.
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
@@ -141,7 +146,7 @@ explain() {  # fire key, second → reason or empty
   awk -v t="$t" -v after="$([[ $mode == both ]] && echo "$failover" || echo 1)" '
     $2 == "kill" && t >= $1 - 1 && t <= $1 + after {print "daemon " $3 " killed holding its claim or the lease"; exit}
     $2 == "stop" {stopped[$3] = $1}
-    $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= $1 + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
+    $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= stopped[$3] + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
     $2 == "server-down" {down = $1}
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
   ' "$actions"

@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "daemon/commands.h"
 #include "daemon/coordination_setup.h"
 
 namespace fleetcron::daemon {
@@ -42,6 +43,19 @@ TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "coordinator URI: unknown option \"colour\" (known: bucket, leader_bucket, key)");
   }
+}
+
+// A leader record is whatever someone wrote to the bucket: fleetcron status
+// shows it on one line, with nothing a terminal would act on.
+TEST(CoordinationSetup, StatusShowsAHostileLeaderRecordEscapedOnOneLine) {
+  nats::Entry entry;
+  entry.value = "evil\n\x1b[31mleader: me \xC2\x9B" "2J \xE2\x80\xAE" "gnp";
+  entry.revision = 7;
+  EXPECT_EQ(describe_leader_record(entry),
+            "leader: \"evil\\n\\u001b[31mleader: me \\u009b2J \\u202egnp\" (last renewed at revision 7)\n");
+  EXPECT_EQ(describe_leader_record(std::nullopt), "leader: none\n");
+  entry.operation = nats::Entry::Operation::remove;
+  EXPECT_EQ(describe_leader_record(entry), "leader: none\n");
 }
 
 }  // namespace

@@ -33,6 +33,10 @@ TEST(RedisClaimer, OptionsAreValidatedAtConstruction) {
   EXPECT_EQ(invalid_message([&] { Claimer c(client, {.claim_ttl = 10min, .max_clock_skew = 5min}); }),
             "redis::ClaimerOptions.max_clock_skew: 5m0s is not below claim_ttl / 2 (5m0s): two replicas at opposite "
             "ends of the guard could both claim a fire");
+  // "No guard" spelt as the largest duration is refused too (review: 2 * skew overflowed).
+  EXPECT_NE(invalid_message([&] { Claimer c(client, {.max_clock_skew = std::chrono::nanoseconds::max()}); })
+                .find("is not below claim_ttl / 2 (5m0s)"),
+            std::string::npos);
   EXPECT_EQ(invalid_message([&] { Claimer c(client, {.skew_refresh_interval = 2h}); }),
             "redis::ClaimerOptions.skew_refresh_interval: 2h0m0s is out of range 1ms..1h");
   Claimer defaults(client);

@@ -204,6 +204,55 @@ TEST(Coordination, FiresOlderThanTheDedupWindowAreSkippedNotClaimed) {
   EXPECT_EQ(to_string(SkipReason::stale), "stale");
 }
 
+// A claim answered after the dedup window (a slow store, a pause between
+// the age check and the request): the claim may sit beside an expired one,
+// so the fire is skipped, never run (review finding: NATS has no skew guard
+// to catch it).
+class SlowClaimer final : public Claimer {
+ public:
+  explicit SlowClaimer(std::shared_ptr<VirtualClock> clock) : clock_(std::move(clock)) {}
+  ClaimResult claim(std::string_view) override {
+    clock_->jump_wall(200s);  // the answer arrives 200 s later
+    return ClaimResult::claimed(1);
+  }
+  std::chrono::nanoseconds dedup_window() const override { return 150s; }
+
+ private:
+  std::shared_ptr<VirtualClock> clock_;
+};
+
+TEST(Coordination, AClaimAnsweredAfterTheDedupWindowIsNotRun) {
+  Harness h;
+  auto options = h.options();
+  options.claimer = std::make_shared<SlowClaimer>(h.clock);
+  Scheduler s(options);
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "slow"});
+  s.start();
+  h.advance(60s);
+  ASSERT_TRUE(h.log->wait_count<SkippedFireEvent>(1));
+  const auto skipped = h.log->all<SkippedFireEvent>().front();
+  EXPECT_EQ(skipped.fire_key, "slow@2026-01-01T00:01:00Z");
+  EXPECT_EQ(skipped.reason, SkipReason::stale);
+  EXPECT_EQ(skipped.error.rfind("claimed, but the fire is 3m20s old", 0), 0u) << skipped.error;
+  EXPECT_TRUE(s.stop(h.soon()));
+  for (const auto& started : h.log->all<JobStartedEvent>()) EXPECT_NE(started.fire_key, skipped.fire_key);
+}
+
+TEST(Coordination, JitterAsLongAsTheDedupWindowIsRefusedAtAdd) {
+  Harness h;
+  auto options = h.options();
+  options.claimer = std::make_shared<WindowClaimer>();
+  Scheduler s(options);
+  try {
+    s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "j", .jitter = 150s});
+    FAIL() << "accepted a jitter every fire would be stale after";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "add: jitter 2m30s is not below the claimer's dedup window 2m30s: every fire "
+                                     "would be too old to claim (stale)");
+  }
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "k", .jitter = 10s});
+}
+
 TEST(Coordination, FiresDueTogetherAreClaimedInOneBatch) {
   Harness h;
   auto claimer = std::make_shared<BatchRecorder>();

@@ -17,30 +17,31 @@ bool starts_with(std::string_view text, std::string_view prefix) { return text.s
 
 std::string ms(nanoseconds t) { return fmt::format("{:.3f}s", static_cast<double>(t.count()) / 1e9); }
 
-/// The loss class of a fire that nobody ran, from its history; empty when
-/// the history explains nothing (a violation).
-std::string loss_class(const std::vector<KeyRecord>& history, bool covered_by_missed_plan) {
-  bool answer_lost = false, granted = false, delivered = false, store_error = false, skew = false, not_leader = false,
-       election_error = false, cancelled = false;
+/// Why incarnation `inc` did not run a fire, from its own records (empty:
+/// no valid reason — a violation). `others_grant` explains an
+/// "already-claimed": why the replica holding the claim did not run it.
+std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std::string& others_grant, bool missed) {
+  bool delivered = false;
+  std::string reason;
   for (const KeyRecord& r : history) {
-    if (starts_with(r.what, "granted, answer lost")) answer_lost = true;
-    else if (starts_with(r.what, "granted")) granted = true;
-    else if (starts_with(r.what, "claimed (answer delivered)")) delivered = true;
-    else if (starts_with(r.what, "skip claim-error")) store_error = true;
-    else if (starts_with(r.what, "skip clock-skew")) skew = true;
-    else if (starts_with(r.what, "skip not-leader")) not_leader = true;
-    else if (starts_with(r.what, "skip election-error")) election_error = true;
-    else if (starts_with(r.what, "cancelled")) cancelled = true;
+    if (r.incarnation != inc) continue;
+    std::string why;
+    if (starts_with(r.what, "claimed (answer delivered)")) delivered = true;
+    else if (starts_with(r.what, "granted, answer lost")) why = "claim granted, answer lost (timeout or process stopped)";
+    else if (starts_with(r.what, "skip stale: claimed, but")) why = "claim answered after the dedup window";
+    else if (starts_with(r.what, "skip stale")) why = "older than the dedup window (stale)";
+    else if (starts_with(r.what, "skip claim-error: process stop")) why = "replica stopped while claiming";
+    else if (starts_with(r.what, "skip claim-error") || starts_with(r.what, "skip election-error")) why = "store error or outage";
+    else if (starts_with(r.what, "skip clock-skew")) why = "clock beyond the skew guard";
+    else if (starts_with(r.what, "skip not-leader")) why = "no leader (failover window)";
+    else if (starts_with(r.what, "cancelled")) why = "cancelled by shutdown";
+    else if (starts_with(r.what, "skip already-claimed")) why = others_grant;
+    if (!why.empty() && reason.empty()) reason = why;
   }
-  if (delivered) return {};  // a replica was told "yours" and did not run it
-  if (answer_lost) return "claim granted, answer lost (timeout or process stopped)";
-  if (granted) return {};
-  if (store_error || election_error) return "store error or outage";
-  if (skew) return "clock beyond the skew guard";
-  if (not_leader) return "no leader (failover window)";
-  if (cancelled) return "cancelled by shutdown";
-  if (covered_by_missed_plan) return "missed while down or paused (policy)";
-  return {};
+  // Told "yours" and did not run it: only a late answer excuses that.
+  if (delivered && reason != "claim answered after the dedup window") return {};
+  if (reason.empty() && missed) return "missed while down or paused (policy)";
+  return reason;
 }
 
 }  // namespace
@@ -79,7 +80,7 @@ Report check(const SimOptions& options, const Outcome& outcome) {
       auto found = runs_by_key.find(key);
       const std::size_t runs = found == runs_by_key.end() ? 0 : found->second.size();
       // Every replica whose loop passed t decided it, or reported it missed.
-      bool covered_by_missed_plan = false;
+      std::vector<std::pair<int, bool>> passed;  // (incarnation, covered by its missed plan)
       for (const Outcome::Span& span : outcome.spans) {
         if (span.entry_key != job.key || *t < span.from || *t > span.to) continue;
         const bool decided = std::any_of(history.begin(), history.end(), [&](const KeyRecord& r) {
@@ -88,7 +89,7 @@ Report check(const SimOptions& options, const Outcome& outcome) {
         const bool missed = std::any_of(outcome.missed.begin(), outcome.missed.end(), [&](const MissedRange& m) {
           return m.incarnation == span.incarnation && m.entry_key == job.key && *t >= m.first && *t <= m.last;
         });
-        covered_by_missed_plan = covered_by_missed_plan || missed;
+        passed.emplace_back(span.incarnation, missed);
         if (!decided && !missed) {
           violate("P2 no unexplained loss", key,
                   fmt::format("replica r{}/i{} passed this instant without deciding it or reporting it missed",
@@ -98,51 +99,74 @@ Report check(const SimOptions& options, const Outcome& outcome) {
       if (runs == 1) continue;
       if (runs > 1) {
         const auto& first = *found->second.front();
-        const auto& last = *found->second.back();
+        const auto& second = *found->second[1];
         const auto lease = std::chrono::duration_cast<nanoseconds>(options.lease_ttl);
+        const auto ttl = std::chrono::duration_cast<nanoseconds>(options.claim_ttl);
         std::set<std::uint64_t> terms;
-        for (const RunRecord* run : found->second) terms.insert(run->fence);
-        // Claims: did the store lose the first grant before the last one?
-        // Leases: did it lose the lease within one TTL before the last run?
-        nanoseconds since = first.at - lease, until = last.at;
+        std::set<int> incarnations;
+        for (const RunRecord* run : found->second) {
+          terms.insert(run->fence);
+          incarnations.insert(run->incarnation);
+        }
+        bool store_lost_it = false;
         if (options.mode == Mode::claim) {
+          // Each grant after the first needs the store to have lost the
+          // previous one while it was still alive.
           std::vector<nanoseconds> grants;
           for (const KeyRecord& r : history) {
             if (starts_with(r.what, "granted fence=")) grants.push_back(r.at);
           }
-          if (!grants.empty()) {
-            since = grants.front();
-            until = grants.back();
+          std::size_t regrants = 0;
+          for (std::size_t i = 1; i < grants.size(); ++i) {
+            if (wipe_between(grants[i - 1], std::min(grants[i - 1] + ttl, grants[i]))) ++regrants;
           }
+          store_lost_it = grants.size() >= runs && regrants + 1 >= runs;
+        } else {
+          // The lease was lost within one TTL before the second run.
+          store_lost_it = wipe_between(second.at - lease, second.at);
         }
-        if (wipe_between(since, until)) {
+        // Leader handover: different leaders (terms, processes), each
+        // firing by its own clock, within the clocks' largest difference.
+        const auto clocks_apart = 2 * std::chrono::duration_cast<nanoseconds>(options.faults.max_clock_offset) +
+                                  std::chrono::duration_cast<nanoseconds>(options.max_clock_skew) + 7s;
+        if (store_lost_it) {
           ++report.duplicates_after_store_loss;
-        } else if (options.mode == Mode::leader && terms.size() == runs) {
-          // Leader mode promises one leader per term, not one run per fire:
-          // each leader fires by its own clock, so a handover between
-          // replicas whose clocks differ can repeat (or skip) the instants
-          // in between. docs/reliability.md; use a claimer as well.
+        } else if (options.mode == Mode::leader && terms.size() == runs && incarnations.size() == runs &&
+                   found->second.back()->at - first.at <= clocks_apart) {
+          // Leader mode promises one leader per term, not one run per fire.
+          // docs/reliability.md; use a claimer as well.
           ++report.duplicates_at_handover;
         } else {
           violate("P1 no duplicate", key,
                   fmt::format("ran {} times (r{}/i{} at {}, r{}/i{} at {}) with no store loss between", runs,
-                              first.replica, first.incarnation, ms(first.at), last.replica, last.incarnation, ms(last.at)));
+                              first.replica, first.incarnation, ms(first.at), second.replica, second.incarnation,
+                              ms(second.at)));
         }
         continue;
       }
-      const std::string why = loss_class(history, covered_by_missed_plan);
-      if (why.empty()) {
-        const bool anyone = !history.empty() || std::any_of(outcome.spans.begin(), outcome.spans.end(), [&](const Outcome::Span& s) {
-          return s.entry_key == job.key && *t >= s.from && *t <= s.to;
-        });
-        if (!anyone) {
-          ++report.lost["no replica running"];
-        } else {
-          violate("P2 no unexplained loss", key, "no replica ran it and its history explains nothing");
-        }
+      // Nobody ran it: every replica that passed the instant must give its
+      // own reason (one replica's fault does not excuse another's silence).
+      if (passed.empty()) {
+        ++report.lost["no replica running"];
         continue;
       }
-      ++report.lost[why];
+      // Why the holder of a claim (if any) did not run it: explains the
+      // others' "already-claimed".
+      std::string holder_reason;
+      for (const KeyRecord& r : history) {
+        if (starts_with(r.what, "granted fence=")) holder_reason = own_reason(history, r.incarnation, {}, false);
+      }
+      std::string why;
+      for (const auto& [incarnation, missed] : passed) {
+        const std::string reason = own_reason(history, incarnation, holder_reason, missed);
+        if (reason.empty()) {
+          violate("P2 no unexplained loss", key,
+                  fmt::format("nobody ran it, and incarnation {} gives no valid reason", incarnation));
+        } else if (why.empty()) {
+          why = reason;
+        }
+      }
+      if (!why.empty()) ++report.lost[why];
     }
   }
 

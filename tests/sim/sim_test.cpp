@@ -39,8 +39,10 @@ TEST(Simulation, LeaderModeHoldsEveryProperty) {
   }
 }
 
-TEST(Simulation, ASeedReplaysExactly) {
-  const auto options = options_for(21, Mode::claim);
+class Replay : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(Replay, ASeedReplaysExactly) {
+  const auto options = options_for(21, GetParam());
   auto digest = [](const Outcome& outcome) {
     std::vector<std::tuple<std::string, int, int, std::uint64_t, std::int64_t>> runs;
     for (const RunRecord& r : outcome.runs) runs.emplace_back(r.fire_key, r.replica, r.incarnation, r.fence, r.at.count());
@@ -55,11 +57,13 @@ TEST(Simulation, ASeedReplaysExactly) {
   const Outcome first = simulate(options);
   const Outcome second = simulate(options);
   EXPECT_GT(first.runs.size(), 1000u);
+  EXPECT_FALSE(first.faults.empty());
   const auto a = digest(first), b = digest(second);
   EXPECT_EQ(std::get<3>(a), std::get<3>(b)) << "steps";
   EXPECT_EQ(std::get<4>(a), std::get<4>(b)) << "rounds";
   EXPECT_TRUE(std::get<2>(a) == std::get<2>(b)) << "fault trace";
   EXPECT_TRUE(std::get<0>(a) == std::get<0>(b)) << "runs";
+  EXPECT_GT(std::get<3>(a), 1000u) << "steps";
   const auto& ra = std::get<1>(a);
   const auto& rb = std::get<1>(b);
   for (std::size_t i = 0; i < std::min(ra.size(), rb.size()); ++i) {
@@ -72,6 +76,9 @@ TEST(Simulation, ASeedReplaysExactly) {
   }
   EXPECT_EQ(ra.size(), rb.size());
 }
+
+INSTANTIATE_TEST_SUITE_P(Simulation, Replay, ::testing::Values(Mode::claim, Mode::leader),
+                         [](const ::testing::TestParamInfo<Mode>& param) { return param.param == Mode::claim ? "claim" : "leader"; });
 
 TEST(Simulation, CheckerCatchesAStoreThatForgetsClaims) {
   auto options = options_for(3, Mode::claim);

@@ -173,7 +173,7 @@ class World {
   }
 
   void start_incarnation(int replica, bool with_record);
-  void kill(int replica, bool graceful);
+  bool kill(int replica, bool graceful);  // false if it was not running
   void pause(int replica, nanoseconds length);
   void resume(int replica);
   void close_spans(Incarnation& inc);
@@ -422,9 +422,9 @@ void World::close_spans(Incarnation& inc) {
   }
 }
 
-void World::kill(int replica, bool graceful) {
+bool World::kill(int replica, bool graceful) {
   std::shared_ptr<Incarnation> inc = replicas_[static_cast<std::size_t>(replica)].current;
-  if (!inc || inc->state == State::dead || inc->state == State::stopping) return;
+  if (!inc || inc->state == State::dead || inc->state == State::stopping) return false;
   {
     std::lock_guard guard(mutex_);
     if (inc->state == State::paused) {
@@ -464,6 +464,7 @@ void World::kill(int replica, bool graceful) {
     inc->state = State::dead;
     inc->leader = false;
   }
+  return true;
 }
 
 void World::pause(int replica, nanoseconds length) {
@@ -486,15 +487,20 @@ void World::resume(int replica) {
   std::shared_ptr<Incarnation> inc = replicas_[static_cast<std::size_t>(replica)].current;
   if (!inc || inc->state != State::paused) return;
   const nanoseconds frozen = now_ - inc->paused_at;
-  // Its clocks jump by the pause when it runs again.
-  inc->clock->inner().advance(frozen);
   bool campaign_now = false;
   {
+    // Running first: its threads wake on the advance below and may call
+    // the elector or the claimer at once.
     std::lock_guard guard(mutex_);
     inc->state = State::running;
     note(fmt::format("r{}/i{} resumed (SIGCONT)", replica, inc->id));
     campaign_now = std::exchange(inc->campaign_due_on_resume, false);
-    // Answers that arrived while it was stopped are read now.
+  }
+  // Its clocks jump by the pause; then it reads the answers that arrived
+  // while it was stopped (so a stale check on them sees the new time).
+  inc->clock->inner().advance(frozen);
+  {
+    std::lock_guard guard(mutex_);
     auto arrived = inc->in_flight;
     for (const auto& request : arrived) {
       if (request->deliver_at <= now_) deliver_locked(request);
@@ -515,7 +521,7 @@ void World::schedule_faults(int replica) {
                                             std::uniform_real_distribution<double>(0, 2.0)(random_) * static_cast<double>(ttl.count()))};
     const bool with_record = std::uniform_real_distribution<double>(0, 1)(random_) < f.restart_with_record;
     at(t, [this, replica, down, with_record] {
-      kill(replica, false);
+      if (!kill(replica, false)) return;  // already down: its own restart is planned
       at(now_ + down, [this, replica, with_record] {
         auto& current = replicas_[static_cast<std::size_t>(replica)].current;
         if (current && current->state == State::dead) start_incarnation(replica, with_record);
@@ -527,7 +533,7 @@ void World::schedule_faults(int replica) {
     t += exponential(f.graceful_restart_every);
     if (t >= end_) break;
     at(t, [this, replica] {
-      kill(replica, true);
+      if (!kill(replica, true)) return;  // down already (crashed): not cut short
       at(now_ + 2s, [this, replica] {
         auto& current = replicas_[static_cast<std::size_t>(replica)].current;
         if (current && current->state == State::dead) start_incarnation(replica, true);
@@ -858,6 +864,14 @@ Outcome World::run() {
     const double spread = std::uniform_real_distribution<double>(-1, 1)(random_);
     r.initial_offset = std::chrono::duration_cast<nanoseconds>(std::chrono::duration<double>(spread * static_cast<double>(f.max_clock_offset.count())));
     r.drift_ppm = std::uniform_real_distribution<double>(-1, 1)(random_) * f.max_drift_ppm;
+  }
+  if (replicas_.size() >= 3 && std::uniform_real_distribution<double>(0, 1)(random_) < f.guard_edges) {
+    // Two replicas at opposite ends of the skew guard: the case the dedup
+    // window (claim_ttl - 2 * skew) is computed for.
+    replicas_[1].initial_offset = options_.max_clock_skew - 1s;
+    replicas_[2].initial_offset = -(options_.max_clock_skew - 1s);
+    replicas_[1].drift_ppm = replicas_[2].drift_ppm = 0;
+    note(fmt::format("r1 and r2 {} s apart, at opposite ends of the skew guard", 2 * (options_.max_clock_skew - 1s) / 1s));
   }
   if (std::uniform_real_distribution<double>(0, 1)(random_) < f.skewed_replica) {
     replicas_[0].initial_offset = options_.max_clock_skew + std::chrono::seconds{5};

@@ -44,6 +44,7 @@ struct FaultPlan {
   double round_very_slow = 0.001;                   ///< answered after up to 2 claim TTLs
   std::chrono::seconds max_clock_offset{5};         ///< each replica: uniform in ±this
   double skewed_replica = 0.2;                      ///< a seed puts replica 0 beyond the skew guard
+  double guard_edges = 0.2;                         ///< a seed puts replicas 1 and 2 just inside it, at opposite ends
   double max_drift_ppm = 300;                       ///< each replica: uniform in ±this
 };
 
