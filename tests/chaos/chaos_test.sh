@@ -19,6 +19,7 @@ binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
 ((duration >= 30 && duration <= 86400)) || { echo "SECONDS must be 30..86400"; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-chaos.XXXXXX)
 RANDOM=$seed
 claim_ttl=10                # seconds; dedup window = ttl - 2 * ttl/4 = 5 s
@@ -51,13 +52,7 @@ server_port=${server_port%%[/?]*}
 journal=$work/journal actions=$work/actions
 : >"$journal"
 : >"$actions"
-{
-  echo "# ten jobs, every second"
-  for i in $(seq 0 9); do
-    echo "# fleetcron: key=job$i"
-    echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$FLEETCRON_FENCE \$REPLICA\" >> $journal"
-  done
-} >"$work/jobs.cron"
+write_fleet_jobs "$work/jobs.cron" "$journal"
 
 start_daemon() {  # replica number
   REPLICA=$1 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination "$mode" \

@@ -18,6 +18,7 @@ set -euo pipefail
 binary=$1 backend=$2 mode=$3 duration=$4
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-e2e.XXXXXX)
 daemon_pids=()
 cleanup() {
@@ -41,13 +42,7 @@ esac
 
 journal=$work/journal
 : >"$journal"
-{
-  echo "# ten jobs, every second"
-  for i in $(seq 0 9); do
-    echo "# fleetcron: key=job$i"
-    echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$FLEETCRON_FENCE \$REPLICA\" >> $journal"
-  done
-} >"$work/jobs.cron"
+write_fleet_jobs "$work/jobs.cron" "$journal"
 
 start_daemon() {  # replica number
   local port

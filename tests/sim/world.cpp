@@ -183,6 +183,8 @@ class World {
   bool quiescent_locked() const;
   void process_round();
   void deliver_locked(const std::shared_ptr<Request>& request);
+  /// Completes a claim request (its results set) and unblocks its worker.
+  static void answer_locked(Incarnation& inc, Request& request);
   void campaign(const std::shared_ptr<Incarnation>& inc);
   void demote_if_expired(const std::shared_ptr<Incarnation>& inc);
   void demote_locked(Incarnation& inc, std::vector<std::function<void()>>& calls);
@@ -442,10 +444,7 @@ bool World::kill(int replica, bool graceful) {
         }
       }
       request->results.assign(request->keys.size(), ClaimResult::failed("process stopped"));
-      request->done = true;
-      inc->parked -= request->keys.size();
-      --inc->blocked_workers;
-      request->cv.notify_all();
+      answer_locked(*inc, *request);
     };
     std::erase_if(pending_, [&](const std::shared_ptr<Request>& request) {
       if (request->incarnation != inc->id) return false;
@@ -635,10 +634,16 @@ void World::deliver_locked(const std::shared_ptr<Request>& request) {
     if (request->results[i].status == ClaimResult::Status::claimed) key_record(request->keys[i], *inc, "claimed (answer delivered)");
   }
   std::erase(inc->in_flight, request);
-  request->done = true;
-  inc->parked -= request->keys.size();
-  --inc->blocked_workers;
-  request->cv.notify_all();
+  answer_locked(*inc, *request);
+}
+
+void World::answer_locked(Incarnation& inc, Request& request) {
+  // Whoever answers updates the counts, not the woken worker: quiescence
+  // must never see the answer given but the worker still counted as waiting.
+  request.done = true;
+  inc.parked -= request.keys.size();
+  --inc.blocked_workers;
+  request.cv.notify_all();
 }
 
 void World::process_round() {
