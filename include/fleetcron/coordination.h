@@ -58,6 +58,13 @@ class Claimer {
   /// twice. Default: no limit (a claimer whose claims never expire).
   [[nodiscard]] virtual std::chrono::nanoseconds dedup_window() const { return std::chrono::nanoseconds::max(); }
 
+  /// Throws std::invalid_argument, naming the key and the limit, if the
+  /// fire keys of an entry with this key cannot be stored by this backend
+  /// (e.g. NATS's key length limit). Scheduler::add() and check() call it,
+  /// so such an entry is refused up front instead of failing every claim.
+  /// Default: every key is accepted.
+  virtual void check_entry_key(std::string_view key) const { (void)key; }
+
  protected:
   Claimer() = default;
 };

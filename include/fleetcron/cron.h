@@ -46,12 +46,21 @@ struct DstPolicy {
 /// "first" / "last" / "both", or std::nullopt.
 [[nodiscard]] std::optional<DstOverlap> dst_overlap_from_string(std::string_view text) noexcept;
 
+/// Where `@every D` counts from.
+enum class EveryAnchor {
+  process,  ///< from the instant it is asked about: robfig/cron's @every (one process)
+  epoch,    ///< multiples of D since the Unix epoch: the same instants on every replica
+};
+
 /// How specs are read.
 struct ParseOptions {
   SecondsField seconds = SecondsField::none;
   /// Zone of specs without a TZ=/CRON_TZ= prefix.
   TimeZone zone = TimeZone::utc();
   DstPolicy dst{};
+  /// The scheduler uses epoch for entries with a claimer or an elector,
+  /// the daemon and `fleetcron next` always.
+  EveryAnchor every_anchor = EveryAnchor::process;
 };
 
 /// The longest spec accepted, in bytes.

@@ -171,8 +171,18 @@ class Scheduler {
   /// DST policy) and adds the entry. Throws ParseError, SchedulerError
   /// (duplicate_key, claimer_requires_key, capacity_reached, stopped) or
   /// std::invalid_argument (bad option, empty job).
+  /// With a claimer or an elector, `@every D` counts from the Unix epoch
+  /// (EveryAnchor::epoch), so every replica computes the same instants; a
+  /// process-anchored every() schedule is refused (std::invalid_argument).
   EntryId add(std::string_view spec, Job job, EntryOptions options = {});
   EntryId add(SchedulePtr schedule, Job job, EntryOptions options = {});
+  /// Throws what add() would throw for this entry — ParseError,
+  /// std::invalid_argument, SchedulerError(claimer_requires_key) — without
+  /// adding it. It checks every rule that depends on the entry alone (not
+  /// duplicate keys or capacity), so a reload can check each new entry
+  /// before it changes anything.
+  void check(std::string_view spec, const EntryOptions& options) const;
+  void check(const SchedulePtr& schedule, const EntryOptions& options) const;
 
   /// Removes the entry; its running and queued fires get stop requested.
   /// Throws SchedulerError(entry_not_found).

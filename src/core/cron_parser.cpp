@@ -175,9 +175,14 @@ class SpecParser {
     if (interval < min_interval) {
       fail("@every", pos, fmt::format("interval {} below minimum {}", format_duration(interval), format_duration(min_interval)));
     }
+    if (interval > max_interval) {
+      fail("@every", pos, fmt::format("interval {} above maximum {}", format_duration(interval), format_duration(max_interval)));
+    }
     const std::size_t after = skip_space(pos + text.text.size());
     if (after != spec_.size()) fail("@every", after, "unexpected text after the duration");
-    return detail::make_interval_schedule(interval, std::nullopt, std::string(spec_));
+    std::optional<Instant> anchor;
+    if (options_.every_anchor == EveryAnchor::epoch) anchor = Instant{};
+    return detail::make_interval_schedule(interval, anchor, std::string(spec_));
   }
 
   SchedulePtr parse_fields(std::size_t pos, TimeZone zone) {

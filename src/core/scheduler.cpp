@@ -79,17 +79,33 @@ void Scheduler::Impl::log(LogLevel level, const std::string& message) const {
   }
 }
 
-SchedulePtr Scheduler::Impl::parse(std::string_view spec, const std::optional<DstPolicy>& dst) const {
+bool Scheduler::Impl::coordinated(const EntryOptions& entry) const {
+  const bool claims = entry.claimer ? *entry.claimer != nullptr : options_.claimer != nullptr;
+  return claims || options_.elector != nullptr;
+}
+
+bool Scheduler::Impl::coordinated(EntryId id) const {
+  std::lock_guard guard(mutex_);
+  const auto it = entries_.find(id);
+  return it != entries_.end() && (it->second->settings->claimer || options_.elector);
+}
+
+SchedulePtr Scheduler::Impl::parse(std::string_view spec, const EntryOptions& entry) const {
+  return parse(spec, entry.dst, coordinated(entry));
+}
+
+SchedulePtr Scheduler::Impl::parse(std::string_view spec, const std::optional<DstPolicy>& dst, bool coordinated) const {
   ParseOptions options = parse_options_;
   if (dst) options.dst = *dst;
+  if (coordinated) options.every_anchor = EveryAnchor::epoch;  // the same instants on every replica
   return parse_schedule(spec, options);
 }
 
 // ---- entries --------------------------------------------------------
 
-EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options) {
+std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const SchedulePtr& schedule,
+                                                                     EntryOptions& options) const {
   if (!schedule) throw std::invalid_argument("add: schedule is null");
-  if (!job) throw std::invalid_argument("add: job is empty");
   detail::check_entry_options(options);
   const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
                                    !options.retry && !options.missed_fire && !options.claimer;
@@ -98,17 +114,25 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,
                          "add: an entry that uses a claimer needs a key (EntryOptions::key)");
   }
+  if (settings->claimer) settings->claimer->check_entry_key(options.key);
   if (settings->claimer && settings->jitter > std::chrono::nanoseconds::zero() &&
       settings->jitter >= settings->claimer->dedup_window()) {
     throw std::invalid_argument(fmt::format(
         "add: jitter {} is not below the claimer's dedup window {}: every fire would be too old to claim (stale)",
         format_duration(settings->jitter), format_duration(settings->claimer->dedup_window())));
   }
-  if (settings->claimer && schedule->is_process_anchored()) {
-    log(LogLevel::warning, fmt::format("entry \"{}\": a process-anchored every() schedule with a claimer: replicas "
-                                       "never agree on its instants; use aligned_every() or a cron spec",
-                                       options.key));
+  if ((settings->claimer || options_.elector) && schedule->is_process_anchored()) {
+    throw std::invalid_argument(fmt::format("add: entry \"{}\": a process-anchored every() schedule cannot be "
+                                            "coordinated (replicas never agree on its instants, so each would run "
+                                            "every fire); use aligned_every() or a cron spec",
+                                            options.key));
   }
+  return settings;
+}
+
+EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options) {
+  if (!job) throw std::invalid_argument("add: job is empty");
+  auto settings = prepare(schedule, options);
   auto entry = std::make_shared<Entry>();
   entry->job = std::move(job);
   entry->settings = std::move(settings);
@@ -207,6 +231,9 @@ void Scheduler::Impl::set_paused(EntryId id, bool paused) {
 
 void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
   if (!schedule) throw std::invalid_argument("update: schedule is null");
+  if (schedule->is_process_anchored() && coordinated(id)) {
+    throw std::invalid_argument("update: a process-anchored every() schedule cannot be coordinated; use aligned_every()");
+  }
   std::vector<Event> events;
   {
     std::lock_guard guard(mutex_);
@@ -425,8 +452,15 @@ Scheduler::~Scheduler() {
 }
 
 EntryId Scheduler::add(std::string_view spec, Job job, EntryOptions options) {
-  auto schedule = impl_->parse(spec, options.dst);
+  auto schedule = impl_->parse(spec, options);
   return impl_->add(std::move(schedule), std::move(job), std::move(options));
+}
+void Scheduler::check(std::string_view spec, const EntryOptions& options) const {
+  check(impl_->parse(spec, options), options);
+}
+void Scheduler::check(const SchedulePtr& schedule, const EntryOptions& options) const {
+  EntryOptions copy = options;
+  (void)impl_->prepare(schedule, copy);
 }
 EntryId Scheduler::add(SchedulePtr schedule, Job job, EntryOptions options) {
   return impl_->add(std::move(schedule), std::move(job), std::move(options));
@@ -434,7 +468,9 @@ EntryId Scheduler::add(SchedulePtr schedule, Job job, EntryOptions options) {
 void Scheduler::remove(EntryId id) { impl_->remove(id); }
 void Scheduler::pause(EntryId id) { impl_->set_paused(id, true); }
 void Scheduler::resume(EntryId id) { impl_->set_paused(id, false); }
-void Scheduler::update(EntryId id, std::string_view spec) { impl_->update(id, impl_->parse(spec, std::nullopt)); }
+void Scheduler::update(EntryId id, std::string_view spec) {
+  impl_->update(id, impl_->parse(spec, std::nullopt, impl_->coordinated(id)));
+}
 void Scheduler::update(EntryId id, SchedulePtr schedule) { impl_->update(id, std::move(schedule)); }
 
 void Scheduler::trigger(EntryId id) {

@@ -110,7 +110,16 @@ class Scheduler::Impl {
 
   // ---- entries (scheduler.cpp)
   EntryId add(SchedulePtr schedule, Job job, EntryOptions options);
-  SchedulePtr parse(std::string_view spec, const std::optional<DstPolicy>& dst) const;
+  /// Every rule add() applies to the entry alone; trims the key, returns
+  /// the entry's settings. Throws as add().
+  std::shared_ptr<const detail::EntrySettings> prepare(const SchedulePtr& schedule, EntryOptions& options) const;
+  /// Parses with the scheduler's options, the entry's DST policy, and
+  /// `@every` from the epoch when the entry is coordinated.
+  SchedulePtr parse(std::string_view spec, const EntryOptions& entry) const;
+  SchedulePtr parse(std::string_view spec, const std::optional<DstPolicy>& dst, bool coordinated) const;
+  /// Whether the entry has a claimer or the scheduler an elector.
+  bool coordinated(const EntryOptions& entry) const;
+  bool coordinated(EntryId id) const;
   void remove(EntryId id);
   void set_paused(EntryId id, bool paused);
   void update(EntryId id, SchedulePtr schedule);

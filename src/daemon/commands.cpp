@@ -129,10 +129,20 @@ std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
 
 int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {
   try {
-    ParseOptions options;
-    options.seconds = settings.seconds ? SecondsField::required : SecondsField::none;
-    options.zone = TimeZone::locate(settings.zone);
-    const JobsFile file = load_jobs_file(settings.jobs_file, options);
+    validate(settings);
+    const JobsFile file = load_jobs_file(settings.jobs_file, jobs_parse_options(settings.seconds, settings.zone));
+    // What `run` and a reload check, with the coordination settings given
+    // (the claimer's dedup window and key limits), without connecting.
+    SchedulerOptions scheduler_options;
+    scheduler_options.claimer = make_offline_claimer(settings);
+    const Scheduler rules(scheduler_options);
+    for (const auto& job : file.jobs) {
+      try {
+        rules.check(job.schedule, entry_options(job));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("{}:{}: {}", file.path, job.line, e.what()));
+      }
+    }
     const Instant from = now();
     out << fmt::format("{}: {} job(s)\n", file.path, file.jobs.size());
     for (const auto& job : file.jobs) {

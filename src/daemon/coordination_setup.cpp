@@ -45,6 +45,7 @@ class MeasuredClaimer final : public Claimer {
   // Forwarded, or the scheduler would claim fires of any age (the chaos
   // run found it: a daemon paused past the claim TTL ran fires again).
   std::chrono::nanoseconds dedup_window() const override { return inner_->dedup_window(); }
+  void check_entry_key(std::string_view key) const override { inner_->check_entry_key(key); }
 
  private:
   void record(const ClaimResult& result, SteadyClock::time_point start) {
@@ -204,10 +205,14 @@ class NatsClaimerAdapter final : public Claimer {
  public:
   NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend, std::chrono::nanoseconds claim_ttl)
       : backend_(std::move(backend)), claim_ttl_(claim_ttl) {}
-  ClaimResult claim(std::string_view fire_key) override { return backend_->claim(fire_key); }
+  ClaimResult claim(std::string_view fire_key) override {
+    if (!backend_) return ClaimResult::failed("offline: no NATS connection");
+    return backend_->claim(fire_key);
+  }
   // As nats::Claimer's (the bucket's TTL is claim_ttl; the claimer itself
   // may not exist yet while the connection is being made).
   std::chrono::nanoseconds dedup_window() const override { return claim_ttl_ / 2; }
+  void check_entry_key(std::string_view key) const override { nats::Claimer::check_entry_key("", key); }
 
  private:
   std::shared_ptr<NatsBackend> backend_;
@@ -298,6 +303,20 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
                                             format_duration(*settings.leader_ttl)));
   }
   return options;
+}
+
+std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
+  Settings settings = given;
+  if (settings.coordination == CoordinationMode::leader) return nullptr;
+  if (settings.coordinator == "memory") return std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
+  if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
+    (void)parse_nats_uri(settings.coordinator, settings);
+    return std::make_shared<NatsClaimerAdapter>(nullptr, settings.claim_ttl);
+  }
+  // Neither constructor touches the network.
+  auto client = std::make_shared<redis::Client>(redis::parse_uri(settings.coordinator));
+  return std::make_shared<redis::Claimer>(
+      client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl});
 }
 
 Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink& log) {

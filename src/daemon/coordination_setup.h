@@ -32,6 +32,11 @@ struct Coordination {
 /// Checks the leader key and TTL for NATS. Throws std::invalid_argument.
 [[nodiscard]] nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings);
 
+/// The claimer the settings ask for, without connecting (claims fail):
+/// its dedup window and key rules are the real one's. nullptr in leader
+/// mode. For `fleetcron validate`. Throws std::invalid_argument.
+[[nodiscard]] std::shared_ptr<Claimer> make_offline_claimer(const Settings& settings);
+
 /// Never blocks on the network: a NATS server that is down at start-up is
 /// connected to in the background (calls fail closed meanwhile). Throws
 /// std::invalid_argument for bad URIs or options.

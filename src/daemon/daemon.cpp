@@ -84,8 +84,7 @@ struct Daemon::Runtime {
 
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
   validate(settings_);
-  parse_options_.seconds = settings_.seconds ? SecondsField::required : SecondsField::none;
-  parse_options_.zone = TimeZone::locate(settings_.zone);
+  parse_options_ = jobs_parse_options(settings_.seconds, settings_.zone);
   const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_);
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) base_environment_.emplace_back(*entry);
   coordination_ = make_coordination(settings_, metrics_, log_);
@@ -130,13 +129,11 @@ bool Daemon::ready() const { return loaded_ && coordination_.reachable && coordi
 void Daemon::add_job(const Job& job) {
   auto runtime = std::make_shared<Runtime>();
   runtime->job = job;
-  EntryOptions options;
-  options.key = job.key;
-  options.name = job.key;
-  options.jitter = job.jitter;
-  options.missed_fire = job.missed;
-  if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
-  const EntryId id = scheduler_->add(job.schedule, make_job(runtime), options);
+  if (!job.schedule->next(Instant{std::chrono::system_clock::now().time_since_epoch()})) {
+    log_.write("warn", "job-never-fires", fmt::format("{}:{}: \"{}\" never fires: no instant matches after now", settings_.jobs_file,
+                                                       job.line, job.spec), job.key);
+  }
+  const EntryId id = scheduler_->add(job.schedule, make_job(runtime), entry_options(job));
   std::lock_guard guard(jobs_mutex_);
   jobs_[job.key] = {id, runtime};
 }
@@ -215,14 +212,16 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
 }
 
 bool Daemon::reload() {
-  JobsFile file;
   try {
-    file = load_jobs_file(settings_.jobs_file, parse_options_);
+    return apply_reload(load_jobs_file(settings_.jobs_file, parse_options_));
   } catch (const std::exception& e) {
     metrics_.reloads(false);
     log_.write("error", "reload-failed", std::string(e.what()) + "; keeping the jobs loaded before");
     return false;
   }
+}
+
+bool Daemon::apply_reload(const JobsFile& file) {
   std::size_t added = 0, removed = 0, changed = 0;
   std::map<std::string, const Job*> wanted;
   for (const auto& job : file.jobs) wanted[job.key] = &job;
@@ -247,9 +246,21 @@ bool Daemon::reload() {
         ++added;
       }
     }
+  }
+  // Every new entry is checked against every rule add() applies before
+  // anything is removed or stopped: a refused reload changes nothing.
+  for (const Job* job : to_add) {
+    try {
+      scheduler_->check(job->schedule, entry_options(*job));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("{}:{}: {}", file.path, job->line, e.what()));
+    }
+  }
+  {
+    std::lock_guard guard(jobs_mutex_);
     for (const auto& [id, key] : to_remove) jobs_.erase(key);
   }
-  for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run finishes
+  for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run gets stop requested
   for (const Job* job : to_add) add_job(*job);
   metrics_.jobs_loaded(file.jobs.size());
   metrics_.reloads(true);

@@ -41,6 +41,9 @@ class Daemon {
  private:
   struct Runtime;  // one job: its definition and overlap state
   void add_job(const Job& job);
+  /// Checks every new or changed job, then applies the file; throws (and
+  /// changes nothing) if one is refused.
+  bool apply_reload(const JobsFile& file);
   fleetcron::Job make_job(std::shared_ptr<Runtime> runtime);
   void run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop);
 

@@ -196,6 +196,24 @@ JobsFileError::JobsFileError(const std::string& file, int line, int column, cons
       line_(line),
       column_(column) {}
 
+ParseOptions jobs_parse_options(bool seconds, const std::string& zone) {
+  ParseOptions options;
+  options.seconds = seconds ? SecondsField::required : SecondsField::none;
+  options.zone = TimeZone::locate(zone);
+  options.every_anchor = EveryAnchor::epoch;
+  return options;
+}
+
+EntryOptions entry_options(const Job& job) {
+  EntryOptions options;
+  options.key = job.key;
+  options.name = job.key;
+  options.jitter = job.jitter;
+  options.missed_fire = job.missed;
+  if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
+  return options;
+}
+
 std::string derive_key(std::string_view spec, std::string_view command) {
   std::uint64_t hash = fnv1a(spec);
   hash = fnv1a("\n", hash);

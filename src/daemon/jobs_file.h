@@ -23,6 +23,7 @@
 #include "fleetcron/cron.h"
 #include "fleetcron/events.h"
 #include "fleetcron/schedule.h"
+#include "fleetcron/scheduler.h"
 
 namespace fleetcron::daemon {
 
@@ -81,6 +82,15 @@ inline constexpr std::size_t max_line_bytes = 16 * 1024;
 /// Reads and parses a file; a missing or unreadable file is a JobsFileError
 /// at line 0.
 [[nodiscard]] JobsFile load_jobs_file(const std::string& path, const ParseOptions& options);
+
+/// How the daemon reads jobs: seconds field required or none, the zone,
+/// and `@every` counted from the epoch (the same instants on every replica).
+/// Throws std::runtime_error for an unknown zone.
+[[nodiscard]] ParseOptions jobs_parse_options(bool seconds, const std::string& zone);
+
+/// The scheduler entry options of a job (key, jitter, missed policy,
+/// retries); the daemon adds it with them, `validate` and reload check it.
+[[nodiscard]] EntryOptions entry_options(const Job& job);
 
 /// "job-" + 16 hex digits of a 64-bit FNV-1a hash of spec '\n' command:
 /// the same on every replica for the same line.

@@ -16,6 +16,7 @@ namespace {
 using fleetcron::daemon::Settings;
 
 constexpr int exit_usage = 2;
+constexpr int exit_failure = 1;
 
 void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next) {
   CLI::App* command = app.add_subcommand("next", "Print the next fire instants of a cron spec");
@@ -129,7 +130,16 @@ int run_daemon(const Flags& flags) {
     std::cerr << "fleetcron run: " << e.what() << '\n';
     return exit_usage;
   }
-  return daemon->run();
+  // Whatever goes wrong from here on is logged and ends the process with
+  // exit code 1 (the destructor still stops the runs), never std::terminate.
+  try {
+    return daemon->run();
+  } catch (const std::exception& e) {
+    log.write("error", "fatal", e.what());
+  } catch (...) {
+    log.write("error", "fatal", "non-standard exception");
+  }
+  return exit_failure;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ constexpr int exit_invalid_input = 2;
 ParseOptions parse_options(const NextCommandOptions& options) {
   ParseOptions parse;
   parse.seconds = options.seconds ? SecondsField::optional : SecondsField::none;
+  parse.every_anchor = EveryAnchor::epoch;  // the instants `fleetcron run` uses
   try {
     parse.zone = TimeZone::locate(options.zone);
   } catch (const std::invalid_argument& error) {

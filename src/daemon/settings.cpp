@@ -50,8 +50,11 @@ void validate(const Settings& settings) {
     throw SettingsError(fmt::format("claim TTL {} is below 2s: fires older than half of it are not claimed (stale)",
                                     format_duration(settings.claim_ttl)));
   }
-  if (settings.leader_ttl && *settings.leader_ttl < std::chrono::milliseconds{1}) {
-    throw SettingsError(fmt::format("leader TTL {} is below 1ms", format_duration(*settings.leader_ttl)));
+  // The lease is renewed every TTL/3: below a second the keep-alive would
+  // spin and any scheduling hiccup would lose leadership.
+  if (settings.leader_ttl && *settings.leader_ttl < min_leader_ttl) {
+    throw SettingsError(fmt::format("leader TTL {} is below the minimum of {}", format_duration(*settings.leader_ttl),
+                                    format_duration(min_leader_ttl)));
   }
 }
 

@@ -52,6 +52,9 @@ void apply_config_file(const std::string& path, Settings& settings);
 /// The same for TOML text; `path` names it in errors.
 void apply_config_text(std::string_view text, const std::string& path, Settings& settings);
 
+/// The shortest leadership lease the daemon accepts.
+inline constexpr std::chrono::nanoseconds min_leader_ttl = std::chrono::seconds{1};
+
 /// Checks the combination (e.g. leader TTL range); throws SettingsError.
 void validate(const Settings& settings);
 

@@ -113,6 +113,16 @@ Claimer::Claimer(std::shared_ptr<Bucket> bucket, std::string key_prefix)
   }
 }
 
+void Claimer::check_entry_key(std::string_view key_prefix, std::string_view key) {
+  // The longest fire key: the instant with nanoseconds (9 digits).
+  const std::string longest = fmt::format("{}{}", key_prefix, encode_key(std::string(key) + "@2026-01-02T15:04:05.123456789Z"));
+  if (longest.size() > max_key_bytes) {
+    throw std::invalid_argument(fmt::format("key \"{}\": its fire keys encode to up to {} bytes for NATS, above the "
+                                            "{}-byte limit (each byte other than letters, digits, - _ / takes three)",
+                                            key, longest.size(), max_key_bytes));
+  }
+}
+
 ClaimResult Claimer::claim(std::string_view fire_key) {
   if (blank(fire_key)) return ClaimResult::failed("blank fire key");
   const std::string key = prefix_ + encode_key(fire_key);

@@ -52,6 +52,26 @@ expect_error "config: TOML syntax error with line" 2 "$work/broken.toml:" -- run
 expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": expected claim, leader or both" -- run --coordination sometimes "$work/bad.cron"
 expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim-ttl soon "$work/bad.cron"
 expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
+expect_error "flag: leader TTL below the floor" 2 "leader TTL 1ms is below the minimum of 1s" -- run --leader-ttl 1ms --coordination leader "$work/bad.cron"
+# validate applies the coordination's rules, without connecting: Redis's
+# dedup window is claim_ttl/2, so this jitter would make every fire stale.
+printf '# fleetcron: key=j jitter=6s\n* * * * * true\n' >"$work/jitter.cron"
+expect_error "validate checks jitter against the coordinator's dedup window" 2 \
+  "$work/jitter.cron:2: add: jitter 6s is not below the claimer's dedup window 5s" -- \
+  validate --coordinator redis://127.0.0.1:1 --claim-ttl 10s "$work/jitter.cron"
+if "$bin" validate --claim-ttl 10s "$work/jitter.cron" >/dev/null; then ok "the same jitter fits memory's window"; else bad "validate refused jitter 6s on memory (window 10s)"; fi
+long_key=$(printf '%0.s.' {1..700})
+printf '# fleetcron: key=a%s\n* * * * * true\n' "$long_key" >"$work/longkey.cron"
+expect_error "validate refuses a key too long for NATS keys" 2 "above the 2048-byte limit" -- \
+  validate --coordinator nats://127.0.0.1:1 "$work/longkey.cron"
+# @every counts from the epoch, as on every replica.
+out=$("$bin" next --from 2026-01-01T00:20:00Z -n 2 '@every 1h')
+if [[ $out == $'2026-01-01T01:00:00Z\n2026-01-01T02:00:00Z' ]]; then ok "next: @every from the epoch"; else bad "next @every 1h: $out"; fi
+printf '@every 7s true\n' >"$work/every.cron"
+epoch_ok=1
+fires=$("$bin" validate --seconds "$work/every.cron" -n 3 | grep -oE '[0-9]{4}-[0-9-]+T[0-9:]+Z')
+for f in $fires; do (( $(date -u -d "$f" +%s) % 7 == 0 )) || epoch_ok=0; done
+if [[ -n $fires ]] && ((epoch_ok)); then ok "validate: @every 7s fires on multiples of 7 s since the epoch"; else bad "validate @every: $fires"; fi
 
 # A running daemon: reload, overlap, logs, health.
 cat >"$work/jobs.cron" <<JOBS
@@ -64,7 +84,7 @@ out=$("$bin" validate --seconds "$work/jobs.cron" -n 1)
 if [[ $out == *"key tick"* && $out == *"key slow"* && $out == *"overlap=skip"* ]]; then ok "validate prints keys and options"; else bad "validate output: $out"; fi
 
 port=$((20000 + RANDOM % 40000))
-"$bin" run --seconds --log-format json --metrics "127.0.0.1:$port" "$work/jobs.cron" 2>"$work/log" &
+"$bin" run --seconds --claim-ttl 10s --log-format json --metrics "127.0.0.1:$port" "$work/jobs.cron" 2>"$work/log" &
 pid=$!
 pids+=("$pid")
 if wait_for "$work/ticks" tick 10; then ok "runs happen"; else bad "no tick in 10 s"; fi
@@ -89,6 +109,20 @@ if wait_for "$work/log" '"event":"reload-failed".*jobs.cron:1:1: field second: 6
   ok "an invalid reload is reported and the old jobs stay"
 else
   bad "bad reload: $(grep reload "$work/log")"
+fi
+# A file that validates but whose jitter the claimer refuses (the review's
+# SIGHUP abort): refused whole, before anything is removed.
+cat >"$work/jobs.cron" <<JOBS
+# fleetcron: key=tick
+* * * * * *  echo "tock \$FLEETCRON_FIRE_KEY" >> $work/ticks
+# fleetcron: key=jittery jitter=10s
+* * * * * *  true
+JOBS
+kill -HUP "$pid"
+if wait_for "$work/log" '"event":"reload-failed".*jobs.cron:4: add: jitter 10s is not below the claimer' 5 && kill -0 "$pid"; then
+  ok "a reload the scheduler would refuse is reported, and the daemon runs on"
+else
+  bad "jitter reload: $(grep reload "$work/log")"
 fi
 before=$(grep -c new "$work/new")
 if wait_for "$work/new" "" 1 && sleep 2 && (($(grep -c new "$work/new") > before)); then ok "old jobs keep running after a bad reload"; else bad "jobs stopped after a bad reload"; fi

@@ -43,6 +43,11 @@ esac
 journal=$work/journal
 : >"$journal"
 write_fleet_jobs "$work/jobs.cron" "$journal"
+# @every counts from the epoch on every replica (three replicas once ran
+# each instant three times, at three process-anchored instants).
+every_journal=$work/every
+: >"$every_journal"
+printf '# fleetcron: key=ev\n@every 2s  echo "$FLEETCRON_FIRE_KEY $REPLICA" >> %s\n' "$every_journal" >>"$work/jobs.cron"
 
 start_daemon() {  # replica number
   local port
@@ -104,7 +109,7 @@ status_uri=$coordinator
 [[ $backend == nats ]] && status_uri="$FLEETCRON_TEST_NATS_URL?leader_bucket=E2E_LEADER"
 status_out=$("$binary" status --coordinator "$status_uri" --leader-ttl "$leader_ttl") || fail "status failed: $status_out"
 if [[ $backend == redis && $mode == claim ]]; then
-  [[ $status_out == *"claims in the last hour (10 job(s))"* ]] || fail "status: $status_out"
+  [[ $status_out == *"claims in the last hour (11 job(s))"* ]] || fail "status: $status_out"
 fi
 [[ $status_out == *"leader: "* ]] || fail "status shows no leader line: $status_out"
 echo "$status_out" | sed 's/^/status: /'
@@ -112,6 +117,16 @@ echo "$status_out" | sed 's/^/status: /'
 # 1. No fire ran twice.
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
 ((duplicates == 0)) || fail "$duplicates fire key(s) ran more than once: $(awk '{print $1}' "$journal" | sort | uniq -d | head -5)"
+
+# 1b. @every 2s: whole even seconds only, each run once, one per 2 s.
+every_runs=$(wc -l <"$every_journal")
+every_keys=$(awk '{print $1}' "$every_journal" | sort -u | wc -l)
+misaligned=$(awk '{print $1}' "$every_journal" | grep -Evc '^ev@[0-9-]+T[0-9:]+[02468]Z$' || true)
+((every_runs > 0 && every_runs == every_keys && misaligned == 0)) ||
+  fail "@every 2s: $every_runs runs, $every_keys distinct fire keys, $misaligned not on an even second: $(head -5 "$every_journal")"
+expected_every=$(((ended - started) / 2))
+((every_runs >= expected_every - 4 && every_runs <= expected_every + 1)) ||
+  fail "@every 2s ran $every_runs times in $((ended - started))s (want about $expected_every)"
 
 # 2. Coverage: every second in the window, all ten jobs (claim), or one
 #    replica per second (leader); losses only where explained.
@@ -181,7 +196,7 @@ if [[ $mode == claim ]]; then
 fi
 
 # 5. /metrics parses and matches the journal for that replica.
-ran=$(awk -v r="$last" '$3 == r' "$journal" | wc -l)
+ran=$(( $(awk -v r="$last" '$3 == r' "$journal" | wc -l) + $(awk -v r="$last" '$2 == r' "$every_journal" | wc -l) ))
 succeeded=$(echo "$metrics" | awk '/^fleetcron_runs_total\{outcome="succeeded"\}/ {print $2}')
 [[ -n $succeeded ]] || fail "/metrics has no fleetcron_runs_total{outcome=\"succeeded\"}"
 echo "$metrics" | grep -Ev '^(#|$)' | grep -Evq '^[a-z_]+(\{[^}]*\})? [-0-9.e+Inf]+$' && fail "/metrics has lines that are not Prometheus samples"

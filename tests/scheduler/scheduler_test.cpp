@@ -91,7 +91,7 @@ TEST(SchedulerEntries, RejectBadEntryOptions) {
   }
 }
 
-TEST(SchedulerEntries, ClaimerRequiresAKeyAndWarnsOnProcessAnchoredSchedules) {
+TEST(SchedulerEntries, ClaimerRequiresAKeyAndRefusesProcessAnchoredSchedules) {
   Harness h;
   auto options = h.options();
   options.claimer = std::make_shared<MemoryClaimer>(h.clock);
@@ -103,11 +103,45 @@ TEST(SchedulerEntries, ClaimerRequiresAKeyAndWarnsOnProcessAnchoredSchedules) {
     EXPECT_EQ(e.code(), SchedulerError::Code::claimer_requires_key);
   }
   s.add("* * * * *", noop(), EntryOptions{.claimer = std::shared_ptr<Claimer>{}});  // opted out: no key needed
-  s.add(every(10s), noop(), EntryOptions{.key = "drifting"});
-  ASSERT_EQ(h.messages.size(), 1u);
-  EXPECT_NE(h.messages[0].find("process-anchored"), std::string::npos) << h.messages[0];
+  // Three replicas would each run every fire at their own instants (the
+  // review ran @every 2s three times per instant): refused, not warned.
+  try {
+    s.add(every(10s), noop(), EntryOptions{.key = "drifting"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("process-anchored"), std::string::npos) << e.what();
+  }
   s.add(aligned_every(10s), noop(), EntryOptions{.key = "aligned"});
-  EXPECT_EQ(h.messages.size(), 1u);
+  EXPECT_EQ(s.size(), 2u);
+}
+
+TEST(SchedulerEntries, EveryCountsFromTheEpochWhenCoordinated) {
+  Harness h;  // the virtual clock starts at an instant that is not a multiple of 13 s or 11 s
+  auto options = h.options();
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock);
+  Scheduler s(options);
+  const EntryId coordinated = s.add("@every 13s", noop(), EntryOptions{.key = "ev"});
+  const EntryId local = s.add("@every 13s", noop(), EntryOptions{.claimer = std::shared_ptr<Claimer>{}});
+  const auto since_epoch = [](Instant t) { return t.time_since_epoch(); };
+  ASSERT_TRUE(s.entry(coordinated)->next);
+  EXPECT_EQ(since_epoch(*s.entry(coordinated)->next) % 13s, 0s);
+  EXPECT_EQ(*s.entry(local)->next, h.clock->now() + 13s);  // one process: from now, as robfig/cron
+  s.update(coordinated, "@every 11s");
+  EXPECT_EQ(since_epoch(*s.entry(coordinated)->next) % 11s, 0s);
+  EXPECT_THROW(s.update(coordinated, every(5s)), std::invalid_argument);
+}
+
+TEST(SchedulerEntries, CheckRefusesWhatAddWouldWithoutAdding) {
+  Harness h;
+  auto options = h.options();
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  Scheduler s(options);
+  EXPECT_NO_THROW(s.check("* * * * *", EntryOptions{.key = "a", .jitter = 9min}));
+  EXPECT_THROW(s.check("* * * * *", EntryOptions{.key = "a", .jitter = 10min}), std::invalid_argument);
+  EXPECT_THROW(s.check("* * * * *", EntryOptions{}), SchedulerError);
+  EXPECT_THROW(s.check("61 * * * *", EntryOptions{.key = "a"}), ParseError);
+  EXPECT_THROW(s.check(every(1s), EntryOptions{.key = "a"}), std::invalid_argument);
+  EXPECT_EQ(s.size(), 0u);
 }
 
 TEST(SchedulerEntries, CapacityAndStableIds) {

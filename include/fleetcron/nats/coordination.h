@@ -79,6 +79,11 @@ class Claimer final : public fleetcron::Claimer {
   /// Half the bucket's TTL: NATS has no clock-skew guard, so replica clocks
   /// are assumed within TTL/4 of each other (docs/nats.md).
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override { return ttl_ / 2; }
+  /// Refuses an entry key whose longest fire key (nanosecond instant)
+  /// encodes, with the prefix, to more than max_key_bytes.
+  void check_entry_key(std::string_view key) const override { check_entry_key(prefix_, key); }
+  /// The same rule for a prefix, before any bucket exists.
+  static void check_entry_key(std::string_view key_prefix, std::string_view key);
 
  private:
   std::shared_ptr<Bucket> bucket_;
