@@ -123,6 +123,9 @@ Leadership Elector::is_leader() {
   std::uint64_t lost = 0;
   {
     std::lock_guard guard(mutex_);
+    // Resigned for good: a drain still asking for queued fires must not
+    // take the lease back (with no keep-alive left to renew or free it).
+    if (resigned_) return Leadership::follower();
     const bool cached = options_.keep_alive && !stopping_;
     if (leader_ && clock_->steady_now() >= valid_until_) lost = demote_locked();  // renew deadline passed
     if (cached && lost == 0) {
@@ -230,6 +233,10 @@ void Elector::keep_alive_main() {
 }
 
 void Elector::resign() {
+  {
+    std::lock_guard guard(mutex_);
+    resigned_ = true;  // first: no is_leader() campaigns from here on
+  }
   stop_keep_alive();
   std::unique_lock one_at_a_time(campaign_mutex_);
   std::string error;

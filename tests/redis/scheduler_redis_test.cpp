@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/redis/claimer.h"
@@ -18,6 +19,16 @@ using namespace std::chrono_literals;
 
 Instant real_now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
+}
+
+/// Polls (real time) until the elector leads.
+bool eventually_leader(Elector& elector, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (elector.is_leader().status != Leadership::Status::leader) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
 }
 
 /// Records skips and completions; tests wait on the counts.
@@ -236,6 +247,60 @@ TEST(RedisScheduler, LeaderGatedRunsAreFencedByTheTermAndStopResigns) {
   EXPECT_EQ(client->command({"GET", key}).text, elector->identity());
   EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
   EXPECT_TRUE(client->command({"GET", key}).is_nil());  // resigned on stop: hand-over at once
+}
+
+// Review: after resign() a draining scheduler asked is_leader() for a fire
+// queued behind a busy worker; the elector campaigned, took the lease back
+// with no keep-alive left, and the fleet had no leader for a whole TTL.
+TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
+  const std::string key = test::unique_prefix() + "leader";
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto clock = std::make_shared<VirtualClock>(real_now());
+  auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key, .keep_alive = true});
+  ASSERT_TRUE(eventually_leader(*elector));
+  Elector other(client, ElectorOptions{.leader_key = key, .keep_alive = true});  // follower, polls every 500 ms
+  auto tally = std::make_shared<Tally>();
+  SchedulerOptions options;
+  options.clock = clock;
+  options.recorder = tally;
+  options.elector = elector;
+  options.max_concurrent = 1;  // the second fire waits in the queue behind the first
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool busy = false, release = false;
+  Scheduler scheduler(options);
+  scheduler.add("* * * * *", [&](const FireContext&, std::stop_token) {
+    std::unique_lock lock(mutex);
+    busy = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  });
+  scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {});
+  scheduler.start();
+  clock->advance(1min);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return busy; }));
+  }
+  std::thread draining([&] { scheduler.drain(clock->steady_now() + 30s); });
+  const auto freed = [&] { return client->command({"GET", key}).is_nil(); };
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!freed() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(freed()) << "drain did not resign";
+  {
+    std::lock_guard guard(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  draining.join();
+  const auto drained = std::chrono::steady_clock::now();
+  EXPECT_EQ(tally->skips[SkipReason::not_leader], 1u);  // the queued fire: resigned, so not ours
+  EXPECT_EQ(elector->is_leader().status, Leadership::Status::follower);
+  const std::string holder = client->command({"GET", key}).text;
+  EXPECT_NE(holder, elector->identity());
+  ASSERT_TRUE(eventually_leader(other, 1500ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - drained, 1s);
+  EXPECT_EQ(client->command({"GET", key}).text, other.identity());
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ class Elector final : public fleetcron::Elector {
   void on_leadership_lost(std::function<void(std::uint64_t term)> lost) override;
   /// Deletes the lease if this elector still holds it (compare-and-delete),
   /// so another replica leads at its next check; stops the keep-alive
-  /// thread. A later is_leader() campaigns again.
+  /// thread. For good: is_leader() then answers follower without a round
+  /// trip (a draining scheduler must not take the lease back).
   void resign() override;
 
   [[nodiscard]] const std::string& identity() const noexcept { return identity_; }
@@ -116,6 +117,7 @@ class Elector final : public fleetcron::Elector {
   std::string last_error_;
   std::function<void(std::uint64_t)> lost_;
   bool stopping_ = false;
+  bool resigned_ = false;  // set by resign(): is_leader() answers follower from then on
   std::mutex join_mutex_;  // serialises joining keep_alive_
   std::thread keep_alive_;
   std::mutex campaign_mutex_;  // one round trip at a time: answers apply in order
