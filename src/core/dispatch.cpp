@@ -316,10 +316,17 @@ void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
   log(LogLevel::warning, fmt::format("leadership of term {} lost", term));
   {
     std::lock_guard guard(runs_mutex_);
-    lost_term_max_ = std::max(lost_term_max_, term);
+    if (!term_lost_locked(term)) {
+      if (lost_terms_.size() == max_lost_terms) lost_terms_.pop_front();
+      lost_terms_.push_back(term);
+    }
   }
   if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
   request_stop_where([term](const Run& run) { return run.leader_gated && run.term <= term; }, false);
+}
+
+bool Scheduler::Impl::term_lost_locked(std::uint64_t term) const {
+  return std::find(lost_terms_.begin(), lost_terms_.end(), term) != lost_terms_.end();
 }
 
 void Scheduler::Impl::watchdog_main() {
@@ -409,7 +416,7 @@ void Scheduler::Impl::execute(Fire& fire) {
         std::lock_guard guard(runs_mutex_);
         run->leader_gated = true;
         run->term = decision.term;
-        term_lost = decision.term <= lost_term_max_;  // lost between is_leader() and here
+        term_lost = term_lost_locked(decision.term);  // lost between is_leader() and here
       }
       if (term_lost) {
         return skip(SkipReason::not_leader, fmt::format("leadership of term {} was lost", decision.term));

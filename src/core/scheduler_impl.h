@@ -214,7 +214,13 @@ class Scheduler::Impl {
   std::multimap<Clock::SteadyTime, std::uint64_t> timeouts_;
   bool watchdog_exit_ = false;
   bool runs_stopping_ = false;      // set by stop(): runs registering later are stopped at once
-  std::uint64_t lost_term_max_ = 0;  // the highest leadership term reported lost
+  // The leadership terms reported lost, newest last (at most
+  // max_lost_terms): only these are refused. Not "every term up to the
+  // highest": NATS terms are revisions, and a recreated bucket starts
+  // again at 1, below every term lost before it.
+  std::deque<std::uint64_t> lost_terms_;
+  static constexpr std::size_t max_lost_terms = 64;
+  bool term_lost_locked(std::uint64_t term) const;
   std::thread watchdog_thread_;
   void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
 

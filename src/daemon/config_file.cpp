@@ -92,6 +92,13 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       const auto mode = coordination_mode_from_string(text);
       if (!mode) throw SettingsError(fmt::format("{}: coordination must be claim, leader or both, got \"{}\"", where(path, node), text));
       settings.coordination = *mode;
+    } else if (name == "on_leadership_loss") {
+      const std::string text = string_value(path, name, node);
+      const auto policy = leadership_loss_from_string(text);
+      if (!policy) {
+        throw SettingsError(fmt::format("{}: on_leadership_loss must be cancel or finish, got \"{}\"", where(path, node), text));
+      }
+      settings.on_leadership_loss = *policy;
     } else if (name == "metrics") {
       settings.metrics = string_value(path, name, node);
     } else if (name == "log_format") {
@@ -133,7 +140,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       }
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordination, "
-                                      "metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
+                                      "on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader])",
                                       where(path, node), name));
     }

@@ -94,6 +94,9 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.max_concurrent = settings_.max_concurrent;
   options.claimer = coordination_.claimer;
   options.elector = coordination_.elector;
+  options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
+                                   ? LeadershipLossPolicy::cancel
+                                   : LeadershipLossPolicy::let_finish;
   options.recorder = std::make_shared<EventCounter>(metrics_);
   options.observers = {std::make_shared<EventLog>(log_)};
   options.logger = [this](LogLevel level, std::string_view message) {

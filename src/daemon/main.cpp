@@ -33,7 +33,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::optional<std::string> config, jobs, zone, coordinator, coordination, claim_ttl, claim_prefix, claim_bucket,
-      leader_ttl, leader_key, leader_bucket, metrics, log_format, shutdown_grace, kill_grace;
+      leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
 };
@@ -51,6 +51,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
   command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
   command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
+  command->add_option("--on-leadership-loss", flags.on_leadership_loss,
+                      "Running jobs when leadership is lost: cancel or finish (default: finish in both, cancel in leader)");
   command->add_option("--metrics", flags.metrics, "Serve /metrics, /healthz, /readyz on host:port");
   command->add_option("--log-format", flags.log_format, "text (default) or json");
   command->add_option("--shutdown-grace", flags.shutdown_grace, "How long SIGTERM lets runs finish (default 30s)");
@@ -86,6 +88,14 @@ Settings build_settings(const Flags& flags) {
   if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
   if (flags.leader_key) settings.leader_key = *flags.leader_key;
   if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;
+  if (flags.on_leadership_loss) {
+    const auto policy = fleetcron::daemon::leadership_loss_from_string(*flags.on_leadership_loss);
+    if (!policy) {
+      throw fleetcron::daemon::SettingsError("option --on-leadership-loss \"" + *flags.on_leadership_loss +
+                                             "\": expected cancel or finish");
+    }
+    settings.on_leadership_loss = *policy;
+  }
   if (flags.metrics) settings.metrics = *flags.metrics;
   if (flags.log_format) {
     if (*flags.log_format != "text" && *flags.log_format != "json") {

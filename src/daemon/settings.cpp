@@ -22,6 +22,21 @@ std::optional<CoordinationMode> coordination_mode_from_string(std::string_view t
   return std::nullopt;
 }
 
+std::string_view to_string(LeadershipLoss policy) noexcept {
+  return policy == LeadershipLoss::cancel ? "cancel" : "finish";
+}
+
+std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text) noexcept {
+  if (text == "cancel") return LeadershipLoss::cancel;
+  if (text == "finish") return LeadershipLoss::finish;
+  return std::nullopt;
+}
+
+LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept {
+  if (settings.on_leadership_loss) return *settings.on_leadership_loss;
+  return settings.coordination == CoordinationMode::both ? LeadershipLoss::finish : LeadershipLoss::cancel;
+}
+
 namespace {
 
 // The URI with anything before its last '@' after the scheme shown as ***:

@@ -16,6 +16,14 @@ enum class CoordinationMode { claim, leader, both };
 
 enum class LogFormat { text, json };
 
+/// What running jobs do when this replica loses leadership.
+enum class LeadershipLoss {
+  cancel,  ///< SIGTERM them (then SIGKILL after kill_grace)
+  finish,  ///< let them run to their end
+};
+[[nodiscard]] std::string_view to_string(LeadershipLoss policy) noexcept;
+[[nodiscard]] std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text) noexcept;
+
 struct Settings {
   std::string jobs_file;
   bool seconds = false;
@@ -32,6 +40,10 @@ struct Settings {
   std::optional<std::chrono::nanoseconds> leader_ttl;
   std::string leader_key;  // empty: "cron:leader" (Redis), "cron_leader" (NATS)
   std::string leader_bucket = "FLEETCRON_LEADER";
+  /// nullopt: finish in both mode (each run holds its claim, which a lease
+  /// hiccup does not take away), cancel in leader mode (the term is the
+  /// run's only fence).
+  std::optional<LeadershipLoss> on_leadership_loss;
   std::string metrics;     // "host:port" or empty
   LogFormat log_format = LogFormat::text;
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds{30};
@@ -39,6 +51,9 @@ struct Settings {
   std::size_t max_concurrent = 64;
   std::size_t max_output_bytes = 1 << 20;
 };
+
+/// on_leadership_loss with its default for the coordination mode.
+[[nodiscard]] LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept;
 
 /// A bad config file value: file:line: what is wrong.
 class SettingsError : public std::runtime_error {

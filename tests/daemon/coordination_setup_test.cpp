@@ -27,6 +27,41 @@ TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   EXPECT_EQ(make_coordination(redis, metrics, log).claimer->dedup_window(), 5s);  // ttl - 2 * ttl/4
 }
 
+// The offline claimer `validate` checks with has the real one's rules.
+TEST(CoordinationSetup, OfflineClaimersHaveTheRealWindowAndKeyRules) {
+  Settings redis;
+  redis.coordinator = "redis://127.0.0.1:1/0";
+  redis.claim_ttl = 10s;
+  EXPECT_EQ(make_offline_claimer(redis)->dedup_window(), 5s);
+  Settings nats;
+  nats.coordinator = "nats://127.0.0.1:1";
+  nats.claim_ttl = 10s;
+  auto claimer = make_offline_claimer(nats);
+  EXPECT_EQ(claimer->dedup_window(), 5s);
+  EXPECT_NO_THROW(claimer->check_entry_key(std::string(600, 'a')));
+  EXPECT_THROW(claimer->check_entry_key(std::string(700, '.')), std::invalid_argument);  // 3 bytes each
+  EXPECT_EQ(claimer->claim("k@2026-01-01T00:00:00Z").status, ClaimResult::Status::error);
+  nats.coordination = CoordinationMode::leader;
+  EXPECT_EQ(make_offline_claimer(nats), nullptr);
+}
+
+// A lease hiccup in both mode must not kill runs that hold a valid claim.
+TEST(Settings, LeadershipLossFinishesInBothModeAndCancelsInLeaderMode) {
+  Settings settings;
+  settings.coordination = CoordinationMode::both;
+  EXPECT_EQ(effective_leadership_loss(settings), LeadershipLoss::finish);
+  settings.coordination = CoordinationMode::leader;
+  EXPECT_EQ(effective_leadership_loss(settings), LeadershipLoss::cancel);
+  apply_config_text("on_leadership_loss = \"finish\"\n", "c.toml", settings);
+  EXPECT_EQ(effective_leadership_loss(settings), LeadershipLoss::finish);
+  try {
+    apply_config_text("on_leadership_loss = \"later\"\n", "c.toml", settings);
+    FAIL();
+  } catch (const SettingsError& e) {
+    EXPECT_STREQ(e.what(), "c.toml:1: on_leadership_loss must be cancel or finish, got \"later\"");
+  }
+}
+
 // Regression (found by fuzz/coordinator_uri_fuzz): the query was split off
 // at the first '?' before the userinfo, so a password with '?' ended up in
 // the host list and the "unknown option" error.

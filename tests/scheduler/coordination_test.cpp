@@ -413,5 +413,60 @@ TEST(Coordination, LeadershipLossCancelsLeaderGatedRuns) {
   }
 }
 
+/// Leads with whatever term the test sets, and reports losses on demand.
+class ScriptedElector final : public Elector {
+ public:
+  Leadership is_leader() override { return Leadership::leader(term.load()); }
+  void on_leadership_lost(std::function<void(std::uint64_t)> callback) override {
+    std::lock_guard guard(mutex);
+    lost = std::move(callback);
+  }
+  void lose(std::uint64_t lost_term) {
+    std::function<void(std::uint64_t)> callback;
+    {
+      std::lock_guard guard(mutex);
+      callback = lost;
+    }
+    if (callback) callback(lost_term);
+  }
+  std::atomic<std::uint64_t> term{0};
+  std::mutex mutex;
+  std::function<void(std::uint64_t)> lost;
+};
+
+TEST(Coordination, OnlyTheTermThatWasLostIsRefused) {
+  // Review finding: every term up to the highest lost one was refused, so
+  // after a NATS leader bucket was recreated (revisions, hence terms, start
+  // at 1 again) a long-running replica won and skipped every fire.
+  Harness h;
+  auto elector = std::make_shared<ScriptedElector>();
+  elector->term = 100;
+  auto options = h.options();
+  options.elector = elector;
+  std::vector<std::uint64_t> fences;
+  std::mutex mutex;
+  Scheduler s(options);
+  s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+    std::lock_guard guard(mutex);
+    fences.push_back(c.fence);
+  });
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  elector->lose(100);
+  elector->term = 1;  // the bucket was recreated: a new leadership at revision 1
+  h.advance(60s, 1, [&] { return h.completed() == 2; });
+  elector->lose(1);  // lost, yet (racing) still reported by is_leader(): that term is refused
+  h.advance(60s, 1, [&] { return h.log->count<SkippedFireEvent>() == 1; });
+  {
+    std::lock_guard guard(mutex);
+    EXPECT_EQ(fences, (std::vector<std::uint64_t>{100, 1}));
+  }
+  const auto skipped = h.log->all<SkippedFireEvent>();
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].reason, SkipReason::not_leader);
+  EXPECT_EQ(skipped[0].error, "leadership of term 1 was lost");
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 }  // namespace
 }  // namespace fleetcron::test
