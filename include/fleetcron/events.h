@@ -42,6 +42,15 @@ enum class SkipReason {
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
 
+/// Why a fire was dropped before its job started.
+enum class CancelReason {
+  scheduler_stopped,     ///< stop()/drain() with the fire queued or starting
+  entry_removed,         ///< remove() (or a reload) while the fire was queued
+  entry_paused,          ///< pause() while the fire was queued
+  stopped_before_start,  ///< its run was asked to stop during jitter, before the claim or before the job
+};
+[[nodiscard]] std::string_view to_string(CancelReason reason) noexcept;
+
 /// How a run ended.
 enum class RunStatus {
   succeeded,
@@ -99,10 +108,14 @@ struct RejectedFireEvent {
 };
 /// A fire was dropped before its job started (stop during jitter, entry
 /// removed or paused while queued, scheduler stopped with it queued).
+/// `claimed`: a claimer had granted it to this replica, so no replica will
+/// run it — a loss to report, not a skip.
 struct CancelledFireEvent {
   EntryRef entry;
   Instant scheduled_at;
   std::string cause;
+  CancelReason reason = CancelReason::scheduler_stopped;
+  bool claimed = false;
 };
 /// An automatic fire was skipped by coordination.
 struct SkippedFireEvent {
@@ -118,7 +131,8 @@ struct QueueDepthEvent {
   std::size_t running = 0;
 };
 /// Observers could not keep up; `dropped` events were discarded so far.
-/// Sent to the recorder only.
+/// The recorder gets one per dropped event; the observers get one when the
+/// queue has room again, before the events that follow the gap.
 struct ObserverDropEvent {
   std::uint64_t dropped = 0;
 };

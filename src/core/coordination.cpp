@@ -47,6 +47,16 @@ std::string_view to_string(SkipReason reason) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(CancelReason reason) noexcept {
+  switch (reason) {
+    case CancelReason::scheduler_stopped: return "scheduler-stopped";
+    case CancelReason::entry_removed: return "entry-removed";
+    case CancelReason::entry_paused: return "entry-paused";
+    case CancelReason::stopped_before_start: return "stopped-before-start";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(RunStatus status) noexcept {
   switch (status) {
     case RunStatus::succeeded: return "succeeded";

@@ -81,7 +81,8 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   for (std::size_t i = 0; i < std::min(added, workers_.size()); ++i) queue_cv_.notify_one();
   for (auto& fire : rejected) {
     if (stopping) {
-      publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});
+      publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped",
+                                 CancelReason::scheduler_stopped, claimed(fire)});
     } else {
       log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
                                          fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
@@ -134,6 +135,10 @@ void Scheduler::Impl::worker_main() {
     --running_count_;
     idle_cv_.notify_all();
   }
+}
+
+bool Scheduler::Impl::claimed(const Fire& fire) {
+  return !fire.manual && fire.decided.has_value() && fire.entry->settings->claimer != nullptr;
 }
 
 bool Scheduler::Impl::batchable(const Fire& fire) {
@@ -386,14 +391,15 @@ void Scheduler::Impl::execute(Fire& fire) {
       }
     }
   };
-  auto cancel = [&](std::string cause) {
-    publish(CancelledFireEvent{ref, fire.scheduled_at, cause});
+  bool fire_claimed = claimed(fire);  // a claim batch granted it, or the claim below does
+  auto cancel = [&](std::string cause, CancelReason reason) {
+    publish(CancelledFireEvent{ref, fire.scheduled_at, cause, reason, fire_claimed});
     unregister();
     finish({RunStatus::cancelled, 0, std::move(cause)});
   };
-  if (stopping) return cancel("scheduler stopped");
-  if (entry->removed.load()) return cancel("entry removed");
-  if (!fire.manual && entry->paused.load()) return cancel("entry paused");
+  if (stopping) return cancel("scheduler stopped", CancelReason::scheduler_stopped);
+  if (entry->removed.load()) return cancel("entry removed", CancelReason::entry_removed);
+  if (!fire.manual && entry->paused.load()) return cancel("entry paused", CancelReason::entry_paused);
   FireContext context{ref, fire_key(entry->identity.key, fire.scheduled_at), fire.scheduled_at, 1, 0, fire.manual};
 
   if (!fire.manual) {
@@ -405,7 +411,7 @@ void Scheduler::Impl::execute(Fire& fire) {
     if (fire.decided) {
       decision = *fire.decided;  // a claim batch asked the elector and the claimer
     } else {
-      if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter");
+      if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter", CancelReason::stopped_before_start);
       Verdict verdict = elect();
       if (verdict.skip) return skip(*verdict.skip, std::move(verdict.error));
       decision = verdict.decision;
@@ -423,7 +429,7 @@ void Scheduler::Impl::execute(Fire& fire) {
       }
     }
     if (!fire.decided && settings.claimer) {
-      if (run->stop.stop_requested()) return cancel("stopped before the claim");
+      if (run->stop.stop_requested()) return cancel("stopped before the claim", CancelReason::stopped_before_start);
       if (std::string stale = staleness(clock_->now(), fire.scheduled_at, *settings.claimer); !stale.empty()) {
         return skip(SkipReason::stale, std::move(stale));
       }
@@ -438,9 +444,10 @@ void Scheduler::Impl::execute(Fire& fire) {
         return skip(SkipReason::stale, "claimed, but " + stale);  // see decide_batch()
       }
       decision.fence = claim.fence;
+      fire_claimed = true;
     }
     context.fence = decision.fence;
-    if (run->stop.stop_requested()) return cancel("stopped before the job started");
+    if (run->stop.stop_requested()) return cancel("stopped before the job started", CancelReason::stopped_before_start);
   }
 
   const auto started = clock_->steady_now();
@@ -536,7 +543,8 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   cancelled.swap(queue_);
   lock.unlock();
   for (auto& fire : cancelled) {
-    publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped"});
+    publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped",
+                               CancelReason::scheduler_stopped, claimed(fire)});
     if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
   }
   {

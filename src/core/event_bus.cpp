@@ -40,7 +40,14 @@ void EventBus::publish(Event event) {
     if (stopping_) return;
     if (queue_.size() >= capacity_) {
       dropped_now = ++dropped_;
+      drop_unreported_ = true;
     } else {
+      // Room again: the observers learn of the gap before what follows it
+      // (the report may take the queue one past its capacity).
+      if (drop_unreported_) {
+        queue_.push_back(ObserverDropEvent{dropped_});
+        drop_unreported_ = false;
+      }
       queue_.push_back(std::move(event));
     }
   }

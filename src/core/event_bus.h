@@ -39,10 +39,11 @@ class EventBus {
   std::shared_ptr<Observer> recorder_;
   std::size_t capacity_;
   Logger logger_;
-  mutable std::mutex mutex_;  // guards queue_, dropped_, stopping_
+  mutable std::mutex mutex_;  // guards queue_, dropped_, drop_unreported_, stopping_
   std::condition_variable cv_;
   std::deque<Event> queue_;
   std::uint64_t dropped_ = 0;
+  bool drop_unreported_ = false;  // observers have not been told of the latest drops yet
   bool stopping_ = false;
   std::thread thread_;
 };

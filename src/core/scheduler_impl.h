@@ -145,6 +145,8 @@ class Scheduler::Impl {
   /// Whether a fire may join a claim batch: automatic, undecided, with a
   /// claimer and no jitter.
   static bool batchable(const detail::Fire& fire);
+  /// Whether a claimer granted the fire to this replica (a claim batch).
+  static bool claimed(const detail::Fire& fire);
   /// Moves the queued fires that may share `first`'s claim round trip
   /// from the front of the queue into `batch` (queue_mutex_ held).
   void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);

@@ -35,6 +35,10 @@ class EventCounter final : public Observer {
       metrics_.missed(missed->missed);
     } else if (std::holds_alternative<RejectedFireEvent>(event)) {
       metrics_.skipped("queue-full");
+    } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
+      metrics_.cancelled(cancelled->reason, cancelled->claimed);
+    } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
+      metrics_.events_dropped(dropped->dropped);
     }
   }
 
@@ -61,9 +65,20 @@ class EventLog final : public Observer {
                  key(missed->entry));
     } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
       log_.write("error", "fire-rejected", "the run queue is full", key(rejected->entry));
+    } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
+      const std::string fire = cancelled->entry ? fire_key(cancelled->entry->key, cancelled->scheduled_at) : std::string();
+      if (cancelled->claimed) {
+        log_.write("error", "fire-cancelled",
+                   fmt::format("{} ({}); it was claimed by this replica, so no replica runs it: lost", cancelled->cause,
+                               to_string(cancelled->reason)),
+                   key(cancelled->entry), fire);
+      } else {
+        log_.write("warn", "fire-cancelled", fmt::format("{} ({})", cancelled->cause, to_string(cancelled->reason)),
+                   key(cancelled->entry), fire);
+      }
     } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
-      log_.write("warn", "log-events-dropped", fmt::format("{} scheduler events not logged (the log could not keep up)",
-                                                          dropped->dropped));
+      log_.write("warn", "log-events-dropped",
+                 fmt::format("{} scheduler events not logged so far (the log could not keep up)", dropped->dropped));
     }
   }
 

@@ -59,6 +59,14 @@ void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds
 void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
 void Metrics::log_lines_lost(std::uint64_t total) { log_lines_lost_.store(total); }
 void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
+void Metrics::cancelled(CancelReason reason, bool claimed) {
+  cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+}
+void Metrics::events_dropped(std::uint64_t total) {
+  auto seen = events_dropped_.load(std::memory_order_relaxed);
+  while (seen < total && !events_dropped_.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
+  }
+}
 void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
 
 std::string Metrics::render() const {
@@ -81,6 +89,17 @@ std::string Metrics::render() const {
       out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
     }
   }
+  metric("fleetcron_cancelled_total", "counter",
+         "Fires dropped before their job started, by reason; claimed=\"true\" ones ran nowhere (lost).");
+  for (const auto reason : {CancelReason::scheduler_stopped, CancelReason::entry_removed, CancelReason::entry_paused,
+                            CancelReason::stopped_before_start}) {
+    for (const int claimed : {0, 1}) {
+      out += fmt::format("fleetcron_cancelled_total{{reason=\"{}\",claimed=\"{}\"}} {}\n", to_string(reason),
+                         claimed ? "true" : "false", cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1u : 0u].load());
+    }
+  }
+  metric("fleetcron_events_dropped_total", "counter", "Scheduler events the log observer could not keep up with.");
+  out += fmt::format("fleetcron_events_dropped_total {}\n", events_dropped_.load());
   metric("fleetcron_missed_fires_total", "counter", "Fires missed (late beyond tolerance), by count.");
   out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
   metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "fleetcron/events.h"
+
 namespace fleetcron::daemon {
 
 /// A histogram of seconds with fixed buckets.
@@ -44,6 +46,8 @@ class Metrics {
   void jobs_loaded(std::size_t count);
   void reloads(bool ok);
   void log_lines_lost(std::uint64_t total);
+  void cancelled(CancelReason reason, bool claimed);
+  void events_dropped(std::uint64_t total);
 
   [[nodiscard]] std::string render() const;
 
@@ -54,6 +58,9 @@ class Metrics {
   std::atomic<std::uint64_t> term_{0};
   std::atomic<std::uint64_t> jobs_{0};
   std::atomic<std::uint64_t> log_lines_lost_{0};
+  std::atomic<std::uint64_t> events_dropped_{0};
+  /// By reason, then unclaimed (0) and claimed (1).
+  std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};
   std::atomic<double> clock_offset_{0};
   mutable std::mutex mutex_;  // guards the maps
   std::map<std::string, std::uint64_t> runs_, skips_;

@@ -480,7 +480,51 @@ TEST(SchedulerLifecycle, StopDuringJitterCancelsTheFire) {
   const auto cancelled = h.log->all<CancelledFireEvent>();
   ASSERT_EQ(cancelled.size(), 1u);
   EXPECT_EQ(cancelled[0].cause, "stopped during jitter");
+  EXPECT_EQ(cancelled[0].reason, CancelReason::stopped_before_start);
+  EXPECT_FALSE(cancelled[0].claimed);  // jitter comes before the claim
   EXPECT_EQ(h.completed(), 0u);
+}
+
+TEST(SchedulerLifecycle, AClaimedFireCancelledBeforeItsJobStartsSaysSo) {
+  // A claimed fire that never ran is a loss no other replica makes up for:
+  // the event must say it was claimed (the daemon logs and counts it).
+  struct GatedClaimer final : Claimer {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool entered = false, release = false;
+    ClaimResult claim(std::string_view) override {
+      std::unique_lock lock(mutex);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      return ClaimResult::claimed(7);
+    }
+  };
+  Harness h;
+  auto claimer = std::make_shared<GatedClaimer>();
+  auto options = h.options();
+  options.claimer = claimer;
+  Scheduler s(options);
+  const EntryId id = s.add("* * * * *", noop(), EntryOptions{.key = "a"});
+  s.start();
+  h.advance(60s);
+  {
+    std::unique_lock lock(claimer->mutex);
+    ASSERT_TRUE(claimer->cv.wait_for(lock, 10s, [&] { return claimer->entered; }));
+  }
+  s.remove(id);  // its run is asked to stop while the claim is in flight
+  {
+    std::lock_guard guard(claimer->mutex);
+    claimer->release = true;
+  }
+  claimer->cv.notify_all();
+  ASSERT_TRUE(h.log->wait_count<CancelledFireEvent>(1));
+  const auto cancelled = h.log->all<CancelledFireEvent>();
+  EXPECT_EQ(cancelled[0].cause, "stopped before the job started");
+  EXPECT_EQ(cancelled[0].reason, CancelReason::stopped_before_start);
+  EXPECT_TRUE(cancelled[0].claimed);
+  EXPECT_EQ(h.completed(), 0u);
+  EXPECT_TRUE(s.stop(h.soon()));
 }
 
 TEST(SchedulerJobs, AThrowingJobIsAFailedRunNotACrash) {
@@ -686,9 +730,22 @@ TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
     slow->open = true;
   }
   slow->cv.notify_all();
+  const std::size_t dropped = h.log->all<ObserverDropEvent>().back().dropped;
+  const auto scheduled_index = Event(ScheduledEvent{}).index();
+  const auto scheduled = [&] {
+    std::lock_guard guard(slow->mutex);
+    return static_cast<std::size_t>(std::count(slow->kinds.begin(), slow->kinds.end(), scheduled_index));
+  };
+  ASSERT_TRUE(Harness::eventually([&] { return scheduled() + dropped == 10; }));
+  // Room again: the observers (the daemon's log among them) hear of the
+  // gap, with the total, before the next event — not only the recorder.
+  s.add("* * * * *", noop());
   EXPECT_TRUE(s.stop(h.soon()));  // flushes the observer queue
-  const auto drops = h.log->all<ObserverDropEvent>();
-  EXPECT_EQ(drops.back().dropped + slow->kinds.size(), 10u);
+  EXPECT_EQ(h.log->all<ObserverDropEvent>().back().dropped, dropped);
+  std::lock_guard guard(slow->mutex);
+  ASSERT_GE(slow->kinds.size(), 2u);
+  EXPECT_EQ(slow->kinds.back(), scheduled_index);
+  EXPECT_EQ(slow->kinds[slow->kinds.size() - 2], Event(ObserverDropEvent{}).index());
 }
 
 TEST(SchedulerEvents, AThrowingObserverIsLoggedNotFatal) {
