@@ -94,25 +94,34 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   return stopping;
 }
 
+bool Scheduler::Impl::can_take_locked() const {
+  if (queue_.empty()) return false;
+  // A decided fire brings the worker reserved for it; any other needs one
+  // that no claim batch has reserved.
+  return queue_.front().reserved || committed_ < workers_.size();
+}
+
 void Scheduler::Impl::worker_main() {
   current_worker_of = this;
   std::vector<Fire> batch;
   std::unique_lock lock(queue_mutex_);
   while (true) {
     // A worker holding a claim batch will put fires back: wait for them.
-    queue_cv_.wait(lock, [this] { return (workers_exit_ && held_ == 0) || !queue_.empty(); });
+    queue_cv_.wait(lock, [this] { return (workers_exit_ && held_ == 0 && queue_.empty()) || can_take_locked(); });
     if (queue_.empty()) return;  // told to exit and nothing left (drain) or queue cleared (stop)
     Fire fire = std::move(queue_.front());
     queue_.pop_front();
     ++running_count_;
-    if (batchable(fire)) take_batch(fire, batch);
+    if (!fire.reserved) ++committed_;  // this worker; a decided fire's reservation passes to it
+    fire.reserved = false;
+    if (batchable(fire) && !stale_now(fire)) take_batch(fire, batch);
     held_ += batch.size();
-    if (batch.empty()) ++executing_;
     lock.unlock();
     bool own_runs = true;
     if (!batch.empty()) {
       // Fires due together share one claim round trip: this worker runs
-      // the first, the others go back to the front of the queue, decided.
+      // the first, the others go back to the front of the queue, decided,
+      // each with the worker take_batch() reserved for it.
       batch.insert(batch.begin(), std::move(fire));
       const std::size_t taken = batch.size();
       own_runs = decide_batch(batch);
@@ -120,10 +129,11 @@ void Scheduler::Impl::worker_main() {
         fire = std::move(batch.front());
         batch.erase(batch.begin());
       }
+      for (auto& decided : batch) decided.reserved = true;
       {
         std::lock_guard guard(queue_mutex_);
-        held_ -= taken - 1;  // back in the queue, or skipped
-        if (own_runs) ++executing_;
+        held_ -= taken - 1;  // back in the queue, or skipped (their reservations are released)
+        if (!own_runs) --committed_;
         queue_.insert(queue_.begin(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
       }
       queue_cv_.notify_all();
@@ -131,14 +141,11 @@ void Scheduler::Impl::worker_main() {
     }
     if (own_runs) execute(fire);
     lock.lock();
-    if (own_runs) --executing_;
+    if (own_runs) --committed_;
     --running_count_;
+    if (!queue_.empty()) queue_cv_.notify_one();  // a fire may have waited for a free worker
     idle_cv_.notify_all();
   }
-}
-
-bool Scheduler::Impl::claimed(const Fire& fire) {
-  return !fire.manual && fire.decided.has_value() && fire.entry->settings->claimer != nullptr;
 }
 
 bool Scheduler::Impl::batchable(const Fire& fire) {
@@ -147,32 +154,51 @@ bool Scheduler::Impl::batchable(const Fire& fire) {
          settings.jitter <= std::chrono::nanoseconds::zero();
 }
 
+bool Scheduler::Impl::claimed(const Fire& fire) {
+  return !fire.manual && fire.decided.has_value() && fire.entry->settings->claimer != nullptr;
+}
+
 void Scheduler::Impl::take_batch(const Fire& first, std::vector<Fire>& batch) {
   // Only the front run of the queue: fires due at one instant are queued
   // together, and taking from the middle would cost a scan per worker.
-  // Only as many as the workers not running a job can start (this one
-  // included): a claimed fire must not wait in the queue behind jobs, where
-  // its claim could expire, or be lost for the whole fleet if this process
-  // stops. Workers busy claiming are about to be free, so they count.
-  const std::size_t free_workers = workers_.size() - std::min(workers_.size(), executing_);
-  const std::size_t limit = std::min(claim_batch_limit, free_workers);
-  while (!queue_.empty() && batch.size() + 1 < limit) {
+  // Only as many as there are workers neither busy nor reserved by another
+  // batch, and each taken fire reserves one (committed_): a claimed fire
+  // must start at once, not wait in the queue behind jobs, where its claim
+  // could expire, or be lost for the whole fleet if this process stops.
+  const std::size_t free_workers = workers_.size() - std::min(workers_.size(), committed_);
+  const std::size_t limit = std::min(claim_batch_limit - 1, free_workers);
+  // A fire already too old to claim is left to a worker of its own, which
+  // skips it at once: it must not hold a reserved worker.
+  while (!queue_.empty() && batch.size() < limit) {
     Fire& next = queue_.front();
-    if (!batchable(next) || next.entry->settings->claimer != first.entry->settings->claimer) break;
+    if (!batchable(next) || next.entry->settings->claimer != first.entry->settings->claimer || stale_now(next)) break;
     batch.push_back(std::move(next));
     queue_.pop_front();
   }
+  committed_ += batch.size();
+}
+
+bool Scheduler::Impl::stale_now(const Fire& fire) const {
+  const auto& claimer = fire.entry->settings->claimer;
+  return claimer && !staleness(clock_->now(), fire.scheduled_at, *claimer).empty();
+}
+
+void Scheduler::Impl::release_reservations(std::size_t count) {
+  if (count == 0) return;
+  {
+    std::lock_guard guard(queue_mutex_);
+    committed_ -= count;
+  }
+  queue_cv_.notify_all();  // the freed workers may take other fires
 }
 
 bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
-  std::vector<std::string> keys;
-  std::vector<std::size_t> claiming;  // indexes into batch
-  std::vector<bool> keep(batch.size(), true);
-  keys.reserve(batch.size());
-  claiming.reserve(batch.size());
   // One elector answer for the whole batch: the fires are due together,
   // and a round trip per fire would multiply an outage's timeouts.
   const Verdict verdict = elect();
+  std::vector<bool> keep(batch.size(), true);
+  std::vector<std::size_t> claiming;  // indexes into batch
+  std::vector<std::string> keys;
   const Instant now = clock_->now();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     Fire& fire = batch[i];
@@ -180,13 +206,14 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
     // A removed or paused entry's fire is left undecided: its run cancels it.
     if (fire.entry->removed.load() || fire.entry->paused.load()) continue;
     std::string key = fleetcron::fire_key(fire.entry->identity.key, fire.scheduled_at);
-    if (verdict.skip) {
-      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *verdict.skip, verdict.error);
-      keep[i] = false;
-      continue;
+    std::optional<SkipReason> skip = verdict.skip;
+    std::string error = verdict.error;
+    if (!skip) {
+      error = staleness(now, fire.scheduled_at, *fire.entry->settings->claimer);
+      if (!error.empty()) skip = SkipReason::stale;
     }
-    if (std::string stale = staleness(now, fire.scheduled_at, *fire.entry->settings->claimer); !stale.empty()) {
-      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, SkipReason::stale, std::move(stale));
+    if (skip) {
+      report_skip(Entry::ref(fire.entry), key, fire.scheduled_at, *skip, std::move(error));
       keep[i] = false;
       continue;
     }
@@ -194,46 +221,73 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
     keys.push_back(std::move(key));
     claiming.push_back(i);
   }
-  if (!claiming.empty()) {
-    const auto& claimer = batch[claiming.front()].entry->settings->claimer;
-    std::vector<ClaimResult> results;
-    try {
-      results = claimer->claim_batch(keys);
-      if (results.size() != keys.size()) {
-        throw std::runtime_error(fmt::format("claim_batch returned {} results for {} fire keys", results.size(),
-                                             keys.size()));
-      }
-    } catch (...) {
-      results.assign(keys.size(), ClaimResult::failed(describe_exception(std::current_exception())));
+  // This worker runs the first fire still wanted (batch[0]), the others
+  // keep one reserved worker each. Reservations beyond them are released
+  // before the round trip (the workers they hold could run other fires),
+  // and again after it.
+  const auto reservations_needed = [&] {
+    const auto wanted = static_cast<std::size_t>(std::count(keep.begin(), keep.end(), true));
+    return wanted == 0 ? 0 : wanted - 1;
+  };
+  const auto first_wanted = [&] {
+    const auto it = std::find(keep.begin(), keep.end(), true);
+    if (it == keep.begin() || it == keep.end()) return;
+    const auto at = static_cast<std::size_t>(it - keep.begin());
+    std::swap(batch.front(), batch[at]);
+    keep[at] = false;
+    keep.front() = true;
+    for (auto& index : claiming) {
+      if (index == at) index = 0;
     }
-    const Instant answered = clock_->now();
-    for (std::size_t k = 0; k < claiming.size(); ++k) {
-      Fire& fire = batch[claiming[k]];
-      ClaimResult& claim = results[k];
-      if (claim.status == ClaimResult::Status::claimed) {
-        // Checked again on the answer: a claim written after the window
-        // (a slow store, a pause between the check and the request) may
-        // sit beside an expired one. The fire is lost, never run twice.
-        if (std::string stale = staleness(answered, fire.scheduled_at, *claimer); !stale.empty()) {
-          report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, SkipReason::stale, "claimed, but " + stale);
-          keep[claiming[k]] = false;
-          continue;
-        }
-        fire.decided->fence = claim.fence;
+  };
+  first_wanted();
+  std::size_t reserved = batch.size() - 1;
+  release_reservations(reserved - reservations_needed());
+  reserved = reservations_needed();
+  if (!claiming.empty()) claim_decided(batch, claiming, keys, keep);
+  first_wanted();
+  release_reservations(reserved - reservations_needed());
+  const bool own_runs = keep.front();
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (keep[i]) batch[out++] = std::move(batch[i]);
+  }
+  batch.resize(out);
+  return own_runs;
+}
+
+void Scheduler::Impl::claim_decided(std::vector<Fire>& batch, const std::vector<std::size_t>& claiming,
+                                    std::vector<std::string>& keys, std::vector<bool>& keep) {
+  const auto& claimer = batch[claiming.front()].entry->settings->claimer;
+  std::vector<ClaimResult> results;
+  try {
+    results = claimer->claim_batch(keys);
+    if (results.size() != keys.size()) {
+      throw std::runtime_error(fmt::format("claim_batch returned {} results for {} fire keys", results.size(),
+                                           keys.size()));
+    }
+  } catch (...) {
+    results.assign(keys.size(), ClaimResult::failed(describe_exception(std::current_exception())));
+  }
+  const Instant answered = clock_->now();
+  for (std::size_t k = 0; k < claiming.size(); ++k) {
+    Fire& fire = batch[claiming[k]];
+    ClaimResult& claim = results[k];
+    if (claim.status == ClaimResult::Status::claimed) {
+      // Checked again on the answer: a claim written after the window
+      // (a slow store, a pause between the check and the request) may
+      // sit beside an expired one. The fire is lost, never run twice.
+      if (std::string stale = staleness(answered, fire.scheduled_at, *claimer); !stale.empty()) {
+        report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, SkipReason::stale, "claimed, but " + stale);
+        keep[claiming[k]] = false;
         continue;
       }
-      report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, skip_reason_of(claim.status),
-                  std::move(claim.error));
-      keep[claiming[k]] = false;
+      fire.decided->fence = claim.fence;
+      continue;
     }
+    report_skip(Entry::ref(fire.entry), keys[k], fire.scheduled_at, skip_reason_of(claim.status), std::move(claim.error));
+    keep[claiming[k]] = false;
   }
-  const bool own_runs = keep.front();
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (keep[i]) batch[kept++] = std::move(batch[i]);
-  }
-  batch.resize(kept);
-  return own_runs;
 }
 
 Scheduler::Impl::Verdict Scheduler::Impl::elect() {
@@ -410,6 +464,11 @@ void Scheduler::Impl::execute(Fire& fire) {
     Decision decision;
     if (fire.decided) {
       decision = *fire.decided;  // a claim batch asked the elector and the claimer
+      // Its worker was reserved, so it starts at once; should it still be
+      // older than the window here (a pause), it is lost, not run twice.
+      if (std::string stale = staleness(clock_->now(), fire.scheduled_at, *settings.claimer); !stale.empty()) {
+        return skip(SkipReason::stale, "claimed, but it could not start in time: " + stale);
+      }
     } else {
       if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter", CancelReason::stopped_before_start);
       Verdict verdict = elect();
@@ -541,6 +600,9 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   // Stop: cancel what is still queued, then ask running jobs to stop.
   std::deque<Fire> cancelled;
   cancelled.swap(queue_);
+  for (const auto& fire : cancelled) {
+    if (fire.reserved) --committed_;
+  }
   lock.unlock();
   for (auto& fire : cancelled) {
     publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, "scheduler stopped",

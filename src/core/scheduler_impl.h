@@ -88,6 +88,7 @@ struct Fire {
   bool manual = false;
   std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
   bool batched = false;             // went through a claim batch: never batched again
+  bool reserved = false;            // queued with a worker reserved for it (decided by a batch)
   std::optional<Decision> decided = std::nullopt;  // set by a claim batch: the run skips jitter, elector and claimer
 };
 
@@ -145,8 +146,6 @@ class Scheduler::Impl {
   /// Whether a fire may join a claim batch: automatic, undecided, with a
   /// claimer and no jitter.
   static bool batchable(const detail::Fire& fire);
-  /// Whether a claimer granted the fire to this replica (a claim batch).
-  static bool claimed(const detail::Fire& fire);
   /// Moves the queued fires that may share `first`'s claim round trip
   /// from the front of the queue into `batch` (queue_mutex_ held).
   void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);
@@ -154,6 +153,16 @@ class Scheduler::Impl {
   /// are reported and removed, the others carry their decision. Returns
   /// whether batch[0] (the worker's own fire) is still there, first.
   bool decide_batch(std::vector<detail::Fire>& batch);
+  /// The claim round trip of decide_batch(): one claim_batch() for `keys`
+  /// (the fires at `claiming`); refused or stale answers clear `keep`.
+  void claim_decided(std::vector<detail::Fire>& batch, const std::vector<std::size_t>& claiming,
+                     std::vector<std::string>& keys, std::vector<bool>& keep);
+  /// Whether the fire is already older than its claimer's dedup window.
+  bool stale_now(const detail::Fire& fire) const;
+  /// Gives back `count` workers a claim batch reserved (committed_).
+  void release_reservations(std::size_t count);
+  /// Whether a claimer granted the fire to this replica (a claim batch).
+  static bool claimed(const detail::Fire& fire);
   /// The most fires decided by one claim_batch() call.
   static constexpr std::size_t claim_batch_limit = 1024;
   /// Asks the elector (if any); nullopt with `skip` set means skip the fire.
@@ -198,13 +207,18 @@ class Scheduler::Impl {
   void compact_heap();
 
   // ---- run queue and workers
-  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, executing_, workers_exit_
+  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, committed_, workers_exit_
   std::condition_variable queue_cv_;  // workers wait for fires
   std::condition_variable idle_cv_;   // stop/drain wait for workers
   std::deque<detail::Fire> queue_;
   std::size_t running_count_ = 0;
   std::size_t held_ = 0;  // fires out of the queue in a claim batch, about to be put back
-  std::size_t executing_ = 0;  // workers inside execute(): the rest can start a fire at once
+  // Workers deciding or running a fire, plus one reserved for each fire a
+  // claim batch took (put back decided, `Fire::reserved`): never more than
+  // the workers, so every claimed fire starts at once.
+  std::size_t committed_ = 0;
+  /// Whether an idle worker may take the queue's front (queue_mutex_ held).
+  bool can_take_locked() const;
   bool workers_exit_ = false;
   std::vector<std::thread> workers_;
 

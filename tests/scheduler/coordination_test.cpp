@@ -309,6 +309,67 @@ TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+TEST(Coordination, ConcurrentBatchesClaimNoMoreThanTheWorkersCanStart) {
+  // Review finding: workers busy claiming counted as free, so two batches
+  // at once claimed four fires for two workers; the extras waited, claimed,
+  // behind running jobs (and were lost if the process stopped).
+  class SlowBatches final : public Claimer {
+   public:
+    ClaimResult claim(std::string_view) override { return ClaimResult::claimed(++fence); }
+    std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override {
+      std::unique_lock lock(mutex);
+      ++inside;
+      cv.notify_all();
+      // Overlap with a second batch if there is one (bounded: with one
+      // batch at a time, nobody comes).
+      cv.wait_for(lock, 300ms, [&] { return inside >= 2; });
+      lock.unlock();
+      std::vector<ClaimResult> out;
+      for (std::size_t i = 0; i < keys.size(); ++i) out.push_back(claim(keys[i]));
+      return out;
+    }
+    std::mutex mutex;
+    std::condition_variable cv;
+    int inside = 0;
+    std::atomic<std::uint64_t> fence{0};
+  };
+  Harness h;
+  auto claimer = std::make_shared<SlowBatches>();
+  auto options = h.options();
+  options.claimer = claimer;
+  options.max_concurrent = 2;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int started = 0;
+  bool release = false;
+  Scheduler s(options);
+  for (int i = 0; i < 4; ++i) {
+    s.add("* * * * *", [&](const FireContext&, std::stop_token) {
+      std::unique_lock lock(mutex);
+      ++started;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }, EntryOptions{.key = "k" + std::to_string(i)});
+  }
+  s.start();
+  h.advance(60s);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started == 2; }));
+  }
+  // Both workers run a job: exactly their two fires are claimed; the other
+  // two wait unclaimed for a worker.
+  EXPECT_EQ(claimer->fence.load(), 2u);
+  {
+    std::lock_guard guard(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(4));
+  EXPECT_EQ(claimer->fence.load(), 4u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(Coordination, ABatchAsksTheElectorOnceAndFencesWithTheClaim) {
   Harness h;
   auto lease = std::make_shared<MemoryLease>(h.clock, 30s);

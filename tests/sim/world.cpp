@@ -9,6 +9,7 @@
 #include <deque>
 #include <utility>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -65,8 +66,9 @@ namespace {
 class World;
 
 // Each replica's worker threads. A claim batch holds at most this many
-// fires; when every worker waits for the store, the fires still queued
-// behind them wait for the store too (see quiescent_locked()).
+// fires (one worker reserved for each); when the fires waiting for the
+// store hold every worker, the fires still queued behind them wait for the
+// store too (see quiescent_locked()).
 constexpr std::size_t workers_per_replica = 8;
 
 enum class State { running, paused, stopping, dead };
@@ -93,7 +95,6 @@ struct Incarnation {
   std::uint64_t emitted = 0;
   std::uint64_t terminated = 0;
   std::uint64_t parked = 0;
-  std::size_t blocked_workers = 0;  // inside claim_batch(), waiting for the store
   std::map<std::string, Instant> planned;       // entry key -> next instant
   std::map<std::string, Instant> span_from;     // entry key -> first instant
   std::map<std::string, std::uint64_t> missed_runs;  // from a MissedFireEvent, until its ScheduledEvent
@@ -291,7 +292,6 @@ std::vector<ClaimResult> World::claim(const std::shared_ptr<Incarnation>& inc, s
   }
   pending_.push_back(request);
   inc->parked += keys.size();
-  ++inc->blocked_workers;
   changed_.notify_all();
   request->cv.wait(lock, [&] { return request->done; });  // whoever sets done unblocks us in the counts
   return request->results;
@@ -435,6 +435,13 @@ bool World::kill(int replica, bool graceful) {
     }
     inc->state = graceful ? State::stopping : State::dead;
     note(fmt::format("r{}/i{} {}", replica, inc->id, graceful ? "stopped gracefully (SIGTERM)" : "killed (SIGKILL)"));
+  }
+  // Stop first (it does not wait: the deadline is now), so the fires still
+  // queued are cancelled before any worker comes back from the store: which
+  // of them a returning worker would take first is thread timing.
+  inc->scheduler->stop(inc->clock->steady_now());
+  {
+    std::lock_guard guard(mutex_);
     // Unblock its workers: requests not yet processed are lost with the
     // process; answers on the way never arrive.
     auto fail = [&](const std::shared_ptr<Request>& request) {
@@ -455,8 +462,7 @@ bool World::kill(int replica, bool graceful) {
     inc->in_flight.clear();
     close_spans(*inc);
   }
-  // Stopping joins its threads; they may still call us (their calls fail).
-  inc->scheduler->stop(inc->clock->steady_now());
+  // Destroying joins its threads; they may still call us (their calls fail).
   inc->scheduler.reset();
   {
     std::lock_guard guard(mutex_);
@@ -593,10 +599,12 @@ bool World::quiescent_locked() const {
     // Parked loops have published every fire they took: each is decided or
     // waits for the store. (An entry may be due on a drifting wall clock
     // before the loop's steady deadline: that is lateness, not work left.)
-    // When every worker waits for the store, fires queued behind them wait
-    // for it too. (Which fires made it into this round's batches then
-    // depends on thread timing: the one case where a replay may differ.)
-    if (inc->emitted != inc->terminated + inc->parked && inc->blocked_workers < workers_per_replica) return false;
+    // Every fire waiting for the store holds a worker (its own, or one its
+    // claim batch reserved): when they hold them all, fires queued behind
+    // them wait for the store too. (Which fires made it into this round's
+    // batches then depends on thread timing: the one case where a replay
+    // may differ.)
+    if (inc->emitted != inc->terminated + inc->parked && inc->parked < workers_per_replica) return false;
   }
   return true;
 }
@@ -642,7 +650,6 @@ void World::answer_locked(Incarnation& inc, Request& request) {
   // must never see the answer given but the worker still counted as waiting.
   request.done = true;
   inc.parked -= request.keys.size();
-  --inc.blocked_workers;
   request.cv.notify_all();
 }
 
@@ -728,6 +735,10 @@ void World::process_round() {
       result = ClaimResult::claimed(fence_counter_);
     }
   }
+  // The delay is one per incarnation and round: noted once, however the
+  // scheduler split that incarnation's fires into requests (batch sizes
+  // follow the workers free at the moment, which is thread timing).
+  std::set<int> delay_noted;
   for (const auto& request : requests) {
     Incarnation& inc = *find(request->incarnation);
     nanoseconds delay{0};
@@ -748,7 +759,7 @@ void World::process_round() {
     }
     request->deliver_at = now_ + delay;
     inc.in_flight.push_back(request);
-    if (delay > nanoseconds::zero()) note(fmt::format("r{}/i{} answer delayed {} ms", inc.replica, inc.id,
+    if (delay > nanoseconds::zero() && delay_noted.insert(inc.id).second) note(fmt::format("r{}/i{} answer delayed {} ms", inc.replica, inc.id,
                                                       std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()));
     at(now_ + delay, [this, request] {
       std::lock_guard hold(mutex_);

@@ -9,8 +9,9 @@
 // requests only then, in an order and with faults that are pure functions of
 // (seed, fire key, replica incarnation, round) — never of thread timing or
 // of how the scheduler happened to batch its claims. (One exception: when
-// all of a replica's workers wait on the store with more fires queued,
-// which fires made this round depends on timing; see quiescent_locked().)
+// the fires waiting on the store hold all of a replica's workers with more
+// fires queued, which fires made this round depends on timing; see
+// quiescent_locked().)
 #pragma once
 
 #include <chrono>
