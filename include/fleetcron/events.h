@@ -37,7 +37,7 @@ enum class SkipReason {
   already_claimed,  ///< another replica claimed the fire
   claim_error,      ///< the claimer failed (fail closed)
   clock_skew,       ///< the claimer refused: local clock too far from the store's (fail closed)
-  overlap,          ///< reserved for overlap policies (daemon)
+  overlap,          ///< the previous run still goes (OverlapPolicy skip, or queue with one waiting already)
   stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;

@@ -54,6 +54,16 @@ struct RetryPolicy {
   double jitter_fraction = 0.0;                          ///< in [0, 1]
 };
 
+/// What an automatic fire does while the previous run of its entry (on
+/// this replica) is still going. Decided before the claim, so a replica
+/// that will not run a fire never takes it from the others.
+enum class OverlapPolicy {
+  allow,  ///< runs concurrently (default)
+  skip,   ///< skipped (SkippedFireEvent, SkipReason::overlap), not claimed
+  queue,  ///< waits, unclaimed, for the running one (holding a worker); at most one waits, others skip
+};
+[[nodiscard]] std::string_view to_string(OverlapPolicy policy) noexcept;
+
 /// What running leader-gated jobs do when leadership is lost.
 enum class LeadershipLossPolicy {
   cancel,      ///< request their stop tokens (default)
@@ -115,6 +125,9 @@ struct EntryOptions {
   std::optional<Instant> last_run;
   /// nullopt: the scheduler's claimer; nullptr: no claimer for this entry.
   std::optional<std::shared_ptr<Claimer>> claimer;
+  /// Automatic fires while a run of this entry is still going (manual
+  /// triggers always run).
+  OverlapPolicy overlap = OverlapPolicy::allow;
 };
 
 /// A snapshot of one entry.

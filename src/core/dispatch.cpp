@@ -44,6 +44,29 @@ std::string staleness(Instant now, Instant scheduled_at, const Claimer& claimer)
                      format_duration(age), format_duration(window));
 }
 
+/// An entry's overlap slot, held from the overlap check to the end of the
+/// run: releasing it lets a queued fire of the entry go on.
+class OverlapSlot {
+ public:
+  OverlapSlot() = default;
+  OverlapSlot(const OverlapSlot&) = delete;
+  OverlapSlot& operator=(const OverlapSlot&) = delete;
+  ~OverlapSlot() { release(); }
+  void hold(Entry& entry) { entry_ = &entry; }
+  void release() {
+    if (entry_ == nullptr) return;
+    {
+      std::lock_guard guard(entry_->overlap_mutex);
+      --entry_->active;
+    }
+    entry_->overlap_cv.notify_all();
+    entry_ = nullptr;
+  }
+
+ private:
+  Entry* entry_ = nullptr;
+};
+
 SkipReason skip_reason_of(ClaimResult::Status status) {
   switch (status) {
     case ClaimResult::Status::already_claimed: return SkipReason::already_claimed;
@@ -150,8 +173,24 @@ void Scheduler::Impl::worker_main() {
 
 bool Scheduler::Impl::batchable(const Fire& fire) {
   const auto& settings = *fire.entry->settings;
+  // Overlap is decided before the claim, in execute(), fire by fire.
   return !fire.manual && !fire.batched && !fire.decided && settings.claimer &&
-         settings.jitter <= std::chrono::nanoseconds::zero();
+         settings.jitter <= std::chrono::nanoseconds::zero() && settings.overlap == OverlapPolicy::allow;
+}
+
+Scheduler::Impl::OverlapCheck Scheduler::Impl::enter_overlap(Entry& entry, std::stop_token stop) {
+  std::unique_lock lock(entry.overlap_mutex);
+  if (entry.active == 0) {
+    ++entry.active;
+    return OverlapCheck::entered;
+  }
+  if (entry.settings->overlap == OverlapPolicy::skip || entry.waiting) return OverlapCheck::skip;
+  entry.waiting = true;  // queue: this fire waits, unclaimed, holding its worker
+  entry.overlap_cv.wait(lock, stop, [&] { return entry.active == 0; });
+  entry.waiting = false;
+  if (stop.stop_requested()) return OverlapCheck::stopped;
+  ++entry.active;
+  return OverlapCheck::entered;
 }
 
 bool Scheduler::Impl::claimed(const Fire& fire) {
@@ -455,6 +494,14 @@ void Scheduler::Impl::execute(Fire& fire) {
   if (entry->removed.load()) return cancel("entry removed", CancelReason::entry_removed);
   if (!fire.manual && entry->paused.load()) return cancel("entry paused", CancelReason::entry_paused);
   FireContext context{ref, fire_key(entry->identity.key, fire.scheduled_at), fire.scheduled_at, 1, 0, fire.manual};
+  OverlapSlot overlap;  // held until the run ends
+  if (fire.manual && settings.overlap != OverlapPolicy::allow) {  // runs regardless, and counts as running
+    {
+      std::lock_guard guard(entry->overlap_mutex);
+      ++entry->active;
+    }
+    overlap.hold(*entry);
+  }
 
   if (!fire.manual) {
     auto skip = [&](SkipReason reason, std::string error) {
@@ -485,6 +532,14 @@ void Scheduler::Impl::execute(Fire& fire) {
       }
       if (term_lost) {
         return skip(SkipReason::not_leader, fmt::format("leadership of term {} was lost", decision.term));
+      }
+    }
+    if (settings.overlap != OverlapPolicy::allow) {  // before the claim: a replica that will not run it leaves it to the others
+      switch (enter_overlap(*entry, run->stop.get_token())) {
+        case OverlapCheck::skip: return skip(SkipReason::overlap, "the previous run is still going");
+        case OverlapCheck::stopped:
+          return cancel("stopped while waiting for the previous run", CancelReason::stopped_before_start);
+        case OverlapCheck::entered: overlap.hold(*entry); break;
       }
     }
     if (!fire.decided && settings.claimer) {

@@ -108,7 +108,8 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
   if (!schedule) throw std::invalid_argument("add: schedule is null");
   detail::check_entry_options(options);
   const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
-                                   !options.retry && !options.missed_fire && !options.claimer;
+                                   !options.retry && !options.missed_fire && !options.claimer &&
+                                   options.overlap == OverlapPolicy::allow;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,

@@ -32,6 +32,7 @@ struct EntrySettings {
   std::optional<RetryPolicy> retry;
   MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
   std::shared_ptr<Claimer> claimer;
+  OverlapPolicy overlap = OverlapPolicy::allow;
 };
 
 /// An entry. identity, job and settings never change after add(); the rest
@@ -50,6 +51,14 @@ struct Entry {
   std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
   std::atomic<bool> paused{false};  // written under mutex_; read by workers without it
   std::atomic<bool> removed{false};
+
+  /// Overlap (settings->overlap other than allow): automatic runs of this
+  /// entry past the overlap check and not yet ended, and whether a fire
+  /// waits for them (queue).
+  std::mutex overlap_mutex;  // guards active, waiting
+  std::condition_variable_any overlap_cv;
+  int active = 0;
+  bool waiting = false;
 
   static constexpr Instant no_instant = Instant::min();
 };
@@ -157,6 +166,9 @@ class Scheduler::Impl {
   /// (the fires at `claiming`); refused or stale answers clear `keep`.
   void claim_decided(std::vector<detail::Fire>& batch, const std::vector<std::size_t>& claiming,
                      std::vector<std::string>& keys, std::vector<bool>& keep);
+  /// The overlap check of an automatic fire (settings->overlap not allow).
+  enum class OverlapCheck { entered, skip, stopped };
+  static OverlapCheck enter_overlap(detail::Entry& entry, std::stop_token stop);
   /// Whether the fire is already older than its claimer's dedup window.
   bool stale_now(const detail::Fire& fire) const;
   /// Gives back `count` workers a claim batch reserved (committed_).

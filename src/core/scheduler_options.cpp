@@ -10,6 +10,19 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
 
+namespace fleetcron {
+
+std::string_view to_string(OverlapPolicy policy) noexcept {
+  switch (policy) {
+    case OverlapPolicy::allow: return "allow";
+    case OverlapPolicy::skip: return "skip";
+    case OverlapPolicy::queue: return "queue";
+  }
+  return "unknown";
+}
+
+}  // namespace fleetcron
+
 namespace fleetcron::detail {
 namespace {
 
@@ -106,6 +119,7 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   if (settings->retry && settings->retry->max_retries == 0) settings->retry.reset();
   settings->missed_fire = entry.missed_fire.value_or(scheduler.missed_fire);
   settings->claimer = entry.claimer ? *entry.claimer : scheduler.claimer;
+  settings->overlap = entry.overlap;
   return settings;
 }
 

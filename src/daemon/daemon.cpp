@@ -91,10 +91,6 @@ class EventLog final : public Observer {
 
 struct Daemon::Runtime {
   Job job;
-  std::mutex mutex;  // guards running, waiting
-  std::condition_variable_any idle;  // _any: the wait also ends on the run's stop token
-  int running = 0;
-  bool waiting = false;
 };
 
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
@@ -168,24 +164,8 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
         std::chrono::system_clock::now().time_since_epoch())};
     metrics_.lateness(std::chrono::duration<double>(now - fire.scheduled_at).count());
   }
-  {
-    std::unique_lock lock(runtime.mutex);
-    if (runtime.running > 0 && fire.attempt == 1) {
-      if (job.overlap == Overlap::skip || (job.overlap == Overlap::queue && runtime.waiting)) {
-        lock.unlock();
-        metrics_.skipped("overlap");
-        log_.write("warn", "fire-skipped", "overlap: the previous run is still going", job.key, fire.fire_key);
-        return;
-      }
-      if (job.overlap == Overlap::queue) {
-        runtime.waiting = true;
-        runtime.idle.wait(lock, stop, [&] { return runtime.running == 0; });
-        runtime.waiting = false;
-        if (stop.stop_requested()) return;
-      }
-    }
-    ++runtime.running;
-  }
+  // Overlap is the scheduler's (EntryOptions::overlap): decided before the
+  // claim, reported as a skip.
   CommandSpec spec;
   spec.command = job.command;
   spec.timeout = job.timeout;
@@ -213,11 +193,6 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
     log_.write(stream == "stderr" ? "warn" : "info", stream == "stderr" ? "stderr" : "stdout", line, job.key, fire.fire_key);
   });
   metrics_.running(-1);
-  {
-    std::lock_guard guard(runtime.mutex);
-    --runtime.running;
-  }
-  runtime.idle.notify_all();
   const std::string outcome = result.succeeded()                 ? "succeeded"
                               : result.timed_out                 ? "timed-out"
                               : result.stopped                   ? "cancelled"

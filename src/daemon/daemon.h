@@ -39,7 +39,7 @@ class Daemon {
   [[nodiscard]] bool ready() const;
 
  private:
-  struct Runtime;  // one job: its definition and overlap state
+  struct Runtime;  // one job: its definition
   void add_job(const Job& job);
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.

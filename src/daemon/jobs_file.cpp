@@ -211,6 +211,11 @@ EntryOptions entry_options(const Job& job) {
   options.jitter = job.jitter;
   options.missed_fire = job.missed;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
+  switch (job.overlap) {
+    case Overlap::skip: options.overlap = OverlapPolicy::skip; break;
+    case Overlap::allow: options.overlap = OverlapPolicy::allow; break;
+    case Overlap::queue: options.overlap = OverlapPolicy::queue; break;
+  }
   return options;
 }
 

@@ -370,6 +370,55 @@ TEST(Coordination, ConcurrentBatchesClaimNoMoreThanTheWorkersCanStart) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+TEST(Coordination, OverlapIsDecidedBeforeTheClaim) {
+  // Review finding: a replica whose previous run still went claimed its
+  // share of the next fires and then dropped them, while idle replicas had
+  // been told already-claimed. Now it does not claim: the others run them.
+  struct Counting final : Claimer {
+    ClaimResult claim(std::string_view) override { return ClaimResult::claimed(++claims); }
+    std::atomic<std::uint64_t> claims{0};
+  };
+  for (const auto policy : {OverlapPolicy::skip, OverlapPolicy::queue}) {
+    Harness h;
+    auto claimer = std::make_shared<Counting>();
+    auto options = h.options();
+    options.claimer = claimer;
+    options.seconds_field = true;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int started = 0;
+    bool release = false;
+    Scheduler s(options);
+    s.add("* * * * * *", [&](const FireContext&, std::stop_token) {
+      std::unique_lock lock(mutex);
+      ++started;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }, EntryOptions{.key = "slow", .overlap = policy});
+    s.start();
+    h.advance(1s);
+    {
+      std::unique_lock lock(mutex);
+      ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started == 1; }));
+    }
+    h.advance(1s);  // the second fire: skipped (skip) or waiting unclaimed (queue)
+    h.advance(1s);  // the third: skipped either way (queue: one waits already)
+    ASSERT_TRUE(h.log->wait_count<SkippedFireEvent>(policy == OverlapPolicy::skip ? 2 : 1));
+    EXPECT_EQ(claimer->claims.load(), 1u) << to_string(policy);  // only the running fire was claimed
+    for (const auto& skipped : h.log->all<SkippedFireEvent>()) EXPECT_EQ(skipped.reason, SkipReason::overlap);
+    {
+      std::lock_guard guard(mutex);
+      release = true;
+    }
+    cv.notify_all();
+    if (policy == OverlapPolicy::queue) {
+      ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(2));  // the queued one ran after the first, claimed then
+      EXPECT_EQ(claimer->claims.load(), 2u);
+    }
+    EXPECT_TRUE(s.stop(h.soon()));
+  }
+}
+
 TEST(Coordination, ABatchAsksTheElectorOnceAndFencesWithTheClaim) {
   Harness h;
   auto lease = std::make_shared<MemoryLease>(h.clock, 30s);
