@@ -100,6 +100,14 @@ class Elector {
   /// Gives up leadership now, if held (graceful hand-over). Default: no-op.
   virtual void resign() {}
 
+  /// The scheduler registers here, once, before it starts: `alive()` is
+  /// false while its loop makes no progress (wedged). An elector that
+  /// renews in the background must neither renew nor campaign while it is
+  /// false, so a wedged leader loses the lease within its TTL and a wedged
+  /// follower does not take it. It may be called from any thread and is
+  /// cheap. Default: ignored.
+  virtual void set_liveness(std::function<bool()> alive) { (void)alive; }
+
  protected:
   Elector() = default;
 };

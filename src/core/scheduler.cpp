@@ -23,6 +23,8 @@ namespace {
 // The loop re-reads the wall clock at least this often, so a wall-clock
 // step is noticed within a second even when nothing is due.
 constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
+// The loop is alive while it passes at least this often (three sleeps).
+constexpr std::chrono::nanoseconds liveness_bound = 3 * max_loop_sleep;
 constexpr std::size_t snapshot_batch = 1024;
 constexpr std::size_t loop_batch = 64;
 
@@ -395,6 +397,7 @@ void Scheduler::Impl::loop_main() {
     // Steady before wall: if the clock moves in between, the sleep below
     // comes out short (a harmless early wake), never long.
     const auto steady = clock_->steady_now();
+    loop_beat_.store(steady.time_since_epoch().count(), std::memory_order_relaxed);
     const Instant now = clock_->now();
     collect_due(now, fires, events, warnings);
     if (!fires.empty() || !events.empty() || !warnings.empty()) {
@@ -418,6 +421,11 @@ void Scheduler::Impl::loop_main() {
 
 // ---- lifecycle ----------------------------------------------------------
 
+bool Scheduler::Impl::loop_alive() const {
+  const Clock::SteadyTime beat{Clock::SteadyTime::duration{loop_beat_.load(std::memory_order_relaxed)}};
+  return clock_->steady_now() - beat <= liveness_bound;
+}
+
 void Scheduler::Impl::start() {
   std::lock_guard guard(mutex_);
   if (state_ == State::running) return;
@@ -427,6 +435,11 @@ void Scheduler::Impl::start() {
     options_.elector->on_leadership_lost([guard = leadership_guard_](std::uint64_t term) {
       std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
       if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
+    });
+    loop_beat_.store(clock_->steady_now().time_since_epoch().count(), std::memory_order_relaxed);
+    options_.elector->set_liveness([guard = leadership_guard_] {
+      std::lock_guard hold(guard->mutex);
+      return guard->impl != nullptr && guard->impl->loop_alive();
     });
   }
   state_ = State::running;

@@ -212,6 +212,11 @@ class Scheduler::Impl {
   std::size_t stale_heap_items_ = 0;
   std::thread loop_thread_;
   void loop_main();
+  /// Steady time (ns) of the loop's latest pass; it passes at least every
+  /// max_loop_sleep while running.
+  std::atomic<Clock::SteadyTime::rep> loop_beat_{0};
+  /// Whether the loop passed within liveness_bound (Elector::set_liveness).
+  bool loop_alive() const;
   /// Pops due entries, applies the missed-fire policy, plans next fires.
   void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
                    std::vector<std::string>& warnings);

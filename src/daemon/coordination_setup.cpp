@@ -76,6 +76,7 @@ class MeasuredElector final : public Elector {
     if (!lost) inner_->on_leadership_lost({});
   }
   void resign() override { inner_->resign(); }
+  void set_liveness(std::function<bool()> alive) override { inner_->set_liveness(std::move(alive)); }
 
  private:
   std::shared_ptr<Elector> inner_;
@@ -133,6 +134,11 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
     lost_ = lost;
     if (elector_) elector_->on_leadership_lost(std::move(lost));
   }
+  void set_liveness(std::function<bool()> alive) {
+    std::lock_guard guard(mutex_);
+    alive_ = alive;
+    if (elector_) elector_->set_liveness(std::move(alive));
+  }
   void resign() {
     std::shared_ptr<nats::Elector> elector;
     {
@@ -168,6 +174,7 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
         }
         std::lock_guard guard(mutex_);
         if (elector && lost_) elector->on_leadership_lost(lost_);
+        if (elector && alive_) elector->set_liveness(alive_);
         connection_ = std::move(connection);
         claimer_ = std::move(claimer);
         elector_ = std::move(elector);
@@ -198,6 +205,7 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
   std::shared_ptr<nats::Claimer> claimer_;
   std::shared_ptr<nats::Elector> elector_;
   std::function<void(std::uint64_t)> lost_;
+  std::function<bool()> alive_;
   std::thread connector_;
 };
 
@@ -225,6 +233,7 @@ class NatsElectorAdapter final : public Elector {
   Leadership is_leader() override { return backend_->is_leader(); }
   void on_leadership_lost(std::function<void(std::uint64_t)> lost) override { backend_->on_leadership_lost(std::move(lost)); }
   void resign() override { backend_->resign(); }
+  void set_liveness(std::function<bool()> alive) override { backend_->set_liveness(std::move(alive)); }
 
  private:
   std::shared_ptr<NatsBackend> backend_;

@@ -124,6 +124,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
         if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
       }
       metrics_.log_lines_lost(log_.lost_lines());
+      metrics_.log_lines_dropped(log_.dropped_lines());
       return metrics_.render();
     }, [this] { return ready(); });
     log_.write("info", "metrics-listening", fmt::format("http://{}/metrics", settings_.metrics));

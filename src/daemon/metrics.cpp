@@ -58,6 +58,7 @@ void Metrics::backend_error() { backend_errors_.fetch_add(1, std::memory_order_r
 void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds); }
 void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
 void Metrics::log_lines_lost(std::uint64_t total) { log_lines_lost_.store(total); }
+void Metrics::log_lines_dropped(std::uint64_t total) { log_lines_dropped_.store(total); }
 void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
 void Metrics::cancelled(CancelReason reason, bool claimed) {
   cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
@@ -120,6 +121,8 @@ std::string Metrics::render() const {
   out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
   metric("fleetcron_log_lines_lost_total", "counter", "Log lines the output refused (full disk, closed pipe).");
   out += fmt::format("fleetcron_log_lines_lost_total {}\n", log_lines_lost_.load());
+  metric("fleetcron_log_lines_dropped_total", "counter", "Log lines dropped because the output could not keep up.");
+  out += fmt::format("fleetcron_log_lines_dropped_total {}\n", log_lines_dropped_.load());
   metric("fleetcron_jobs", "gauge", "Jobs loaded from the jobs file.");
   out += fmt::format("fleetcron_jobs {}\n", jobs_.load());
   metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");

@@ -46,6 +46,7 @@ class Metrics {
   void jobs_loaded(std::size_t count);
   void reloads(bool ok);
   void log_lines_lost(std::uint64_t total);
+  void log_lines_dropped(std::uint64_t total);
   void cancelled(CancelReason reason, bool claimed);
   void events_dropped(std::uint64_t total);
 
@@ -58,6 +59,7 @@ class Metrics {
   std::atomic<std::uint64_t> term_{0};
   std::atomic<std::uint64_t> jobs_{0};
   std::atomic<std::uint64_t> log_lines_lost_{0};
+  std::atomic<std::uint64_t> log_lines_dropped_{0};
   std::atomic<std::uint64_t> events_dropped_{0};
   /// By reason, then unclaimed (0) and claimed (1).
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};

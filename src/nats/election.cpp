@@ -317,11 +317,33 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
   }
 }
 
+void Election::set_healthy(std::function<bool()> healthy) {
+  std::lock_guard guard(mutex_);
+  healthy_ = std::move(healthy);
+}
+
 void Election::campaign(Callbacks& after) {
   State state = State::candidate;
+  std::function<bool()> healthy;
   {
     std::lock_guard guard(mutex_);
     state = state_;
+    healthy = healthy_;
+  }
+  bool stalled = false;
+  try {
+    stalled = healthy && !healthy();
+  } catch (...) {
+    stalled = true;
+  }
+  if (stalled) {
+    const std::string error = "the scheduler loop is not making progress: not campaigning";
+    {
+      std::lock_guard guard(mutex_);
+      last_error_ = error;
+    }
+    log(error);
+    return;  // a leader's local deadline demotes it (the deadline thread)
   }
   if (options_.on_campaign) {
     std::lock_guard one_at_a_time(callback_mutex_);

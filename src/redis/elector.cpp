@@ -214,12 +214,40 @@ Leadership Elector::campaign() {
   return answer;
 }
 
+void Elector::set_liveness(std::function<bool()> alive) {
+  std::lock_guard guard(mutex_);
+  alive_ = std::move(alive);
+}
+
 void Elector::keep_alive_main() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
+    const auto alive = alive_;
     lock.unlock();
-    const Leadership answer = campaign();  // never throws: failures are answers
+    Leadership answer;
+    bool stalled = false;
+    try {
+      stalled = alive && !alive();
+    } catch (...) {
+      stalled = true;
+    }
+    if (stalled) {
+      // The scheduler is wedged: a leader that renews now would keep the
+      // fleet without one. The local deadline demotes us if it lasts.
+      answer = Leadership::failed("the scheduler loop is not making progress: lease not renewed");
+    } else {
+      answer = campaign();  // never throws: failures are answers
+    }
     lock.lock();
+    if (stalled) {
+      last_error_ = answer.error;
+      if (leader_ && clock_->steady_now() >= valid_until_) {
+        const std::uint64_t lost = demote_locked();
+        lock.unlock();
+        notify_lost(lost);
+        lock.lock();
+      }
+    }
     if (stopping_) break;
     // Renew at a third of the TTL (at most half the local validity, so a
     // large renew_margin still renews before its deadline); retry sooner

@@ -143,6 +143,34 @@ else
 fi
 if ((status == 0)) && grep -q '"event":"stopped"' "$work/log"; then ok "SIGTERM drains and exits 0"; else bad "SIGTERM: status $status"; fi
 
+# stderr into a FIFO nobody reads (a wedged log driver), a job printing
+# 200 KB a second: the log drops and counts lines, scheduling goes on.
+mkfifo "$work/stuck"
+exec 3<>"$work/stuck"   # held open, never read: writes block once the pipe is full
+cat >"$work/loud.cron" <<JOBS
+# fleetcron: key=loud
+* * * * * *  head -c 200000 /dev/zero | tr '\\0' x; echo; seq 1 20000; echo run >> $work/loud
+JOBS
+port=$((20000 + RANDOM % 40000))
+"$bin" run --seconds --metrics "127.0.0.1:$port" "$work/loud.cron" 2>"$work/stuck" &
+loud_pid=$!
+pids+=("$loud_pid")
+if wait_for "$work/loud" run 10; then
+  sleep 4  # pacing: the pipe has long been full by now
+  before=$(grep -c run "$work/loud")
+  if wait_for "$work/loud" "" 1 && sleep 3 && (($(grep -c run "$work/loud") >= before + 2)); then
+    ok "a blocked stderr does not stop scheduling"
+  else
+    bad "runs stopped while stderr was blocked ($before, then $(grep -c run "$work/loud"))"
+  fi
+  dropped=$(curl -s "127.0.0.1:$port/metrics" | awk '/^fleetcron_log_lines_dropped_total/ {print $2}')
+  if [[ -n $dropped ]] && ((dropped > 0)); then ok "dropped log lines are counted ($dropped)"; else bad "fleetcron_log_lines_dropped_total: '$dropped'"; fi
+else
+  bad "the loud job never ran"
+fi
+kill -KILL "$loud_pid" 2>/dev/null; wait "$loud_pid" 2>/dev/null
+exec 3>&-
+
 if ((failures > 0)); then
   echo "$failures failure(s)"
   exit 1

@@ -212,5 +212,29 @@ TEST(RedisElector, UnreachableRedisIsAnElectionErrorNotAHang) {
   EXPECT_EQ(e.state().last_error, answer.error);
 }
 
+// Review: a leader whose scheduler was wedged (stderr blocked) kept renewing
+// from its keep-alive thread, and nothing ran anywhere.
+TEST(RedisElector, AWedgedSchedulerStopsRenewingAndAnotherLeads) {
+  auto client = client_for(test::shared_redis_uri());
+  const std::string key = test::unique_prefix() + "leader";
+  Elector a(client, {.leader_key = key, .lease_ttl = 1500ms, .keep_alive = true});
+  std::atomic<bool> alive{true};
+  a.set_liveness([&] { return alive.load(); });
+  ASSERT_TRUE(eventually([&] { return a.is_leader().status == Leadership::Status::leader; }, 5s));
+  Elector b(client, {.leader_key = key, .lease_ttl = 1500ms, .keep_alive = true});
+  std::atomic<bool> b_stalled{false};
+  b.set_liveness([&] { return !b_stalled.load(); });
+  alive = false;  // a's loop stops making progress
+  const auto wedged = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return b.is_leader().status == Leadership::Status::leader; }, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - wedged, 2500ms);  // within the TTL (+ a follower poll)
+  EXPECT_NE(a.is_leader().status, Leadership::Status::leader);
+  EXPECT_NE(a.state().last_error.find("not making progress"), std::string::npos) << a.state().last_error;
+  // A wedged follower does not campaign either.
+  b_stalled = true;
+  alive = true;
+  ASSERT_TRUE(eventually([&] { return a.is_leader().status == Leadership::Status::leader; }, 5s));
+}
+
 }  // namespace
 }  // namespace fleetcron::redis

@@ -544,6 +544,64 @@ class ScriptedElector final : public Elector {
   std::function<void(std::uint64_t)> lost;
 };
 
+TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
+  // The loop passes at least every second; a recorder that blocks it (as a
+  // blocked log once did) must make the scheduler report itself not alive,
+  // so a keep-alive elector stops renewing (RedisElector.AWedged…).
+  struct Probe final : Elector {
+    Leadership is_leader() override { return Leadership::leader(1); }
+    void set_liveness(std::function<bool()> callback) override { alive = std::move(callback); }
+    std::function<bool()> alive;
+  };
+  struct Blocking final : Observer {
+    void on_event(const Event& event) override {
+      if (!std::holds_alternative<ScheduledEvent>(event)) return;
+      std::unique_lock lock(mutex);
+      if (armed) {
+        inside = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return !armed; });
+      }
+    }
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool armed = false, inside = false;
+  };
+  Harness h;
+  auto elector = std::make_shared<Probe>();
+  auto blocking = std::make_shared<Blocking>();
+  auto options = h.options();
+  options.elector = elector;
+  options.recorder = blocking;  // inline, on the loop thread
+  Scheduler s(options);
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {});
+  s.start();
+  ASSERT_TRUE(elector->alive);
+  h.advance(2s);
+  h.settle(Harness::idle_waiters);
+  EXPECT_TRUE(elector->alive());
+  {
+    std::lock_guard guard(blocking->mutex);
+    blocking->armed = true;
+  }
+  h.clock->advance(58s);  // the fire: the loop plans the next one and blocks in the recorder
+  {
+    std::unique_lock lock(blocking->mutex);
+    ASSERT_TRUE(blocking->cv.wait_for(lock, 10s, [&] { return blocking->inside; }));
+  }
+  h.clock->advance(4s);
+  EXPECT_FALSE(elector->alive());
+  {
+    std::lock_guard guard(blocking->mutex);
+    blocking->armed = false;
+  }
+  blocking->cv.notify_all();
+  h.clock->advance(1s);
+  EXPECT_TRUE(Harness::eventually([&] { return elector->alive(); }));
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_FALSE(elector->alive());  // stopped: nothing to renew for
+}
+
 TEST(Coordination, OnlyTheTermThatWasLostIsRefused) {
   // Review finding: every term up to the highest lost one was refused, so
   // after a NATS leader bucket was recreated (revisions, hence terms, start

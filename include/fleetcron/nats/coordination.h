@@ -42,6 +42,8 @@ class Elector final : public fleetcron::Elector {
   void on_leadership_lost(std::function<void(std::uint64_t term)> lost) override;
   /// Stops campaigning; a leader resigns, so a candidate takes over at once.
   void resign() override;
+  /// Forwarded to the election (Election::set_healthy).
+  void set_liveness(std::function<bool()> alive) override { election_->set_healthy(std::move(alive)); }
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] Election& election() noexcept { return *election_; }

@@ -81,6 +81,10 @@ class Election {
   void start(std::stop_token stop_token = {});
   /// Ends start() from any thread, callbacks included; does not block.
   void stop();
+  /// Before each campaign: while `healthy()` is false the campaign is
+  /// skipped (a leader does not renew, so its local deadline demotes it; a
+  /// candidate does not campaign). Any thread.
+  void set_healthy(std::function<bool()> healthy);
 
   /// True once leadership is announced (on_won) and while it holds.
   [[nodiscard]] bool is_leader() const;
@@ -137,6 +141,7 @@ class Election {
   Clock::SteadyTime valid_until_{};
   int tries_ = 0;
   std::string last_error_;
+  std::function<bool()> healthy_;  // set_healthy()
   std::shared_ptr<Watcher> watcher_;  // while a candidate; shared so stop() can stop it outside the lock
   bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
   std::uint64_t lost_term_ = 0;

@@ -87,6 +87,9 @@ class Elector final : public fleetcron::Elector {
   /// thread. For good: is_leader() then answers follower without a round
   /// trip (a draining scheduler must not take the lease back).
   void resign() override;
+  /// With keep_alive, a renewal or campaign is skipped while `alive()` is
+  /// false: the lease then ends at its local deadline (within the TTL).
+  void set_liveness(std::function<bool()> alive) override;
 
   [[nodiscard]] const std::string& identity() const noexcept { return identity_; }
   [[nodiscard]] ElectorState state() const;
@@ -117,7 +120,8 @@ class Elector final : public fleetcron::Elector {
   std::string last_error_;
   std::function<void(std::uint64_t)> lost_;
   bool stopping_ = false;
-  bool resigned_ = false;  // set by resign(): is_leader() answers follower from then on
+  bool resigned_ = false;
+  std::function<bool()> alive_;  // set_liveness()  // set by resign(): is_leader() answers follower from then on
   std::mutex join_mutex_;  // serialises joining keep_alive_
   std::thread keep_alive_;
   std::mutex campaign_mutex_;  // one round trip at a time: answers apply in order
