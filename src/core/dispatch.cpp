@@ -353,6 +353,19 @@ Scheduler::Impl::Verdict Scheduler::Impl::elect() {
   return verdict;
 }
 
+std::string Scheduler::Impl::leadership_changed(const Decision& decided) {
+  if (!decided.leader_gated) return {};
+  const Verdict now = elect();
+  if (now.skip) {
+    return fmt::format("leader of term {} at the scheduled instant, not after the jitter ({}{}{})", decided.term,
+                       to_string(*now.skip), now.error.empty() ? "" : ": ", now.error);
+  }
+  if (now.decision.term != decided.term) {
+    return fmt::format("the leadership term changed during the jitter ({} to {})", decided.term, now.decision.term);
+  }
+  return {};
+}
+
 void Scheduler::Impl::report_skip(const EntryRef& ref, const std::string& fire_key, Instant scheduled_at,
                                   SkipReason reason, std::string error) {
   if (!error.empty()) {
@@ -517,10 +530,20 @@ void Scheduler::Impl::execute(Fire& fire) {
         return skip(SkipReason::stale, "claimed, but it could not start in time: " + stale);
       }
     } else {
-      if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) return cancel("stopped during jitter", CancelReason::stopped_before_start);
+      // Leadership is decided at the scheduled instant, not after this
+      // replica's own jitter (a handover inside the jitter window would run
+      // the fire twice or never), and must hold with the same term after it.
       Verdict verdict = elect();
       if (verdict.skip) return skip(*verdict.skip, std::move(verdict.error));
       decision = verdict.decision;
+      if (settings.jitter > std::chrono::nanoseconds::zero()) {
+        if (!sleep_for(random_below(settings.jitter), run->stop.get_token())) {
+          return cancel("stopped during jitter", CancelReason::stopped_before_start);
+        }
+        if (std::string changed = leadership_changed(decision); !changed.empty()) {
+          return skip(SkipReason::not_leader, std::move(changed));
+        }
+      }
     }
     if (decision.leader_gated) {
       bool term_lost = false;

@@ -124,6 +124,12 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
         "add: jitter {} is not below the claimer's dedup window {}: every fire would be too old to claim (stale)",
         format_duration(settings->jitter), format_duration(settings->claimer->dedup_window())));
   }
+  if (options_.elector && !settings->claimer && settings->jitter > std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format(
+        "add: jitter {} with an elector and no claimer: nothing would stop a fire from running twice when "
+        "leadership moves inside the jitter window; use a claimer as well (the daemon's --coordination both)",
+        format_duration(settings->jitter)));
+  }
   if ((settings->claimer || options_.elector) && schedule->is_process_anchored()) {
     throw std::invalid_argument(fmt::format("add: entry \"{}\": a process-anchored every() schedule cannot be "
                                             "coordinated (replicas never agree on its instants, so each would run "

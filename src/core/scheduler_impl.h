@@ -184,6 +184,9 @@ class Scheduler::Impl {
     detail::Decision decision;
   };
   Verdict elect();
+  /// Empty if the elector still says leader of `decided.term` (or the fire
+  /// was not leader-gated); otherwise why the fire must be skipped.
+  std::string leadership_changed(const detail::Decision& decided);
   void report_skip(const EntryRef& ref, const std::string& fire_key, Instant scheduled_at, SkipReason reason,
                    std::string error);
   void on_leadership_lost(std::uint64_t term);

@@ -636,5 +636,42 @@ TEST(Coordination, OnlyTheTermThatWasLostIsRefused) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+TEST(Coordination, LeadershipIsDecidedAtTheInstantAndHoldsThroughTheJitter) {
+  // Review finding: each replica slept its own jitter before asking the
+  // elector, so a handover inside the jitter window ran a fire twice (or
+  // never) in leader-only mode.
+  Harness h;
+  auto elector = std::make_shared<ScriptedElector>();
+  elector->term = 1;
+  auto options = h.options();
+  options.elector = elector;
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock);
+  options.random_seed = 7;
+  Scheduler s(options);
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "j", .jitter = 10s});
+  s.start();
+  h.advance(60s);
+  h.settle(Harness::idle_waiters + 1);  // leader of term 1 at the instant; now in its jitter
+  elector->term = 2;                    // a handover (and back) inside the window
+  h.advance(10s, 1, [&] { return h.log->count<SkippedFireEvent>() == 1; });
+  const auto skipped = h.log->all<SkippedFireEvent>();
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].reason, SkipReason::not_leader);
+  EXPECT_EQ(skipped[0].error, "the leadership term changed during the jitter (1 to 2)");
+  EXPECT_EQ(h.completed(), 0u);
+  EXPECT_TRUE(s.stop(h.soon()));
+
+  // Without a claimer nothing would catch the double run: refused.
+  SchedulerOptions leader_only = h.options();
+  leader_only.elector = elector;
+  Scheduler refusing(leader_only);
+  try {
+    refusing.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.jitter = 1s});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--coordination both"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace fleetcron::test
