@@ -260,9 +260,18 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
       kvStore_Create(&revision, static_cast<kvStore*>(kv_), k.c_str(), value.data(), static_cast<int>(value.size()));
   if (status == NATS_OK) return revision;
   if (detail::is_wrong_last_sequence(status)) return std::nullopt;
-  // nats.c 3.4 answers NATS_ERR with no text when the key expired between
-  // its write attempt and its read-back: not created, nothing failed.
-  if (status == NATS_ERR && detail::last_error_text().empty()) return std::nullopt;
+  // nats.c 3.4 answers NATS_ERR with no text both when the key was taken
+  // (and expired between its write attempt and its read-back) and when
+  // JetStream refused the write (store full, account limits). "Taken" only
+  // if a live value is there; otherwise it is an error, never a silent
+  // already-claimed on every replica.
+  if (status == NATS_ERR && detail::last_error_text().empty()) {
+    const auto existing = get(key);
+    if (existing && existing->operation == Entry::Operation::put) return std::nullopt;
+    throw Error(NATS_ERR, fmt::format("{}: create {}/{}: the server refused the write without a reason and the key holds no "
+                            "value (JetStream store full or over its account limits?)",
+                            connection_->description_, name_, k));
+  }
   throw detail::error(status, fmt::format("{}: create {}/{}", connection_->description_, name_, k));
 }
 

@@ -2,6 +2,8 @@
 // key encoding (no server).
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <set>
 
 #include "fleetcron/nats/coordination.h"
@@ -99,6 +101,30 @@ TEST(NatsBucket, AnExistingBucketWithADifferentConfigurationIsAClearError) {
   EXPECT_THROW((void)connection->bucket(std::string("NO_SUCH_BUCKET_") + name), Error);
   EXPECT_EQ(invalid([&] { (void)connection->bucket(BucketConfig{.name = "x", .history = 0}); }),
             "nats::BucketConfig.history: 0 is out of range 1..64");
+}
+
+// Review: an empty NATS_ERR from create was read as "taken", so a
+// JetStream that refuses new keys (store full, account limits) would have
+// made every fire a silent already-claimed on every replica.
+TEST(NatsClaimer, AFullJetStreamStoreIsAClaimErrorNotAlreadyClaimed) {
+  test::NatsServer server({.config = "jetstream {\n  max_file_store: 262144\n  max_memory_store: 262144\n}\n"});
+  auto connection = Connection::connect({.servers = {server.url()}});
+  auto bucket = connection->bucket(BucketConfig{.name = "FULL", .ttl = 10min});
+  Claimer claimer(bucket);
+  const std::string filler(2000, 'x');
+  ClaimResult last;
+  int claimed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    last = claimer.claim("k" + filler + "@" + std::to_string(i));
+    if (last.status != ClaimResult::Status::claimed) break;
+    ++claimed;
+  }
+  EXPECT_GT(claimed, 0);
+  ASSERT_NE(last.status, ClaimResult::Status::claimed) << "the store never filled";
+  EXPECT_EQ(last.status, ClaimResult::Status::error) << "a refused write must not look like another replica's claim";
+  EXPECT_FALSE(last.error.empty());
+  EXPECT_NE(last.error.find("store full"), std::string::npos) << last.error.substr(last.error.size() - 160);
+  std::cerr << "full store: " << claimed << " claims, then: …" << last.error.substr(last.error.size() - 120) << "\n";
 }
 
 TEST(NatsConnection, WrongCredentialsAndUnreachableServersAreErrors) {

@@ -49,6 +49,11 @@ void NatsServer::launch(bool any_port) {
   if (!options_.user.empty()) {
     args.insert(args.end(), {"--user", options_.user, "--pass", options_.password});
   }
+  if (!options_.config.empty()) {
+    const std::string path = dir_ + "/server.conf";
+    std::ofstream(path) << options_.config;
+    args.insert(args.end(), {"-c", path});
+  }
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork() failed");
   if (pid_ == 0) {

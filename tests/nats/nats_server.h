@@ -15,6 +15,7 @@ class NatsServer {
  public:
   struct Options {
     std::string user, password;  // --user/--pass
+    std::string config;          // nats-server configuration text (-c), e.g. JetStream limits
   };
   explicit NatsServer(Options options);
   NatsServer() : NatsServer(Options{}) {}
