@@ -49,11 +49,15 @@ Instant now() {
 }
 
 int redis_status(const Settings& settings, std::ostream& out) {
-  redis::Client client(redis::parse_uri(settings.coordinator));
+  redis::Client client(redis_options(settings));
   const std::string leader_key = settings.leader_key.empty() ? "cron:leader" : settings.leader_key;
   const redis::Reply holder = client.command({"GET", leader_key});
   const redis::Reply ttl = client.command({"PTTL", leader_key});
   const redis::Reply term = client.command({"GET", leader_key + ":term"});
+  // An error reply (NOAUTH, NOPERM, …) is the answer to report, not "none".
+  for (const redis::Reply* reply : {&holder, &ttl, &term}) {
+    if (reply->is_error()) throw std::runtime_error(fmt::format("{}: {}", client.describe(), terminal_safe(reply->text)));
+  }
   out << "coordinator: " << client.describe() << '\n';
   if (holder.type == redis::Reply::Type::string) {
     out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(holder.text),

@@ -87,6 +87,8 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       settings.zone = string_value(path, name, node);
     } else if (name == "coordinator") {
       settings.coordinator = string_value(path, name, node);
+    } else if (name == "coordinator_password_file") {
+      settings.coordinator_password_file = string_value(path, name, node);
     } else if (name == "coordination") {
       const std::string text = string_value(path, name, node);
       const auto mode = coordination_mode_from_string(text);
@@ -139,7 +141,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
         }
       }
     } else {
-      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordination, "
+      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader])",
                                       where(path, node), name));

@@ -298,6 +298,10 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
     }
     start = amp + 1;
   }
+  if (!settings.coordinator_password.empty()) {
+    // With a user in the URI it is that user's password, else a token.
+    (options.user.empty() ? options.token : options.password) = settings.coordinator_password;
+  }
   nats::validate(options);
   const std::string key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
   const bool key_ok = !key.empty() && key.front() != '.' && key.back() != '.' && key.find("..") == std::string::npos &&
@@ -314,6 +318,12 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
   return options;
 }
 
+redis::ClientOptions redis_options(const Settings& settings) {
+  redis::ClientOptions options = redis::parse_uri(settings.coordinator);
+  if (!settings.coordinator_password.empty()) options.password = settings.coordinator_password;
+  return options;
+}
+
 std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
   Settings settings = given;
   if (settings.coordination == CoordinationMode::leader) return nullptr;
@@ -323,7 +333,7 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
     return std::make_shared<NatsClaimerAdapter>(nullptr, settings.claim_ttl);
   }
   // Neither constructor touches the network.
-  auto client = std::make_shared<redis::Client>(redis::parse_uri(settings.coordinator));
+  auto client = std::make_shared<redis::Client>(redis_options(settings));
   return std::make_shared<redis::Claimer>(
       client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl});
 }
@@ -354,7 +364,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
     out.reachable = [backend] { return backend->connected(); };
     out.resources = backend;
   } else {
-    auto client = std::make_shared<redis::Client>(redis::parse_uri(settings.coordinator));
+    auto client = std::make_shared<redis::Client>(redis_options(settings));
     out.description = client->describe();
     std::shared_ptr<redis::Claimer> redis_claimer;
     if (claims) {

@@ -12,6 +12,7 @@
 #include "daemon/settings.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/nats/connection.h"
+#include "fleetcron/redis/client.h"
 
 namespace fleetcron::daemon {
 
@@ -31,6 +32,10 @@ struct Coordination {
 /// into connection options; its query sets `settings`' buckets and key.
 /// Checks the leader key and TTL for NATS. Throws std::invalid_argument.
 [[nodiscard]] nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings);
+
+/// The coordinator URI's Redis options, with the password from
+/// Settings::coordinator_password when one was given that way.
+[[nodiscard]] redis::ClientOptions redis_options(const Settings& settings);
 
 /// The claimer the settings ask for, without connecting (claims fail):
 /// its dedup window and key rules are the real one's. nullptr in leader

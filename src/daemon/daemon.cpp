@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <iterator>
 #include <optional>
 
 #include "daemon/metrics_server.h"
@@ -97,8 +99,20 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   validate(settings_);
   parse_options_ = jobs_parse_options(settings_.seconds, settings_.zone);
   const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_);
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) base_environment_.emplace_back(*entry);
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    // The coordinator's password is the daemon's, not the jobs'.
+    const bool secret = std::any_of(std::begin(password_variables), std::end(password_variables), [&](const char* name) {
+      return variable.starts_with(std::string(name) + "=");
+    });
+    if (!secret) base_environment_.emplace_back(*entry);
+  }
   coordination_ = make_coordination(settings_, metrics_, log_);
+  if (settings_.coordinator == "memory") {
+    log_.write("warn", "memory-coordinator",
+               "the memory coordinator coordinates this process only: a second replica would run every fire again "
+               "(use --coordinator redis://… or nats://… for a fleet)");
+  }
   SchedulerOptions options;
   options.zone = parse_options_.zone;
   options.seconds_field = settings_.seconds;
@@ -118,7 +132,9 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   for (const auto& job : file.jobs) add_job(job);
   metrics_.jobs_loaded(file.jobs.size());
   loaded_ = true;
+  backend_reachable_ = coordination_.reachable && coordination_.reachable();
   if (!settings_.metrics.empty()) {
+    readiness_ = std::thread([this] { check_backend_loop(); });
     metrics_server_ = std::make_unique<MetricsServer>(settings_.metrics, [this] {
       if (coordination_.clock_offset) {
         if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
@@ -133,13 +149,34 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
 
 Daemon::~Daemon() {
   metrics_server_.reset();
+  {
+    std::lock_guard guard(readiness_mutex_);
+    readiness_stop_ = true;
+  }
+  readiness_cv_.notify_all();
+  if (readiness_.joinable()) readiness_.join();
   // Jobs still running use this object's members: end them first, before
   // any member goes (the runner's worst case is kill_grace plus 1 s of output).
   if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
   scheduler_.reset();
 }
 
-bool Daemon::ready() const { return loaded_ && coordination_.reachable && coordination_.reachable(); }
+bool Daemon::ready() const { return loaded_ && backend_reachable_.load(); }
+
+void Daemon::check_backend_loop() {
+  std::unique_lock lock(readiness_mutex_);
+  while (!readiness_cv_.wait_for(lock, std::chrono::seconds{1}, [this] { return readiness_stop_; })) {
+    lock.unlock();
+    bool reachable = false;
+    try {
+      reachable = coordination_.reachable && coordination_.reachable();
+    } catch (...) {
+      reachable = false;
+    }
+    backend_reachable_ = reachable;
+    lock.lock();
+  }
+}
 
 void Daemon::add_job(const Job& job) {
   auto runtime = std::make_shared<Runtime>();

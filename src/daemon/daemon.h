@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <condition_variable>
 
 #include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
@@ -56,6 +58,14 @@ class Daemon {
   std::mutex jobs_mutex_;  // guards jobs_
   std::map<std::string, std::pair<EntryId, std::shared_ptr<Runtime>>> jobs_;  // by key
   std::atomic<bool> loaded_{false};
+  // /readyz answers from the latest backend check, made here every second
+  // (not a round trip per request).
+  void check_backend_loop();
+  std::atomic<bool> backend_reachable_{false};
+  std::mutex readiness_mutex_;  // guards readiness_stop_
+  std::condition_variable readiness_cv_;
+  bool readiness_stop_ = false;
+  std::thread readiness_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::vector<std::string> base_environment_;
 };

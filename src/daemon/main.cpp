@@ -32,7 +32,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 
 /// Flags given on the command line; they win over the config file.
 struct Flags {
-  std::optional<std::string> config, jobs, zone, coordinator, coordination, claim_ttl, claim_prefix, claim_bucket,
+  std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, claim_prefix, claim_bucket,
       leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
@@ -44,6 +44,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
   command->add_option("--coordinator", flags.coordinator, "memory (default), redis://… or nats://…?bucket=…");
+  command->add_option("--coordinator-password-file", flags.coordinator_password_file,
+                      "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD / FLEETCRON_NATS_PASSWORD)");
   command->add_option("--coordination", flags.coordination, "claim (default), leader or both");
   command->add_option("--claim-ttl", flags.claim_ttl, "How long a fire claim is kept (default 10m)");
   command->add_option("--claim-prefix", flags.claim_prefix, "Redis claim key prefix (default cron:claim:)");
@@ -77,6 +79,7 @@ Settings build_settings(const Flags& flags) {
   if (flags.seconds) settings.seconds = true;
   if (flags.zone) settings.zone = *flags.zone;
   if (flags.coordinator) settings.coordinator = *flags.coordinator;
+  if (flags.coordinator_password_file) settings.coordinator_password_file = *flags.coordinator_password_file;
   if (flags.coordination) {
     const auto mode = fleetcron::daemon::coordination_mode_from_string(*flags.coordination);
     if (!mode) throw fleetcron::daemon::SettingsError("option --coordination \"" + *flags.coordination + "\": expected claim, leader or both");
@@ -111,6 +114,7 @@ Settings build_settings(const Flags& flags) {
     }
     settings.max_concurrent = *flags.max_concurrent;
   }
+  fleetcron::daemon::resolve_coordinator_password(settings);
   return settings;
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/metrics_server.h"
 
+#include "daemon/settings.h"
+
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -16,20 +18,18 @@ struct MetricsServer::Impl {
 MetricsServer::MetricsServer(const std::string& address, std::function<std::string()> metrics,
                              std::function<bool()> ready)
     : impl_(std::make_unique<Impl>()) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error(fmt::format("--metrics {}: expected host:port", address));
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = 0;
-  try {
-    port = std::stoi(address.substr(colon + 1));
-  } catch (const std::exception&) {
-    throw std::runtime_error(fmt::format("--metrics {}: the port is not a number", address));
-  }
-  if (port < 0 || port > 65535) throw std::runtime_error(fmt::format("--metrics {}: port out of range", address));
+  const ListenAddress listen = parse_listen_address(address);
+  const std::string& host = listen.host;
+  int port = listen.port;
   auto& server = impl_->server;
   server.set_tcp_nodelay(true);  // otherwise keep-alive scrapes crawl (Nagle + delayed ACK)
-  server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // Slow or idle clients cannot hold the listener: bounded reads, writes
+  // and keep-alive, and threads enough for a scraper, probes and a human.
+  server.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  server.set_read_timeout(std::chrono::seconds{2});
+  server.set_write_timeout(std::chrono::seconds{2});
+  server.set_keep_alive_timeout(2);
+  server.set_payload_max_length(64 * 1024);
   server.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& response) {
     response.set_content(metrics(), "text/plain; version=0.0.4; charset=utf-8");
   });

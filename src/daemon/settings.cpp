@@ -2,6 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
 #include "fleetcron/duration.h"
 
 namespace fleetcron::daemon {
@@ -32,6 +39,26 @@ std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text)
   return std::nullopt;
 }
 
+ListenAddress parse_listen_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  ListenAddress address;
+  std::string port = text;
+  if (colon != std::string::npos) {
+    address.host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (address.host.size() >= 2 && address.host.front() == '[' && address.host.back() == ']') {
+    address.host = address.host.substr(1, address.host.size() - 2);
+  }
+  if (address.host.empty()) address.host = "127.0.0.1";  // a bare port is loopback, never every interface
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), address.port);
+  if (port.empty() || error != std::errc() || end != port.data() + port.size() || address.port < 0 ||
+      address.port > 65535) {
+    throw SettingsError(fmt::format("option --metrics \"{}\": expected [host]:port with a port of 0..65535", text));
+  }
+  return address;
+}
+
 LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept {
   if (settings.on_leadership_loss) return *settings.on_leadership_loss;
   return settings.coordination == CoordinationMode::both ? LeadershipLoss::finish : LeadershipLoss::cancel;
@@ -51,6 +78,38 @@ std::string without_userinfo(const std::string& uri) {
 
 }  // namespace
 
+void resolve_coordinator_password(Settings& settings) {
+  std::string password;
+  std::string source;
+  if (!settings.coordinator_password_file.empty()) {
+    std::ifstream file(settings.coordinator_password_file, std::ios::binary);
+    if (!file) {
+      throw SettingsError(fmt::format("coordinator password file {}: cannot read: {}", settings.coordinator_password_file,
+                                      std::strerror(errno)));
+    }
+    password.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    if (password.ends_with('\n')) password.pop_back();
+    if (password.ends_with('\r')) password.pop_back();
+    if (password.empty()) throw SettingsError(fmt::format("coordinator password file {}: empty", settings.coordinator_password_file));
+    source = "coordinator password file " + settings.coordinator_password_file;
+  } else {
+    const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
+    const char* name = nats ? "FLEETCRON_NATS_PASSWORD" : "FLEETCRON_REDIS_PASSWORD";
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0' || settings.coordinator == "memory") return;
+    password = value;
+    source = name;
+  }
+  const auto scheme = settings.coordinator.find("://");
+  const auto at = settings.coordinator.rfind('@');
+  if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
+      settings.coordinator.substr(scheme + 3, at - scheme - 3).find(':') != std::string::npos) {
+    throw SettingsError(fmt::format("coordinator {} has a password and {} gives one too: keep one", without_userinfo(settings.coordinator),
+                                    source));
+  }
+  settings.coordinator_password = std::move(password);
+}
+
 void validate(const Settings& settings) {
   if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
   const bool memory = settings.coordinator == "memory";
@@ -65,6 +124,7 @@ void validate(const Settings& settings) {
     throw SettingsError(fmt::format("claim TTL {} is below 2s: fires older than half of it are not claimed (stale)",
                                     format_duration(settings.claim_ttl)));
   }
+  if (!settings.metrics.empty()) (void)parse_listen_address(settings.metrics);
   // The lease is renewed every TTL/3: below a second the keep-alive would
   // spin and any scheduling hiccup would lose leadership.
   if (settings.leader_ttl && *settings.leader_ttl < min_leader_ttl) {

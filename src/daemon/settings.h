@@ -30,6 +30,12 @@ struct Settings {
   std::string zone = "UTC";
   /// "memory", "redis://…" or "nats://…".
   std::string coordinator = "memory";
+  /// A file whose content (one trailing newline dropped) is the
+  /// coordinator's password, kept out of argv and of the jobs' environment.
+  std::string coordinator_password_file;
+  /// The password resolved from that file or from FLEETCRON_REDIS_PASSWORD
+  /// / FLEETCRON_NATS_PASSWORD (resolve_coordinator_password); never printed.
+  std::string coordinator_password;
   CoordinationMode coordination = CoordinationMode::claim;
   /// Claims: TTL, Redis key prefix, NATS bucket.
   std::chrono::nanoseconds claim_ttl = std::chrono::minutes{10};
@@ -66,6 +72,26 @@ class SettingsError : public std::runtime_error {
 void apply_config_file(const std::string& path, Settings& settings);
 /// The same for TOML text; `path` names it in errors.
 void apply_config_text(std::string_view text, const std::string& path, Settings& settings);
+
+/// Where the HTTP listener binds: "host:port", "[v6]:port", ":port" or a
+/// bare "port" (both loopback, 127.0.0.1; "0.0.0.0:port" for every
+/// interface); port 0 picks a free one.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+/// Throws SettingsError naming the option and the value.
+[[nodiscard]] ListenAddress parse_listen_address(const std::string& text);
+
+/// Environment variables that carry the coordinator's password; removed
+/// from the environment the jobs get.
+inline constexpr const char* password_variables[] = {"FLEETCRON_REDIS_PASSWORD", "FLEETCRON_NATS_PASSWORD"};
+
+/// Fills coordinator_password from coordinator_password_file, else from
+/// FLEETCRON_REDIS_PASSWORD (redis://, unix:) or FLEETCRON_NATS_PASSWORD
+/// (nats://, tls://). Throws SettingsError for an unreadable file or a URI
+/// that carries a password as well.
+void resolve_coordinator_password(Settings& settings);
 
 /// The shortest leadership lease the daemon accepts.
 inline constexpr std::chrono::nanoseconds min_leader_ttl = std::chrono::seconds{1};

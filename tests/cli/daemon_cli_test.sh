@@ -53,6 +53,7 @@ expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": ex
 expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim-ttl soon "$work/bad.cron"
 expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
 expect_error "flag: leader TTL below the floor" 2 "leader TTL 1ms is below the minimum of 1s" -- run --leader-ttl 1ms --coordination leader "$work/bad.cron"
+expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": expected [host]:port' -- run --metrics 9464abc "$work/bad.cron"
 # validate applies the coordination's rules, without connecting: Redis's
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.
 printf '# fleetcron: key=j jitter=6s\n* * * * * true\n' >"$work/jitter.cron"
@@ -89,6 +90,7 @@ pid=$!
 pids+=("$pid")
 if wait_for "$work/ticks" tick 10; then ok "runs happen"; else bad "no tick in 10 s"; fi
 if wait_for "$work/log" '"event":"fire-skipped","job":"slow"' 10; then ok "overlap=skip skips a fire that finds the previous run going"; else bad "no overlap skip logged"; fi
+if grep -q '"event":"memory-coordinator".*coordinates this process only' "$work/log"; then ok "the memory coordinator says it is one process only"; else bad "no memory-coordinator warning"; fi
 if grep -q '"event":"run-finished","job":"tick","fire":"tick@' "$work/log"; then ok "JSON lines carry event, job and fire keys"; else bad "JSON log lines: $(head -3 "$work/log")"; fi
 if [[ $(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$port/healthz") == 200 && \
       $(curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$port/readyz") == 200 ]]; then ok "/healthz and /readyz"; else bad "health endpoints"; fi
@@ -149,10 +151,10 @@ mkfifo "$work/stuck"
 exec 3<>"$work/stuck"   # held open, never read: writes block once the pipe is full
 cat >"$work/loud.cron" <<JOBS
 # fleetcron: key=loud
-* * * * * *  head -c 200000 /dev/zero | tr '\\0' x; echo; seq 1 20000; echo run >> $work/loud
+* * * * * *  env > $work/loud.env; head -c 200000 /dev/zero | tr '\\0' x; echo; seq 1 20000; echo run >> $work/loud
 JOBS
 port=$((20000 + RANDOM % 40000))
-"$bin" run --seconds --metrics "127.0.0.1:$port" "$work/loud.cron" 2>"$work/stuck" &
+FLEETCRON_REDIS_PASSWORD=hunter2 "$bin" run --seconds --metrics ":$port" "$work/loud.cron" 2>"$work/stuck" &
 loud_pid=$!
 pids+=("$loud_pid")
 if wait_for "$work/loud" run 10; then
@@ -163,6 +165,12 @@ if wait_for "$work/loud" run 10; then
   else
     bad "runs stopped while stderr was blocked ($before, then $(grep -c run "$work/loud"))"
   fi
+  if grep -q FLEETCRON_JOB_KEY=loud "$work/loud.env" && ! grep -q hunter2 "$work/loud.env"; then
+    ok "the coordinator password variable does not reach the jobs"
+  else
+    bad "job environment: $(grep -c hunter2 "$work/loud.env") password line(s)"
+  fi
+  if ss -ltnH "sport = :$port" | grep -q "127.0.0.1:$port"; then ok "--metrics :PORT listens on loopback only"; else bad "listen: $(ss -ltnH "sport = :$port")"; fi
   dropped=$(curl -s "127.0.0.1:$port/metrics" | awk '/^fleetcron_log_lines_dropped_total/ {print $2}')
   if [[ -n $dropped ]] && ((dropped > 0)); then ok "dropped log lines are counted ($dropped)"; else bad "fleetcron_log_lines_dropped_total: '$dropped'"; fi
 else
@@ -170,6 +178,30 @@ else
 fi
 kill -KILL "$loud_pid" 2>/dev/null; wait "$loud_pid" 2>/dev/null
 exec 3>&-
+
+# The coordinator password from a file or the environment, never argv.
+redis_port=$((20000 + RANDOM % 40000))
+redis-server --port "$redis_port" --bind 127.0.0.1 --requirepass s3cret --save '' --appendonly no >"$work/redis.log" 2>&1 &
+redis_pid=$!
+pids+=("$redis_pid")
+for _ in $(seq 50); do redis-cli -p "$redis_port" -a s3cret --no-auth-warning ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+printf 's3cret\n' >"$work/password"
+if "$bin" status --coordinator "redis://127.0.0.1:$redis_port" --coordinator-password-file "$work/password" >/dev/null; then
+  ok "--coordinator-password-file authenticates"
+else
+  bad "status with a password file failed"
+fi
+if FLEETCRON_REDIS_PASSWORD=s3cret "$bin" status --coordinator "redis://127.0.0.1:$redis_port" >/dev/null; then
+  ok "FLEETCRON_REDIS_PASSWORD authenticates"
+else
+  bad "status with FLEETCRON_REDIS_PASSWORD failed"
+fi
+expect_error "no password: the server's refusal is reported" 1 "NOAUTH" -- status --coordinator "redis://127.0.0.1:$redis_port"
+expect_error "a password twice is refused" 2 "has a password and coordinator password file" -- \
+  status --coordinator "redis://:x@127.0.0.1:$redis_port" --coordinator-password-file "$work/password"
+expect_error "an unreadable password file is named" 2 "coordinator password file $work/none: cannot read" -- \
+  status --coordinator "redis://127.0.0.1:$redis_port" --coordinator-password-file "$work/none"
+kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null
 
 if ((failures > 0)); then
   echo "$failures failure(s)"
