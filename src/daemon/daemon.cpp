@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -133,8 +134,8 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   metrics_.jobs_loaded(file.jobs.size());
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
+  readiness_ = std::thread([this] { check_backend_loop(); });
   if (!settings_.metrics.empty()) {
-    readiness_ = std::thread([this] { check_backend_loop(); });
     metrics_server_ = std::make_unique<MetricsServer>(settings_.metrics, [this] {
       if (coordination_.clock_offset) {
         if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
@@ -174,6 +175,8 @@ void Daemon::check_backend_loop() {
       reachable = false;
     }
     backend_reachable_ = reachable;
+    // As a container's init, orphaned grandchildren of the jobs are ours.
+    if (getpid() == 1) (void)reap_orphans();
     lock.lock();
   }
 }

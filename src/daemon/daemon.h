@@ -58,8 +58,8 @@ class Daemon {
   std::mutex jobs_mutex_;  // guards jobs_
   std::map<std::string, std::pair<EntryId, std::shared_ptr<Runtime>>> jobs_;  // by key
   std::atomic<bool> loaded_{false};
-  // /readyz answers from the latest backend check, made here every second
-  // (not a round trip per request).
+  // Every second: the backend check /readyz answers from (not a round trip
+  // per request) and, as PID 1, reaping orphaned grandchildren of the jobs.
   void check_backend_loop();
   std::atomic<bool> backend_reachable_{false};
   std::mutex readiness_mutex_;  // guards readiness_stop_

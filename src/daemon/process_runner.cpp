@@ -5,12 +5,22 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <vector>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
 #include <optional>
 #include <utility>
 
@@ -89,6 +99,54 @@ class LineReader {
   bool truncated_ = false;
 };
 
+struct ProcessStat {
+  pid_t pid = 0;
+  char state = '?';
+  pid_t parent = 0;
+  pid_t group = 0;
+};
+
+// Calls `visit` for each process in /proc (pid, state, parent, group)
+// until it returns false.
+void for_each_process(const std::function<bool(const ProcessStat&)>& visit) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long id = std::strtol(entry->d_name, &end, 10);
+    if (*end != '\0' || id <= 0) continue;
+    std::ifstream file(fmt::format("/proc/{}/stat", id));
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const auto close_paren = text.rfind(')');  // the command name may hold anything
+    if (close_paren == std::string::npos || close_paren + 2 >= text.size()) continue;
+    std::istringstream fields(text.substr(close_paren + 2));
+    ProcessStat stat;
+    stat.pid = static_cast<pid_t>(id);
+    long parent = 0, group = 0;
+    fields >> stat.state >> parent >> group;
+    stat.parent = static_cast<pid_t>(parent);
+    stat.group = static_cast<pid_t>(group);
+    if (!visit(stat)) break;
+  }
+  closedir(proc);
+}
+
+// Whether the group still has a live member besides its leader (a zombie
+// kept by the runner, so `kill(-pgid, 0)` alone would always succeed).
+bool group_has_others(pid_t pgid) {
+  if (kill(-pgid, 0) != 0) return false;
+  bool found = false;
+  for_each_process([&](const ProcessStat& process) {
+    found = process.group == pgid && process.pid != pgid && process.state != 'Z';
+    return !found;
+  });
+  return found;
+}
+
+// The shells the runner waits for: reap_orphans() leaves them alone.
+std::mutex owned_mutex;
+std::set<pid_t> owned;  // guarded by owned_mutex
+
 }  // namespace
 
 std::string CommandResult::describe() const {
@@ -141,7 +199,10 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   for (auto& entry : environment) envp.push_back(entry.data());
   envp.push_back(nullptr);
   pid_t pid = -1;
+  std::unique_lock owning(owned_mutex);  // spawned and owned at once: reap_orphans() never takes it
   const int spawn_error = posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv.data(), envp.data());
+  if (spawn_error == 0) owned.insert(pid);
+  owning.unlock();
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   out_write.reset();
@@ -157,6 +218,9 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   if (spec.timeout > std::chrono::nanoseconds::zero()) deadline = started + spec.timeout;
   std::optional<Clock::time_point> kill_at;        // SIGKILL after SIGTERM
   std::optional<Clock::time_point> drain_until;    // main process gone
+  // The shell is waited for with WNOWAIT: it stays a zombie, so its PID —
+  // the group's ID — cannot be reused, and kill(-pid) can never reach an
+  // unrelated group. It is reaped at the end, after the last signal.
   bool out_open = true, err_open = true, reaped = false;
   int status = 0;
   auto terminate = [&] {
@@ -167,9 +231,10 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   std::array<char, 8192> buffer{};
   while (!reaped || ((out_open || err_open) && Clock::now() < *drain_until)) {
     if (!reaped) {
-      const pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid) {
-        reaped = true;
+      siginfo_t info{};
+      const int waited = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+      if ((waited == 0 && info.si_pid == pid) || (waited < 0 && errno == ECHILD)) {
+        reaped = true;  // exited (a zombie until the end)
         drain_until = Clock::now() + drain_after_exit;
         continue;
       }
@@ -204,8 +269,14 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   // Ended by us (timeout or stop) but the group may outlive its shell: the
   // rest of it gets SIGKILL when the grace ends.
   if (kill_at && *kill_at != Clock::time_point::max()) {
-    while (Clock::now() < *kill_at && kill(-pid, 0) == 0) poll(nullptr, 0, 20);
+    while (Clock::now() < *kill_at && group_has_others(pid)) poll(nullptr, 0, 20);
     kill(-pid, SIGKILL);
+  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  {
+    std::lock_guard guard(owned_mutex);
+    owned.erase(pid);
   }
   out.finish();
   err.finish();
@@ -213,6 +284,21 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   result.duration = Clock::now() - started;
   return result;
+}
+
+std::size_t reap_orphans() {
+  const pid_t self = getpid();
+  std::vector<pid_t> zombies;
+  for_each_process([&](const ProcessStat& process) {
+    if (process.parent == self && process.state == 'Z') zombies.push_back(process.pid);
+    return true;
+  });
+  std::size_t reaped = 0;
+  std::lock_guard guard(owned_mutex);  // a run's shell is reaped by its run
+  for (const pid_t zombie : zombies) {
+    if (!owned.contains(zombie) && waitpid(zombie, nullptr, WNOHANG) == zombie) ++reaped;
+  }
+  return reaped;
 }
 
 }  // namespace fleetcron::daemon

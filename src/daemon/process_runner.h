@@ -49,4 +49,9 @@ using OutputSink = std::function<void(std::string_view stream, std::string_view 
 /// read. Never throws for a command that fails or cannot start.
 [[nodiscard]] CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink);
 
+/// Reaps zombie children that no run owns: the orphaned grandchildren a
+/// daemon running as PID 1 (a container's init) inherits. Runs' own shells
+/// are left to their runs. Returns how many were reaped.
+std::size_t reap_orphans();
+
 }  // namespace fleetcron::daemon

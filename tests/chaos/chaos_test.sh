@@ -83,6 +83,11 @@ while (($(date +%s) < started + duration - 8)); do
     server_restarted=1
   else
     victim=$((RANDOM % 3))
+    # A daemon that died on its own is a finding, not a fault to inject.
+    for r in 0 1 2; do
+      kill -0 "${daemon_pids[$r]}" 2>/dev/null ||
+        fail "daemon $r exited on its own ($(wait "${daemon_pids[$r]}" 2>/dev/null; echo "status $?"))"
+    done
     if ((RANDOM % 2 == 0)); then
       note "kill $victim"
       kill -KILL "${daemon_pids[$victim]}"

@@ -1,6 +1,7 @@
 // The process runner with real /bin/sh processes.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -139,6 +140,36 @@ TEST(ProcessRunner, OutputIsBoundedPerLineAndPerRun) {
   EXPECT_EQ(output.lines[0], "stdout: " + std::string(100, 'x') + " [line truncated]");
   EXPECT_LE(result.output_bytes, 2000u);
   EXPECT_GT(result.dropped_bytes, 490'000u);  // 100,000 lines of "line\n", almost all dropped
+}
+
+// As a container's PID 1 the daemon inherits the jobs' orphaned
+// grandchildren; reap_orphans() reaps those and never a run's own shell.
+// (Here the test process is made a child subreaper: it inherits them the
+// same way.)
+TEST(ProcessRunner, OrphanedGrandchildrenAreReapedAndRunsKeepTheirStatus) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  Output output;
+  // The subshell exits at once; its background child outlives it, orphaned.
+  const auto result = run_command(spec("(sleep 0.2 &) ; exit 4"), {}, output.sink());
+  EXPECT_EQ(result.exit_code, 4);  // the run's own status, not taken by a reaper
+  std::size_t reaped = 0;
+  for (int i = 0; i < 300 && reaped == 0; ++i) {
+    reaped += reap_orphans();
+    if (reaped == 0) std::this_thread::sleep_for(10ms);  // the orphan's sleep must end first
+  }
+  EXPECT_EQ(reaped, 1u);
+  EXPECT_EQ(reap_orphans(), 0u);
+  // A run in progress is never reaped behind its back.
+  std::thread reaper([] {
+    for (int i = 0; i < 50; ++i) {
+      (void)reap_orphans();
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  const auto quick = run_command(spec("exit 7"), {}, output.sink());
+  reaper.join();
+  EXPECT_EQ(quick.exit_code, 7);
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
 }
 
 TEST(ProcessRunner, ACommandThatCannotStartIsAFailedResultNotACrash) {

@@ -124,9 +124,11 @@ every_keys=$(awk '{print $1}' "$every_journal" | sort -u | wc -l)
 misaligned=$(awk '{print $1}' "$every_journal" | grep -Evc '^ev@[0-9-]+T[0-9:]+[02468]Z$' || true)
 ((every_runs > 0 && every_runs == every_keys && misaligned == 0)) ||
   fail "@every 2s: $every_runs runs, $every_keys distinct fire keys, $misaligned not on an even second: $(head -5 "$every_journal")"
-expected_every=$(((ended - started) / 2))
-((every_runs >= expected_every - 4 && every_runs <= expected_every + 1)) ||
-  fail "@every 2s ran $every_runs times in $((ended - started))s (want about $expected_every)"
+if [[ $mode == claim ]]; then  # leader mode has failover gaps; its coverage is checked below for every job
+  expected_every=$(((ended - started) / 2))
+  ((every_runs >= expected_every - 4 && every_runs <= expected_every + 1)) ||
+    fail "@every 2s ran $every_runs times in $((ended - started))s (want about $expected_every)"
+fi
 
 # 2. Coverage: every second in the window, all ten jobs (claim), or one
 #    replica per second (leader); losses only where explained.
