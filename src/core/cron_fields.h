@@ -20,6 +20,8 @@ struct CronFields {
   /// The day field's terms include `*` or `?` (so `*/2` counts): Vixie rule.
   bool day_of_month_star = false;
   bool day_of_week_star = false;
+  /// The hour field starts with `*` (`*`, `*/2`): periodic for the DST rules.
+  bool hour_star = false;
 
   // Quartz day-of-month tokens.
   bool last_day = false;               ///< L
@@ -40,8 +42,9 @@ struct CronFields {
   /// Computes the derived members; call once after setting the fields.
   void finish() noexcept;
 
-  /// True when the hour field matches every hour (a periodic spec).
-  [[nodiscard]] bool every_hour() const noexcept { return hours == all_hours; }
+  /// True when the hour field matches every hour or starts with `*` (`*/2`,
+  /// as Vixie cron): a periodic spec, which keeps absolute time through DST.
+  [[nodiscard]] bool every_hour() const noexcept { return hours == all_hours || hour_star; }
 };
 
 /// The days (bits 1..31) of `month` in `year` that match the day fields.

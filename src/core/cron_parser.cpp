@@ -202,6 +202,9 @@ class SpecParser {
     for (std::size_t i = 0; i < count; ++i) {
       const auto field = static_cast<Field>(i + first);
       parse_field(field, tokens[i], fields);
+      // Vixie cron's HR_STAR: an hour field that starts with '*' (`*/2`)
+      // is a wildcard for the daylight-saving rules.
+      if (field == Field::hour && tokens[i].text.starts_with('*')) fields.hour_star = true;
     }
     fields.finish();
     return std::make_shared<detail::CronSchedule>(std::string(spec_), fields, zone, options_.dst);
@@ -242,12 +245,18 @@ class SpecParser {
     unsigned high = info.max;
     bool star = false;
     const std::size_t range_pos = pos_;
+    // Day-of-week: 7 is Sunday as a single value or a range end only; `*`
+    // and `n/step` run to 6 (Vixie cron, cronie): `1/2` is Mon, Wed, Fri.
+    const unsigned open_end = field == Field::day_of_week ? 6 : info.max;
     if (peek() == '*' || peek() == '?') {
-      if (peek() == '?' && field != Field::day_of_month && field != Field::day_of_week) {
+      const bool question = peek() == '?';
+      if (question && field != Field::day_of_month && field != Field::day_of_week) {
         fail(info.name, pos_, "'?' is only allowed in day-of-month and day-of-week");
       }
       star = true;
+      high = open_end;
       ++pos_;
+      if (question && peek() == '/') fail(info.name, pos_, "'?' takes no step (it means \"no specific value\")");
     } else {
       low = read_value(field);
       high = low;
@@ -256,7 +265,10 @@ class SpecParser {
         high = read_value(field);
         if (low > high) fail(info.name, range_pos, fmt::format("beginning of range {} beyond end {}", low, high));
       } else if (peek() == '/') {
-        high = info.max;  // n/step runs from n to the field's maximum
+        if (field == Field::day_of_week && low == 7) {
+          fail(info.name, range_pos, "7 (Sunday) cannot start a step: write 0/step");
+        }
+        high = open_end;  // n/step runs from n to the field's maximum
       }
     }
     unsigned step = 1;
@@ -265,9 +277,8 @@ class SpecParser {
       const std::size_t step_pos = pos_;
       step = read_number(field);
       if (step == 0) fail(info.name, step_pos, "step 0: a step must be at least 1");
-      if (step > info.max - info.min) {
-        fail(info.name, step_pos, fmt::format("step {} above maximum {}", step, info.max - info.min));
-      }
+      // A step as large as the range or larger fires at the start only
+      // (`*/60` in minutes is minute 0), as Vixie cron does.
     }
     if (pos_ != term_end_) fail_unexpected(field);
     set_range(field, low, high, step, fields);

@@ -10,9 +10,9 @@ namespace {
 
 using namespace std::chrono;
 
-// More periods than any zone has in 6 years (real zones have at most ~4 a
-// year); reaching it means corrupt rules, and next() answers "none".
-constexpr int max_periods_searched = 256;
+// More periods than any zone has in the search horizon (real zones have at
+// most ~4 a year); reaching it means corrupt rules, and next() answers "none".
+constexpr int max_periods_searched = 4 * (search_horizon_years + 1) + 16;
 
 // The first local second of the year after the search horizon.
 std::int64_t horizon_local_s(std::int64_t local_s) {

@@ -36,6 +36,9 @@ class CronSchedule final : public Schedule {
 };
 
 /// How many calendar years past the year of `after` next() searches.
-inline constexpr int search_horizon_years = 5;
+/// 50: every instant a spec can have is found — 29 February on a given
+/// weekday recurs at most 40 years apart across 2100 (not a leap year),
+/// 29 February alone 8 (2096, 2104).
+inline constexpr int search_horizon_years = 50;
 
 }  // namespace fleetcron::detail

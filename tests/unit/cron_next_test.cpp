@@ -82,14 +82,20 @@ TEST(CronNext, QuartzNthAndLastWeekday) {
             (Strings{"2026-01-25T00:00:00Z", "2026-02-01T00:00:00Z", "2026-02-22T00:00:00Z"}));
 }
 
-TEST(CronNext, LeapDaysAndTheFiveYearHorizon) {
+TEST(CronNext, LeapDaysAndTheHorizonFindEveryInstantASpecCanHave) {
   EXPECT_EQ(fires("0 0 29 2 *", "2026-01-01T00:00:00Z", 2), (Strings{"2028-02-29T00:00:00Z", "2032-02-29T00:00:00Z"}));
   const auto never = parse_schedule("0 0 30 2 *");
   EXPECT_EQ(never->next(at("2026-01-01T00:00:00Z")), std::nullopt);
-  // Within the horizon (the year of `after` plus five) but not beyond it.
+  // Review: 2100 is no leap year, so from 2096-03-01 the next 29 February
+  // is 2104's; and 29 February on a Sunday (a `*` day-of-week field with a
+  // step: both day fields must match) from 2026 is 2032's. A five-year
+  // horizon answered "none" to both.
+  EXPECT_EQ(parse_schedule("0 0 29 2 *")->next(at("2096-03-01T00:00:00Z")), at("2104-02-29T00:00:00Z"));
+  EXPECT_EQ(parse_schedule("0 0 29 2 */7")->next(at("2026-01-01T00:00:00Z")), at("2032-02-29T00:00:00Z"));
   const auto fifth_monday_feb = parse_schedule("0 0 ? 2 1#5");
   EXPECT_EQ(fifth_monday_feb->next(at("2040-01-01T00:00:00Z")), at("2044-02-29T00:00:00Z"));
-  EXPECT_EQ(fifth_monday_feb->next(at("2038-01-01T00:00:00Z")), std::nullopt);
+  EXPECT_EQ(fifth_monday_feb->next(at("2038-01-01T00:00:00Z")), at("2044-02-29T00:00:00Z"));
+  EXPECT_EQ(fifth_monday_feb->next(at("2044-03-01T00:00:00Z")), at("2072-02-29T00:00:00Z"));
 }
 
 TEST(CronNext, OutsideTheSupportedRangeIsNone) {

@@ -56,6 +56,14 @@ TEST(CronParser, SevenIsSunday) {
   EXPECT_EQ(fields_of(parse_schedule("0 0 * * 7")).days_of_week, bits({0}));
   EXPECT_EQ(fields_of(parse_schedule("0 0 * * 5-7")).days_of_week, bits({0, 5, 6}));
   EXPECT_EQ(fields_of(parse_schedule("0 0 * * 0-7")).days_of_week, 0x7F);
+  // Vixie cron and cronie: a day-of-week step runs to 6, not 7 (Sunday).
+  EXPECT_EQ(fields_of(parse_schedule("0 0 * * 1/2")).days_of_week, bits({1, 3, 5}));
+  EXPECT_EQ(fields_of(parse_schedule("0 0 * * */2")).days_of_week, bits({0, 2, 4, 6}));
+  EXPECT_EQ(fields_of(parse_schedule("0 0 * * 1-7/2")).days_of_week, bits({0, 1, 3, 5}));  // 7 as a range end
+  // A step as large as the range fires at the start only.
+  EXPECT_EQ(fields_of(parse_schedule("*/60 * * * *")).minutes, bits({0}));
+  EXPECT_EQ(fields_of(parse_schedule("0 */24 * * *")).hours, bits({0}));
+  EXPECT_EQ(fields_of(parse_schedule("0 5/30 * * *")).hours, bits({5}));
 }
 
 TEST(CronParser, QuestionMarkIsStarInDayFields) {
@@ -197,8 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"0 0 * * fri-mon", none, "day-of-week", 8, "beginning of range 5 beyond end 1"},
         // steps
         BadSpec{"*/0 * * * *", none, "minute", 2, "step 0: a step must be at least 1"},
-        BadSpec{"*/60 * * * *", none, "minute", 2, "step 60 above maximum 59"},
-        BadSpec{"0 */24 * * *", none, "hour", 4, "step 24 above maximum 23"},
+        BadSpec{"0 0 * * 7/1", none, "day-of-week", 8, "7 (Sunday) cannot start a step: write 0/step"},
+        BadSpec{"0 0 ? * ?/2", none, "day-of-week", 9, "'?' takes no step (it means \"no specific value\")"},
         BadSpec{"*/ * * * *", none, "minute", 2, "expected a number"},
         BadSpec{"*/x * * * *", none, "minute", 2,
                 "unexpected character 'x': names are only allowed in month and day-of-week"},

@@ -39,7 +39,10 @@ struct OracleSpec {
   std::vector<std::pair<int, int>> nth_weekday;  // (weekday, occurrence)
   std::vector<int> last_of_weekday;
 
+  bool hour_star = false;  // the hour field starts with '*': periodic (Vixie cron's HR_STAR)
+
   bool every_hour() const {
+    if (hour_star) return true;
     for (bool h : hour) {
       if (!h) return false;
     }
@@ -97,9 +100,10 @@ class SpecGenerator {
   // A comma list of 1–3 terms; `star_probability` of a lone `*`.
   template <std::size_t N>
   std::string numeric_field(std::array<bool, N>& set, int lo, int hi, double star_probability,
-                            const std::vector<std::string>& names, bool* star) {
+                            const std::vector<std::string>& names, bool* star, int open_hi = -1) {
+    if (open_hi < 0) open_hi = hi;
     if (chance(star_probability)) {
-      for (int v = lo; v <= hi; ++v) set[std::size_t(v % int(N))] = true;
+      for (int v = lo; v <= open_hi; ++v) set[std::size_t(v % int(N))] = true;
       if (star) *star = true;
       return "*";
     }
@@ -107,14 +111,16 @@ class SpecGenerator {
     std::string text;
     for (int t = 0; t < terms; ++t) {
       if (t) text += ",";
-      text += numeric_term(set, lo, hi, names, star);
+      text += numeric_term(set, lo, hi, names, star, open_hi);
     }
     return text;
   }
 
   template <std::size_t N>
+  // `open_hi`: where `*` and `n/step` end (day-of-week: 6; 7 is Sunday
+  // only as a single value or a range end).
   std::string numeric_term(std::array<bool, N>& set, int lo, int hi, const std::vector<std::string>& names,
-                           bool* star) {
+                           bool* star, int open_hi) {
     auto mark = [&](int a, int b, int step) {
       for (int v = a; v <= b; v += step) set[std::size_t(v % int(N))] = true;
     };
@@ -125,9 +131,13 @@ class SpecGenerator {
       case 0: mark(a, a, 1); return value_text(a, names);
       case 1: mark(a, b, 1); return value_text(a, names) + "-" + value_text(b, names);
       case 2: mark(a, b, step); return value_text(a, names) + "-" + value_text(b, names) + "/" + std::to_string(step);
-      case 3: mark(a, hi, step); return value_text(a, names) + "/" + std::to_string(step);
+      case 3: {
+        const int start = std::min(a, open_hi);
+        mark(start, open_hi, step);
+        return value_text(start, names) + "/" + std::to_string(step);
+      }
       default:
-        mark(lo, hi, step);
+        mark(lo, open_hi, step);
         if (star) *star = true;
         return "*/" + std::to_string(step);
     }
@@ -136,7 +146,11 @@ class SpecGenerator {
   // Restricted hours favour 0–4, where the test zones change offsets.
   std::string hour_field(OracleSpec& spec) {
     if (chance(0.4)) return numeric_field(spec.hour, 0, 23, 1.0, {}, nullptr);
-    if (chance(0.3)) return numeric_field(spec.hour, 0, 23, 0.0, {}, nullptr);
+    if (chance(0.3)) {
+      std::string text = numeric_field(spec.hour, 0, 23, 0.0, {}, nullptr);
+      spec.hour_star = text.starts_with('*');
+      return text;
+    }
     std::string text;
     const int terms = uniform(1, 3);
     for (int t = 0; t < terms; ++t) {
@@ -173,13 +187,13 @@ class SpecGenerator {
   }
 
   std::string day_of_week_field(OracleSpec& spec) {
-    if (chance(0.55)) return numeric_field(spec.day_of_week, 0, 6, 1.0, {}, &spec.day_of_week_star);
+    if (chance(0.55)) return numeric_field(spec.day_of_week, 0, 6, 1.0, {}, &spec.day_of_week_star, 6);
     if (chance(0.1)) {
       spec.day_of_week.fill(true);
       spec.day_of_week_star = true;
       return "?";
     }
-    if (chance(0.7)) return numeric_field(spec.day_of_week, 0, 7, 0.0, weekday_names(), &spec.day_of_week_star);
+    if (chance(0.7)) return numeric_field(spec.day_of_week, 0, 7, 0.0, weekday_names(), &spec.day_of_week_star, 6);
     const int w = uniform(0, 6);
     if (chance(0.5)) {
       spec.last_of_weekday.push_back(w);

@@ -27,6 +27,18 @@ TEST(DstNewYork, GapShiftFiresOnceAtTheEndOfTheGap) {
   EXPECT_EQ(fires("0 3 * * *", "2026-03-07T12:00:00Z", 1, ny), Strings{"2026-03-08T03:00:00-04:00"});
 }
 
+// Vixie cron: an hour field that starts with '*' (`*/2`) is a wildcard for
+// the DST rules, so the schedule keeps absolute time: 02:00 does not exist
+// that night and nothing is shifted to 03:00 (review finding).
+TEST(DstNewYork, AnHourFieldStartingWithAStarKeepsAbsoluteTime) {
+  const auto ny = in_zone("America/New_York", shift_first);
+  EXPECT_EQ(fires("0 */2 * * *", "2026-03-08T04:30:00Z", 3, ny),
+            (Strings{"2026-03-08T00:00:00-05:00", "2026-03-08T04:00:00-04:00", "2026-03-08T06:00:00-04:00"}));
+  // Not starting with '*': restricted, the gap shifts as before.
+  EXPECT_EQ(fires("0 0-23/2 * * *", "2026-03-08T04:30:00Z", 3, ny),
+            (Strings{"2026-03-08T00:00:00-05:00", "2026-03-08T03:00:00-04:00", "2026-03-08T04:00:00-04:00"}));
+}
+
 // Regression (review): from the last second before the jump, from_s is the
 // transition itself and the shifted fire was lost.
 TEST(DstNewYork, ShiftedFireFromTheLastSecondBeforeTheGap) {
