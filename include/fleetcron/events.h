@@ -130,6 +130,14 @@ struct QueueDepthEvent {
   std::size_t queued = 0;
   std::size_t running = 0;
 };
+/// This replica led, but its claims kept failing (errors, clock skew) for
+/// `failing_for`: it stopped leading (Elector::set_liveness) and stays out
+/// of the election for `hold`, so a replica that can claim takes over.
+struct LeadershipStepDownEvent {
+  std::chrono::nanoseconds failing_for{0};
+  std::chrono::nanoseconds hold{0};
+  std::string last_error;
+};
 /// Observers could not keep up; `dropped` events were discarded so far.
 /// The recorder gets one per dropped event; the observers get one when the
 /// queue has room again, before the events that follow the gap.
@@ -138,7 +146,8 @@ struct ObserverDropEvent {
 };
 
 using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, MissedFireEvent, RejectedFireEvent,
-                           CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent>;
+                           CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent,
+                           LeadershipStepDownEvent>;
 
 /// Receives events. Observers run on one background thread, in order, fed
 /// by a bounded queue that drops (and counts) rather than block the

@@ -312,6 +312,7 @@ void Scheduler::Impl::claim_decided(std::vector<Fire>& batch, const std::vector<
   for (std::size_t k = 0; k < claiming.size(); ++k) {
     Fire& fire = batch[claiming[k]];
     ClaimResult& claim = results[k];
+    if (fire.decided->leader_gated) note_leader_claim(claim);
     if (claim.status == ClaimResult::Status::claimed) {
       // Checked again on the answer: a claim written after the window
       // (a slow store, a pause between the check and the request) may
@@ -434,6 +435,25 @@ void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
   }
   if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
   request_stop_where([term](const Run& run) { return run.leader_gated && run.term <= term; }, false);
+}
+
+void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
+  const bool failed = claim.status == ClaimResult::Status::error || claim.status == ClaimResult::Status::clock_skew;
+  if (!failed) {
+    claims_failing_since_.store(0, std::memory_order_relaxed);
+    return;
+  }
+  const auto now = clock_->steady_now().time_since_epoch().count();
+  Clock::SteadyTime::rep since = 0;
+  if (claims_failing_since_.compare_exchange_strong(since, now, std::memory_order_relaxed)) return;  // the first
+  const std::chrono::nanoseconds failing_for{now - since};
+  if (failing_for < claim_failure_step_down || now < stepped_down_until_.load(std::memory_order_relaxed)) return;
+  if (!claims_failing_since_.compare_exchange_strong(since, 0, std::memory_order_relaxed)) return;  // another worker did
+  stepped_down_until_.store(now + step_down_hold.count(), std::memory_order_relaxed);
+  log(LogLevel::error, fmt::format("leading, but every claim failed for {} (last: {}): stepping down, out of the "
+                                   "election for {}, so a replica that can claim leads",
+                                   format_duration(failing_for), claim.error, format_duration(step_down_hold)));
+  publish(LeadershipStepDownEvent{failing_for, step_down_hold, claim.error});
 }
 
 bool Scheduler::Impl::term_lost_locked(std::uint64_t term) const {
@@ -576,6 +596,7 @@ void Scheduler::Impl::execute(Fire& fire) {
       } catch (...) {
         claim = ClaimResult::failed(describe_exception(std::current_exception()));
       }
+      if (decision.leader_gated) note_leader_claim(claim);
       if (claim.status != ClaimResult::Status::claimed) return skip(skip_reason_of(claim.status), std::move(claim.error));
       if (std::string stale = staleness(clock_->now(), fire.scheduled_at, *settings.claimer); !stale.empty()) {
         return skip(SkipReason::stale, "claimed, but " + stale);  // see decide_batch()

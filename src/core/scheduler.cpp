@@ -427,6 +427,11 @@ void Scheduler::Impl::loop_main() {
 
 // ---- lifecycle ----------------------------------------------------------
 
+bool Scheduler::Impl::fit_to_lead() const {
+  const auto now = clock_->steady_now().time_since_epoch().count();
+  return loop_alive() && now >= stepped_down_until_.load(std::memory_order_relaxed);
+}
+
 bool Scheduler::Impl::loop_alive() const {
   const Clock::SteadyTime beat{Clock::SteadyTime::duration{loop_beat_.load(std::memory_order_relaxed)}};
   return clock_->steady_now() - beat <= liveness_bound;
@@ -445,7 +450,7 @@ void Scheduler::Impl::start() {
     loop_beat_.store(clock_->steady_now().time_since_epoch().count(), std::memory_order_relaxed);
     options_.elector->set_liveness([guard = leadership_guard_] {
       std::lock_guard hold(guard->mutex);
-      return guard->impl != nullptr && guard->impl->loop_alive();
+      return guard->impl != nullptr && guard->impl->fit_to_lead();
     });
   }
   state_ = State::running;

@@ -218,8 +218,18 @@ class Scheduler::Impl {
   /// Steady time (ns) of the loop's latest pass; it passes at least every
   /// max_loop_sleep while running.
   std::atomic<Clock::SteadyTime::rep> loop_beat_{0};
-  /// Whether the loop passed within liveness_bound (Elector::set_liveness).
+  /// Whether the loop passed within liveness_bound.
   bool loop_alive() const;
+  /// What Elector::set_liveness() reports: the loop passes, and this
+  /// replica is not stepping down after its leader-gated claims kept failing.
+  bool fit_to_lead() const;
+  /// Tracks the answers to leader-gated claims (both mode); steps down when
+  /// errors and clock-skew refusals last claim_failure_step_down.
+  void note_leader_claim(const ClaimResult& claim);
+  std::atomic<Clock::SteadyTime::rep> claims_failing_since_{0};  // 0: the latest answer was a real one
+  std::atomic<Clock::SteadyTime::rep> stepped_down_until_{0};
+  static constexpr std::chrono::nanoseconds claim_failure_step_down = std::chrono::seconds{5};
+  static constexpr std::chrono::nanoseconds step_down_hold = std::chrono::seconds{30};
   /// Pops due entries, applies the missed-fire policy, plans next fires.
   void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
                    std::vector<std::string>& warnings);

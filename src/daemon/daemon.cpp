@@ -42,6 +42,8 @@ class EventCounter final : public Observer {
       metrics_.cancelled(cancelled->reason, cancelled->claimed);
     } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
       metrics_.events_dropped(dropped->dropped);
+    } else if (std::holds_alternative<LeadershipStepDownEvent>(event)) {
+      metrics_.step_down();  // the scheduler's logger has logged it
     }
   }
 

@@ -63,6 +63,7 @@ void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
 void Metrics::cancelled(CancelReason reason, bool claimed) {
   cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
 }
+void Metrics::step_down() { step_downs_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::events_dropped(std::uint64_t total) {
   auto seen = events_dropped_.load(std::memory_order_relaxed);
   while (seen < total && !events_dropped_.compare_exchange_weak(seen, total, std::memory_order_relaxed)) {
@@ -99,6 +100,9 @@ std::string Metrics::render() const {
                          claimed ? "true" : "false", cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1u : 0u].load());
     }
   }
+  metric("fleetcron_leadership_step_downs_total", "counter",
+         "Times this replica stopped leading because its claims kept failing (both coordination).");
+  out += fmt::format("fleetcron_leadership_step_downs_total {}\n", step_downs_.load());
   metric("fleetcron_events_dropped_total", "counter", "Scheduler events the log observer could not keep up with.");
   out += fmt::format("fleetcron_events_dropped_total {}\n", events_dropped_.load());
   metric("fleetcron_missed_fires_total", "counter", "Fires missed (late beyond tolerance), by count.");

@@ -232,22 +232,21 @@ void Elector::keep_alive_main() {
       stalled = true;
     }
     if (stalled) {
-      // The scheduler is wedged: a leader that renews now would keep the
-      // fleet without one. The local deadline demotes us if it lasts.
-      answer = Leadership::failed("the scheduler loop is not making progress: lease not renewed");
+      // The scheduler cannot run fires (its loop is wedged, or its claims
+      // keep failing): a leader that renews now keeps the fleet without
+      // one. Free the lease at once, and do not campaign while it lasts.
+      bool leading = false;
+      {
+        std::lock_guard guard(mutex_);
+        leading = leader_;
+      }
+      if (leading) release_lease();
+      answer = Leadership::failed("this replica cannot run fires now (the scheduler said so): not leading");
     } else {
       answer = campaign();  // never throws: failures are answers
     }
     lock.lock();
-    if (stalled) {
-      last_error_ = answer.error;
-      if (leader_ && clock_->steady_now() >= valid_until_) {
-        const std::uint64_t lost = demote_locked();
-        lock.unlock();
-        notify_lost(lost);
-        lock.lock();
-      }
-    }
+    if (stalled) last_error_ = answer.error;
     if (stopping_) break;
     // Renew at a third of the TTL (at most half the local validity, so a
     // large renew_margin still renews before its deadline); retry sooner
@@ -266,6 +265,10 @@ void Elector::resign() {
     resigned_ = true;  // first: no is_leader() campaigns from here on
   }
   stop_keep_alive();
+  release_lease();
+}
+
+void Elector::release_lease() {
   std::unique_lock one_at_a_time(campaign_mutex_);
   std::string error;
   try {

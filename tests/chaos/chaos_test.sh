@@ -72,7 +72,11 @@ echo "chaos: 3 daemons on $backend ($mode), ${duration}s, seed $seed; work $work
 # at about 60 % of the run.
 server_restart_at=$((started + duration * 6 / 10))
 server_restarted=0
-next=$((started + 8))
+# Faults start once the fleet runs: a first leader paused or killed before
+# it ran anything would push the first run past the failover bound (the
+# check below), a property of the seed rather than of the daemons.
+while [[ ! -s $journal ]] && (($(date +%s) < started + failover)); do sleep 0.2; done
+next=$(($(date +%s) + 3))
 while (($(date +%s) < started + duration - 8)); do
   wait_until "$next"
   now=$(date +%s)

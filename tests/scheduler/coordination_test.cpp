@@ -602,6 +602,41 @@ TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
   EXPECT_FALSE(elector->alive());  // stopped: nothing to renew for
 }
 
+TEST(Coordination, ALeaderWhoseClaimsKeepFailingStepsDown) {
+  // Review finding (both mode): a leader whose clock was beyond the skew
+  // guard kept the lease while every claim it made was refused, and
+  // nothing ran anywhere. After claim_failure_step_down of failures it
+  // reports itself unfit, so its elector frees the lease (RedisElector…).
+  struct Skewed final : Claimer {
+    ClaimResult claim(std::string_view) override { return ClaimResult::skewed("local clock 10m ahead"); }
+  };
+  struct Probe final : Elector {
+    Leadership is_leader() override { return Leadership::leader(3); }
+    void set_liveness(std::function<bool()> callback) override { fit = std::move(callback); }
+    std::function<bool()> fit;
+  };
+  Harness h;
+  auto elector = std::make_shared<Probe>();
+  auto options = h.options();
+  options.elector = elector;
+  options.claimer = std::make_shared<Skewed>();
+  options.seconds_field = true;
+  Scheduler s(options);
+  s.add("* * * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "k"});
+  s.start();
+  h.advance(1s, 3, [&] { return h.log->count<SkippedFireEvent>() >= 1; });
+  EXPECT_TRUE(elector->fit());  // failing for 2 s: not yet
+  h.advance(1s, 4, [] { return true; });
+  ASSERT_TRUE(h.log->wait_count<LeadershipStepDownEvent>(1));
+  EXPECT_FALSE(elector->fit());
+  const auto step = h.log->all<LeadershipStepDownEvent>().front();
+  EXPECT_GE(step.failing_for, 5s);
+  EXPECT_EQ(step.last_error, "local clock 10m ahead");
+  h.clock->advance(31s);  // the hold ends: it may campaign again
+  EXPECT_TRUE(Harness::eventually([&] { return elector->fit(); }));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(Coordination, OnlyTheTermThatWasLostIsRefused) {
   // Review finding: every term up to the highest lost one was refused, so
   // after a NATS leader bucket was recreated (revisions, hence terms, start

@@ -87,8 +87,9 @@ class Elector final : public fleetcron::Elector {
   /// thread. For good: is_leader() then answers follower without a round
   /// trip (a draining scheduler must not take the lease back).
   void resign() override;
-  /// With keep_alive, a renewal or campaign is skipped while `alive()` is
-  /// false: the lease then ends at its local deadline (within the TTL).
+  /// With keep_alive, while `alive()` is false a leader frees the lease at
+  /// once (compare-and-delete, as resign() but not for good) and nobody
+  /// campaigns: another replica leads within a follower poll.
   void set_liveness(std::function<bool()> alive) override;
 
   [[nodiscard]] const std::string& identity() const noexcept { return identity_; }
@@ -96,6 +97,8 @@ class Elector final : public fleetcron::Elector {
   [[nodiscard]] const ElectorOptions& options() const noexcept { return options_; }
 
  private:
+  /// Deletes the lease if we hold it, demotes, reports the loss.
+  void release_lease();
   Leadership campaign();
   void keep_alive_main();
   void stop_keep_alive();
