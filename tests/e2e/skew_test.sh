@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A leader that cannot claim: three `fleetcron run` daemons in both mode on
+# a real redis-server; the first one starts alone, with its wall clock
+# 10 minutes ahead (libfaketime; steady time untouched), and takes the
+# lease. Every claim it makes is refused for clock skew. It must step down
+# within claim_failure_step_down (5 s) so that a replica that can claim
+# leads; the review saw nothing run anywhere while it kept the lease.
+#
+#   skew_test.sh FLEETCRON_BINARY
+set -euo pipefail
+binary=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/fleet_jobs.sh"
+work=$(mktemp -d /tmp/fleetcron-skew.XXXXXX)
+daemon_pids=()
+cleanup() {
+  local pid
+  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_servers
+  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
+fail() { echo "FAIL: $*"; for f in "$work"/replica*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
+command -v faketime >/dev/null || fail "faketime is not installed (scripts/deps.sh installs it)"
+
+start_redis
+journal=$work/journal
+: >"$journal"
+write_fleet_jobs "$work/jobs.cron" "$journal"
+start_daemon() {  # replica number, then a command prefix (faketime) if any
+  local replica=$1
+  shift
+  REPLICA=$replica "$@" "$binary" run --seconds "$work/jobs.cron" --coordinator "$FLEETCRON_TEST_REDIS_URL" \
+    --coordination both --leader-ttl 3s --claim-ttl 10s --log-format json >"$work/replica$replica.log" 2>&1 &
+  daemon_pids[$replica]=$!
+}
+leader() { redis-cli -u "$FLEETCRON_TEST_REDIS_URL" GET cron:leader 2>/dev/null | tr -d '\r'; }
+
+# Replica 0, 10 minutes ahead, alone: it takes the lease.
+start_daemon 0 env FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f '+10m'
+deadline=$((SECONDS + 10))
+while [[ -z $(leader) ]] && ((SECONDS < deadline)); do sleep 0.1; done
+skewed_leader=$(leader)
+[[ -n $skewed_leader ]] || fail "the skewed replica never took the lease"
+start_daemon 1
+start_daemon 2
+joined=$SECONDS
+echo "skewed replica 0 leads ($skewed_leader); replicas 1 and 2 joined"
+
+# Within the step-down bound (5 s) plus a follower poll and a fire: runs.
+deadline=$((joined + 12))
+while ! grep -q ' [12]$' "$journal" && ((SECONDS < deadline)); do sleep 0.2; done
+grep -q ' [12]$' "$journal" || fail "no replica ran anything within 12 s while the skewed one led"
+took=$((SECONDS - joined))
+grep -q 'stepping down' "$work/replica0.log" || fail "the skewed replica did not log its step-down"
+[[ $(leader) != "$skewed_leader" ]] || fail "the skewed replica still holds the lease"
+# Then the fleet runs every fire: 5 s later, the last full second has all ten.
+sleep 5   # pacing: let the new leader run a few seconds
+for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}" 2>/dev/null || true; done
+for r in 0 1 2; do wait "${daemon_pids[$r]}" 2>/dev/null || true; done
+duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
+((duplicates == 0)) || fail "$duplicates fire key(s) ran twice"
+! grep -q ' 0$' "$journal" || fail "the skewed replica ran fires although every claim of its was refused"
+full=$(awk '{split($1, p, "@"); print p[2]}' "$journal" | sort | uniq -c | awk '$1 == 10' | wc -l)
+((full >= 3)) || fail "only $full second(s) had all ten fires after the takeover"
+echo "ok: runs resumed ${took}s after the others joined (bound 12 s); $full full seconds; 0 duplicates"
