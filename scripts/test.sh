@@ -91,6 +91,6 @@ build/gcc-tsan/tests/fleetcron_scheduler_tests
 build/gcc-tsan/tests/fleetcron_redis_tests
 build/gcc-tsan/tests/fleetcron_nats_tests
 # Three real schedulers per simulated fleet, their threads, crashes and restarts.
-build/gcc-tsan/tests/fleetcron_sim_tests --gtest_filter='Simulation.ClaimMode*:Simulation.LeaderMode*'
+build/gcc-tsan/tests/fleetcron_sim_tests --gtest_filter='Simulation.ClaimMode*:Simulation.LeaderMode*:Simulation.BothMode*'
 
 step "all tests passed"

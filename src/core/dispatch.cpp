@@ -234,7 +234,14 @@ void Scheduler::Impl::release_reservations(std::size_t count) {
 bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
   // One elector answer for the whole batch: the fires are due together,
   // and a round trip per fire would multiply an outage's timeouts.
-  const Verdict verdict = elect();
+  Verdict verdict = elect();
+  if (verdict.decision.leader_gated) {  // lost since: refuse before claiming, not after
+    std::lock_guard guard(runs_mutex_);
+    if (term_lost_locked(verdict.decision.term)) {
+      verdict.skip = SkipReason::not_leader;
+      verdict.error = fmt::format("leadership of term {} was lost", verdict.decision.term);
+    }
+  }
   std::vector<bool> keep(batch.size(), true);
   std::vector<std::size_t> claiming;  // indexes into batch
   std::vector<std::string> keys;
@@ -444,6 +451,9 @@ void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
     return;
   }
   const auto now = clock_->steady_now().time_since_epoch().count();
+  // While stepped down, failures in flight from before do not count: the
+  // next window starts with the first failure after the hold.
+  if (now < stepped_down_until_.load(std::memory_order_relaxed)) return;
   Clock::SteadyTime::rep since = 0;
   if (claims_failing_since_.compare_exchange_strong(since, now, std::memory_order_relaxed)) return;  // the first
   const std::chrono::nanoseconds failing_for{now - since};

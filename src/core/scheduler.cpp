@@ -403,7 +403,7 @@ void Scheduler::Impl::loop_main() {
     // Steady before wall: if the clock moves in between, the sleep below
     // comes out short (a harmless early wake), never long.
     const auto steady = clock_->steady_now();
-    loop_beat_.store(steady.time_since_epoch().count(), std::memory_order_relaxed);
+    loop_passes_.fetch_add(1, std::memory_order_relaxed);
     const Instant now = clock_->now();
     collect_due(now, fires, events, warnings);
     if (!fires.empty() || !events.empty() || !warnings.empty()) {
@@ -433,8 +433,16 @@ bool Scheduler::Impl::fit_to_lead() const {
 }
 
 bool Scheduler::Impl::loop_alive() const {
-  const Clock::SteadyTime beat{Clock::SteadyTime::duration{loop_beat_.load(std::memory_order_relaxed)}};
-  return clock_->steady_now() - beat <= liveness_bound;
+  const std::uint64_t passes = loop_passes_.load(std::memory_order_relaxed);
+  const auto now = clock_->steady_now();
+  std::lock_guard guard(liveness_mutex_);
+  if (passes != seen_passes_) {
+    seen_passes_ = passes;
+    stale_since_.reset();
+    return true;
+  }
+  if (!stale_since_) stale_since_ = now;  // no pass since the last look: suspect, from now
+  return now - *stale_since_ < liveness_bound;
 }
 
 void Scheduler::Impl::start() {
@@ -447,7 +455,6 @@ void Scheduler::Impl::start() {
       std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
       if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
     });
-    loop_beat_.store(clock_->steady_now().time_since_epoch().count(), std::memory_order_relaxed);
     options_.elector->set_liveness([guard = leadership_guard_] {
       std::lock_guard hold(guard->mutex);
       return guard->impl != nullptr && guard->impl->fit_to_lead();

@@ -215,11 +215,16 @@ class Scheduler::Impl {
   std::size_t stale_heap_items_ = 0;
   std::thread loop_thread_;
   void loop_main();
-  /// Steady time (ns) of the loop's latest pass; it passes at least every
-  /// max_loop_sleep while running.
-  std::atomic<Clock::SteadyTime::rep> loop_beat_{0};
-  /// Whether the loop passed within liveness_bound.
+  /// The loop's passes; it passes at least every max_loop_sleep while running.
+  std::atomic<std::uint64_t> loop_passes_{0};
+  /// False once the loop has not passed for liveness_bound since a look
+  /// found it without a new pass. Two looks, not one timestamp: after a
+  /// pause (SIGSTOP) or a jump of a virtual clock every thread resumes at
+  /// once, and the elector's thread may look before the loop has run.
   bool loop_alive() const;
+  mutable std::mutex liveness_mutex_;  // guards seen_passes_, stale_since_
+  mutable std::uint64_t seen_passes_ = 0;
+  mutable std::optional<Clock::SteadyTime> stale_since_;
   /// What Elector::set_liveness() reports: the loop passes, and this
   /// replica is not stepping down after its leader-gated claims kept failing.
   bool fit_to_lead() const;

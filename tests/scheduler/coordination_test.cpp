@@ -589,8 +589,12 @@ TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
     std::unique_lock lock(blocking->mutex);
     ASSERT_TRUE(blocking->cv.wait_for(lock, 10s, [&] { return blocking->inside; }));
   }
-  h.clock->advance(4s);
-  EXPECT_FALSE(elector->alive());
+  EXPECT_TRUE(elector->alive());   // the pass that blocked is new: counts as progress
+  EXPECT_TRUE(elector->alive());   // no pass since: suspect from now (a pause could explain it)
+  h.clock->advance(2s);
+  EXPECT_TRUE(elector->alive());   // suspect for 2 s
+  h.clock->advance(2s);
+  EXPECT_FALSE(elector->alive());  // 4 s without a pass: wedged
   {
     std::lock_guard guard(blocking->mutex);
     blocking->armed = false;

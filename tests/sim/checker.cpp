@@ -33,13 +33,19 @@ std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std
     else if (starts_with(r.what, "skip claim-error: process stop")) why = "replica stopped while claiming";
     else if (starts_with(r.what, "skip claim-error") || starts_with(r.what, "skip election-error")) why = "store error or outage";
     else if (starts_with(r.what, "skip clock-skew")) why = "clock beyond the skew guard";
+    else if (starts_with(r.what, "skip not-leader: leadership of term")) why = "leadership lost before the job started";
     else if (starts_with(r.what, "skip not-leader")) why = "no leader (failover window)";
     else if (starts_with(r.what, "cancelled")) why = "cancelled by shutdown";
     else if (starts_with(r.what, "skip already-claimed")) why = others_grant;
     if (!why.empty() && reason.empty()) reason = why;
   }
-  // Told "yours" and did not run it: only a late answer excuses that.
-  if (delivered && reason != "claim answered after the dedup window") return {};
+  // Told "yours" and did not run it: only a late answer, or (both mode,
+  // cancel policy) the loss of the leadership it was claimed under, excuses
+  // that.
+  if (delivered && reason != "claim answered after the dedup window" &&
+      reason != "leadership lost before the job started") {
+    return {};
+  }
   if (reason.empty() && missed) return "missed while down or paused (policy)";
   return reason;
 }
@@ -109,7 +115,7 @@ Report check(const SimOptions& options, const Outcome& outcome) {
           incarnations.insert(run->incarnation);
         }
         bool store_lost_it = false;
-        if (options.mode == Mode::claim) {
+        if (uses_claims(options.mode)) {
           // Each grant after the first needs the store to have lost the
           // previous one while it was still alive.
           std::vector<nanoseconds> grants;
@@ -184,7 +190,7 @@ Report check(const SimOptions& options, const Outcome& outcome) {
   }
 
   // Fencing.
-  if (options.mode == Mode::claim) {
+  if (uses_claims(options.mode)) {
     std::unordered_map<std::uint64_t, const RunRecord*> by_fence;
     for (const RunRecord& run : outcome.runs) {
       auto [it, fresh] = by_fence.emplace(run.fence, &run);
@@ -269,7 +275,7 @@ std::string summary(const SimOptions& options, const Report& report) {
     total += n;
   }
   return fmt::format("seed {} {}: {} fires due, {} runs, {} lost ({}), {} duplicates after store loss, {} at leader handover, {} missed plans, {} violations",
-                     options.seed, options.mode == Mode::claim ? "claim" : "leader", report.fires_due, report.runs, total,
+                     options.seed, mode_name(options.mode), report.fires_due, report.runs, total,
                      lost.empty() ? "none" : lost, report.duplicates_after_store_loss, report.duplicates_at_handover, report.missed_plans,
                      report.violations.size());
 }

@@ -30,7 +30,7 @@ std::uint64_t number(std::string_view option, std::string_view text) {
 int main(int argc, char** argv) {
   using namespace fleetcron::sim;
   std::uint64_t seeds = 10, first_seed = 1, minutes = 15, replicas = 3, min_fires = 0;
-  std::string mode = "both";
+  std::string mode = "all";
   bool verbose = false;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
       else if (arg == "--verbose") verbose = true;
       else throw std::invalid_argument(fmt::format("unknown option \"{}\"", arg));
     }
-    if (mode != "claim" && mode != "leader" && mode != "both") {
-      throw std::invalid_argument(fmt::format("option --mode: \"{}\" is not claim, leader or both", mode));
+    if (mode != "claim" && mode != "leader" && mode != "both" && mode != "all") {
+      throw std::invalid_argument(fmt::format("option --mode: \"{}\" is not claim, leader, both or all", mode));
     }
     if (minutes < 5 || minutes > 10'000) throw std::invalid_argument(fmt::format("option --minutes: {} is not in 5..10000", minutes));
     if (replicas < 1 || replicas > 16) throw std::invalid_argument(fmt::format("option --replicas: {} is not in 1..16", replicas));
@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   std::uint64_t due = 0, runs = 0, lost = 0, dups = 0, handover_dups = 0, simulated = 0;
   std::map<std::string, std::uint64_t> lost_by_class;
   for (std::uint64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
-    for (const Mode m : {Mode::claim, Mode::leader}) {
-      if ((m == Mode::claim && mode == "leader") || (m == Mode::leader && mode == "claim")) continue;
+    for (const Mode m : {Mode::claim, Mode::leader, Mode::both}) {
+      if (mode != "all" && mode != mode_name(m)) continue;
       SimOptions options;
       options.seed = seed;
       options.mode = m;
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       if (!report.violations.empty()) {
         std::printf("%s", report.trace.c_str());
         std::printf("replay: fleetcron_sim --first-seed %llu --seeds 1 --mode %s --minutes %llu --replicas %llu --verbose\n",
-                    static_cast<unsigned long long>(seed), m == Mode::claim ? "claim" : "leader",
+                    static_cast<unsigned long long>(seed), mode_name(m),
                     static_cast<unsigned long long>(minutes), static_cast<unsigned long long>(replicas));
         return 1;
       }

@@ -102,6 +102,7 @@ struct Incarnation {
   // The elector's local view.
   bool leader = false;
   std::uint64_t term = 0;
+  bool fresh_term = false;  // demoted: its next lease is a new term, as the Redis elector asks
   Clock::SteadyTime local_deadline{};
   std::function<void(std::uint64_t)> lost;
   std::uint64_t campaigns = 0;
@@ -385,8 +386,8 @@ void World::start_incarnation(int replica, bool with_record) {
   scheduler.logger = [](LogLevel, std::string_view) {};
   scheduler.max_concurrent = workers_per_replica;
   scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
-  if (options_.mode == Mode::claim) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
-  if (options_.mode == Mode::leader) scheduler.elector = std::make_shared<SimElector>(*this, inc);
+  if (uses_claims(options_.mode)) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
+  if (uses_leader(options_.mode)) scheduler.elector = std::make_shared<SimElector>(*this, inc);
   inc->scheduler = std::make_unique<Scheduler>(std::move(scheduler));
   {
     std::lock_guard guard(mutex_);
@@ -411,7 +412,7 @@ void World::start_incarnation(int replica, bool with_record) {
     }, entry);
   }
   inc->scheduler->start();
-  if (options_.mode == Mode::leader) {
+  if (uses_leader(options_.mode)) {
     const auto splay = nanoseconds{static_cast<std::int64_t>(chance(options_.seed, inc->id, 7) * 5e8)};
     at(now_ + splay, [this, inc] { campaign(inc); });
   }
@@ -776,6 +777,7 @@ void World::process_round() {
 void World::demote_locked(Incarnation& inc, std::vector<std::function<void()>>& calls) {
   if (!inc.leader) return;
   inc.leader = false;
+  inc.fresh_term = true;
   note(fmt::format("r{}/i{} no longer leads term {}", inc.replica, inc.id, inc.term));
   if (inc.lost) calls.push_back([lost = inc.lost, term = inc.term] { lost(term); });
 }
@@ -820,9 +822,9 @@ void World::campaign(const std::shared_ptr<Incarnation>& inc) {
     bool won = false;
     std::uint64_t term = 0;
     if (applied) {
-      if (lease_holder_ == inc->id && now_ < lease_expires_) {
+      if (lease_holder_ == inc->id && now_ < lease_expires_ && !inc->fresh_term) {
         won = true;
-      } else if (lease_holder_ == 0 || now_ >= lease_expires_) {
+      } else if (lease_holder_ == 0 || now_ >= lease_expires_ || lease_holder_ == inc->id) {
         lease_holder_ = inc->id;
         term_counter_ = std::max<std::uint64_t>(term_counter_ + 1, static_cast<std::uint64_t>(to_us(store_wall())));
         lease_term_ = term_counter_;
@@ -854,6 +856,7 @@ void World::campaign(const std::shared_ptr<Incarnation>& inc) {
               }
               inc->leader = true;
               inc->term = term;
+              inc->fresh_term = false;
               inc->local_deadline = deadline;
               at(deadline.time_since_epoch() - inc->steady_delta, [this, inc] { demote_if_expired(inc); });
             }

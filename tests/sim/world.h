@@ -30,7 +30,14 @@
 
 namespace fleetcron::sim {
 
-enum class Mode { claim, leader };
+/// claim: a claimer only; leader: an elector only; both: an elector and a
+/// claimer on every replica (the daemon's --coordination both).
+enum class Mode { claim, leader, both };
+[[nodiscard]] inline bool uses_claims(Mode mode) noexcept { return mode != Mode::leader; }
+[[nodiscard]] inline bool uses_leader(Mode mode) noexcept { return mode != Mode::claim; }
+[[nodiscard]] inline const char* mode_name(Mode mode) noexcept {
+  return mode == Mode::claim ? "claim" : mode == Mode::leader ? "leader" : "both";
+}
 
 /// How often faults happen. "every" values are mean intervals of simulated
 /// time per replica (or for the store); 0 switches the fault off.
