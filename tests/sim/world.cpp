@@ -107,6 +107,7 @@ struct Incarnation {
   std::function<void(std::uint64_t)> lost;
   std::uint64_t campaigns = 0;
   bool campaign_due_on_resume = false;
+  std::function<bool()> fit;  // Elector::set_liveness()
 };
 
 struct Replica {
@@ -156,6 +157,7 @@ class World {
   Leadership is_leader(const std::shared_ptr<Incarnation>& inc);
   void resign(const std::shared_ptr<Incarnation>& inc);
   void set_lost(const std::shared_ptr<Incarnation>& inc, std::function<void(std::uint64_t)> lost);
+  void set_fit(const std::shared_ptr<Incarnation>& inc, std::function<bool()> fit);
   void record_event(const std::shared_ptr<Incarnation>& inc, const Event& event);
   void record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context);
 
@@ -249,6 +251,9 @@ class SimElector final : public Elector {
   Leadership is_leader() override { return world_.is_leader(inc_); }
   void on_leadership_lost(std::function<void(std::uint64_t)> lost) override { world_.set_lost(inc_, std::move(lost)); }
   void resign() override { world_.resign(inc_); }
+  // As the Redis keep-alive: while unfit, free a lease it holds and do
+  // not campaign (the scheduler's step-down after failing claims).
+  void set_liveness(std::function<bool()> fit) override { world_.set_fit(inc_, std::move(fit)); }
 
  private:
   World& world_;
@@ -318,6 +323,11 @@ void World::resign(const std::shared_ptr<Incarnation>& inc) {
 void World::set_lost(const std::shared_ptr<Incarnation>& inc, std::function<void(std::uint64_t)> lost) {
   std::lock_guard guard(mutex_);
   inc->lost = std::move(lost);
+}
+
+void World::set_fit(const std::shared_ptr<Incarnation>& inc, std::function<bool()> fit) {
+  std::lock_guard guard(mutex_);
+  inc->fit = std::move(fit);
 }
 
 void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& event) {
@@ -795,6 +805,12 @@ void World::demote_if_expired(const std::shared_ptr<Incarnation>& inc) {
 
 void World::campaign(const std::shared_ptr<Incarnation>& inc) {
   std::vector<std::function<void()>> calls;
+  std::function<bool()> fit;
+  {
+    std::lock_guard guard(mutex_);
+    fit = inc->fit;
+  }
+  const bool unfit = fit && inc->state == State::running && !fit();  // outside the world's lock: it locks the scheduler's
   {
     std::lock_guard guard(mutex_);
     if (inc->state == State::dead || inc->state == State::stopping) return;
@@ -802,6 +818,22 @@ void World::campaign(const std::shared_ptr<Incarnation>& inc) {
       inc->campaign_due_on_resume = true;
       return;
     }
+    if (unfit) {
+      if (lease_holder_ == inc->id && now_ < lease_expires_) {
+        lease_holder_ = 0;
+        note(fmt::format("r{}/i{} unfit to lead: frees the lease", inc->replica, inc->id));
+      }
+      demote_locked(*inc, calls);
+      at(now_ + nanoseconds{options_.follower_poll}, [this, inc] { campaign(inc); });
+    }
+  }
+  if (unfit) {
+    for (auto& call : calls) call();
+    return;
+  }
+  {
+    std::lock_guard guard(mutex_);
+    if (inc->state == State::dead || inc->state == State::stopping) return;
     const std::uint64_t n = ++inc->campaigns;
     const auto sent = inc->clock->steady_now();
     const double x = chance(options_.seed, inc->id, n, 5);
