@@ -56,6 +56,8 @@ const std::vector<SimJob>& sim_jobs() {
     out.push_back({"every-10s-all", "*/10 * * * * *", MissedFirePolicy::run_all});
     out.push_back({"minutely-all", "0 * * * * *", MissedFirePolicy::run_all});
     out.push_back({"minutely-once", "30 * * * * *", MissedFirePolicy::run_once});
+    out.push_back({"long-15s", "*/15 * * * * *", MissedFirePolicy::run_once, std::chrono::seconds{20}});
+    out.push_back({"jittered-3s", "*/3 * * * * *", MissedFirePolicy::skip, std::chrono::seconds{1}, std::chrono::seconds{2}});
     return out;
   }();
   return jobs;
@@ -158,6 +160,7 @@ class World {
   void resign(const std::shared_ptr<Incarnation>& inc);
   void set_lost(const std::shared_ptr<Incarnation>& inc, std::function<void(std::uint64_t)> lost);
   void set_fit(const std::shared_ptr<Incarnation>& inc, std::function<bool()> fit);
+  static void run_for(Clock& clock, nanoseconds duration, std::stop_token stop);
   void record_event(const std::shared_ptr<Incarnation>& inc, const Event& event);
   void record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context);
 
@@ -369,6 +372,22 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
   changed_.notify_all();
 }
 
+// A job that takes `duration` on its replica's clock, ending early on stop
+// (removal, shutdown, leadership loss with the cancel policy).
+void World::run_for(Clock& clock, nanoseconds duration, std::stop_token stop) {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stopped = false;
+  std::stop_callback on_stop(stop, [&] {
+    std::lock_guard guard(mutex);
+    stopped = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  const auto deadline = clock.steady_now() + duration;
+  while (!stopped && clock.steady_now() < deadline) clock.wait_until(cv, lock, deadline);
+}
+
 void World::record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context) {
   std::lock_guard guard(mutex_);
   if (inc->state != State::running) return;  // a stopped process runs nothing
@@ -416,9 +435,13 @@ void World::start_incarnation(int replica, bool with_record) {
       auto it = r.last_run.find(job.key);
       if (it != r.last_run.end()) entry.last_run = it->second;
     }
+    if (uses_claims(options_.mode) && job.jitter > nanoseconds::zero()) entry.jitter = job.jitter;
     std::weak_ptr<Incarnation> weak = inc;
-    inc->scheduler->add(job.spec, [this, weak](const FireContext& context, std::stop_token) {
-      if (auto me = weak.lock()) record_run(me, context);
+    inc->scheduler->add(job.spec, [this, weak, duration = job.duration](const FireContext& context, std::stop_token stop) {
+      auto me = weak.lock();
+      if (!me) return;
+      record_run(me, context);
+      if (duration > nanoseconds::zero()) run_for(*me->clock, duration, stop);
     }, entry);
   }
   inc->scheduler->start();
@@ -615,7 +638,13 @@ bool World::quiescent_locked() const {
     // them wait for the store too. (Which fires made it into this round's
     // batches then depends on thread timing: the one case where a replay
     // may differ.)
-    if (inc->emitted != inc->terminated + inc->parked && inc->parked < workers_per_replica) return false;
+    // Fires asleep on the clock (in their jitter, or running a job that
+    // takes time) are waiting for time like the loop: every clock waiter
+    // beyond the loop and the watchdog is one of them.
+    const std::uint64_t waiters = inc->clock->inner().waiter_count();
+    const std::uint64_t sleepers = waiters > threads_on_clock ? waiters - threads_on_clock : 0;
+    const std::uint64_t undecided = inc->emitted - std::min(inc->emitted, inc->terminated + inc->parked);
+    if (undecided > sleepers && inc->parked + sleepers < workers_per_replica) return false;
   }
   return true;
 }

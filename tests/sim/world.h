@@ -141,6 +141,12 @@ struct SimJob {
   std::string key;
   std::string spec;
   MissedFirePolicy missed = MissedFirePolicy::run_once;
+  /// How long a run takes on the replica's clock (0: instantaneous); runs
+  /// span pauses, crashes and leadership losses, and end on stop.
+  std::chrono::nanoseconds duration{0};
+  /// Jitter before each fire (claim and both modes only: the scheduler
+  /// refuses jitter with an elector and no claimer).
+  std::chrono::nanoseconds jitter{0};
 };
 [[nodiscard]] const std::vector<SimJob>& sim_jobs();
 
