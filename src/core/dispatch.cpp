@@ -286,6 +286,19 @@ bool Scheduler::Impl::decide_batch(std::vector<Fire>& batch) {
       if (index == at) index = 0;
     }
   };
+  bool stopping = false;
+  {
+    std::lock_guard guard(runs_mutex_);
+    stopping = runs_stopping_;
+  }
+  if (stopping) {
+    // stop() came while this batch was out of the queue: claiming now would
+    // take fires from the other replicas only to cancel them here. Left
+    // undecided, each is cancelled (unclaimed) by its run.
+    for (const std::size_t index : claiming) batch[index].decided.reset();
+    claiming.clear();
+    keys.clear();
+  }
   first_wanted();
   std::size_t reserved = batch.size() - 1;
   release_reservations(reserved - reservations_needed());
@@ -340,6 +353,12 @@ void Scheduler::Impl::claim_decided(std::vector<Fire>& batch, const std::vector<
 Scheduler::Impl::Verdict Scheduler::Impl::elect() {
   Verdict verdict;
   if (!options_.elector) return verdict;
+  // Stepped down after failing claims: not leading here, whatever an
+  // elector without a background renewer would answer.
+  if (clock_->steady_now().time_since_epoch().count() < stepped_down_until_.load(std::memory_order_relaxed)) {
+    verdict.skip = SkipReason::not_leader;
+    return verdict;
+  }
   Leadership leadership;
   try {
     leadership = options_.elector->is_leader();
@@ -454,6 +473,13 @@ void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
   // While stepped down, failures in flight from before do not count: the
   // next window starts with the first failure after the hold.
   if (now < stepped_down_until_.load(std::memory_order_relaxed)) return;
+  // Failures must be continuous: one older than the bound (a transient
+  // error an hour ago) starts a new window instead of extending the old one.
+  const auto previous = claims_last_failure_.exchange(now, std::memory_order_relaxed);
+  if (previous != 0 && now - previous > claim_failure_step_down.count()) {
+    claims_failing_since_.store(now, std::memory_order_relaxed);
+    return;
+  }
   Clock::SteadyTime::rep since = 0;
   if (claims_failing_since_.compare_exchange_strong(since, now, std::memory_order_relaxed)) return;  // the first
   const std::chrono::nanoseconds failing_for{now - since};
@@ -763,6 +789,10 @@ void Scheduler::Impl::resign_once() {
 }
 
 void Scheduler::Impl::detach_elector() {
+  {
+    std::lock_guard hold(leadership_guard_->liveness_mutex);  // waits for a liveness check under way
+    leadership_guard_->liveness_impl = nullptr;
+  }
   {
     std::lock_guard hold(leadership_guard_->mutex);  // waits for a callback under way
     leadership_guard_->impl = nullptr;

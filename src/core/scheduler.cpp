@@ -455,9 +455,13 @@ void Scheduler::Impl::start() {
       std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
       if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
     });
+    {
+      std::lock_guard hold(leadership_guard_->liveness_mutex);
+      leadership_guard_->liveness_impl = this;
+    }
     options_.elector->set_liveness([guard = leadership_guard_] {
-      std::lock_guard hold(guard->mutex);
-      return guard->impl != nullptr && guard->impl->fit_to_lead();
+      std::lock_guard hold(guard->liveness_mutex);
+      return guard->liveness_impl != nullptr && guard->liveness_impl->fit_to_lead();
     });
   }
   state_ = State::running;

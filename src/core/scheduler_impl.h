@@ -232,6 +232,7 @@ class Scheduler::Impl {
   /// errors and clock-skew refusals last claim_failure_step_down.
   void note_leader_claim(const ClaimResult& claim);
   std::atomic<Clock::SteadyTime::rep> claims_failing_since_{0};  // 0: the latest answer was a real one
+  std::atomic<Clock::SteadyTime::rep> claims_last_failure_{0};
   std::atomic<Clock::SteadyTime::rep> stepped_down_until_{0};
   static constexpr std::chrono::nanoseconds claim_failure_step_down = std::chrono::seconds{5};
   static constexpr std::chrono::nanoseconds step_down_hold = std::chrono::seconds{30};
@@ -282,6 +283,11 @@ class Scheduler::Impl {
   struct LeadershipGuard {
     std::recursive_mutex mutex;  // held while a callback runs; recursive: a callback may lead to stop()
     Impl* impl = nullptr;
+    // The elector's liveness checks take only this (never held while
+    // anything else is taken, or across a join): a lost callback holding
+    // `mutex` may stop the scheduler, which joins the thread asking.
+    std::mutex liveness_mutex;
+    Impl* liveness_impl = nullptr;  // guarded by liveness_mutex
   };
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   void detach_elector();

@@ -241,12 +241,11 @@ void Elector::keep_alive_main() {
         leading = leader_;
       }
       if (leading) release_lease();
-      answer = Leadership::failed("this replica cannot run fires now (the scheduler said so): not leading");
+      answer = Leadership::follower();  // not an error of the store: fires are skipped not-leader
     } else {
       answer = campaign();  // never throws: failures are answers
     }
     lock.lock();
-    if (stalled) last_error_ = answer.error;
     if (stopping_) break;
     // Renew at a third of the TTL (at most half the local validity, so a
     // large renew_margin still renews before its deadline); retry sooner
