@@ -35,6 +35,7 @@ std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std
     else if (starts_with(r.what, "skip clock-skew")) why = "clock beyond the skew guard";
     else if (starts_with(r.what, "skip not-leader: leadership of term")) why = "leadership lost before the job started";
     else if (starts_with(r.what, "skip not-leader")) why = "no leader (failover window)";
+    else if (starts_with(r.what, "cancelled: stopped before the job started")) why = "claimed, then stopped before the job started";
     else if (starts_with(r.what, "cancelled")) why = "cancelled by shutdown";
     else if (starts_with(r.what, "skip already-claimed")) why = others_grant;
     if (!why.empty() && reason.empty()) reason = why;
@@ -42,8 +43,11 @@ std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std
   // Told "yours" and did not run it: only a late answer, or (both mode,
   // cancel policy) the loss of the leadership it was claimed under, excuses
   // that.
+  // (A claimed fire whose run was then stopped — leadership lost under the
+  // cancel policy, or a shutdown — is reported cancelled, claimed: a loss
+  // with its reason, never a silent one.)
   if (delivered && reason != "claim answered after the dedup window" &&
-      reason != "leadership lost before the job started") {
+      reason != "leadership lost before the job started" && reason != "claimed, then stopped before the job started") {
     return {};
   }
   if (reason.empty() && missed) return "missed while down or paused (policy)";
