@@ -297,9 +297,12 @@ std::optional<Entry> Bucket::get(std::string_view key) {
   kvEntry* raw = nullptr;
   const std::string k = key_string(key);
   const natsStatus status = kvStore_Get(&raw, static_cast<kvStore*>(kv_), k.c_str());
+  // Owned whatever the status: for a key whose latest value is a delete
+  // marker nats.c answers NOT_FOUND and may still hand back the entry
+  // (LeakSanitizer saw it once create() began reading keys back).
+  EntryPtr entry(raw);
   if (status == NATS_NOT_FOUND) return std::nullopt;
   detail::check(status, connection_->description_, "get " + name_ + "/" + k);
-  EntryPtr entry(raw);
   return to_entry(raw);
 }
 
