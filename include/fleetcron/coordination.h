@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,8 @@ struct ClaimResult {
     already_claimed,  ///< another replica has it (normal contention)
     error,            ///< the backend failed: the fire is skipped (fail closed)
     clock_skew,       ///< refused: the local clock is too far from the store's (fail closed)
+    store_reset,      ///< refused: the store lost its data (or may have) after this fire could
+                      ///< have been claimed; `error` names the epoch (fail closed)
   };
   Status status = Status::error;
   /// A token from a counter that only increases across the whole store;
@@ -32,6 +35,7 @@ struct ClaimResult {
   [[nodiscard]] static ClaimResult taken() { return {Status::already_claimed, 0, {}}; }
   [[nodiscard]] static ClaimResult failed(std::string error) { return {Status::error, 0, std::move(error)}; }
   [[nodiscard]] static ClaimResult skewed(std::string error) { return {Status::clock_skew, 0, std::move(error)}; }
+  [[nodiscard]] static ClaimResult reset(std::string error) { return {Status::store_reset, 0, std::move(error)}; }
 };
 
 /// Decides which replica runs a fire. claim() is called once per automatic
@@ -117,5 +121,10 @@ class Elector {
 /// v0.6's format, e.g. "hourly-report@2026-01-02T15:04:05Z" or
 /// "k@2026-01-02T15:04:05.5Z".
 [[nodiscard]] std::string fire_key(std::string_view key, Instant scheduled_at);
+
+/// The scheduled instant of a fire key made by fire_key(): the RFC 3339
+/// text after its last '@'; nullopt if there is none. Backends use it to
+/// refuse fires from before a store reset (ClaimResult::Status::store_reset).
+[[nodiscard]] std::optional<Instant> fire_key_instant(std::string_view fire_key);
 
 }  // namespace fleetcron

@@ -39,6 +39,7 @@ enum class SkipReason {
   clock_skew,       ///< the claimer refused: local clock too far from the store's (fail closed)
   overlap,          ///< the previous run still goes (OverlapPolicy skip, or queue with one waiting already)
   stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
+  store_reset,      ///< the claimer refused: scheduled before the store's reset epoch + skew bound
 };
 [[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
 

@@ -18,6 +18,16 @@ std::string fire_key(std::string_view key, Instant scheduled_at) {
   return out;
 }
 
+std::optional<Instant> fire_key_instant(std::string_view fire_key) {
+  const auto at = fire_key.rfind('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  try {
+    return parse_rfc3339(fire_key.substr(at + 1));
+  } catch (const std::exception&) {
+    return std::nullopt;  // not a key fire_key() made
+  }
+}
+
 std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
   std::vector<ClaimResult> results;
   results.reserve(fire_keys.size());
@@ -42,6 +52,7 @@ std::string_view to_string(SkipReason reason) noexcept {
     case SkipReason::claim_error: return "claim-error";
     case SkipReason::clock_skew: return "clock-skew";
     case SkipReason::stale: return "stale";
+    case SkipReason::store_reset: return "store-reset";
     case SkipReason::overlap: return "overlap";
   }
   return "unknown";

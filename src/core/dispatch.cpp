@@ -71,6 +71,7 @@ SkipReason skip_reason_of(ClaimResult::Status status) {
   switch (status) {
     case ClaimResult::Status::already_claimed: return SkipReason::already_claimed;
     case ClaimResult::Status::clock_skew: return SkipReason::clock_skew;
+    case ClaimResult::Status::store_reset: return SkipReason::store_reset;
     case ClaimResult::Status::claimed:  // not a skip; callers do not ask
     case ClaimResult::Status::error: break;
   }

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
 #include "redis/replies.h"
 #include "redis/scripts.h"
 
@@ -32,6 +33,19 @@ std::int64_t micros_since_epoch(Instant t) {
 
 bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+std::string reset_message(std::int64_t epoch_us, const ClaimerOptions& options) {
+  const Instant epoch{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{epoch_us})};
+  return fmt::format("scheduled before the claim store's reset epoch {} + max_clock_skew {}: the store lost (or may "
+                     "have lost) its claims, so a claim made before the reset could be gone; not claimed again",
+                     format_rfc3339(epoch), format_duration(*options.max_clock_skew));
+}
+
+// The scheduled instant in µs as the script compares it, '' if the key has none.
+std::string scheduled_us(std::string_view fire_key) {
+  const auto at = fleetcron::fire_key_instant(fire_key);
+  return at ? std::to_string(micros_since_epoch(*at)) : std::string();
 }
 
 std::string skew_message(std::chrono::microseconds offset, const ClaimerOptions& options) {
@@ -66,6 +80,7 @@ Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
                                             format_duration(options_.skew_refresh_interval)));
   }
   if (options_.fence_key.empty()) options_.fence_key = options_.claim_prefix + "fence";
+  if (options_.epoch_key.empty()) options_.epoch_key = options_.claim_prefix + "epoch";
   if (!options_.clock) options_.clock = system_clock();
   ttl_ms_ = whole_milliseconds(options_.claim_ttl);
   max_skew_us_ = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*options_.max_clock_skew).count());
@@ -82,6 +97,7 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   // chunk bounds how long one call holds the server.
   std::vector<std::vector<std::string>> calls;
   std::vector<std::vector<std::size_t>> chunks;  // per call: indexes into fire_keys
+  std::vector<std::vector<std::string>> instants;  // per call: the keys' scheduled µs
   const auto steady = options_.clock->steady_now();
   const std::string local_us = std::to_string(micros_since_epoch(options_.clock->now()));
   for (std::size_t i = 0; i < fire_keys.size(); ++i) {
@@ -93,21 +109,27 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
       calls.emplace_back();
       calls.back().reserve(std::min(keys_per_call, fire_keys.size() - i) + 4);
       calls.back().push_back(options_.fence_key);
+      calls.back().push_back(options_.epoch_key);
       chunks.emplace_back();
+      instants.emplace_back();
     }
     calls.back().push_back(options_.claim_prefix + fire_keys[i]);
     chunks.back().push_back(i);
+    instants.back().push_back(scheduled_us(fire_keys[i]));
   }
   if (calls.empty()) return results;
-  for (auto& call : calls) {
-    call.push_back(ttl_ms_);
-    call.push_back(local_us);
-    call.push_back(max_skew_us_);
+  const std::string fence_seen = std::to_string(fence_seen_.load());
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    calls[c].push_back(ttl_ms_);
+    calls[c].push_back(local_us);
+    calls[c].push_back(max_skew_us_);
+    calls[c].push_back(fence_seen);
+    for (auto& at : instants[c]) calls[c].push_back(std::move(at));
   }
   std::vector<Reply> replies;
   std::vector<std::size_t> key_counts;
   key_counts.reserve(calls.size());
-  for (const auto& chunk : chunks) key_counts.push_back(chunk.size() + 1);
+  for (const auto& chunk : chunks) key_counts.push_back(chunk.size() + 2);
   try {
     replies = client_->eval_pipeline(claim_script(), key_counts, calls);
   } catch (...) {
@@ -126,27 +148,41 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   }
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     const auto& chunk = chunks[c];
-    const detail::ClaimReply reply = replies[c].is_error()
-                                         ? detail::ClaimReply{replies[c].text, {}, {}}
-                                         : detail::parse_claim_reply(replies[c], chunk.size());
+    detail::ClaimReply reply;
+    if (replies[c].is_error()) {
+      reply.error = replies[c].text;
+    } else {
+      reply = detail::parse_claim_reply(replies[c], chunk.size());
+    }
     if (!reply.error.empty()) {
       const std::string error = fmt::format("{}: {}", client_->describe(), reply.error);
       for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
       continue;
     }
     remember_offset(reply.offset, steady);
+    remember_fence(reply.fence_counter);
+    if (reply.reset_found) resets_found_.fetch_add(1);
     for (std::size_t k = 0; k < chunk.size(); ++k) {
       const std::int64_t outcome = reply.outcomes[k];
       if (outcome > 0) {
+        remember_fence(static_cast<std::uint64_t>(outcome));
         results[chunk[k]] = ClaimResult::claimed(static_cast<std::uint64_t>(outcome));
       } else if (outcome == 0) {
         results[chunk[k]] = ClaimResult::taken();
-      } else {
+      } else if (outcome == -1) {
         results[chunk[k]] = ClaimResult::skewed(skew_message(reply.offset, options_));
+      } else {
+        results[chunk[k]] = ClaimResult::reset(reset_message(reply.epoch_us, options_));
       }
     }
   }
   return results;
+}
+
+void Claimer::remember_fence(std::uint64_t fence) {
+  std::uint64_t seen = fence_seen_.load();
+  while (seen < fence && !fence_seen_.compare_exchange_weak(seen, fence)) {
+  }
 }
 
 void Claimer::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {

@@ -15,22 +15,28 @@ std::string shape(const Reply& reply) {
 }  // namespace
 
 ClaimReply parse_claim_reply(const Reply& reply, std::size_t keys) {
+  constexpr std::size_t header = 4;  // offset, epoch, fence counter, reset found
   ClaimReply out;
-  if (reply.type != Reply::Type::array || reply.elements.size() != keys + 1) {
-    out.error = fmt::format("claim script answered {}, expected an array of {} integers", shape(reply), keys + 1);
+  if (reply.type != Reply::Type::array || reply.elements.size() != keys + header) {
+    out.error = fmt::format("claim script answered {}, expected an array of {} integers", shape(reply), keys + header);
     return out;
   }
   for (std::size_t i = 0; i < reply.elements.size(); ++i) {
     const Reply& element = reply.elements[i];
-    if (element.type != Reply::Type::integer || (i > 0 && element.integer < -1)) {
+    const bool valid = element.type == Reply::Type::integer &&
+                       (i == 0 || (i < header ? element.integer >= 0 : element.integer >= -2)) &&
+                       (i != 3 || element.integer <= 1);
+    if (!valid) {
       out.error = fmt::format("claim script answered {} at position {}", shape(element), i);
       out.outcomes.clear();
       return out;
     }
-    if (i == 0) {
-      out.offset = std::chrono::microseconds{element.integer};
-    } else {
-      out.outcomes.push_back(element.integer);
+    switch (i) {
+      case 0: out.offset = std::chrono::microseconds{element.integer}; break;
+      case 1: out.epoch_us = element.integer; break;
+      case 2: out.fence_counter = static_cast<std::uint64_t>(element.integer); break;
+      case 3: out.reset_found = element.integer == 1; break;
+      default: out.outcomes.push_back(element.integer); break;
     }
   }
   return out;

@@ -15,7 +15,11 @@ namespace fleetcron::redis::detail {
 struct ClaimReply {
   std::string error;  // non-empty: malformed, the rest is meaningless
   std::chrono::microseconds offset{0};  // server time minus local time
-  /// Per key: fence (> 0) claimed, 0 taken, -1 refused for clock skew.
+  std::int64_t epoch_us = 0;            // the store's reset epoch (0: the call was refused for skew)
+  std::uint64_t fence_counter = 0;      // the fence counter after the call
+  bool reset_found = false;             // this call found the reset and wrote the epoch
+  /// Per key: fence (> 0) claimed, 0 taken, -1 refused for clock skew,
+  /// -2 refused as scheduled before the epoch + max skew.
   std::vector<std::int64_t> outcomes;
 };
 /// The claim script's answer for `keys` claim keys.

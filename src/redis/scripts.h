@@ -5,36 +5,79 @@
 
 namespace fleetcron::redis::detail {
 
-// KEYS: the fence counter, then the claim keys. ARGV: TTL ms, local wall
-// time µs, max skew µs. Returns {offset µs, r1, r2, ...} with one r per
-// claim key: its fence (> 0) if claimed, 0 if taken, -1 if refused for
-// clock skew (then nothing is written). Each claim is SET NX PX, as
-// libtnb/cron's; fences increase in key order and never fall below the
-// server's TIME in µs, so they keep growing even after Redis loses its data.
-// One call claims many keys: the per-call cost is paid once per batch.
+// KEYS: the fence counter, the epoch record, then the claim keys. ARGV:
+// TTL ms, local wall time µs, max skew µs, the highest fence this claimer
+// has seen, then per claim key its scheduled instant in µs ('' if the key
+// has none). Returns {offset µs, epoch µs, fence counter, 1 if this call
+// found a reset else 0, r1, r2, ...} with one r per claim key: its fence
+// (> 0) if claimed, 0 if taken, -1 if refused for clock skew (then nothing
+// is written), -2 if refused because it is scheduled before epoch + max
+// skew (see docs/reliability.md, "Store resets").
+//
+// The epoch record ("<epoch µs> <master_replid>") has no TTL. The store
+// was reset (lost, or may have lost, recent writes) when the record is
+// missing (empty restart, FLUSHALL, eviction), names another replication
+// ID (a restart or a failover), or the fence counter is below a fence a
+// claimer saw (the store went back). The call that finds it writes a new
+// epoch, the server's TIME, in the same atomic step as its claims.
+//
+// Each claim is SET NX PX, as libtnb/cron's; a refused pre-epoch fire is
+// still written (value 0) so that a Go replica sees it taken. Fences
+// increase in key order and never fall below the server's TIME in µs nor
+// below a fence a claimer saw, so they keep growing across resets.
 inline constexpr const char* claim_script = R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local offset = now - tonumber(ARGV[2])
-local out = {offset}
-if math.abs(offset) > tonumber(ARGV[3]) then
-  for i = 2, #KEYS do out[i] = -1 end
+local skew = tonumber(ARGV[3])
+local stored = tonumber(redis.call('GET', KEYS[1]) or '0')
+local out = {offset, 0, stored, 0}
+if math.abs(offset) > skew then
+  for i = 3, #KEYS do out[i + 2] = -1 end
   return out
 end
-local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
+local info = redis.pcall('INFO', 'replication')
+local replid = ''
+if type(info) == 'string' then replid = string.match(info, 'master_replid:(%x+)') or '' end
+local epoch, seen = 0, ''
+local record = redis.call('GET', KEYS[2])
+if record then
+  local e, r = string.match(record, '^(%d+) ?(%x*)$')
+  epoch = tonumber(e or '0')
+  seen = r or ''
+end
+local known = tonumber(ARGV[4])
+local fence = stored
+if epoch == 0 or seen ~= replid or stored < known then
+  epoch = now
+  if fence < known then fence = known end
+  redis.call('SET', KEYS[2], string.format('%.0f', epoch) .. ' ' .. replid)
+  out[4] = 1
+end
+out[2] = epoch
 if fence < now then fence = now end
+local limit = epoch + skew
 local granted = false
-for i = 2, #KEYS do
-  local candidate = string.format('%.0f', fence + 1)
-  if redis.call('SET', KEYS[i], candidate, 'NX', 'PX', ARGV[1]) then
-    fence = fence + 1
-    out[i] = fence
-    granted = true
+for i = 3, #KEYS do
+  local at = ARGV[i + 2]
+  if at ~= '' and tonumber(at) < limit then
+    redis.call('SET', KEYS[i], '0', 'NX', 'PX', ARGV[1])
+    out[i + 2] = -2
   else
-    out[i] = 0
+    local candidate = string.format('%.0f', fence + 1)
+    if redis.call('SET', KEYS[i], candidate, 'NX', 'PX', ARGV[1]) then
+      fence = fence + 1
+      out[i + 2] = fence
+      granted = true
+    else
+      out[i + 2] = 0
+    end
   end
 end
-if granted then redis.call('SET', KEYS[1], string.format('%.0f', fence)) end
+if granted or out[4] == 1 then
+  redis.call('SET', KEYS[1], string.format('%.0f', fence))
+  out[3] = fence
+end
 return out
 )lua";
 

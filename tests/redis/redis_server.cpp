@@ -1,5 +1,7 @@
 #include "redis_server.h"
 
+#include "fleetcron/redis/client.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -158,6 +160,17 @@ std::string unique_prefix() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "test";
   return "t:" + name + ":" + std::to_string(run) + ":" + std::to_string(counter++) + ":";
+}
+
+void seed_store_epoch(const std::string& uri, const std::string& claim_prefix) {
+  redis::Client client(redis::parse_uri(uri));
+  const std::string info = client.command({"INFO", "replication"}).text;
+  const auto at = info.find("master_replid:");
+  if (at == std::string::npos) throw std::runtime_error("INFO replication has no master_replid");
+  const auto begin = at + std::string_view("master_replid:").size();
+  const std::string replid = info.substr(begin, info.find_first_of("\r\n", begin) - begin);
+  const auto reply = client.command({"SET", claim_prefix + "epoch", "1 " + replid});
+  if (reply.text != "OK") throw std::runtime_error("SET epoch: " + reply.text);
 }
 
 }  // namespace fleetcron::test

@@ -58,4 +58,10 @@ std::string shared_redis_uri();
 /// never see each other's keys.
 std::string unique_prefix();
 
+/// Writes the claim store's reset epoch record for `claim_prefix` as if the
+/// store had run without a reset since 1970, so that claims of fires in the
+/// past are not refused as store-reset. For tests that are not about
+/// resets; `uri` is the server's (its replication ID goes in the record).
+void seed_store_epoch(const std::string& uri, const std::string& claim_prefix);
+
 }  // namespace fleetcron::test

@@ -77,6 +77,7 @@ TEST(RedisScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncrea
   constexpr int entries = 100;
   constexpr int steps = 10;  // 100 entries x 10 instants = 1,000 fires per replica
   Journal journal;
+  test::seed_store_epoch(test::shared_redis_uri(), prefix);  // not about resets
   std::vector<Replica> replicas(3);
   for (auto& replica : replicas) {
     SchedulerOptions options;
@@ -145,6 +146,7 @@ TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
       client, ClaimerOptions{.claim_prefix = prefix, .claim_ttl = std::chrono::hours{24 * 365 * 3},
                              .max_clock_skew = std::chrono::hours{24 * 365}});
   ASSERT_EQ(client->command({"SET", prefix + "report@2026-01-02T15:05:00Z", "1", "NX", "PX", "600000"}).text, "OK");
+  test::seed_store_epoch(test::shared_redis_uri(), prefix);
   Scheduler scheduler(options);
   scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "report"});
   scheduler.start();
@@ -169,7 +171,12 @@ TEST(RedisScheduler, RedisStoppedMidRunSkipsEveryFireWithClaimErrorThenRecovers)
   SchedulerOptions options;
   options.clock = clock;
   options.recorder = tally;
-  options.claimer = std::make_shared<Claimer>(client, ClaimerOptions{.clock = clock});
+  // The claimer keeps the real clock: the virtual one runs ahead of the
+  // server's with every advance, which the skew guard would refuse. Every
+  // restart of Redis is a store reset: fires before its epoch + 2 s are
+  // refused (store-reset); the virtual instants are ahead of that by then.
+  options.claimer = std::make_shared<Claimer>(client, ClaimerOptions{.claim_ttl = 10s, .max_clock_skew = 2s});
+  test::seed_store_epoch(server.uri(), "cron:claim:");
   Scheduler scheduler(options);
   for (int i = 0; i < 5; ++i) {
     scheduler.add(aligned_every(1s), [](const FireContext&, std::stop_token) {},

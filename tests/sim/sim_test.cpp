@@ -123,6 +123,33 @@ TEST(Simulation, WithoutTheDedupWindowLateReplaysRunTwice) {
   EXPECT_TRUE(with.violations.empty()) << summary(options, with) << "\n" << with.trace;
 }
 
+// Issue 13: a store that lost its data (wiped, or failed over to a replica
+// behind it) let paused replicas claim fires again. With the epoch rule a
+// wipe loses fires, each reported store-reset, and repeats none.
+TEST(Simulation, WithoutTheStoreResetRuleAWipeRepeatsFires) {
+  SimOptions options;
+  options.mode = Mode::claim;
+  options.duration = 20min;
+  options.faults.store_restart_every = std::chrono::seconds{120};
+  options.faults.store_rollback_every = std::chrono::seconds{120};
+  options.faults.pause_every = std::chrono::seconds{120};
+  std::size_t repeats = 0;
+  for (std::uint64_t seed = 1; seed <= 4 && repeats == 0; ++seed) {
+    options.seed = seed;
+    options.without_reset_rule = true;
+    const Report without = check(options, simulate(options));
+    repeats += without.violations.size();
+    if (!without.violations.empty()) {
+      EXPECT_EQ(without.violations.front().property, "P1 no duplicate");
+    }
+    options.without_reset_rule = false;
+    const Report with = check(options, simulate(options));
+    EXPECT_TRUE(with.violations.empty()) << summary(options, with) << "\n" << with.trace;
+    EXPECT_GT(with.lost.count("scheduled before a store reset's epoch (store-reset)"), 0u) << summary(options, with);
+  }
+  EXPECT_GT(repeats, 0u) << "the wipes never repeated a fire: the test shows nothing";
+}
+
 TEST(Checker, AnInstantPassedInSilenceIsAViolation) {
   SimOptions options = options_for(1, Mode::claim);
   Outcome outcome;

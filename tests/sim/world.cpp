@@ -110,6 +110,7 @@ struct Incarnation {
   std::uint64_t campaigns = 0;
   bool campaign_due_on_resume = false;
   std::function<bool()> fit;  // Elector::set_liveness()
+  std::uint64_t fence_seen = 0;  // the highest fence counter its claimer saw
 };
 
 struct Replica {
@@ -186,6 +187,7 @@ class World {
   void close_spans(Incarnation& inc);
   void schedule_faults(int replica);
   void schedule_store_faults();
+  void roll_back_store(nanoseconds lost);
   void wait_quiescent();
   bool quiescent_locked() const;
   void process_round();
@@ -212,7 +214,13 @@ class World {
   struct StoredClaim {
     nanoseconds expires;
     std::uint64_t fence;
+    nanoseconds granted;
   };
+  // The reset epoch record and the server identity it names (Redis's
+  // master_replid, which changes on every restart and failover).
+  std::optional<Instant> store_epoch_;
+  std::uint64_t store_identity_ = 1;
+  std::uint64_t epoch_identity_ = 0;
   std::unordered_map<std::string, StoredClaim> claims_;
   std::deque<std::pair<nanoseconds, std::string>> claim_expiry_;
   std::uint64_t fence_counter_ = 0;
@@ -588,6 +596,31 @@ void World::schedule_faults(int replica) {
   }
 }
 
+// A failover to a replica that lacks the last writes (or a restart from a
+// snapshot): the claims granted in the last `lost` are gone, the fence
+// counter goes back with them, the epoch record stays, the server identity
+// changes. (The lease and terms are left alone: leader mode's exception in
+// the checker is for wipes.)
+void World::roll_back_store(nanoseconds lost) {
+  std::lock_guard guard(mutex_);
+  std::uint64_t kept_fence = 0;
+  std::size_t dropped = 0;
+  for (auto it = claims_.begin(); it != claims_.end();) {
+    if (it->second.granted > now_ - lost) {
+      it = claims_.erase(it);
+      ++dropped;
+    } else {
+      kept_fence = std::max(kept_fence, it->second.fence);
+      ++it;
+    }
+  }
+  fence_counter_ = std::min(fence_counter_, kept_fence);
+  ++store_identity_;
+  outcome_.wipes.push_back(now_);
+  note(fmt::format("store failed over to a replica {} ms behind: {} claims lost",
+                   std::chrono::duration_cast<std::chrono::milliseconds>(lost).count(), dropped));
+}
+
 void World::schedule_store_faults() {
   const FaultPlan& f = options_.faults;
   for (nanoseconds t = now_; f.store_restart_every.count() > 0;) {
@@ -600,9 +633,18 @@ void World::schedule_store_faults() {
       lease_holder_ = 0;
       fence_counter_ = 0;  // the counters are lost too: fences fall back to the time floor
       term_counter_ = 0;
+      store_epoch_.reset();
+      ++store_identity_;
       outcome_.wipes.push_back(now_);
       note("store restarted: every key lost");
     });
+  }
+  for (nanoseconds t = now_; f.store_rollback_every.count() > 0;) {
+    t += exponential(f.store_rollback_every);
+    if (t >= end_) break;
+    const auto lost = std::chrono::duration_cast<nanoseconds>(
+        std::chrono::duration<double>(std::uniform_real_distribution<double>(0.1, 3)(random_)));
+    at(t, [this, lost] { roll_back_store(lost); });
   }
   for (nanoseconds t = now_; f.store_outage_every.count() > 0;) {
     t += exponential(f.store_outage_every);
@@ -759,13 +801,31 @@ void World::process_round() {
       result = ClaimResult::skewed(fmt::format("clock offset {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(offset).count()));
       continue;
     }
+    // The Redis claim script's reset rule (src/redis/scripts.h): no epoch
+    // record, another server identity, or a fence counter below one this
+    // replica saw means the store lost writes; the finder writes a new
+    // epoch, and fires before epoch + skew are refused.
+    if (options_.without_reset_rule) {
+      store_epoch_ = sim_epoch() - std::chrono::hours{1};
+    } else if (!store_epoch_ || store_identity_ != epoch_identity_ || fence_counter_ < inc.fence_seen) {
+      store_epoch_ = store_wall();
+      epoch_identity_ = store_identity_;
+      fence_counter_ = std::max(fence_counter_, inc.fence_seen);
+      note(fmt::format("r{}/i{} found the store reset: epoch {}", inc.replica, inc.id, format_rfc3339(*store_epoch_)));
+    }
+    inc.fence_seen = std::max(inc.fence_seen, fence_counter_);
+    if (const auto at = fire_key_instant(key); at && *at < *store_epoch_ + options_.max_clock_skew) {
+      result = ClaimResult::reset(fmt::format("scheduled before the store's reset epoch {}", format_rfc3339(*store_epoch_)));
+      continue;
+    }
     auto it = claims_.find(key);
     if (it != claims_.end() && it->second.expires > now_) {
       result = ClaimResult::taken();
       continue;
     }
     fence_counter_ = std::max<std::uint64_t>(fence_counter_ + 1, static_cast<std::uint64_t>(to_us(store_wall())));
-    claims_[key] = StoredClaim{now_ + claim_ttl, fence_counter_};
+    claims_[key] = StoredClaim{now_ + claim_ttl, fence_counter_, now_};
+    if (fate != Fate::timeout_applied) inc.fence_seen = fence_counter_;
     claim_expiry_.emplace_back(now_ + claim_ttl, key);
     key_record(key, inc, fmt::format("granted fence={}", fence_counter_));
     if (fate == Fate::timeout_applied) {

@@ -47,6 +47,7 @@ struct FaultPlan {
   std::chrono::seconds graceful_restart_every{1800};  ///< SIGTERM: resign, restart
   std::chrono::seconds pause_every{900};            ///< stop-the-world, 1 s .. 1.5 claim TTLs
   std::chrono::seconds store_restart_every{1800};   ///< the store loses every key
+  std::chrono::seconds store_rollback_every{1800};  ///< failover to a replica 0.1 .. 3 s behind
   std::chrono::seconds store_outage_every{1200};    ///< every request fails, 1 .. 30 s
   double request_error = 0.002;                     ///< per fire key and replica
   double round_timeout = 0.002;                     ///< a replica's round times out (half applied first)
@@ -81,6 +82,9 @@ struct SimOptions {
   /// Test hook: overrides the claimers' dedup window; nanoseconds::max()
   /// brings back the duplicates the simulator found first.
   std::optional<std::chrono::nanoseconds> dedup_window;
+  /// Test hook: a store without the reset rule (no epoch record): the
+  /// repeats after wipes and rollbacks come back.
+  bool without_reset_rule = false;
 };
 
 /// One thing that happened to a fire key, as the checker sees it.
@@ -129,7 +133,8 @@ struct Outcome {
     Instant to;
   };
   std::vector<Span> spans;
-  /// Store wipes (simulated time), for explaining duplicates.
+  /// Store wipes and rollbacks (simulated time), for explaining duplicates
+  /// in leader mode (claims refuse to repeat across them).
   std::vector<std::chrono::nanoseconds> wipes;
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;

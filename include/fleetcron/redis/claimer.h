@@ -3,6 +3,7 @@
 // expires; plus a fencing token and a clock-skew guard.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,9 @@ struct ClaimerOptions {
   /// The counter behind fencing tokens. Empty: claim_prefix + "fence"
   /// (fire keys always contain '@', so it never collides with a claim).
   std::string fence_key;
+  /// The store's reset epoch record (no TTL). Empty: claim_prefix + "epoch".
+  /// See docs/reliability.md, "Store resets".
+  std::string epoch_key;
   /// Claims are refused (ClaimResult::Status::clock_skew) while the local
   /// wall clock differs from the server's TIME by more than this. nullopt:
   /// claim_ttl / 4. Two replicas inside the guard differ by at most twice
@@ -79,9 +83,13 @@ class Claimer final : public fleetcron::Claimer {
   [[nodiscard]] std::optional<ClockOffset> clock_offset();
 
   [[nodiscard]] const ClaimerOptions& options() const noexcept { return options_; }
+  /// How many of this claimer's calls found a store reset (and wrote a new
+  /// epoch); for metrics and tests.
+  [[nodiscard]] std::uint64_t resets_found() const noexcept { return resets_found_.load(); }
 
  private:
   void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
+  void remember_fence(std::uint64_t fence);
 
   std::shared_ptr<Client> client_;
   ClaimerOptions options_;
@@ -89,6 +97,10 @@ class Claimer final : public fleetcron::Claimer {
   std::string max_skew_us_;
   std::mutex mutex_;  // guards offset_
   std::optional<ClockOffset> offset_;
+  /// The highest fence counter this claimer saw: a store whose counter is
+  /// below it went back (lost writes), which the script treats as a reset.
+  std::atomic<std::uint64_t> fence_seen_{0};
+  std::atomic<std::uint64_t> resets_found_{0};
 };
 
 }  // namespace fleetcron::redis
