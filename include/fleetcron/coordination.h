@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/clock.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -36,6 +37,15 @@ struct ClaimResult {
   [[nodiscard]] static ClaimResult failed(std::string error) { return {Status::error, 0, std::move(error)}; }
   [[nodiscard]] static ClaimResult skewed(std::string error) { return {Status::clock_skew, 0, std::move(error)}; }
   [[nodiscard]] static ClaimResult reset(std::string error) { return {Status::store_reset, 0, std::move(error)}; }
+};
+
+/// How far the local wall clock is from a store's (Redis's TIME, the
+/// timestamps NATS gives writes), as the claimers' skew guards measure it.
+struct ClockOffset {
+  /// Server time minus local time (positive: the local clock is behind).
+  std::chrono::microseconds offset{0};
+  /// When it was measured, on the local steady clock.
+  Clock::SteadyTime measured_at{};
 };
 
 /// Decides which replica runs a fire. claim() is called once per automatic

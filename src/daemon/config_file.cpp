@@ -125,6 +125,8 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
         const std::string full = name + "." + sub;
         if (name == "claim" && sub == "ttl") {
           settings.claim_ttl = duration_value(path, full, sub_node);
+        } else if (name == "claim" && sub == "max_clock_skew") {
+          settings.max_clock_skew = duration_value(path, full, sub_node);
         } else if (name == "claim" && sub == "prefix") {
           settings.claim_prefix = string_value(path, full, sub_node);
         } else if (name == "claim" && sub == "bucket") {
@@ -137,7 +139,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
           settings.leader_bucket = string_value(path, full, sub_node);
         } else {
           throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
-                                          name == "claim" ? "ttl, prefix, bucket" : "ttl, key, bucket"));
+                                          name == "claim" ? "ttl, max_clock_skew, prefix, bucket" : "ttl, key, bucket"));
         }
       }
     } else {

@@ -162,7 +162,8 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
         std::shared_ptr<nats::Elector> elector;
         if (settings_.coordination != CoordinationMode::leader) {
           claimer = std::make_shared<nats::Claimer>(
-              connection->bucket(nats::BucketConfig{.name = settings_.claim_bucket, .ttl = settings_.claim_ttl}));
+              connection->bucket(nats::BucketConfig{.name = settings_.claim_bucket, .ttl = settings_.claim_ttl}),
+              nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings_)});
         }
         if (settings_.coordination != CoordinationMode::claim) {
           nats::ElectorOptions options;
@@ -211,20 +212,20 @@ class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
 
 class NatsClaimerAdapter final : public Claimer {
  public:
-  NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend, std::chrono::nanoseconds claim_ttl)
-      : backend_(std::move(backend)), claim_ttl_(claim_ttl) {}
+  NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend, const Settings& settings)
+      : backend_(std::move(backend)), dedup_window_(settings.claim_ttl - 2 * max_clock_skew(settings)) {}
   ClaimResult claim(std::string_view fire_key) override {
     if (!backend_) return ClaimResult::failed("offline: no NATS connection");
     return backend_->claim(fire_key);
   }
   // As nats::Claimer's (the bucket's TTL is claim_ttl; the claimer itself
   // may not exist yet while the connection is being made).
-  std::chrono::nanoseconds dedup_window() const override { return claim_ttl_ / 2; }
+  std::chrono::nanoseconds dedup_window() const override { return dedup_window_; }
   void check_entry_key(std::string_view key) const override { nats::Claimer::check_entry_key("", key); }
 
  private:
   std::shared_ptr<NatsBackend> backend_;
-  std::chrono::nanoseconds claim_ttl_;
+  std::chrono::nanoseconds dedup_window_;
 };
 
 class NatsElectorAdapter final : public Elector {
@@ -330,12 +331,13 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
   if (settings.coordinator == "memory") return std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
   if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     (void)parse_nats_uri(settings.coordinator, settings);
-    return std::make_shared<NatsClaimerAdapter>(nullptr, settings.claim_ttl);
+    return std::make_shared<NatsClaimerAdapter>(nullptr, settings);
   }
   // Neither constructor touches the network.
   auto client = std::make_shared<redis::Client>(redis_options(settings));
   return std::make_shared<redis::Claimer>(
-      client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl});
+      client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl,
+                                      .max_clock_skew = max_clock_skew(settings)});
 }
 
 Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink& log) {
@@ -359,7 +361,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
     out.description = nats::describe(options);
     auto backend = std::make_shared<NatsBackend>(options, settings, log);
     backend->start();
-    if (claims) claimer = std::make_shared<NatsClaimerAdapter>(backend, settings.claim_ttl);
+    if (claims) claimer = std::make_shared<NatsClaimerAdapter>(backend, settings);
     if (leadership) elector = std::make_shared<NatsElectorAdapter>(backend);
     out.reachable = [backend] { return backend->connected(); };
     out.resources = backend;
@@ -369,7 +371,8 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
     std::shared_ptr<redis::Claimer> redis_claimer;
     if (claims) {
       redis_claimer = std::make_shared<redis::Claimer>(
-          client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl});
+          client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl,
+                                      .max_clock_skew = max_clock_skew(settings)});
       claimer = redis_claimer;
       out.clock_offset = [redis_claimer]() -> std::optional<double> {
         const auto offset = redis_claimer->clock_offset();

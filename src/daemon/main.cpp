@@ -32,7 +32,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 
 /// Flags given on the command line; they win over the config file.
 struct Flags {
-  std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, claim_prefix, claim_bucket,
+  std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
       leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
@@ -48,6 +48,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD / FLEETCRON_NATS_PASSWORD)");
   command->add_option("--coordination", flags.coordination, "claim (default), leader or both");
   command->add_option("--claim-ttl", flags.claim_ttl, "How long a fire claim is kept (default 10m)");
+  command->add_option("--max-clock-skew", flags.max_clock_skew,
+                      "Claims are refused while the local clock is further than this from the store's (default 5s)");
   command->add_option("--claim-prefix", flags.claim_prefix, "Redis claim key prefix (default cron:claim:)");
   command->add_option("--claim-bucket", flags.claim_bucket, "NATS claims bucket (default FLEETCRON_CLAIMS)");
   command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
@@ -86,6 +88,7 @@ Settings build_settings(const Flags& flags) {
     settings.coordination = *mode;
   }
   if (flags.claim_ttl) settings.claim_ttl = flag_duration("--claim-ttl", *flags.claim_ttl);
+  if (flags.max_clock_skew) settings.max_clock_skew = flag_duration("--max-clock-skew", *flags.max_clock_skew);
   if (flags.claim_prefix) settings.claim_prefix = *flags.claim_prefix;
   if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;
   if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);

@@ -110,6 +110,14 @@ void resolve_coordinator_password(Settings& settings) {
   settings.coordinator_password = std::move(password);
 }
 
+std::chrono::nanoseconds default_max_clock_skew(std::chrono::nanoseconds claim_ttl) {
+  return std::min<std::chrono::nanoseconds>(std::chrono::seconds{5}, claim_ttl / 4);
+}
+
+std::chrono::nanoseconds max_clock_skew(const Settings& settings) {
+  return settings.max_clock_skew.value_or(default_max_clock_skew(settings.claim_ttl));
+}
+
 void validate(const Settings& settings) {
   if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
   const bool memory = settings.coordinator == "memory";
@@ -123,6 +131,13 @@ void validate(const Settings& settings) {
   if (settings.claim_ttl < std::chrono::seconds{2}) {
     throw SettingsError(fmt::format("claim TTL {} is below 2s: fires older than half of it are not claimed (stale)",
                                     format_duration(settings.claim_ttl)));
+  }
+  if (settings.max_clock_skew &&
+      (*settings.max_clock_skew <= std::chrono::nanoseconds::zero() ||
+       *settings.max_clock_skew >= settings.claim_ttl - *settings.max_clock_skew)) {
+    throw SettingsError(fmt::format("max clock skew {}: must be positive and below half the claim TTL {} ({})",
+                                    format_duration(*settings.max_clock_skew), format_duration(settings.claim_ttl),
+                                    format_duration(settings.claim_ttl / 2)));
   }
   if (!settings.metrics.empty()) (void)parse_listen_address(settings.metrics);
   // The lease is renewed every TTL/3: below a second the keep-alive would

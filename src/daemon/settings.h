@@ -41,6 +41,9 @@ struct Settings {
   std::chrono::nanoseconds claim_ttl = std::chrono::minutes{10};
   std::string claim_prefix = "cron:claim:";
   std::string claim_bucket = "FLEETCRON_CLAIMS";
+  /// The claimers' clock-skew guard (Redis and NATS); nullopt:
+  /// default_max_clock_skew(claim_ttl). See max_clock_skew().
+  std::optional<std::chrono::nanoseconds> max_clock_skew;
   /// Leadership: TTL (Redis lease; NATS leader bucket TTL); nullopt: the
   /// backend's default (Redis 30 s, NATS 10 s, memory 30 s).
   std::optional<std::chrono::nanoseconds> leader_ttl;
@@ -98,5 +101,12 @@ inline constexpr std::chrono::nanoseconds min_leader_ttl = std::chrono::seconds{
 
 /// Checks the combination (e.g. leader TTL range); throws SettingsError.
 void validate(const Settings& settings);
+
+/// The daemon's default skew guard: 5 s, or claim_ttl / 4 if that is less.
+/// Tighter than the library's claim_ttl / 4 because it also bounds what a
+/// store reset loses (fires before the reset's epoch + the guard).
+[[nodiscard]] std::chrono::nanoseconds default_max_clock_skew(std::chrono::nanoseconds claim_ttl);
+/// settings.max_clock_skew, or the default for its claim TTL.
+[[nodiscard]] std::chrono::nanoseconds max_clock_skew(const Settings& settings);
 
 }  // namespace fleetcron::daemon

@@ -62,10 +62,26 @@ using EntryPtr = std::unique_ptr<kvEntry, EntryDeleter>;
 
 std::string key_string(std::string_view key) { return std::string(key); }
 
+natsStatus create_key_value(kvStore** kv, void* js, const BucketConfig& config) {
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = config.name.c_str();
+  cfg.TTL = config.ttl.count();  // nanoseconds, copied into the stream's MaxAge
+  cfg.History = static_cast<uint8_t>(config.history);
+  cfg.Replicas = config.replicas;
+  cfg.StorageType = config.storage == Storage::memory ? js_MemoryStorage : js_FileStorage;
+  return js_CreateKeyValue(kv, static_cast<jsCtx*>(js), &cfg);
+}
+
+std::chrono::sys_time<std::chrono::nanoseconds> server_time(int64_t nanoseconds) {
+  return std::chrono::sys_time<std::chrono::nanoseconds>{std::chrono::nanoseconds{nanoseconds}};
+}
+
 }  // namespace
 
 bool Error::timed_out() const noexcept { return status_ == NATS_TIMEOUT; }
 bool Error::not_found() const noexcept { return status_ == NATS_NOT_FOUND; }
+bool Error::missing() const noexcept { return status_ == NATS_NO_RESPONDERS; }
 
 void validate(const ConnectionOptions& options) {
   if (options.servers.empty()) throw std::invalid_argument("nats::ConnectionOptions.servers: empty");
@@ -202,16 +218,13 @@ std::shared_ptr<Bucket> Connection::bucket(const BucketConfig& config) {
   if (config.replicas < 1 || config.replicas > 5) {
     throw std::invalid_argument(fmt::format("nats::BucketConfig.replicas: {} is out of range 1..5", config.replicas));
   }
-  kvConfig cfg;
-  kvConfig_Init(&cfg);
-  cfg.Bucket = config.name.c_str();
-  cfg.TTL = config.ttl.count();  // nanoseconds, copied into the stream's MaxAge
-  cfg.History = static_cast<uint8_t>(config.history);
-  cfg.Replicas = config.replicas;
-  cfg.StorageType = config.storage == Storage::memory ? js_MemoryStorage : js_FileStorage;
   kvStore* kv = nullptr;
-  const natsStatus status = js_CreateKeyValue(&kv, static_cast<jsCtx*>(js_), &cfg);
-  if (status == NATS_OK) return std::shared_ptr<Bucket>(new Bucket(shared_from_this(), kv, config.name));
+  const natsStatus status = create_key_value(&kv, js_, config);
+  if (status == NATS_OK) {
+    std::shared_ptr<Bucket> created(new Bucket(shared_from_this(), kv, config.name));
+    created->config_ = config;
+    return created;
+  }
   const Error failure = detail::error(status, description_ + ": bucket " + config.name);
   if (status != NATS_ERR) throw failure;
   // Most likely "existing configuration is different": say how.
@@ -310,6 +323,54 @@ void Bucket::remove(std::string_view key) {
   const std::string k = key_string(key);
   detail::check(kvStore_Delete(static_cast<kvStore*>(kv_), k.c_str()), connection_->description_,
                 "delete " + name_ + "/" + k);
+}
+
+bool Bucket::remove_if(std::string_view key, std::uint64_t last) {
+  // A delete marker is a message with the header KV-Operation: DEL; the
+  // expected last subject sequence makes it conditional.
+  const std::string subject = "$KV." + name_ + "." + key_string(key);
+  natsMsg* raw = nullptr;
+  detail::check(natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0), connection_->description_, "delete " + subject);
+  std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+  detail::check(natsMsgHeader_Set(raw, "KV-Operation", "DEL"), connection_->description_, "delete " + subject);
+  jsPubOptions options;
+  jsPubOptions_Init(&options);
+  options.ExpectLastSubjectSeq = last;
+  jsPubAck* ack = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus status = js_PublishMsg(&ack, static_cast<jsCtx*>(connection_->js_), raw, &options, &code);
+  jsPubAck_Destroy(ack);
+  if (status == NATS_OK) return true;
+  if (code == JSStreamWrongLastSequenceErr || detail::is_wrong_last_sequence(status)) return false;
+  throw detail::error(status, fmt::format("{}: delete {}/{} at revision {}", connection_->description_, name_, key, last));
+}
+
+WriteTimes Bucket::write_times(std::uint64_t revision) {
+  const std::string stream = "KV_" + name_;
+  auto* js = static_cast<jsCtx*>(connection_->js_);
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  detail::check(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code), connection_->description_,
+                "stream info " + stream);
+  std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(info, jsStreamInfo_Destroy);
+  WriteTimes times{server_time(info->State.LastTime), server_time(info->Created)};
+  if (info->State.LastSeq == revision) return times;
+  natsMsg* raw = nullptr;
+  detail::check(js_GetMsg(&raw, js, stream.c_str(), revision, nullptr, &code), connection_->description_,
+                fmt::format("message {} of {}", revision, stream));
+  std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+  times.written = server_time(natsMsg_GetTime(raw));
+  return times;
+}
+
+void Bucket::recreate() {
+  if (!config_) {
+    throw Error(NATS_ILLEGAL_STATE, fmt::format("{}: bucket {} is missing and was bound by name: no configuration to "
+                                                "create it again with", connection_->description_, name_));
+  }
+  kvStore* kv = nullptr;
+  detail::check(create_key_value(&kv, connection_->js_, *config_), connection_->description_, "recreating bucket " + name_);
+  kvStore_Destroy(kv);  // the handle this Bucket holds names the same subjects
 }
 
 std::unique_ptr<Watcher> Bucket::watch(std::string_view key) {

@@ -110,13 +110,13 @@ State Election::state() const {
 
 std::uint64_t Election::fencing_token() const {
   std::lock_guard guard(mutex_);
-  return state_ == State::leader ? won_revision_ : 0;
+  return state_ == State::leader ? won_term_ : 0;
 }
 
 std::pair<bool, std::uint64_t> Election::leadership() const {
   std::lock_guard guard(mutex_);
   const bool leader = state_ == State::leader && announced_ && clock_->steady_now() < valid_until_;
-  return {leader, leader ? won_revision_ : 0};
+  return {leader, leader ? won_term_ : 0};
 }
 
 std::uint64_t Election::last_lost_term() const {
@@ -153,6 +153,7 @@ void Election::start(std::stop_token stop_token) {
     last_revision_ = 0;
     notify_next_ = announced_ = pending_lost_ = false;
     won_revision_ = 0;
+    won_term_ = 0;
     tries_ = 0;
   }
   // After the reset: a token stopped already stops this run at once.
@@ -303,6 +304,7 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
         log(fmt::format("key {} {} at revision {}: campaigning now", key_,
                         change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
         leader_write_seen_.reset();
+        deletion_seen_ = change->operation != Entry::Operation::put;
         return;
       }
       if (change) {
@@ -361,11 +363,26 @@ void Election::campaign(Callbacks& after) {
   }
 }
 
-void Election::take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent) {
+std::uint64_t Election::term_of(std::uint64_t revision) {
+  std::chrono::sys_time<std::chrono::nanoseconds> at;
+  try {
+    at = bucket_->write_times(revision).written;
+  } catch (const Error& e) {
+    // The write's time cannot be read (the store failing just now): the
+    // local clock stands in, within the skew of the server's.
+    log(std::string("reading the winning write's time failed, using the local clock: ") + e.what());
+    at = clock_->now();
+  }
+  return static_cast<std::uint64_t>(
+      std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count(), 1));
+}
+
+void Election::take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent) {
   if (clock_->steady_now() >= sent + valid_for_) announce_now = false;  // took too long: the deadline thread demotes
   state_ = State::leader;
   last_revision_ = revision;
   won_revision_ = revision;
+  won_term_ = term;
   valid_until_ = sent + valid_for_;
   notify_next_ = !announce_now;
   announced_ = announce_now;
@@ -375,11 +392,19 @@ void Election::take_over(std::uint64_t revision, bool announce_now, Clock::Stead
 }
 
 void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
+  // A delete marker the watcher just saw is a resignation (fleetcron's
+  // and choria's resign with a delete): the old leader announced its loss
+  // before writing it, so the winner may announce at once.
+  const bool after_deletion = std::exchange(deletion_seen_, false);
   try {
     if (const auto revision = bucket_->create(key_, name_)) {
+      const std::uint64_t term = term_of(*revision);
       std::lock_guard guard(mutex_);
-      take_over(*revision, false, sent);
-      log(fmt::format("won {} at revision {}; announcing after the next renewal", key_, *revision));
+      take_over(*revision, term, after_deletion, sent);
+      after.won = announced_;
+      log(fmt::format("won {} at revision {} (term {}); {}", key_, *revision, term,
+                      announced_ ? "announcing now: the key was deleted (a resignation)"
+                                 : "announcing after the next renewal"));
       return;
     }
     // Taken. By a resignation (take it over and announce at once: the old
@@ -395,8 +420,9 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
         (entry->value == resigned_marker || entry->value == name_)) {
       const bool resigned = entry->value == resigned_marker;
       if (const auto revision = bucket_->update(key_, name_, entry->revision)) {
+        const std::uint64_t term = term_of(*revision);
         std::lock_guard guard(mutex_);
-        take_over(*revision, resigned, sent);
+        take_over(*revision, term, resigned, sent);
         after.won = announced_;
         log(fmt::format("took over {} at revision {} ({})", key_, *revision,
                         resigned ? "the leader resigned" : "our own record"));
@@ -407,6 +433,7 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
     ++tries_;
     last_error_.clear();
   } catch (const Error& e) {
+    if (e.missing()) recreate_bucket(e);
     std::lock_guard guard(mutex_);
     ++tries_;
     last_error_ = e.what();
@@ -429,13 +456,22 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   } catch (const Error& e) {
     error = e.what();
   }
+  std::optional<std::uint64_t> new_term;  // only for a renewal that raced a loss (a new win)
+  if (revision) {
+    bool raced = false;
+    {
+      std::lock_guard guard(mutex_);
+      raced = losses != losses_;
+    }
+    if (raced) new_term = term_of(*revision);
+  }
   std::lock_guard guard(mutex_);
   if (stopping_ && !error.empty()) return;  // our own stop interrupted it: the shutdown path decides
   last_error_ = error;
   if (revision && losses != losses_) {
     // Demoted by the deadline while this renewal was in flight (its loss
     // was announced): the key is ours again, as a new win.
-    take_over(*revision, false, sent);
+    take_over(*revision, new_term ? *new_term : won_term_ + 1, false, sent);
     return;
   }
   if (revision) {
@@ -454,12 +490,22 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   lose_locked(after);
 }
 
+void Election::recreate_bucket(const Error& missing) {
+  try {
+    bucket_->recreate();
+    log(fmt::format("bucket {} was missing ({}): created it again", bucket_->name(), missing.what()));
+  } catch (const std::exception& e) {
+    log(fmt::format("bucket {} is missing and could not be created again: {}", bucket_->name(), e.what()));
+  }
+}
+
 void Election::lose_locked(Callbacks& after) {
   if (state_ != State::leader) return;
-  lost_term_ = won_revision_;
+  lost_term_ = won_term_;
   state_ = State::candidate;
   last_revision_ = 0;
   won_revision_ = 0;
+  won_term_ = 0;
   tries_ = 0;
   ++losses_;
   if (notify_next_) {
@@ -486,7 +532,10 @@ void Election::resign(Callbacks& after) {
   after = {};
   if (last == 0 || !reachable) return;  // the store failed just now: let the key expire rather than wait again
   try {
-    if (bucket_->update(key_, resigned_marker, last)) {
+    // A delete guarded by our last revision: it cannot remove a
+    // successor's record, and a candidate of either implementation (choria's
+    // Create succeeds over a delete marker) takes over at once.
+    if (bucket_->remove_if(key_, last)) {
       log(fmt::format("resigned {}", key_));
     }
   } catch (const Error& e) {

@@ -129,7 +129,9 @@ duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
 # 2. Fences are unique and positive; a larger fence never belongs to an
 #    instant more than the dedup window older than a smaller one's.
 awk '$2 == "" || $2 == 0 {bad++} END {exit bad > 0}' "$journal" || fail "runs without a fence"
-dup_fences=$(awk '{print $2}' "$journal" | sort | uniq -d | head -3)
+# (awk, not head: under pipefail a head that exits early fails the pipeline
+# with SIGPIPE, which set -e turns into a silent exit.)
+dup_fences=$(awk '{print $2}' "$journal" | sort | uniq -d | awk 'NR <= 3')
 [[ -z $dup_fences ]] || fail "fences handed out twice: $dup_fences"
 disorder=$(awk '{split($1, p, "@"); cmd = "date -u -d " p[2] " +%s"; cmd | getline t; close(cmd); print p[1], $2, t}' "$journal" |
   sort -k1,1 -k2,2n | awk -v w="$dedup_window" '{if ($1 == job && $3 < newest - w) bad++; if ($1 != job || $3 > newest) newest = $3; job = $1} END {print bad + 0}')
@@ -157,7 +159,7 @@ explain() {  # fire key, second → reason or empty
 }
 # Coverage counts from the first run: the first election takes up to one
 # campaign interval (NATS: 7.5 s) — but no longer than the failover bound.
-first=$(awk '{split($1, p, "@"); print p[2]}' "$journal" | sort | head -1)
+first=$(awk '{split($1, p, "@"); print p[2]}' "$journal" | sort | awk 'NR == 1')
 [[ -n $first ]] || fail "nothing ran"
 first_run=$(date -u -d "$first" +%s)
 ((first_run <= started + failover)) || fail "the first run came $((first_run - started))s after the start (bound ${failover}s)"

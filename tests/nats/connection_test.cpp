@@ -154,24 +154,133 @@ TEST(NatsConnection, WrongCredentialsAndUnreachableServersAreErrors) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
 }
 
-TEST(NatsClaimer, FirstWriterWinsRevisionsAreFencesAndTheBucketNeedsATtl) {
+std::string in_an_hour(std::string_view key) {
+  return fire_key(key, std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) + 1h);
+}
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+TEST(NatsClaimer, FirstWriterWinsFencesAreServerMicrosecondsAndTheBucketNeedsATtl) {
   auto connection = connect(test::shared_nats_url());
   auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10min});
   Claimer a(bucket), b(bucket);
   EXPECT_EQ(a.claim_ttl(), 10min);
-  const auto first = a.claim("report@2026-01-02T15:04:05Z");
+  EXPECT_EQ(a.max_clock_skew(), 150s);  // TTL / 4, as Redis
+  EXPECT_EQ(a.dedup_window(), 5min);    // TTL - 2 * skew, as Redis
+  const std::string report = in_an_hour("report");
+  const auto first = a.claim(report);
   ASSERT_EQ(first.status, ClaimResult::Status::claimed) << first.error;
-  EXPECT_EQ(b.claim("report@2026-01-02T15:04:05Z").status, ClaimResult::Status::already_claimed);
-  const auto second = b.claim("report@2026-01-02T15:05:05Z");
+  EXPECT_EQ(b.claim(report).status, ClaimResult::Status::already_claimed);
+  const auto second = b.claim(in_an_hour("report-2"));
   ASSERT_EQ(second.status, ClaimResult::Status::claimed);
   EXPECT_GT(second.fence, first.fence);
-  EXPECT_TRUE(bucket->get(encode_key("report@2026-01-02T15:04:05Z")));
+  // The fence is the write's server time in µs (docs/fencing.md).
+  EXPECT_LT(std::llabs(static_cast<long long>(first.fence) - now_us()), 60'000'000LL) << first.fence;
+  EXPECT_TRUE(bucket->get(encode_key(report)));
   EXPECT_EQ(a.claim(" ").status, ClaimResult::Status::error);
   const auto too_long = a.claim(std::string(1000, '@') + "@2026-01-01T00:00:00Z");  // 3 bytes per '@' encoded
   EXPECT_EQ(too_long.status, ClaimResult::Status::error);
   EXPECT_NE(too_long.error.find("above the 2048-byte limit"), std::string::npos) << too_long.error;
   auto forever = connection->bucket(BucketConfig{.name = test::unique_bucket()});
   EXPECT_NE(invalid([&] { Claimer c(forever); }).find("has no TTL, so claims would never expire"), std::string::npos);
+  EXPECT_NE(invalid([&] { Claimer c(bucket, ClaimerOptions{.max_clock_skew = 5min}); })
+                .find("nats::ClaimerOptions.max_clock_skew: 5m0s is not below the bucket TTL / 2 (5m0s)"),
+            std::string::npos);
+  EXPECT_NE(invalid([&] { Claimer c(bucket, ClaimerOptions{.max_clock_skew = 0s}); }).find("is not positive"),
+            std::string::npos);
+}
+
+TEST(NatsClaimer, FiresFromBeforeTheBucketsCreationAreAStoreReset) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1min});
+  Claimer claimer(bucket);  // skew guard 15 s
+  const auto old = claimer.claim("job@2026-01-01T00:00:00Z");
+  ASSERT_EQ(old.status, ClaimResult::Status::store_reset) << old.error;
+  EXPECT_NE(old.error.find("scheduled before bucket " + bucket->name() + "'s creation 20"), std::string::npos) << old.error;
+  EXPECT_NE(old.error.find("+ max_clock_skew 15s"), std::string::npos) << old.error;
+  // Written anyway: another replica's claim of it is refused as taken.
+  EXPECT_EQ(Claimer(bucket).claim("job@2026-01-01T00:00:00Z").status, ClaimResult::Status::already_claimed);
+  EXPECT_EQ(claimer.claim(in_an_hour("job")).status, ClaimResult::Status::claimed);
+}
+
+TEST(NatsClaimer, ADeletedBucketIsRecreatedAndItsOldFiresAreNotClaimedAgain) {
+  auto connection = connect(test::shared_nats_url());
+  const std::string name = test::unique_bucket();
+  auto bucket = connection->bucket(BucketConfig{.name = name, .ttl = 1min});
+  Claimer claimer(bucket);  // skew guard 15 s
+  // Due in 15 s: a replica up to the guard ahead may claim it now. The
+  // bucket is older than that, so the claim is granted.
+  const std::string late = fire_key("job", Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())} + 15s);
+  const auto granted = claimer.claim(late);
+  ASSERT_EQ(granted.status, ClaimResult::Status::claimed) << granted.error;
+  connection->delete_bucket(name);  // the volume lost, or someone deleted it
+  const auto again = claimer.claim(late);
+  ASSERT_EQ(again.status, ClaimResult::Status::store_reset) << again.error;
+  EXPECT_EQ(claimer.buckets_recreated(), 1u);
+  EXPECT_EQ(bucket->ttl(), 1min);  // recreated with the configuration it was bound with
+  const auto later = claimer.claim(in_an_hour("job"));
+  ASSERT_EQ(later.status, ClaimResult::Status::claimed) << later.error;
+  EXPECT_GT(later.fence, granted.fence);  // fences keep growing across the recreation
+}
+
+// The real clocks, with the wall clock moved by `offset`.
+class OffsetClock final : public Clock {
+ public:
+  Instant now() const noexcept override { return system_clock()->now() + offset.load(); }
+  SteadyTime steady_now() const noexcept override { return system_clock()->steady_now() + steady_offset.load(); }
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override {
+    system_clock()->wait_until(cv, lock, deadline);
+  }
+  std::atomic<std::chrono::nanoseconds> offset{std::chrono::nanoseconds{0}};
+  std::atomic<std::chrono::nanoseconds> steady_offset{std::chrono::nanoseconds{0}};  // moves time on without waiting
+};
+
+TEST(NatsClaimer, TheSkewGuardMeasuresTheServersWriteTimestamps) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1min});
+  auto clock = std::make_shared<OffsetClock>();
+  // A long refresh interval: between claims only a granted claim's own
+  // write measures again.
+  Claimer claimer(bucket, ClaimerOptions{.max_clock_skew = 5s, .skew_refresh_interval = 1h, .clock = clock});
+  const auto offset = claimer.clock_offset();  // the first measurement: a probe write
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 2s);
+  EXPECT_TRUE(bucket->get(claimer.probe_key()));
+  EXPECT_EQ(claimer.claim(in_an_hour("in-sync")).status, ClaimResult::Status::claimed);
+  // The local clock jumps 30 s ahead: the next claim's own write shows it.
+  // Its key stays written (lost, not run, and not run by anyone else).
+  clock->offset = 30s;
+  const std::string jumped = in_an_hour("jumped");
+  const auto after_jump = claimer.claim(jumped);
+  EXPECT_EQ(after_jump.status, ClaimResult::Status::clock_skew);
+  EXPECT_NE(after_jump.error.find("ahead of the NATS server's, beyond max_clock_skew 5s"), std::string::npos)
+      << after_jump.error;
+  EXPECT_NE(after_jump.error.find("not run"), std::string::npos) << after_jump.error;
+  EXPECT_TRUE(bucket->get(encode_key(jumped)));
+  // Known to be off: refused before writing anything.
+  const std::string next = in_an_hour("next");
+  EXPECT_EQ(claimer.claim(next).status, ClaimResult::Status::clock_skew);
+  EXPECT_FALSE(bucket->get(encode_key(next)));
+}
+
+TEST(NatsClaimer, AStaleMeasurementIsRefreshedByAProbeWriteBeforeClaiming) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1min});
+  auto clock = std::make_shared<OffsetClock>();
+  Claimer claimer(bucket, ClaimerOptions{.max_clock_skew = 5s, .skew_refresh_interval = 1ms, .clock = clock});
+  clock->offset = -30s;  // lagging
+  clock->steady_offset = 1s;  // past the refresh interval
+  const std::string lagging = in_an_hour("lagging");
+  const auto refused = claimer.claim(lagging);
+  EXPECT_EQ(refused.status, ClaimResult::Status::clock_skew);
+  EXPECT_NE(refused.error.find("behind the NATS server's"), std::string::npos) << refused.error;
+  EXPECT_FALSE(bucket->get(encode_key(lagging)));  // the probe found it, nothing claimed
+  clock->offset = 0s;
+  clock->steady_offset = 2s;
+  EXPECT_EQ(claimer.claim(lagging).status, ClaimResult::Status::claimed);
 }
 
 }  // namespace

@@ -47,7 +47,10 @@ std::shared_ptr<Connection> connect() {
 
 TEST(NatsScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncreasingFences) {
   const std::string bucket_name = test::unique_bucket();
-  auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-06-01T00:00:00Z"));
+  // After the bucket's creation + the skew guard: earlier fires would be
+  // refused as store-reset. (The claimers keep the real clock.)
+  auto clock = std::make_shared<VirtualClock>(std::chrono::time_point_cast<std::chrono::seconds>(
+                                                  std::chrono::system_clock::now()) + 1h);
   constexpr int entries = 100, steps = 10;  // 1,000 fires per replica
   std::mutex mutex;
   std::map<std::string, std::vector<std::uint64_t>> fences;

@@ -57,6 +57,9 @@ class Error : public std::runtime_error {
   [[nodiscard]] int status() const noexcept { return status_; }
   [[nodiscard]] bool timed_out() const noexcept;
   [[nodiscard]] bool not_found() const noexcept;
+  /// Nothing stored the request: no responders (a bucket whose stream was
+  /// deleted, or lost with the server's store directory).
+  [[nodiscard]] bool missing() const noexcept;
 
  private:
   int status_;
@@ -72,6 +75,13 @@ struct BucketConfig {
   Storage storage = Storage::file;
   int replicas = 1;
   int history = 1;
+};
+
+/// When the server stored a write, and when the bucket's stream was
+/// created, both on the server's clock.
+struct WriteTimes {
+  std::chrono::sys_time<std::chrono::nanoseconds> written;
+  std::chrono::sys_time<std::chrono::nanoseconds> stream_created;
 };
 
 /// One value of a key.
@@ -111,6 +121,17 @@ class Bucket {
   [[nodiscard]] std::optional<Entry> get(std::string_view key);
   /// Writes a delete marker.
   void remove(std::string_view key);
+  /// Writes a delete marker only if the key's latest revision is `last`
+  /// (a delete that cannot remove a successor's write): false if it is not.
+  [[nodiscard]] bool remove_if(std::string_view key, std::uint64_t last);
+  /// The server's timestamps of the write at `revision` and of the
+  /// stream's creation: one request (stream info), two if another write
+  /// came after it. Error if the stream is gone or the revision expired.
+  [[nodiscard]] WriteTimes write_times(std::uint64_t revision);
+  /// Creates the bucket's stream again with the configuration it was bound
+  /// with (Connection::bucket(config)); a no-op if it exists. Error if it
+  /// was bound by name only (no configuration to recreate it with).
+  void recreate();
   /// Watches `key` (a NATS subject pattern of keys): see Watcher.
   [[nodiscard]] std::unique_ptr<Watcher> watch(std::string_view key);
 
@@ -123,6 +144,7 @@ class Bucket {
   std::shared_ptr<Connection> connection_;  // outlives the handle
   void* kv_;                                // kvStore*
   std::string name_;
+  std::optional<BucketConfig> config_;      // set when bound by configuration
 };
 
 /// Changes to watched keys, delivered to the caller's thread by next().

@@ -89,8 +89,10 @@ class Election {
   /// True once leadership is announced (on_won) and while it holds.
   [[nodiscard]] bool is_leader() const;
   [[nodiscard]] State state() const;
-  /// The key's revision when this election won: revisions only grow, so it
-  /// is a fencing token. 0 unless leader.
+  /// The term: the server's timestamp, in µs, of the write that won the
+  /// leadership. Server time only grows, across a recreated bucket too, so
+  /// it is a fencing token on the same scale as every backend's fences
+  /// (docs/fencing.md). 0 unless leader.
   [[nodiscard]] std::uint64_t fencing_token() const;
   /// 75% of the bucket TTL.
   [[nodiscard]] std::chrono::nanoseconds campaign_interval() const noexcept { return interval_; }
@@ -102,7 +104,9 @@ class Election {
   /// The fencing token of the leadership most recently lost (for on_lost).
   [[nodiscard]] std::uint64_t last_lost_term() const;
 
-  /// The value a resigning leader writes: no candidate name can equal it.
+  /// The value earlier fleetcron versions resigned with (today a resign is
+  /// a revision-guarded delete); still taken over at once. No candidate
+  /// name can equal it.
   static constexpr std::string_view resigned_marker = std::string_view("\0fleetcron-resigned\0", 20);
 
  private:
@@ -110,7 +114,11 @@ class Election {
   void campaign(Callbacks& after);
   void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
   void maintain(Callbacks& after, Clock::SteadyTime sent);
-  void take_over(std::uint64_t revision, bool announce_now, Clock::SteadyTime sent);
+  void take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent);
+  /// The server time (µs) of the write at `revision`; the local clock if it
+  /// cannot be read. Called without the mutex (a request).
+  std::uint64_t term_of(std::uint64_t revision);
+  void recreate_bucket(const Error& missing);
   void wait_watching(std::chrono::nanoseconds wait, bool leader);
   void drop_watcher();
   void deliver_pending_loss();
@@ -137,6 +145,7 @@ class Election {
   bool notify_next_ = false;         // won, not yet announced
   bool announced_ = false;
   std::uint64_t won_revision_ = 0;
+  std::uint64_t won_term_ = 0;  // term_of(the winning revision)
   std::uint64_t losses_ = 0;  // counts lose_locked(): a renewal that raced a loss is a new win
   Clock::SteadyTime valid_until_{};
   int tries_ = 0;
@@ -146,6 +155,7 @@ class Election {
   bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
   std::uint64_t lost_term_ = 0;
   std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
+  bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a delete
   mutable std::recursive_mutex callback_mutex_;  // one callback at a time
 };
 

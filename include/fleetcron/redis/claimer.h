@@ -47,12 +47,7 @@ struct ClaimerOptions {
 };
 
 /// How far the local wall clock is from the Redis server's.
-struct ClockOffset {
-  /// Server time minus local time (positive: the local clock is behind).
-  std::chrono::microseconds offset{0};
-  /// When it was measured, on the local steady clock.
-  Clock::SteadyTime measured_at{};
-};
+using fleetcron::ClockOffset;
 
 /// Thread-safe. claim() is one round trip (a script: skew check, SET NX
 /// with PX, and the fence counter, atomically); claim_batch() pipelines
