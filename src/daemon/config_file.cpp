@@ -83,6 +83,10 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       const auto* value = node.as_boolean();
       if (value == nullptr) throw SettingsError(fmt::format("{}: seconds must be true or false", where(path, node)));
       settings.seconds = value->get();
+    } else if (name == "require_noeviction") {
+      const auto* value = node.as_boolean();
+      if (value == nullptr) throw SettingsError(fmt::format("{}: require_noeviction must be true or false", where(path, node)));
+      settings.require_noeviction = value->get();
     } else if (name == "zone") {
       settings.zone = string_value(path, name, node);
     } else if (name == "coordinator") {
@@ -144,7 +148,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       }
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordinator_password_file, coordination, "
-                                      "on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
+                                      "on_leadership_loss, require_noeviction, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader])",
                                       where(path, node), name));
     }

@@ -387,6 +387,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
       options.keep_alive = true;
       elector = std::make_shared<redis::Elector>(client, options);
     }
+    out.eviction_policy = [client] { return redis::read_eviction_policy(*client); };
     out.reachable = [client] {
       try {
         client->ping();

@@ -13,6 +13,7 @@
 #include "fleetcron/coordination.h"
 #include "fleetcron/nats/connection.h"
 #include "fleetcron/redis/client.h"
+#include "fleetcron/redis/eviction_policy.h"
 
 namespace fleetcron::daemon {
 
@@ -24,6 +25,8 @@ struct Coordination {
   std::function<bool()> reachable;
   /// Backend clock minus local clock, when known (Redis).
   std::function<std::optional<double>()> clock_offset;
+  /// Redis: what the server's maxmemory-policy is (one round trip).
+  std::function<redis::EvictionPolicy()> eviction_policy;
   std::shared_ptr<void> resources;   // connections and the like, kept alive
 };
 

@@ -166,8 +166,28 @@ Daemon::~Daemon() {
 
 bool Daemon::ready() const { return loaded_ && backend_reachable_.load(); }
 
+redis::EvictionPolicy Daemon::check_eviction_policy(bool running) {
+  std::lock_guard guard(eviction_mutex_);
+  const redis::EvictionPolicy policy = coordination_.eviction_policy();
+  if (!policy.answered) return policy;  // unreachable: the next reconnect reads it
+  metrics_.backend_config(policy.policy, policy.safe());
+  const std::string state = policy.safe() ? "ok" : policy.policy.empty() ? "unreadable" : policy.policy;
+  if (state != eviction_state_) {
+    eviction_state_ = state;
+    log_.write(policy.safe() ? "info" : "warn", "backend-config", policy.describe());
+  }
+  if (settings_.require_noeviction && !policy.safe() && !config_refused_.exchange(true)) {
+    log_.write("error", "backend-config", fmt::format("--require-noeviction: {}: {}", running ? "stopping" : "refusing to run",
+                                                      policy.describe()));
+    if (running) ::kill(::getpid(), SIGTERM);  // run() stops as for SIGTERM, then exits 1
+  }
+  return policy;
+}
+
 void Daemon::check_backend_loop() {
   std::unique_lock lock(readiness_mutex_);
+  bool was_reachable = false;
+  auto config_checked = std::chrono::steady_clock::time_point{};
   while (!readiness_cv_.wait_for(lock, std::chrono::seconds{1}, [this] { return readiness_stop_; })) {
     lock.unlock();
     bool reachable = false;
@@ -177,6 +197,14 @@ void Daemon::check_backend_loop() {
       reachable = false;
     }
     backend_reachable_ = reachable;
+    // The eviction policy: at every (re)connect, and every minute (CONFIG
+    // SET can change it at any time).
+    const auto now = std::chrono::steady_clock::now();
+    if (coordination_.eviction_policy && reachable &&
+        (!was_reachable || now - config_checked >= std::chrono::minutes{1})) {
+      if (check_eviction_policy(true).answered) config_checked = now;
+    }
+    was_reachable = reachable;
     // As a container's init, orphaned grandchildren of the jobs are ours.
     if (getpid() == 1) (void)reap_orphans();
     lock.lock();
@@ -305,6 +333,12 @@ bool Daemon::apply_reload(const JobsFile& file) {
 }
 
 int Daemon::run() {
+  // Refused before anything runs when the server answers; a server down
+  // at start is checked when it comes up.
+  if (coordination_.eviction_policy) {
+    (void)check_eviction_policy(false);
+    if (config_refused_) return 2;
+  }
   scheduler_->start();
   log_.write("info", "started",
              fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(), settings_.jobs_file,
@@ -330,7 +364,7 @@ int Daemon::run() {
     bool clean = scheduler_->drain(deadline);
     if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
     log_.write("info", "stopped", clean ? "all runs finished" : "some runs did not end in time");
-    return 0;
+    return config_refused_ ? 1 : 0;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/log_sink.h"
 #include "daemon/metrics.h"
 #include "daemon/settings.h"
+#include "fleetcron/redis/eviction_policy.h"
 #include "fleetcron/scheduler.h"
 
 namespace fleetcron::daemon {
@@ -61,6 +62,14 @@ class Daemon {
   // Every second: the backend check /readyz answers from (not a round trip
   // per request) and, as PID 1, reaping orphaned grandchildren of the jobs.
   void check_backend_loop();
+  /// Redis: reads maxmemory-policy, exports it, logs a change; under
+  /// --require-noeviction a bad one stops the daemon (exit 1). Returns it.
+  /// `running`: the scheduler runs (stop it with SIGTERM), else run()
+  /// has not started it yet (it returns 2).
+  redis::EvictionPolicy check_eviction_policy(bool running);
+  std::mutex eviction_mutex_;            // one check at a time: guards eviction_state_
+  std::string eviction_state_;           // the last one logged
+  std::atomic<bool> config_refused_{false};
   std::atomic<bool> backend_reachable_{false};
   std::mutex readiness_mutex_;  // guards readiness_stop_
   std::condition_variable readiness_cv_;

@@ -36,6 +36,7 @@ struct Flags {
       leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
+  bool require_noeviction = false;
 };
 
 void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
@@ -48,6 +49,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD / FLEETCRON_NATS_PASSWORD)");
   command->add_option("--coordination", flags.coordination, "claim (default), leader or both");
   command->add_option("--claim-ttl", flags.claim_ttl, "How long a fire claim is kept (default 10m)");
+  command->add_flag("--require-noeviction", flags.require_noeviction,
+                    "Refuse to run unless the Redis maxmemory-policy is noeviction");
   command->add_option("--max-clock-skew", flags.max_clock_skew,
                       "Claims are refused while the local clock is further than this from the store's (default 5s)");
   command->add_option("--claim-prefix", flags.claim_prefix, "Redis claim key prefix (default cron:claim:)");
@@ -88,6 +91,7 @@ Settings build_settings(const Flags& flags) {
     settings.coordination = *mode;
   }
   if (flags.claim_ttl) settings.claim_ttl = flag_duration("--claim-ttl", *flags.claim_ttl);
+  if (flags.require_noeviction) settings.require_noeviction = true;
   if (flags.max_clock_skew) settings.max_clock_skew = flag_duration("--max-clock-skew", *flags.max_clock_skew);
   if (flags.claim_prefix) settings.claim_prefix = *flags.claim_prefix;
   if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;

@@ -57,6 +57,11 @@ void Metrics::leader(bool leading, std::uint64_t term) {
 void Metrics::backend_error() { backend_errors_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds); }
 void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
+
+void Metrics::backend_config(const std::string& policy, bool ok) {
+  std::lock_guard guard(mutex_);
+  backend_config_ = std::make_pair(policy, ok);
+}
 void Metrics::log_lines_lost(std::uint64_t total) { log_lines_lost_.store(total); }
 void Metrics::log_lines_dropped(std::uint64_t total) { log_lines_dropped_.store(total); }
 void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
@@ -123,6 +128,15 @@ std::string Metrics::render() const {
   backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
   metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock (Redis).");
   out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
+  {
+    std::lock_guard guard(mutex_);
+    if (backend_config_) {
+      metric("fleetcron_backend_config_ok", "gauge",
+             "1 if the Redis maxmemory-policy is noeviction; 0 if it is another or cannot be read (\"\").");
+      out += fmt::format("fleetcron_backend_config_ok{{maxmemory_policy=\"{}\"}} {}\n", backend_config_->first,
+                         backend_config_->second ? 1 : 0);
+    }
+  }
   metric("fleetcron_log_lines_lost_total", "counter", "Log lines the output refused (full disk, closed pipe).");
   out += fmt::format("fleetcron_log_lines_lost_total {}\n", log_lines_lost_.load());
   metric("fleetcron_log_lines_dropped_total", "counter", "Log lines dropped because the output could not keep up.");

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ class Metrics {
   void cancelled(CancelReason reason, bool claimed);
   void events_dropped(std::uint64_t total);
   void step_down();
+  /// Redis's maxmemory-policy as last read ("" if unreadable) and whether it
+  /// is known to be noeviction.
+  void backend_config(const std::string& policy, bool ok);
 
   [[nodiscard]] std::string render() const;
 
@@ -68,6 +72,7 @@ class Metrics {
   std::atomic<double> clock_offset_{0};
   mutable std::mutex mutex_;  // guards the maps
   std::map<std::string, std::uint64_t> runs_, skips_;
+  std::optional<std::pair<std::string, bool>> backend_config_;  // unset until read (Redis only)
   Histogram lateness_, duration_, backend_latency_;
 };
 

@@ -139,6 +139,10 @@ void validate(const Settings& settings) {
                                     format_duration(*settings.max_clock_skew), format_duration(settings.claim_ttl),
                                     format_duration(settings.claim_ttl / 2)));
   }
+  if (settings.require_noeviction && (memory || settings.coordinator.starts_with("nats://") ||
+                                      settings.coordinator.starts_with("tls://"))) {
+    throw SettingsError("require_noeviction: only a Redis coordinator has a maxmemory-policy");
+  }
   if (!settings.metrics.empty()) (void)parse_listen_address(settings.metrics);
   // The lease is renewed every TTL/3: below a second the keep-alive would
   // spin and any scheduling hiccup would lose leadership.

@@ -44,6 +44,9 @@ struct Settings {
   /// The claimers' clock-skew guard (Redis and NATS); nullopt:
   /// default_max_clock_skew(claim_ttl). See max_clock_skew().
   std::optional<std::chrono::nanoseconds> max_clock_skew;
+  /// Redis: refuse to run unless maxmemory-policy is noeviction (read at
+  /// start and on every reconnect). Otherwise a bad policy is a warning.
+  bool require_noeviction = false;
   /// Leadership: TTL (Redis lease; NATS leader bucket TTL); nullopt: the
   /// backend's default (Redis 30 s, NATS 10 s, memory 30 s).
   std::optional<std::chrono::nanoseconds> leader_ttl;

@@ -203,6 +203,51 @@ expect_error "an unreadable password file is named" 2 "coordinator password file
   status --coordinator "redis://127.0.0.1:$redis_port" --coordinator-password-file "$work/none"
 kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null
 
+# A Redis that may evict keys is found out (issue 13): a warning and a
+# metric, or a refusal with --require-noeviction; CONFIG disabled is a
+# warning, not a crash.
+start_test_redis() {  # EXTRA ARGS... → sets test_redis_port, test_redis_pid
+  test_redis_port=$((20000 + RANDOM % 40000))
+  redis-server --port "$test_redis_port" --bind 127.0.0.1 --save '' --appendonly no "$@" >"$work/redis-$test_redis_port.log" 2>&1 &
+  test_redis_pid=$!
+  pids+=("$test_redis_pid")
+  for _ in $(seq 50); do redis-cli -p "$test_redis_port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+}
+printf '* * * * * true\n' >"$work/evict.cron"
+start_test_redis --maxmemory-policy allkeys-lru
+expect_error "--require-noeviction refuses an evicting Redis" 2 "refusing to run: maxmemory-policy allkeys-lru lets Redis evict claims" -- \
+  run "$work/evict.cron" --coordinator "redis://127.0.0.1:$test_redis_port" --require-noeviction
+expect_error "--require-noeviction needs Redis" 2 "require_noeviction: only a Redis coordinator" -- \
+  run "$work/evict.cron" --require-noeviction
+metrics_port=$((20000 + RANDOM % 40000))
+"$bin" run "$work/evict.cron" --coordinator "redis://127.0.0.1:$test_redis_port" --metrics "127.0.0.1:$metrics_port" \
+  >"$work/evict.log" 2>&1 &
+evict_pid=$!
+pids+=("$evict_pid")
+if wait_for "$work/evict.log" "backend-config maxmemory-policy allkeys-lru lets Redis evict" 10; then
+  ok "an evicting Redis is a warning naming the policy and the fix"
+else
+  bad "no backend-config warning: $(tail -3 "$work/evict.log")"
+fi
+if curl -s "http://127.0.0.1:$metrics_port/metrics" | grep -q '^fleetcron_backend_config_ok{maxmemory_policy="allkeys-lru"} 0$'; then
+  ok "fleetcron_backend_config_ok is 0 with the policy as a label"
+else
+  bad "fleetcron_backend_config_ok: $(curl -s "http://127.0.0.1:$metrics_port/metrics" | grep backend_config)"
+fi
+kill -TERM "$evict_pid" 2>/dev/null; wait "$evict_pid" 2>/dev/null
+kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
+start_test_redis --rename-command CONFIG ""
+"$bin" run "$work/evict.cron" --coordinator "redis://127.0.0.1:$test_redis_port" >"$work/noconfig.log" 2>&1 &
+noconfig_pid=$!
+pids+=("$noconfig_pid")
+if wait_for "$work/noconfig.log" "backend-config cannot read maxmemory-policy (CONFIG GET refused" 10 && kill -0 "$noconfig_pid"; then
+  ok "CONFIG disabled: a warning, and the daemon runs on"
+else
+  bad "CONFIG disabled: $(tail -3 "$work/noconfig.log")"
+fi
+kill -TERM "$noconfig_pid" 2>/dev/null; wait "$noconfig_pid" 2>/dev/null
+kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
+
 if ((failures > 0)); then
   echo "$failures failure(s)"
   exit 1
