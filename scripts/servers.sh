@@ -121,10 +121,12 @@ restart_redis() {  # port
   return 1
 }
 
-restart_nats() {  # port: the nats-server started by start_nats
+restart_nats() {  # port [lose-store]: the nats-server started by start_nats
   local port=$1 pid
   kill_and_reap "$nats_pid" || return 1
   forget_pid "$nats_pid"
+  # lose-store: the volume is lost with the pod; JetStream starts empty.
+  if [[ ${2:-} == lose-store ]]; then rm -rf "$server_dir/nats-store" && mkdir -p "$server_dir/nats-store"; fi
   nats-server -js -a 127.0.0.1 -p "$port" -sd "$server_dir/nats-store" >>"$server_dir/nats.log" 2>&1 &
   pid=$!
   server_pids+=("$pid")

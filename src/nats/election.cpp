@@ -339,13 +339,18 @@ void Election::campaign(Callbacks& after) {
     stalled = true;
   }
   if (stalled) {
-    const std::string error = "the scheduler loop is not making progress: not campaigning";
+    // A leader gives the key up at once (a revision-guarded delete, which
+    // a candidate takes over without waiting for the TTL) — before the
+    // error is recorded, which resign() reads as "the store is failing";
+    // a candidate does not campaign.
+    if (state == State::leader) resign(after);
+    const std::string error = "the scheduler is unfit to lead (its loop is stalled, or it stepped down): not campaigning";
     {
       std::lock_guard guard(mutex_);
       last_error_ = error;
     }
     log(error);
-    return;  // a leader's local deadline demotes it (the deadline thread)
+    return;
   }
   if (options_.on_campaign) {
     std::lock_guard one_at_a_time(callback_mutex_);

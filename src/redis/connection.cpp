@@ -129,7 +129,9 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
   // AUTH and SELECT are bounded by the connect timeout, then every
   // command by the command timeout.
   if (redisSetTimeout(context_.get(), connect_tv) != REDIS_OK) fail("setting the timeout");
-  redisEnableKeepAlive(context_.get());
+  // TCP only: on a Unix socket hiredis fails with EOPNOTSUPP and leaves
+  // the context in error, so every command on it failed.
+  if (options.unix_socket.empty()) redisEnableKeepAlive(context_.get());
   if (!options.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!options.username.empty()) auth.push_back(options.username);

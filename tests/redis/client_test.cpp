@@ -2,6 +2,9 @@
 // the pool, and every failure: refused password, unreachable port, slow
 // server, restart, NOSCRIPT.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <chrono>
@@ -102,6 +105,18 @@ TEST(RedisClient, WrongPasswordIsAnAuthErrorThatNeverShowsThePassword) {
   EXPECT_TRUE(anonymous->command({"GET", "x"}).is_error("NOAUTH"));
   auto good = connect("redis://:right-horse-battery@127.0.0.1:" + std::to_string(server.port()));
   EXPECT_NO_THROW(good->ping());
+}
+
+// Regression: keep-alive was enabled on Unix sockets too, which hiredis
+// answers with EOPNOTSUPP, leaving the connection in error: every command
+// over unix:… failed ("reading a reply: Operation not supported").
+TEST(RedisClient, UnixSocketsCarryCommands) {
+  const std::string socket = "/tmp/fleetcron-test-" + std::to_string(::getpid()) + "-" + std::to_string(test::free_port()) + ".sock";
+  RedisServer server(RedisServer::Options{.password = "", .extra_args = {"--unixsocket", socket}});
+  auto client = connect("unix:" + socket);
+  EXPECT_EQ(client->command({"SET", "k", "v"}).text, "OK");
+  EXPECT_EQ(client->command({"GET", "k"}).text, "v");
+  std::remove(socket.c_str());
 }
 
 TEST(RedisClient, AclUserAndSelect) {
