@@ -62,6 +62,9 @@ using EntryPtr = std::unique_ptr<kvEntry, EntryDeleter>;
 
 std::string key_string(std::string_view key) { return std::string(key); }
 
+// On a delete marker written by a resigning leader (Bucket::remove_if).
+constexpr const char* resigned_header = "Fleetcron-Resigned";
+
 natsStatus create_key_value(kvStore** kv, void* js, const BucketConfig& config) {
   kvConfig cfg;
   kvConfig_Init(&cfg);
@@ -325,7 +328,7 @@ void Bucket::remove(std::string_view key) {
                 "delete " + name_ + "/" + k);
 }
 
-bool Bucket::remove_if(std::string_view key, std::uint64_t last) {
+bool Bucket::remove_if(std::string_view key, std::uint64_t last, bool resignation) {
   // A delete marker is a message with the header KV-Operation: DEL; the
   // expected last subject sequence makes it conditional.
   const std::string subject = "$KV." + name_ + "." + key_string(key);
@@ -333,6 +336,9 @@ bool Bucket::remove_if(std::string_view key, std::uint64_t last) {
   detail::check(natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0), connection_->description_, "delete " + subject);
   std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
   detail::check(natsMsgHeader_Set(raw, "KV-Operation", "DEL"), connection_->description_, "delete " + subject);
+  if (resignation) {
+    detail::check(natsMsgHeader_Set(raw, resigned_header, "true"), connection_->description_, "delete " + subject);
+  }
   jsPubOptions options;
   jsPubOptions_Init(&options);
   options.ExpectLastSubjectSeq = last;
@@ -343,6 +349,19 @@ bool Bucket::remove_if(std::string_view key, std::uint64_t last) {
   if (status == NATS_OK) return true;
   if (code == JSStreamWrongLastSequenceErr || detail::is_wrong_last_sequence(status)) return false;
   throw detail::error(status, fmt::format("{}: delete {}/{} at revision {}", connection_->description_, name_, key, last));
+}
+
+bool Bucket::is_resignation(std::uint64_t revision) {
+  const std::string stream = "KV_" + name_;
+  natsMsg* raw = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  if (js_GetMsg(&raw, static_cast<jsCtx*>(connection_->js_), stream.c_str(), revision, nullptr, &code) != NATS_OK) {
+    natsMsg_Destroy(raw);
+    return false;
+  }
+  std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+  const char* value = nullptr;
+  return natsMsgHeader_Get(raw, resigned_header, &value) == NATS_OK && value != nullptr && std::string_view(value) == "true";
 }
 
 WriteTimes Bucket::write_times(std::uint64_t revision) {

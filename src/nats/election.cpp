@@ -304,7 +304,11 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
         log(fmt::format("key {} {} at revision {}: campaigning now", key_,
                         change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
         leader_write_seen_.reset();
-        deletion_seen_ = change->operation != Entry::Operation::put;
+        // Only fleetcron's resignation (its marker carries a header) lets
+        // the winner announce at once: the leader announced its loss
+        // before deleting. Any other delete (an operator's, choria's) is
+        // followed by the usual announcement after a renewal.
+        deletion_seen_ = change->operation != Entry::Operation::put && bucket_->is_resignation(change->revision);
         return;
       }
       if (change) {
@@ -397,9 +401,8 @@ void Election::take_over(std::uint64_t revision, std::uint64_t term, bool announ
 }
 
 void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
-  // A delete marker the watcher just saw is a resignation (fleetcron's
-  // and choria's resign with a delete): the old leader announced its loss
-  // before writing it, so the winner may announce at once.
+  // A resignation marker the watcher just saw: the old leader announced
+  // its loss before writing it, so the winner may announce at once.
   const bool after_deletion = std::exchange(deletion_seen_, false);
   try {
     if (const auto revision = bucket_->create(key_, name_)) {
@@ -461,22 +464,23 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   } catch (const Error& e) {
     error = e.what();
   }
-  std::optional<std::uint64_t> new_term;  // only for a renewal that raced a loss (a new win)
-  if (revision) {
-    bool raced = false;
-    {
-      std::lock_guard guard(mutex_);
-      raced = losses != losses_;
-    }
-    if (raced) new_term = term_of(*revision);
+  // A renewal that raced a demotion (the deadline thread) is a new win,
+  // whose term is its write's server time, read without the lock. Losses
+  // only grow, and without a race the lock is held from the check on, so
+  // the check below finds a race exactly when new_term was read.
+  std::optional<std::uint64_t> new_term;
+  std::unique_lock lock(mutex_);
+  if (revision && losses != losses_) {
+    lock.unlock();
+    new_term = term_of(*revision);
+    lock.lock();
   }
-  std::lock_guard guard(mutex_);
   if (stopping_ && !error.empty()) return;  // our own stop interrupted it: the shutdown path decides
   last_error_ = error;
   if (revision && losses != losses_) {
     // Demoted by the deadline while this renewal was in flight (its loss
     // was announced): the key is ours again, as a new win.
-    take_over(*revision, new_term ? *new_term : won_term_ + 1, false, sent);
+    take_over(*revision, new_term.value_or(0), false, sent);
     return;
   }
   if (revision) {
@@ -540,7 +544,7 @@ void Election::resign(Callbacks& after) {
     // A delete guarded by our last revision: it cannot remove a
     // successor's record, and a candidate of either implementation (choria's
     // Create succeeds over a delete marker) takes over at once.
-    if (bucket_->remove_if(key_, last)) {
+    if (bucket_->remove_if(key_, last, /*resignation=*/true)) {
       log(fmt::format("resigned {}", key_));
     }
   } catch (const Error& e) {

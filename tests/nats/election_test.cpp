@@ -226,6 +226,37 @@ TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
   b_thread.join();
 }
 
+// Only a resignation (its delete marker carries Fleetcron-Resigned) lets
+// the winner announce at once; after anyone else's delete (an operator's
+// `nats kv del`) the old leader may not have announced its loss yet, so
+// the winner announces after its next renewal, as after any win.
+TEST(NatsElection, AnOperatorsDeleteIsNotTakenForAResignation) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s});
+  std::atomic<int> a_wins{0}, b_wins{0};
+  auto a_options = fast();
+  a_options.validate_ttl = true;
+  a_options.on_won = [&] { ++a_wins; };
+  auto b_options = a_options;
+  b_options.on_won = [&] { ++b_wins; };
+  Election a("a", "election", bucket, a_options);
+  std::thread a_thread([&] { a.start(); });
+  ASSERT_TRUE(eventually([&] { return a.state() == State::leader; }, 3000ms));
+  Election b("b", "election", bucket, b_options);
+  std::thread b_thread([&] { b.start(); });
+  ASSERT_TRUE(eventually([&] { return b.state() == State::candidate; }, 3000ms));
+  ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));
+  bucket->remove("election");  // not a resignation
+  ASSERT_TRUE(eventually([&] { return b.state() == State::leader; }, 3000ms));  // b took the key...
+  EXPECT_FALSE(b.is_leader());                                                 // ...but does not announce yet
+  EXPECT_EQ(b_wins.load(), 0);
+  EXPECT_TRUE(eventually([&] { return !a.is_leader(); }, 1000ms));  // a saw the delete and lost at once
+  a.stop();
+  b.stop();
+  a_thread.join();
+  b_thread.join();
+}
+
 TEST(NatsElection, AnElectorResignedBeforeItsThreadStartedDoesNotHang) {
   // Review finding: start() cleared a stop that came before it ran, so an
   // Elector destroyed at once campaigned forever and its join never returned.

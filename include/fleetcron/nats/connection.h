@@ -123,7 +123,12 @@ class Bucket {
   void remove(std::string_view key);
   /// Writes a delete marker only if the key's latest revision is `last`
   /// (a delete that cannot remove a successor's write): false if it is not.
-  [[nodiscard]] bool remove_if(std::string_view key, std::uint64_t last);
+  /// `resignation`: the marker carries the header Fleetcron-Resigned, so a
+  /// candidate can tell a leader's resignation from any other delete.
+  [[nodiscard]] bool remove_if(std::string_view key, std::uint64_t last, bool resignation = false);
+  /// Whether the message at `revision` is a delete marker written by
+  /// remove_if(…, resignation = true). One request; false on any error.
+  [[nodiscard]] bool is_resignation(std::uint64_t revision);
   /// The server's timestamps of the write at `revision` and of the
   /// stream's creation: one request (stream info), two if another write
   /// came after it. Error if the stream is gone or the revision expired.

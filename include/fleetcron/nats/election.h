@@ -155,7 +155,7 @@ class Election {
   bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
   std::uint64_t lost_term_ = 0;
   std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
-  bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a delete
+  bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a resignation
   mutable std::recursive_mutex callback_mutex_;  // one callback at a time
 };
 
