@@ -1,5 +1,6 @@
-// The scheduler: entries, the loop, the lifecycle. Workers, runs and
-// timeouts are in dispatch.cpp.
+// The scheduler: its public face, the entries and the loop. Start and stop
+// are in lifecycle.cpp, the workers in dispatch.cpp, the claim path in
+// decide.cpp, the runs in run.cpp.
 #include "fleetcron/scheduler.h"
 
 #include <fmt/format.h>
@@ -20,11 +21,6 @@ using detail::HeapItem;
 
 namespace {
 
-// The loop re-reads the wall clock at least this often, so a wall-clock
-// step is noticed within a second even when nothing is due.
-constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
-// The loop is alive while it passes at least this often (three sleeps).
-constexpr std::chrono::nanoseconds liveness_bound = 3 * max_loop_sleep;
 constexpr std::size_t snapshot_batch = 1024;
 constexpr std::size_t loop_batch = 64;
 
@@ -65,6 +61,8 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
   EntryOptions defaults;
   default_settings_ = detail::resolve(options_, defaults);
+  slots_.reserve(options_.max_concurrent);
+  for (std::size_t i = 0; i < options_.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
 }
 
 Scheduler::Impl::~Impl() = default;
@@ -146,6 +144,12 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
   entry->job = std::move(job);
   entry->settings = std::move(settings);
   entry->schedule = std::move(schedule);
+  const auto& resolved = *entry->settings;
+  if (resolved.overlap != OverlapPolicy::allow) entry->overlap = std::make_unique<detail::OverlapState>();
+  // Jitter and overlap come between the election and the claim, fire by
+  // fire (run.cpp's decide()).
+  entry->batchable = resolved.claimer && resolved.jitter <= std::chrono::nanoseconds::zero() &&
+                     resolved.overlap == OverlapPolicy::allow;
   const Instant now = clock_->now();
   std::vector<Event> events;
   EntryId id = 0;
@@ -175,11 +179,37 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
   return id;
 }
 
-void Scheduler::Impl::push_heap(const std::shared_ptr<Entry>& entry, std::vector<Event>* events) {
+void Scheduler::Impl::push_heap(std::shared_ptr<Entry> entry, std::vector<Event>* events) {
   if (entry->next == Entry::no_instant || entry->paused.load(std::memory_order_relaxed)) return;
-  heap_.push_back(HeapItem{entry->next, entry->generation, entry});
-  std::push_heap(heap_.begin(), heap_.end());
   if (events) events->push_back(ScheduledEvent{Entry::ref(entry), entry->next});
+  const Instant at = entry->next;
+  const std::uint64_t generation = entry->generation;
+  heap_.push_back(HeapItem{at, generation, std::move(entry)});
+  std::push_heap(heap_.begin(), heap_.end());
+}
+
+void Scheduler::Impl::reschedule_top(std::vector<Event>* events) {
+  HeapItem& top = heap_.front();
+  const Entry& entry = *top.entry;
+  if (entry.next == Entry::no_instant || entry.paused.load(std::memory_order_relaxed)) {
+    std::pop_heap(heap_.begin(), heap_.end());
+    heap_.pop_back();
+    return;
+  }
+  if (events) events->push_back(ScheduledEvent{Entry::ref(top.entry), entry.next});
+  // Replace the top and sift it down: half the work of a pop and a push.
+  top.at = entry.next;
+  top.generation = entry.generation;
+  HeapItem item = std::move(top);
+  std::size_t hole = 0;
+  const std::size_t size = heap_.size();
+  for (std::size_t child = 1; child < size; child = 2 * hole + 1) {
+    if (child + 1 < size && heap_[child + 1].at < heap_[child].at) ++child;
+    if (!(heap_[child].at < item.at)) break;
+    heap_[hole] = std::move(heap_[child]);
+    hole = child;
+  }
+  heap_[hole] = std::move(item);
 }
 
 void Scheduler::Impl::compact_heap() {
@@ -262,7 +292,7 @@ void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
   for (auto& event : events) publish(std::move(event));
 }
 
-std::shared_ptr<Fire> Scheduler::Impl::make_manual_fire(EntryId id) {
+Fire Scheduler::Impl::make_manual_fire(EntryId id) {
   std::lock_guard guard(mutex_);
   if (state_ != State::running) {
     throw SchedulerError(SchedulerError::Code::not_running, "trigger: the scheduler is not running");
@@ -271,14 +301,14 @@ std::shared_ptr<Fire> Scheduler::Impl::make_manual_fire(EntryId id) {
   if (it == entries_.end()) {
     throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("trigger: no entry {}", id));
   }
-  return std::make_shared<Fire>(Fire{it->second, clock_->now(), true, nullptr});
+  return Fire{it->second, clock_->now(), true, nullptr};
 }
 
 std::optional<RunOutcome> Scheduler::Impl::trigger_and_wait(EntryId id, std::chrono::nanoseconds wait) {
-  auto fire = make_manual_fire(id);
+  Fire fire = make_manual_fire(id);
   auto slot = std::make_shared<detail::OutcomeSlot>();
-  fire->outcome = slot;
-  std::vector<Fire> batch{std::move(*fire)};
+  fire.outcome = slot;
+  std::vector<Fire> batch{std::move(fire)};
   const bool stopping = enqueue(batch);
   if (stopping) throw SchedulerError(SchedulerError::Code::not_running, "trigger_and_wait: the scheduler is stopping");
   if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger_and_wait: the run queue is full");
@@ -360,12 +390,12 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
   // Hand fires to the workers in batches, so the first jobs of a large
   // simultaneous burst start while the loop is still planning the rest.
   while (!heap_.empty() && heap_.front().at <= now && fires.size() < loop_batch) {
-    std::pop_heap(heap_.begin(), heap_.end());
-    HeapItem item = std::move(heap_.back());
-    heap_.pop_back();
+    HeapItem& item = heap_.front();
     Entry& entry = *item.entry;
     if (item.generation != entry.generation || entry.removed.load(std::memory_order_relaxed) ||
         entry.paused.load(std::memory_order_relaxed)) {
+      std::pop_heap(heap_.begin(), heap_.end());
+      heap_.pop_back();
       if (stale_heap_items_ > 0) --stale_heap_items_;
       continue;
     }
@@ -390,7 +420,7 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
                       format_rfc3339(plan.last_missed), format_duration(lateness), to_string(entry.settings->missed_fire),
                       plan.runs.size()));
     }
-    push_heap(item.entry, want_events ? &events : nullptr);
+    reschedule_top(want_events ? &events : nullptr);
   }
 }
 
@@ -424,56 +454,6 @@ void Scheduler::Impl::loop_main() {
     if (sleep > std::chrono::nanoseconds::zero()) clock_->wait_until(loop_cv_, lock, steady + sleep);
   }
 }
-
-// ---- lifecycle ----------------------------------------------------------
-
-bool Scheduler::Impl::fit_to_lead() const {
-  const auto now = clock_->steady_now().time_since_epoch().count();
-  return loop_alive() && now >= stepped_down_until_.load(std::memory_order_relaxed);
-}
-
-bool Scheduler::Impl::loop_alive() const {
-  const std::uint64_t passes = loop_passes_.load(std::memory_order_relaxed);
-  const auto now = clock_->steady_now();
-  std::lock_guard guard(liveness_mutex_);
-  if (passes != seen_passes_) {
-    seen_passes_ = passes;
-    stale_since_.reset();
-    return true;
-  }
-  if (!stale_since_) stale_since_ = now;  // no pass since the last look: suspect, from now
-  return now - *stale_since_ < liveness_bound;
-}
-
-void Scheduler::Impl::start() {
-  std::lock_guard guard(mutex_);
-  if (state_ == State::running) return;
-  if (state_ != State::created) throw SchedulerError(SchedulerError::Code::stopped, "start: a stopped scheduler cannot restart");
-  if (options_.elector) {
-    leadership_guard_->impl = this;
-    options_.elector->on_leadership_lost([guard = leadership_guard_](std::uint64_t term) {
-      std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
-      if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
-    });
-    {
-      std::lock_guard hold(leadership_guard_->liveness_mutex);
-      leadership_guard_->liveness_impl = this;
-    }
-    options_.elector->set_liveness([guard = leadership_guard_] {
-      std::lock_guard hold(guard->liveness_mutex);
-      return guard->liveness_impl != nullptr && guard->liveness_impl->fit_to_lead();
-    });
-  }
-  state_ = State::running;
-  workers_.reserve(options_.max_concurrent);
-  for (std::size_t i = 0; i < options_.max_concurrent; ++i) workers_.emplace_back([this] { worker_main(); });
-  watchdog_thread_ = std::thread([this] { watchdog_main(); });
-  loop_thread_ = std::thread([this] { loop_main(); });
-}
-
-}  // namespace fleetcron
-
-namespace fleetcron {
 
 // ---- the public face ------------------------------------------------------
 
@@ -510,8 +490,7 @@ void Scheduler::update(EntryId id, std::string_view spec) {
 void Scheduler::update(EntryId id, SchedulePtr schedule) { impl_->update(id, std::move(schedule)); }
 
 void Scheduler::trigger(EntryId id) {
-  auto fire = impl_->make_manual_fire(id);
-  std::vector<Fire> batch{std::move(*fire)};
+  std::vector<Fire> batch{impl_->make_manual_fire(id)};
   const bool stopping = impl_->enqueue(batch);
   if (stopping) throw SchedulerError(SchedulerError::Code::not_running, "trigger: the scheduler is stopping");
   if (!batch.empty()) throw SchedulerError(SchedulerError::Code::queue_full, "trigger: the run queue is full");

@@ -1,118 +1,48 @@
-// Internal: the scheduler's state. scheduler.cpp holds the public methods
-// and the loop; dispatch.cpp the workers, runs and the timeout watchdog.
+// Internal: the scheduler's state, shared by the files that implement it
+// (see the comment on Scheduler::Impl for which does what, and the locks).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "core/entry.h"
 #include "core/event_bus.h"
+#include "core/fire.h"
+#include "core/fire_queue.h"
+#include "core/run_state.h"
 #include "fleetcron/scheduler.h"
 
 namespace fleetcron {
 
-namespace detail {
-
-/// Options of one entry after inheriting the scheduler's. Immutable.
-struct EntrySettings {
-  std::chrono::nanoseconds timeout{0};
-  std::chrono::nanoseconds jitter{0};
-  std::optional<RetryPolicy> retry;
-  MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
-  std::shared_ptr<Claimer> claimer;
-  OverlapPolicy overlap = OverlapPolicy::allow;
-};
-
-/// An entry. identity, job and settings never change after add(); the rest
-/// is guarded by Scheduler::Impl::mutex_, except the atomics.
-struct Entry {
-  EntryIdentity identity;  // shared out as EntryRef by aliasing the entry's shared_ptr (no extra allocation)
-  Job job;
-  std::shared_ptr<const EntrySettings> settings;
-  SchedulePtr schedule;
-  [[nodiscard]] static EntryRef ref(const std::shared_ptr<Entry>& entry) { return {entry, &entry->identity}; }
-
-  /// The latest automatic fire that ran (ns since the epoch; min = none).
-  /// Atomic so a finishing run never waits for the loop's lock.
-  std::atomic<Instant::rep> prev{no_instant.time_since_epoch().count()};
-  Instant next = no_instant;
-  std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
-  std::atomic<bool> paused{false};  // written under mutex_; read by workers without it
-  std::atomic<bool> removed{false};
-
-  /// Overlap (settings->overlap other than allow): automatic runs of this
-  /// entry past the overlap check and not yet ended, and whether a fire
-  /// waits for them (queue).
-  std::mutex overlap_mutex;  // guards active, waiting
-  std::condition_variable_any overlap_cv;
-  int active = 0;
-  bool waiting = false;
-
-  static constexpr Instant no_instant = Instant::min();
-};
-
-struct HeapItem {
-  Instant at;
-  std::uint64_t generation;
-  std::shared_ptr<Entry> entry;
-  // std::push_heap builds a max-heap: "greater" puts the earliest on top.
-  friend bool operator<(const HeapItem& a, const HeapItem& b) { return a.at > b.at; }
-};
-
-/// Where trigger_and_wait() receives its run's outcome.
-struct OutcomeSlot {
-  std::mutex mutex;  // guards value
-  std::condition_variable cv;
-  std::optional<RunOutcome> value;
-  void set(RunOutcome outcome) {
-    std::lock_guard guard(mutex);
-    value = std::move(outcome);
-    cv.notify_all();
-  }
-};
-
-/// What the elector and the claimer decided for an automatic fire.
-struct Decision {
-  bool leader_gated = false;  // an elector said leader
-  std::uint64_t term = 0;
-  std::uint64_t fence = 0;
-};
-
-/// A fire waiting for, or held by, a worker.
-struct Fire {
-  std::shared_ptr<Entry> entry;
-  Instant scheduled_at;
-  bool manual = false;
-  std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
-  bool batched = false;             // went through a claim batch: never batched again
-  bool reserved = false;            // queued with a worker reserved for it (decided by a batch)
-  std::optional<Decision> decided = std::nullopt;  // set by a claim batch: the run skips jitter, elector and claimer
-};
-
-/// A run in progress: what stop(), remove(), timeouts and leadership loss
-/// need to reach it.
-struct Run {
-  std::stop_source stop;
-  EntryId entry_id = 0;
-  bool leader_gated = false;
-  std::uint64_t term = 0;
-  std::atomic<bool> timed_out{false};
-};
-
-}  // namespace detail
-
+/// The scheduler's state and its threads: the loop (scheduler.cpp), the
+/// workers and their queue (dispatch.cpp), the claim path (decide.cpp), the
+/// runs and the timeout watchdog (run.cpp), start and stop (lifecycle.cpp).
+///
+/// Locks, and the only orders in which one is taken while another is held
+/// (any other nesting is a bug):
+///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex (joining threads that take them)
+///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
+///   LeadershipGuard::liveness_mutex -> liveness_mutex_
+///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
+/// Entry::overlap_mutex, random_mutex_ and liveness_mutex_ are leaves. No
+/// scheduler lock is held while user code runs (jobs, claimers, electors,
+/// observers, the recorder, the logger), except that Schedule::next() runs
+/// under mutex_.
 class Scheduler::Impl {
  public:
   explicit Impl(SchedulerOptions options);
@@ -133,63 +63,109 @@ class Scheduler::Impl {
   void remove(EntryId id);
   void set_paused(EntryId id, bool paused);
   void update(EntryId id, SchedulePtr schedule);
-  std::shared_ptr<detail::Fire> make_manual_fire(EntryId id);
+  detail::Fire make_manual_fire(EntryId id);
   std::optional<RunOutcome> trigger_and_wait(EntryId id, std::chrono::nanoseconds wait);
   std::size_t trigger_by_name(std::string_view name);
   std::optional<EntrySnapshot> snapshot(EntryId id) const;
   std::vector<EntrySnapshot> snapshots() const;
   std::size_t size() const;
 
-  // ---- lifecycle (scheduler.cpp)
+  // ---- lifecycle (lifecycle.cpp)
   void start();
   bool stop(Clock::SteadyTime deadline, bool drain_first);
+  /// What Elector::set_liveness() reports: the loop passes, and this
+  /// replica is not stepping down after its leader-gated claims kept failing.
+  bool fit_to_lead() const;
+  /// False once the loop has not passed for liveness_bound since a look
+  /// found it without a new pass. Two looks, not one timestamp: after a
+  /// pause (SIGSTOP) or a jump of a virtual clock every thread resumes at
+  /// once, and the elector's thread may look before the loop has run.
+  bool loop_alive() const;
+  void join_threads_once();
+  void detach_elector();
+  /// Detaches and resigns the elector, once (stop(), drain() and the join).
+  void resign_once();
 
-  // ---- dispatch (dispatch.cpp)
+  // ---- the run queue and the workers (dispatch.cpp)
   /// Queues fires for the workers. What does not fit stays in `fires`
   /// (with an event): rejected when the queue is full, cancelled when the
   /// scheduler is stopping. Returns true if it was stopping.
   bool enqueue(std::vector<detail::Fire>& fires);
-  void worker_main();
-  void watchdog_main();
-  void execute(detail::Fire& fire);
-  /// Whether a fire may join a claim batch: automatic, undecided, with a
-  /// claimer and no jitter.
+  void worker_main(detail::WorkerSlot& slot);
+  /// Whether an idle worker may take the queue's front (queue_mutex_ held).
+  bool can_take_locked() const;
+  /// Whether a fire may share a claim round trip with the fires due with
+  /// it: automatic, queued, with a claimer, no jitter, overlap allowed.
   static bool batchable(const detail::Fire& fire);
   /// Moves the queued fires that may share `first`'s claim round trip
   /// from the front of the queue into `batch` (queue_mutex_ held).
   void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);
-  /// Elector then one claim_batch() for `batch`; fires that must not run
-  /// are reported and removed, the others carry their decision. Returns
-  /// whether batch[0] (the worker's own fire) is still there, first.
-  bool decide_batch(std::vector<detail::Fire>& batch);
-  /// The claim round trip of decide_batch(): one claim_batch() for `keys`
-  /// (the fires at `claiming`); refused or stale answers clear `keep`.
-  void claim_decided(std::vector<detail::Fire>& batch, const std::vector<std::size_t>& claiming,
-                     std::vector<std::string>& keys, std::vector<bool>& keep);
-  /// The overlap check of an automatic fire (settings->overlap not allow).
-  enum class OverlapCheck { entered, skip, stopped };
-  static OverlapCheck enter_overlap(detail::Entry& entry, std::stop_token stop);
-  /// Whether the fire is already older than its claimer's dedup window.
-  bool stale_now(const detail::Fire& fire) const;
+  /// Decides `fire` and the `batch` taken with it in one round trip; puts
+  /// the granted ones back at the queue's front, each with its reserved
+  /// worker. Returns whether `fire` (the worker's own) was granted.
+  bool decide_batch(detail::Fire& fire, std::vector<detail::Fire>& batch);
   /// Gives back `count` workers a claim batch reserved (committed_).
   void release_reservations(std::size_t count);
-  /// Whether a claimer granted the fire to this replica (a claim batch).
-  static bool claimed(const detail::Fire& fire);
   /// The most fires decided by one claim_batch() call.
   static constexpr std::size_t claim_batch_limit = 1024;
-  /// Asks the elector (if any); nullopt with `skip` set means skip the fire.
-  struct Verdict {
-    std::optional<SkipReason> skip;
-    std::string error;
-    detail::Decision decision;
-  };
-  Verdict elect();
-  /// Empty if the elector still says leader of `decided.term` (or the fire
+
+  // ---- the claim path (decide.cpp): every automatic fire passes here,
+  // alone (a batch of one) or in a claim batch.
+  /// Asks the elector, if any.
+  detail::Election elect();
+  /// The claim path's first step: drops (and reports) the fires that must
+  /// not be claimed — refused by `election`, of a lost term, of a removed
+  /// or paused entry, the scheduler stopping, older than the dedup window.
+  /// The others become `claiming`, or `granted` when they have no claimer.
+  void screen(std::span<detail::Fire> fires, const detail::Election& election);
+  /// The second step: one claim round trip for the `claiming` fires (all
+  /// of one claimer); each becomes `granted` with its fence, or `dropped`.
+  void claim(std::span<detail::Fire> fires);
+  /// Why the fire is already too old to claim (older than its claimer's
+  /// dedup window); empty if it is not, or has no claimer.
+  std::string staleness_now(const detail::Fire& fire) const;
+  /// Whether a claimer granted the fire to this replica.
+  static bool claimed(const detail::Fire& fire);
+  /// Empty if the elector still says leader of `granted.term` (or the fire
   /// was not leader-gated); otherwise why the fire must be skipped.
-  std::string leadership_changed(const detail::Decision& decided);
-  void report_skip(const EntryRef& ref, const std::string& fire_key, Instant scheduled_at, SkipReason reason,
-                   std::string error);
+  std::string leadership_changed(const detail::Grant& granted);
+  void report_skip(const detail::Fire& fire, SkipReason reason, std::string error);
+  void report_cancel(const detail::Fire& fire, std::string cause, CancelReason reason);
   void on_leadership_lost(std::uint64_t term);
+  /// Tracks the answers to leader-gated claims (both mode); steps down when
+  /// errors and clock-skew refusals last claim_failure_step_down.
+  void note_leader_claim(const ClaimResult& claim);
+  bool term_lost_locked(std::uint64_t term) const;
+
+  // ---- runs (run.cpp)
+  /// From a worker's fire to its end: registration, the claim path for a
+  /// fire not decided in a batch, the job with its retries, the events.
+  void execute(detail::Fire& fire, detail::WorkerSlot& slot);
+  /// The claim path of the worker's own automatic fire: for one granted
+  /// by a claim batch, a last look at its age; otherwise elector, jitter,
+  /// overlap, then screen() and claim() as a batch of one. False if the
+  /// fire was skipped or cancelled (and reported).
+  bool decide(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, detail::OverlapSlot& overlap);
+  /// Registers the run's leadership term; false (reported) if it was lost.
+  bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
+  /// The end of a run: the warning for a failure, the entry's last run,
+  /// the completion event, the outcome for trigger_and_wait().
+  void finish_run(detail::Entry& entry, const detail::Fire& fire, FireContext& context, RunOutcome outcome,
+                  std::chrono::nanoseconds duration);
+  /// Runs the job, retrying as the entry says; the outcome of its last attempt.
+  RunOutcome run_attempts(const detail::Entry& entry, detail::Run& run, FireContext& context);
+  /// Registers the run; true if the scheduler is stopping (the run must
+  /// not start). Register first, then look at the entry's flags: remove()
+  /// and stop() set theirs before scanning the runs, so a run is either
+  /// found by the scan or sees the flag — never neither.
+  bool register_run(detail::Run& run, detail::WorkerSlot& slot);
+  void unregister_run(detail::Run& run, detail::WorkerSlot& slot);
+  void start_timeout(detail::Run& run, Clock::SteadyTime at);
+  /// The overlap check of an automatic fire (settings->overlap not allow).
+  enum class OverlapCheck { entered, skip, stopped };
+  static OverlapCheck enter_overlap(const detail::Entry& entry, std::stop_token stop);
+  void watchdog_main();
+  void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
   /// Sleeps `duration` on the clock; false if `stop` was requested first.
   bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);
   std::chrono::nanoseconds random_below(std::chrono::nanoseconds bound);
@@ -215,22 +191,16 @@ class Scheduler::Impl {
   std::size_t stale_heap_items_ = 0;
   std::thread loop_thread_;
   void loop_main();
+  /// The loop re-reads the wall clock at least this often, so a wall-clock
+  /// step is noticed within a second even when nothing is due.
+  static constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
+  /// The loop is alive while it passes at least this often (three sleeps).
+  static constexpr std::chrono::nanoseconds liveness_bound = 3 * max_loop_sleep;
   /// The loop's passes; it passes at least every max_loop_sleep while running.
   std::atomic<std::uint64_t> loop_passes_{0};
-  /// False once the loop has not passed for liveness_bound since a look
-  /// found it without a new pass. Two looks, not one timestamp: after a
-  /// pause (SIGSTOP) or a jump of a virtual clock every thread resumes at
-  /// once, and the elector's thread may look before the loop has run.
-  bool loop_alive() const;
   mutable std::mutex liveness_mutex_;  // guards seen_passes_, stale_since_
   mutable std::uint64_t seen_passes_ = 0;
   mutable std::optional<Clock::SteadyTime> stale_since_;
-  /// What Elector::set_liveness() reports: the loop passes, and this
-  /// replica is not stepping down after its leader-gated claims kept failing.
-  bool fit_to_lead() const;
-  /// Tracks the answers to leader-gated claims (both mode); steps down when
-  /// errors and clock-skew refusals last claim_failure_step_down.
-  void note_leader_claim(const ClaimResult& claim);
   std::atomic<Clock::SteadyTime::rep> claims_failing_since_{0};  // 0: the latest answer was a real one
   std::atomic<Clock::SteadyTime::rep> claims_last_failure_{0};
   std::atomic<Clock::SteadyTime::rep> stepped_down_until_{0};
@@ -239,47 +209,51 @@ class Scheduler::Impl {
   /// Pops due entries, applies the missed-fire policy, plans next fires.
   void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
                    std::vector<std::string>& warnings);
-  void push_heap(const std::shared_ptr<detail::Entry>& entry, std::vector<Event>* events);
+  void push_heap(std::shared_ptr<detail::Entry> entry, std::vector<Event>* events);
+  /// After a fire of the heap's top entry: moves the top to the entry's
+  /// next instant, or pops it when there is none.
+  void reschedule_top(std::vector<Event>* events);
   void compact_heap();
 
   // ---- run queue and workers
-  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, committed_, workers_exit_
+  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, committed_, queue_closed_
   std::condition_variable queue_cv_;  // workers wait for fires
   std::condition_variable idle_cv_;   // stop/drain wait for workers
-  std::deque<detail::Fire> queue_;
+  detail::FireQueue queue_;
   std::size_t running_count_ = 0;
   std::size_t held_ = 0;  // fires out of the queue in a claim batch, about to be put back
   // Workers deciding or running a fire, plus one reserved for each fire a
-  // claim batch took (put back decided, `Fire::reserved`): never more than
+  // claim batch took (put back granted, `Fire::reserved`): never more than
   // the workers, so every claimed fire starts at once.
   std::size_t committed_ = 0;
-  /// Whether an idle worker may take the queue's front (queue_mutex_ held).
-  bool can_take_locked() const;
-  bool workers_exit_ = false;
+  bool queue_closed_ = false;  // stop(): no new fires; workers leave once the queue is empty
   std::vector<std::thread> workers_;
 
   // ---- runs in progress and the timeout watchdog
-  std::mutex runs_mutex_;  // guards runs_, next_run_id_, timeouts_, watchdog_exit_
+  /// What the runs' side of a stop has reached (one state, runs_mutex_).
+  enum class RunsState {
+    open,      // runs register and run
+    stopping,  // stop(): runs registering from now on are cancelled at once
+    closed,    // the watchdog leaves
+  };
+  std::mutex runs_mutex_;  // guards timeouts_, runs_state_ (written), lost_terms_, and Run::timeout_at
   std::condition_variable watchdog_cv_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<detail::Run>> runs_;
-  std::uint64_t next_run_id_ = 1;
-  std::multimap<Clock::SteadyTime, std::uint64_t> timeouts_;
-  bool watchdog_exit_ = false;
-  bool runs_stopping_ = false;      // set by stop(): runs registering later are stopped at once
+  std::vector<std::unique_ptr<detail::WorkerSlot>> slots_;  // one per worker, made by the constructor
+  std::multimap<Clock::SteadyTime, detail::Run*> timeouts_;
+  // Read without the lock by a registering run: stop() writes it, then
+  // scans the slots, so a run either is found or sees the state.
+  std::atomic<RunsState> runs_state_{RunsState::open};
   // The leadership terms reported lost, newest last (at most
   // max_lost_terms): only these are refused. Not "every term up to the
   // highest": NATS terms are revisions, and a recreated bucket starts
   // again at 1, below every term lost before it.
   std::deque<std::uint64_t> lost_terms_;
   static constexpr std::size_t max_lost_terms = 64;
-  bool term_lost_locked(std::uint64_t term) const;
   std::thread watchdog_thread_;
-  void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
 
   // ---- shutdown: one thread joins; the elector callback never outlives us
   std::mutex join_mutex_;  // guards the joins and joined_
   bool joined_ = false;
-  void join_threads_once();
   struct LeadershipGuard {
     std::recursive_mutex mutex;  // held while a callback runs; recursive: a callback may lead to stop()
     Impl* impl = nullptr;
@@ -290,9 +264,6 @@ class Scheduler::Impl {
     Impl* liveness_impl = nullptr;  // guarded by liveness_mutex
   };
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
-  void detach_elector();
-  /// Detaches and resigns the elector, once (stop(), drain() and the join).
-  void resign_once();
   std::atomic<bool> resigned_{false};
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
@@ -303,6 +274,11 @@ class Scheduler::Impl {
 };
 
 namespace detail {
+/// The message of an exception thrown by user code or a backend.
+std::string describe_exception(std::exception_ptr error);
+/// Whether this thread is one of `impl`'s workers (stop() from a job does
+/// not wait for, or join, its own thread).
+bool on_worker_of(const void* impl);
 /// Validates scheduler options; throws std::invalid_argument naming the
 /// option and value. Fills defaults (clock, logger).
 void validate(SchedulerOptions& options);

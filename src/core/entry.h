@@ -1,0 +1,69 @@
+// Internal: an entry of the scheduler as the loop and the workers see it —
+// its settings, its overlap bookkeeping, its place in the loop's heap.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "fleetcron/scheduler.h"
+
+namespace fleetcron::detail {
+
+/// Options of one entry after inheriting the scheduler's. Immutable.
+struct EntrySettings {
+  std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds jitter{0};
+  std::optional<RetryPolicy> retry;
+  MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
+  std::shared_ptr<Claimer> claimer;
+  OverlapPolicy overlap = OverlapPolicy::allow;
+};
+
+/// Overlap bookkeeping of one entry: its automatic runs past the overlap
+/// check and not yet ended (and manual runs), and whether a fire waits for
+/// them (queue).
+struct OverlapState {
+  std::mutex mutex;  // guards active, waiting
+  std::condition_variable_any cv;
+  int active = 0;
+  bool waiting = false;
+};
+
+/// An entry. identity, job and settings never change after add(); the rest
+/// is guarded by Scheduler::Impl::mutex_, except the atomics. The fields
+/// every fire reads come first (one cache line with the shared_ptr's
+/// control block); `prev`, written by the workers, is kept apart from them.
+struct Entry {
+  Instant next = no_instant;
+  std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
+  std::shared_ptr<const EntrySettings> settings;
+  std::atomic<bool> paused{false};  // written under mutex_; read by workers without it
+  std::atomic<bool> removed{false};
+  bool batchable = false;  // settings allow claim batches (Scheduler::Impl::batchable())
+  SchedulePtr schedule;
+  EntryIdentity identity;  // shared out as EntryRef by aliasing the entry's shared_ptr (no extra allocation)
+  Job job;
+  /// Set when settings->overlap is not allow (most entries need none).
+  std::unique_ptr<OverlapState> overlap;
+  /// The latest automatic fire that ran (ns since the epoch; min = none).
+  /// Atomic so a finishing run never waits for the loop's lock.
+  std::atomic<Instant::rep> prev{no_instant.time_since_epoch().count()};
+
+  [[nodiscard]] static EntryRef ref(const std::shared_ptr<Entry>& entry) { return {entry, &entry->identity}; }
+  static constexpr Instant no_instant = Instant::min();
+};
+
+struct HeapItem {
+  Instant at;
+  std::uint64_t generation;
+  std::shared_ptr<Entry> entry;
+  // std::push_heap builds a max-heap: "greater" puts the earliest on top.
+  friend bool operator<(const HeapItem& a, const HeapItem& b) { return a.at > b.at; }
+};
+
+}  // namespace fleetcron::detail

@@ -1,0 +1,63 @@
+// Internal: a fire on its way from the loop to a worker, and what the claim
+// path decides for it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "core/entry.h"
+
+namespace fleetcron::detail {
+
+/// Where trigger_and_wait() receives its run's outcome.
+struct OutcomeSlot {
+  std::mutex mutex;  // guards value
+  std::condition_variable cv;
+  std::optional<RunOutcome> value;
+  void set(RunOutcome outcome) {
+    std::lock_guard guard(mutex);
+    value = std::move(outcome);
+    cv.notify_all();
+  }
+};
+
+/// What lets an automatic fire run on this replica: the elector's term
+/// (leader-gated) and the claimer's fence.
+struct Grant {
+  bool leader_gated = false;  // an elector said leader
+  std::uint64_t term = 0;
+  std::uint64_t fence = 0;
+};
+
+/// The elector's answer for the fires due now: a grant to build on, or the
+/// reason they are skipped.
+struct Election {
+  std::optional<SkipReason> refused;
+  std::string error;
+  Grant grant;
+};
+
+/// Where a fire is on the claim path (decide.cpp).
+enum class FireState : std::uint8_t {
+  queued,    // not decided yet
+  claiming,  // screened: its claimer is asked next
+  granted,   // may run; `grant` holds the term and fence
+  dropped,   // skipped or cancelled, and reported
+};
+
+/// A fire waiting for, or held by, a worker.
+struct Fire {
+  std::shared_ptr<Entry> entry;
+  Instant scheduled_at;
+  bool manual = false;
+  std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
+  bool reserved = false;  // granted by another worker's claim batch, queued with a worker reserved for it
+  FireState state = FireState::queued;
+  Grant grant = {};
+};
+
+}  // namespace fleetcron::detail

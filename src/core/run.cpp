@@ -1,0 +1,340 @@
+// Runs: from a worker's fire to its end — registration, the claim path of
+// a fire not decided in a batch, the job with its retries, the events —
+// plus the timeout watchdog and the stop requests that reach runs.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/scheduler_impl.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+using detail::Fire;
+using detail::FireState;
+using detail::OverlapSlot;
+using detail::Run;
+
+void OverlapSlot::release() {
+  if (state_ == nullptr) return;
+  {
+    std::lock_guard guard(state_->mutex);
+    --state_->active;
+  }
+  state_->cv.notify_all();
+  state_ = nullptr;
+}
+
+void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
+  Entry& entry = *fire.entry;
+  // Unregisters a run when it ends, however execute() returns.
+  class Registration {
+   public:
+    Registration(Impl& impl, Run& run, detail::WorkerSlot& slot) : impl_(impl), run_(run), slot_(slot) {}
+    Registration(const Registration&) = delete;
+    Registration& operator=(const Registration&) = delete;
+    ~Registration() { end(); }
+    void end() {
+      if (ended_) return;
+      ended_ = true;
+      impl_.unregister_run(run_, slot_);
+    }
+
+   private:
+    Impl& impl_;
+    Run& run_;
+    detail::WorkerSlot& slot_;
+    bool ended_ = false;
+  };
+  Run run;
+  run.entry_id = entry.identity.id;
+  const bool stopping = register_run(run, slot);
+  Registration registration(*this, run, slot);
+  auto cancel = [&](std::string cause, CancelReason reason) {
+    report_cancel(fire, cause, reason);
+    registration.end();
+    if (fire.outcome) fire.outcome->set({RunStatus::cancelled, 0, std::move(cause)});
+  };
+  if (stopping) return cancel("scheduler stopped", CancelReason::scheduler_stopped);
+  if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
+  if (!fire.manual && entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
+  OverlapSlot overlap;  // held until the run ends
+  if (fire.manual && entry.overlap) {  // runs regardless, and counts as running
+    {
+      std::lock_guard guard(entry.overlap->mutex);
+      ++entry.overlap->active;
+    }
+    overlap.hold(*entry.overlap);
+  }
+  if (!fire.manual) {
+    if (!decide(fire, run, slot, overlap)) return;
+    if (run.stop.stop_requested()) return cancel("stopped before the job started", CancelReason::stopped_before_start);
+  }
+  // The context owns the entry from here (one reference count fewer to
+  // touch per fire); `entry` stays valid while it does.
+  FireContext context{EntryRef(std::move(fire.entry), &entry.identity), fire_key(entry.identity.key, fire.scheduled_at),
+                      fire.scheduled_at, 1, fire.grant.fence, fire.manual};
+  // The clock is read only for what needs it: the timeout and the
+  // completion event's duration.
+  const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
+  const bool measured = timed || events_.active();
+  const auto started = measured ? clock_->steady_now() : Clock::SteadyTime{};
+  if (timed) start_timeout(run, started + entry.settings->timeout);
+  RunOutcome outcome = run_attempts(entry, run, context);
+  const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
+  registration.end();
+  overlap.release();
+  finish_run(entry, fire, context, std::move(outcome), duration);
+}
+
+bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, OverlapSlot& overlap) {
+  const auto& settings = *fire.entry->settings;
+  if (fire.state == FireState::granted) {
+    // Its worker was reserved, so it starts at once; should it still be
+    // older than the window here (a pause), it is lost, not run twice.
+    if (std::string stale = staleness_now(fire); !stale.empty()) {
+      report_skip(fire, SkipReason::stale, "claimed, but it could not start in time: " + stale);
+      return false;
+    }
+    return hold_term(fire, run, slot);
+  }
+  // Leadership is decided at the scheduled instant, not after this
+  // replica's own jitter (a handover inside the jitter window would run the
+  // fire twice or never), and must hold with the same term after it.
+  detail::Election election = elect();
+  if (election.refused) {
+    report_skip(fire, *election.refused, std::move(election.error));
+    return false;
+  }
+  if (settings.jitter > std::chrono::nanoseconds::zero()) {
+    if (!sleep_for(random_below(settings.jitter), run.stop.get_token())) {
+      report_cancel(fire, "stopped during jitter", CancelReason::stopped_before_start);
+      return false;
+    }
+    if (std::string changed = leadership_changed(election.grant); !changed.empty()) {
+      report_skip(fire, SkipReason::not_leader, std::move(changed));
+      return false;
+    }
+  }
+  fire.grant = election.grant;
+  if (!hold_term(fire, run, slot)) return false;
+  if (fire.entry->overlap) {  // before the claim: a replica that will not run it leaves it to the others
+    switch (enter_overlap(*fire.entry, run.stop.get_token())) {
+      case OverlapCheck::skip: report_skip(fire, SkipReason::overlap, "the previous run is still going"); return false;
+      case OverlapCheck::stopped:
+        report_cancel(fire, "stopped while waiting for the previous run", CancelReason::stopped_before_start);
+        return false;
+      case OverlapCheck::entered: overlap.hold(*fire.entry->overlap); break;
+    }
+  }
+  if (settings.claimer && run.stop.stop_requested()) {
+    report_cancel(fire, "stopped before the claim", CancelReason::stopped_before_start);
+    return false;
+  }
+  const std::span<Fire> alone(&fire, 1);
+  screen(alone, election);
+  claim(alone);
+  return fire.state == FireState::granted;
+}
+
+bool Scheduler::Impl::hold_term(const Fire& fire, Run& run, detail::WorkerSlot& slot) {
+  if (!fire.grant.leader_gated) return true;
+  {
+    std::lock_guard guard(slot.mutex);
+    run.leader_gated = true;
+    run.term = fire.grant.term;
+  }
+  // Then look (lost between is_leader() and here): on_leadership_lost()
+  // records the term, then scans the slots, so it finds this run or we
+  // find the term.
+  bool lost = false;
+  {
+    std::lock_guard guard(runs_mutex_);
+    lost = term_lost_locked(fire.grant.term);
+  }
+  if (lost) report_skip(fire, SkipReason::not_leader, fmt::format("leadership of term {} was lost", fire.grant.term));
+  return !lost;
+}
+
+Scheduler::Impl::OverlapCheck Scheduler::Impl::enter_overlap(const Entry& entry, std::stop_token stop) {
+  auto& state = *entry.overlap;
+  std::unique_lock lock(state.mutex);
+  if (state.active == 0) {
+    ++state.active;
+    return OverlapCheck::entered;
+  }
+  if (entry.settings->overlap == OverlapPolicy::skip || state.waiting) return OverlapCheck::skip;
+  state.waiting = true;  // queue: this fire waits, unclaimed, holding its worker
+  state.cv.wait(lock, stop, [&] { return state.active == 0; });
+  state.waiting = false;
+  if (stop.stop_requested()) return OverlapCheck::stopped;
+  ++state.active;
+  return OverlapCheck::entered;
+}
+
+RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireContext& context) {
+  const auto& settings = *entry.settings;
+  const EntryRef& ref = context.entry;
+  RunOutcome outcome;
+  const int max_attempts = settings.retry ? settings.retry->max_retries + 1 : 1;
+  for (int attempt = 1;; ++attempt) {
+    context.attempt = attempt;
+    outcome.attempts = attempt;
+    if (events_.active()) {
+      publish(JobStartedEvent{ref, context.fire_key, context.scheduled_at, clock_->now(), attempt, context.fence,
+                              context.manual});
+    }
+    std::exception_ptr error;
+    try {
+      entry.job(context, run.stop.get_token());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    outcome.error = error ? detail::describe_exception(error) : std::string();
+    outcome.status = error ? RunStatus::failed : RunStatus::succeeded;
+    if (run.stop.stop_requested()) {
+      // Stop was requested while it ran: however it returned, it did not
+      // run to its natural end.
+      outcome.status = run.timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
+      if (outcome.error.empty()) outcome.error = run.timed_out.load() ? "timeout" : "stop requested";
+      return outcome;
+    }
+    if (!error || attempt >= max_attempts) return outcome;
+    if (!sleep_for(retry_delay(*settings.retry, attempt), run.stop.get_token())) {
+      outcome.status = run.timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
+      return outcome;
+    }
+  }
+}
+
+void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& context, RunOutcome outcome,
+                                 std::chrono::nanoseconds duration) {
+  if (outcome.status != RunStatus::succeeded) {
+    log(LogLevel::warning, fmt::format("fire {} {} after {} attempt(s): {}", context.fire_key, to_string(outcome.status),
+                                       outcome.attempts, outcome.error));
+  }
+  if (!fire.manual) {
+    auto& prev = entry.prev;
+    const auto at = fire.scheduled_at.time_since_epoch().count();
+    auto seen = prev.load(std::memory_order_relaxed);
+    while (seen < at && !prev.compare_exchange_weak(seen, at, std::memory_order_relaxed)) {
+    }
+  }
+  // The event may hold the last reference to the entry: `entry` is not
+  // used after it.
+  if (events_.active()) {
+    publish(JobCompletedEvent{std::move(context.entry), std::move(context.fire_key), fire.scheduled_at, duration,
+                              outcome.status, outcome.attempts, outcome.error, fire.manual});
+  }
+  if (fire.outcome) fire.outcome->set(std::move(outcome));
+}
+
+// ---- registration, timeouts and stop requests ------------------------------
+
+bool Scheduler::Impl::register_run(Run& run, detail::WorkerSlot& slot) {
+  {
+    std::lock_guard guard(slot.mutex);
+    slot.run = &run;
+  }
+  return runs_state_.load() != RunsState::open;
+}
+
+void Scheduler::Impl::unregister_run(Run& run, detail::WorkerSlot& slot) {
+  {
+    std::lock_guard guard(slot.mutex);
+    slot.run = nullptr;
+  }
+  if (!run.timeout_registered) return;  // the common case: nothing to search
+  std::lock_guard guard(runs_mutex_);
+  if (!run.timeout_at) return;  // the watchdog took it (the timeout fired)
+  auto [first, last] = timeouts_.equal_range(*run.timeout_at);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == &run) {
+      timeouts_.erase(it);
+      break;
+    }
+  }
+  run.timeout_at.reset();
+}
+
+void Scheduler::Impl::start_timeout(Run& run, Clock::SteadyTime at) {
+  {
+    std::lock_guard guard(runs_mutex_);
+    run.timeout_at = at;
+    run.timeout_registered = true;
+    timeouts_.emplace(at, &run);
+  }
+  watchdog_cv_.notify_one();
+}
+
+void Scheduler::Impl::watchdog_main() {
+  std::unique_lock lock(runs_mutex_);
+  while (runs_state_ != RunsState::closed) {
+    const auto now = clock_->steady_now();
+    if (!timeouts_.empty() && timeouts_.begin()->first <= now) {
+      // The run is alive while its item is here: unregister_run() takes it
+      // out under this lock.
+      Run& run = *timeouts_.begin()->second;
+      timeouts_.erase(timeouts_.begin());
+      run.timeout_at.reset();
+      run.timed_out.store(true);
+      std::stop_source stop = run.stop;  // the run may end once we unlock
+      lock.unlock();
+      stop.request_stop();
+      lock.lock();
+      continue;
+    }
+    const auto deadline = timeouts_.empty() ? now + std::chrono::seconds{1} : timeouts_.begin()->first;
+    clock_->wait_until(watchdog_cv_, lock, deadline);
+  }
+}
+
+void Scheduler::Impl::request_stop_where(const std::function<bool(const Run&)>& match, bool mark_timed_out) {
+  std::vector<std::stop_source> matched;
+  for (const auto& slot : slots_) {
+    std::lock_guard guard(slot->mutex);
+    if (slot->run == nullptr || !match(*slot->run)) continue;
+    if (mark_timed_out) slot->run->timed_out.store(true);
+    matched.push_back(slot->run->stop);
+  }
+  // Outside the lock: request_stop() runs the jobs' stop callbacks.
+  for (auto& stop : matched) stop.request_stop();
+}
+
+// ---- waiting and randomness -----------------------------------------------------
+
+bool Scheduler::Impl::sleep_for(std::chrono::nanoseconds duration, std::stop_token stop) {
+  if (duration <= std::chrono::nanoseconds::zero()) return !stop.stop_requested();
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stopped = false;
+  std::stop_callback on_stop(stop, [&] {
+    std::lock_guard guard(mutex);
+    stopped = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  const auto deadline = clock_->steady_now() + duration;
+  while (!stopped && clock_->steady_now() < deadline) clock_->wait_until(cv, lock, deadline);
+  return !stopped;
+}
+
+std::chrono::nanoseconds Scheduler::Impl::random_below(std::chrono::nanoseconds bound) {
+  if (bound <= std::chrono::nanoseconds::zero()) return std::chrono::nanoseconds::zero();
+  std::lock_guard guard(random_mutex_);
+  std::uniform_int_distribution<std::int64_t> pick(0, bound.count() - 1);
+  return std::chrono::nanoseconds{pick(random_)};
+}
+
+std::chrono::nanoseconds Scheduler::Impl::retry_delay(const RetryPolicy& retry, int failed_attempts) {
+  double delay = static_cast<double>(retry.initial_delay.count()) * std::pow(retry.multiplier, failed_attempts - 1);
+  delay = std::min(delay, static_cast<double>(retry.max_delay.count()));
+  if (retry.jitter_fraction > 0) {
+    std::lock_guard guard(random_mutex_);
+    std::uniform_real_distribution<double> spread(-retry.jitter_fraction, retry.jitter_fraction);
+    delay += delay * spread(random_);
+  }
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(std::max(0.0, delay))};
+}
+
+}  // namespace fleetcron

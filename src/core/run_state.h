@@ -1,0 +1,49 @@
+// Internal: a run in progress, as stop(), remove(), timeouts and leadership
+// loss reach it, and the overlap slot it holds.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+
+#include "core/entry.h"
+
+namespace fleetcron::detail {
+
+/// An entry's overlap slot, held from the overlap check to the end of the
+/// run: releasing it lets a queued fire of the entry go on.
+class OverlapSlot {
+ public:
+  OverlapSlot() = default;
+  OverlapSlot(const OverlapSlot&) = delete;
+  OverlapSlot& operator=(const OverlapSlot&) = delete;
+  ~OverlapSlot() { release(); }
+  void hold(OverlapState& state) { state_ = &state; }
+  void release();
+
+ private:
+  OverlapState* state_ = nullptr;
+};
+
+/// A run in progress, on its worker's stack from registration to its end:
+/// what stop(), remove(), timeouts and leadership loss need to reach it.
+struct Run {
+  std::stop_source stop;
+  EntryId entry_id = 0;
+  bool leader_gated = false;  // leader_gated and term: guarded by the worker's slot mutex
+  std::uint64_t term = 0;
+  std::atomic<bool> timed_out{false};
+  std::optional<Clock::SteadyTime> timeout_at;  // its item in timeouts_ (runs_mutex_), until the watchdog takes it
+  bool timeout_registered = false;              // the run's own thread only
+};
+
+/// Where a worker registers the run it executes: one slot per worker, so
+/// registering takes no lock another worker takes for its own runs.
+struct WorkerSlot {
+  std::mutex mutex;  // guards run, and the run's leader_gated and term
+  Run* run = nullptr;
+};
+
+}  // namespace fleetcron::detail
