@@ -56,7 +56,7 @@ enum class CancelReason {
 enum class RunStatus {
   succeeded,
   failed,     ///< the job threw (every attempt, when retrying)
-  timed_out,  ///< the entry's timeout requested stop before it succeeded
+  timed_out,  ///< the entry's timeout, or the last attempt's attempt_timeout, requested stop first
   cancelled,  ///< stop(), leadership loss or removal requested stop first
 };
 [[nodiscard]] std::string_view to_string(RunStatus status) noexcept;
@@ -77,6 +77,18 @@ struct JobStartedEvent {
   std::uint64_t fence = 0;
   bool manual = false;
 };
+/// An attempt failed or timed out, and the retry policy runs another after
+/// `retry_in` (the last attempt's end is the JobCompletedEvent).
+struct JobAttemptFailedEvent {
+  EntryRef entry;
+  std::string fire_key;
+  Instant scheduled_at;
+  int attempt = 1;
+  RunStatus status = RunStatus::failed;  ///< failed, or timed_out (the entry's attempt_timeout)
+  std::string error;
+  std::chrono::nanoseconds retry_in{0};
+};
+
 /// A run ended (after its last attempt).
 struct JobCompletedEvent {
   EntryRef entry;
@@ -148,7 +160,7 @@ struct ObserverDropEvent {
 
 using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, MissedFireEvent, RejectedFireEvent,
                            CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent,
-                           LeadershipStepDownEvent>;
+                           LeadershipStepDownEvent, JobAttemptFailedEvent>;
 
 /// Receives events. Observers run on one background thread, in order, fed
 /// by a bounded queue that drops (and counts) rather than block the

@@ -99,6 +99,11 @@ struct SchedulerOptions {
   std::shared_ptr<Observer> recorder;
   /// Log sink; default: warnings and errors to stderr.
   Logger logger;
+  /// Whether the logger also gets a line for each abnormal fire that is
+  /// published as an event (a skip with an error, missed fires, a rejected
+  /// fire, a failed run, a step-down). Turn it off when an observer logs
+  /// the events, so each is logged once.
+  bool log_events = true;
   /// Coordination for automatic fires (none by default: one process).
   std::shared_ptr<Claimer> claimer;
   std::shared_ptr<Elector> elector;
@@ -115,7 +120,14 @@ struct EntryOptions {
   /// Identity for fire keys (trimmed; unique per scheduler; required with a
   /// claimer). Up to 1,024 bytes, no '@' or control characters.
   std::string key;
-  std::chrono::nanoseconds timeout{0};  ///< bounds the whole run with retries; 0 = none
+  /// Bounds the whole run, every attempt and retry delay included: past
+  /// it the run is asked to stop and ends timed_out, with no more attempts.
+  /// 0 = none.
+  std::chrono::nanoseconds timeout{0};
+  /// Bounds each attempt: an attempt past it is asked to stop (its stop
+  /// token), counts as timed out, and is retried like a failure while the
+  /// retry policy allows. 0 = none. The daemon's `timeout=` is this.
+  std::chrono::nanoseconds attempt_timeout{0};
   std::optional<std::chrono::nanoseconds> jitter;
   std::optional<RetryPolicy> retry;
   std::optional<MissedFirePolicy> missed_fire;

@@ -196,7 +196,9 @@ std::string Scheduler::Impl::leadership_changed(const Grant& granted) {
 
 void Scheduler::Impl::report_skip(const Fire& fire, SkipReason reason, std::string error) {
   std::string key = fire_key(fire.entry->identity.key, fire.scheduled_at);
-  if (!error.empty()) log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", key, to_string(reason), error));
+  if (!error.empty() && options_.log_events) {
+    log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", key, to_string(reason), error));
+  }
   publish(SkippedFireEvent{Entry::ref(fire.entry), std::move(key), fire.scheduled_at, reason, std::move(error)});
 }
 
@@ -244,9 +246,11 @@ void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
   if (failing_for < claim_failure_step_down || now < stepped_down_until_.load(std::memory_order_relaxed)) return;
   if (!claims_failing_since_.compare_exchange_strong(since, 0, std::memory_order_relaxed)) return;  // another worker did
   stepped_down_until_.store(now + step_down_hold.count(), std::memory_order_relaxed);
-  log(LogLevel::error, fmt::format("leading, but every claim failed for {} (last: {}): stepping down, out of the "
-                                   "election for {}, so a replica that can claim leads",
-                                   format_duration(failing_for), claim.error, format_duration(step_down_hold)));
+  if (options_.log_events) {
+    log(LogLevel::error, fmt::format("leading, but every claim failed for {} (last: {}): stepping down, out of the "
+                                     "election for {}, so a replica that can claim leads",
+                                     format_duration(failing_for), claim.error, format_duration(step_down_hold)));
+  }
   publish(LeadershipStepDownEvent{failing_for, step_down_hold, claim.error});
 }
 

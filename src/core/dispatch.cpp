@@ -50,8 +50,10 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
     if (stopping) {
       report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
     } else {
-      log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
-                                         fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
+      if (options_.log_events) {
+        log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
+                                           fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
+      }
       publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
     }
     fires.push_back(std::move(fire));  // callers learn what did not fit

@@ -16,7 +16,8 @@ namespace fleetcron::detail {
 
 /// Options of one entry after inheriting the scheduler's. Immutable.
 struct EntrySettings {
-  std::chrono::nanoseconds timeout{0};
+  std::chrono::nanoseconds timeout{0};          // the whole run
+  std::chrono::nanoseconds attempt_timeout{0};  // each attempt
   std::chrono::nanoseconds jitter{0};
   std::optional<RetryPolicy> retry;
   MissedFirePolicy missed_fire = MissedFirePolicy::run_once;

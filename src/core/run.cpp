@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "fleetcron/duration.h"
+
 #include "core/scheduler_impl.h"
 
 namespace fleetcron {
@@ -79,7 +81,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
   const bool measured = timed || events_.active();
   const auto started = measured ? clock_->steady_now() : Clock::SteadyTime{};
-  if (timed) start_timeout(run, started + entry.settings->timeout);
+  if (timed) start_timeout(run, Run::Deadline::run, started + entry.settings->timeout);
   RunOutcome outcome = run_attempts(entry, run, context);
   const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
   registration.end();
@@ -184,12 +186,7 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
       publish(JobStartedEvent{ref, context.fire_key, context.scheduled_at, clock_->now(), attempt, context.fence,
                               context.manual});
     }
-    std::exception_ptr error;
-    try {
-      entry.job(context, run.stop.get_token());
-    } catch (...) {
-      error = std::current_exception();
-    }
+    const std::exception_ptr error = run_attempt(entry, run, context);
     outcome.error = error ? detail::describe_exception(error) : std::string();
     outcome.status = error ? RunStatus::failed : RunStatus::succeeded;
     if (run.stop.stop_requested()) {
@@ -199,17 +196,61 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
       if (outcome.error.empty()) outcome.error = run.timed_out.load() ? "timeout" : "stop requested";
       return outcome;
     }
-    if (!error || attempt >= max_attempts) return outcome;
-    if (!sleep_for(retry_delay(*settings.retry, attempt), run.stop.get_token())) {
+    if (run.attempt_timed_out.load()) {
+      outcome.status = RunStatus::timed_out;
+      outcome.error = fmt::format("attempt timed out after {}{}{}", format_duration(settings.attempt_timeout),
+                                  outcome.error.empty() ? "" : ": ", outcome.error);
+    }
+    if (outcome.status == RunStatus::succeeded || attempt >= max_attempts) return outcome;
+    const auto delay = retry_delay(*settings.retry, attempt);
+    if (options_.log_events) {
+      log(LogLevel::warning, fmt::format("fire {} attempt {} {}: {}; retrying in {}", context.fire_key, attempt,
+                                         to_string(outcome.status), outcome.error, format_duration(delay)));
+    }
+    publish(JobAttemptFailedEvent{ref, context.fire_key, context.scheduled_at, attempt, outcome.status, outcome.error,
+                                  delay});
+    if (!sleep_for(delay, run.stop.get_token())) {
       outcome.status = run.timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
       return outcome;
     }
   }
 }
 
+std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, const FireContext& context) {
+  const auto attempt_timeout = entry.settings->attempt_timeout;
+  std::exception_ptr error;
+  if (attempt_timeout <= std::chrono::nanoseconds::zero()) {
+    try {
+      entry.job(context, run.stop.get_token());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    return error;
+  }
+  // The attempt's own stop source: its timeout stops this attempt only;
+  // a stop of the run reaches it through the callback.
+  run.attempt_timed_out.store(false);
+  std::stop_source attempt;
+  {
+    std::lock_guard guard(runs_mutex_);
+    run.attempt_stop = attempt;
+  }
+  start_timeout(run, Run::Deadline::attempt, clock_->steady_now() + attempt_timeout);
+  {
+    std::stop_callback forward(run.stop.get_token(), [&attempt] { attempt.request_stop(); });
+    try {
+      entry.job(context, attempt.get_token());
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  end_timeout(run, Run::Deadline::attempt);
+  return error;
+}
+
 void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& context, RunOutcome outcome,
                                  std::chrono::nanoseconds duration) {
-  if (outcome.status != RunStatus::succeeded) {
+  if (outcome.status != RunStatus::succeeded && options_.log_events) {
     log(LogLevel::warning, fmt::format("fire {} {} after {} attempt(s): {}", context.fire_key, to_string(outcome.status),
                                        outcome.attempts, outcome.error));
   }
@@ -244,27 +285,35 @@ void Scheduler::Impl::unregister_run(Run& run, detail::WorkerSlot& slot) {
     std::lock_guard guard(slot.mutex);
     slot.run = nullptr;
   }
-  if (!run.timeout_registered) return;  // the common case: nothing to search
+  end_timeout(run, Run::Deadline::run);
+}
+
+void Scheduler::Impl::start_timeout(Run& run, Run::Deadline deadline, Clock::SteadyTime at) {
+  const auto index = static_cast<std::size_t>(deadline);
+  {
+    std::lock_guard guard(runs_mutex_);
+    run.deadline_at[index] = at;
+    timeouts_.emplace(at, detail::Timeout{&run, deadline});
+  }
+  run.registered[index] = true;
+  watchdog_cv_.notify_one();
+}
+
+void Scheduler::Impl::end_timeout(Run& run, Run::Deadline deadline) {
+  const auto index = static_cast<std::size_t>(deadline);
+  if (!run.registered[index]) return;  // the common case: nothing to search
+  run.registered[index] = false;
   std::lock_guard guard(runs_mutex_);
-  if (!run.timeout_at) return;  // the watchdog took it (the timeout fired)
-  auto [first, last] = timeouts_.equal_range(*run.timeout_at);
+  if (deadline == Run::Deadline::attempt) run.attempt_stop = std::stop_source{std::nostopstate};
+  if (!run.deadline_at[index]) return;  // the watchdog took it (the timeout fired)
+  auto [first, last] = timeouts_.equal_range(*run.deadline_at[index]);
   for (auto it = first; it != last; ++it) {
-    if (it->second == &run) {
+    if (it->second.run == &run && it->second.deadline == deadline) {
       timeouts_.erase(it);
       break;
     }
   }
-  run.timeout_at.reset();
-}
-
-void Scheduler::Impl::start_timeout(Run& run, Clock::SteadyTime at) {
-  {
-    std::lock_guard guard(runs_mutex_);
-    run.timeout_at = at;
-    run.timeout_registered = true;
-    timeouts_.emplace(at, &run);
-  }
-  watchdog_cv_.notify_one();
+  run.deadline_at[index].reset();
 }
 
 void Scheduler::Impl::watchdog_main() {
@@ -272,13 +321,15 @@ void Scheduler::Impl::watchdog_main() {
   while (runs_state_ != RunsState::closed) {
     const auto now = clock_->steady_now();
     if (!timeouts_.empty() && timeouts_.begin()->first <= now) {
-      // The run is alive while its item is here: unregister_run() takes it
+      // The run is alive while its item is here: end_timeout() takes it
       // out under this lock.
-      Run& run = *timeouts_.begin()->second;
+      const detail::Timeout due = timeouts_.begin()->second;
       timeouts_.erase(timeouts_.begin());
-      run.timeout_at.reset();
-      run.timed_out.store(true);
-      std::stop_source stop = run.stop;  // the run may end once we unlock
+      Run& run = *due.run;
+      run.deadline_at[static_cast<std::size_t>(due.deadline)].reset();
+      const bool whole_run = due.deadline == Run::Deadline::run;
+      (whole_run ? run.timed_out : run.attempt_timed_out).store(true);
+      std::stop_source stop = whole_run ? run.stop : run.attempt_stop;  // the run may end once we unlock
       lock.unlock();
       stop.request_stop();
       lock.lock();

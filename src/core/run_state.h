@@ -2,6 +2,7 @@
 // loss reach it, and the overlap slot it holds.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -34,9 +35,24 @@ struct Run {
   EntryId entry_id = 0;
   bool leader_gated = false;  // leader_gated and term: guarded by the worker's slot mutex
   std::uint64_t term = 0;
-  std::atomic<bool> timed_out{false};
-  std::optional<Clock::SteadyTime> timeout_at;  // its item in timeouts_ (runs_mutex_), until the watchdog takes it
-  bool timeout_registered = false;              // the run's own thread only
+  std::atomic<bool> timed_out{false};          // the run's timeout fired
+  std::atomic<bool> attempt_timed_out{false};  // the current attempt's timeout fired
+
+  /// The run's two deadlines: its timeout and the current attempt's.
+  enum class Deadline : std::uint8_t { run, attempt };
+  /// The current attempt's own stop source, when the entry has an attempt
+  /// timeout (guarded by runs_mutex_: the watchdog requests it).
+  std::stop_source attempt_stop{std::nostopstate};
+  // Each deadline's item in timeouts_ (runs_mutex_), until the watchdog
+  // takes it or the run withdraws it; `registered`: the run's thread only.
+  std::array<std::optional<Clock::SteadyTime>, 2> deadline_at;
+  std::array<bool, 2> registered{false, false};
+};
+
+/// An item of the watchdog's queue.
+struct Timeout {
+  Run* run = nullptr;
+  Run::Deadline deadline = Run::Deadline::run;
 };
 
 /// Where a worker registers the run it executes: one slot per worker, so

@@ -107,7 +107,8 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
                                                                      EntryOptions& options) const {
   if (!schedule) throw std::invalid_argument("add: schedule is null");
   detail::check_entry_options(options);
-  const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
+  const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() &&
+                                   options.attempt_timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
                                    !options.retry && !options.missed_fire && !options.claimer &&
                                    options.overlap == OverlapPolicy::allow;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
@@ -414,11 +415,13 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
         events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
                                          plan.count_capped, plan.runs.size(), lateness, entry.settings->missed_fire});
       }
-      warnings.push_back(
-          fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}", entry.identity.id,
-                      entry.identity.name, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(scheduled),
-                      format_rfc3339(plan.last_missed), format_duration(lateness), to_string(entry.settings->missed_fire),
-                      plan.runs.size()));
+      if (options_.log_events) {
+        warnings.push_back(fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}",
+                                       entry.identity.id, entry.identity.name, plan.missed, plan.count_capped ? "+" : "",
+                                       format_rfc3339(scheduled), format_rfc3339(plan.last_missed),
+                                       format_duration(lateness), to_string(entry.settings->missed_fire),
+                                       plan.runs.size()));
+      }
     }
     reschedule_top(want_events ? &events : nullptr);
   }

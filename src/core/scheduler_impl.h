@@ -160,7 +160,13 @@ class Scheduler::Impl {
   /// found by the scan or sees the flag — never neither.
   bool register_run(detail::Run& run, detail::WorkerSlot& slot);
   void unregister_run(detail::Run& run, detail::WorkerSlot& slot);
-  void start_timeout(detail::Run& run, Clock::SteadyTime at);
+  /// Registers one of the run's deadlines with the watchdog.
+  void start_timeout(detail::Run& run, detail::Run::Deadline deadline, Clock::SteadyTime at);
+  /// Withdraws it, if the watchdog has not taken it (runs_mutex_ taken here).
+  void end_timeout(detail::Run& run, detail::Run::Deadline deadline);
+  /// One attempt of the job, with its own stop source when the entry has
+  /// an attempt timeout; the job's exception, if it threw.
+  std::exception_ptr run_attempt(const detail::Entry& entry, detail::Run& run, const FireContext& context);
   /// The overlap check of an automatic fire (settings->overlap not allow).
   enum class OverlapCheck { entered, skip, stopped };
   static OverlapCheck enter_overlap(const detail::Entry& entry, std::stop_token stop);
@@ -236,10 +242,10 @@ class Scheduler::Impl {
     stopping,  // stop(): runs registering from now on are cancelled at once
     closed,    // the watchdog leaves
   };
-  std::mutex runs_mutex_;  // guards timeouts_, runs_state_ (written), lost_terms_, and Run::timeout_at
+  std::mutex runs_mutex_;  // guards timeouts_, runs_state_ (written), lost_terms_, Run::deadline_at and attempt_stop
   std::condition_variable watchdog_cv_;
   std::vector<std::unique_ptr<detail::WorkerSlot>> slots_;  // one per worker, made by the constructor
-  std::multimap<Clock::SteadyTime, detail::Run*> timeouts_;
+  std::multimap<Clock::SteadyTime, detail::Timeout> timeouts_;
   // Read without the lock by a registering run: stop() writes it, then
   // scans the slots, so a run either is found or sees the state.
   std::atomic<RunsState> runs_state_{RunsState::open};

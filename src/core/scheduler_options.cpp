@@ -107,6 +107,7 @@ void check_entry_options(EntryOptions& entry) {
     }
   }
   check_duration(owner, "timeout", entry.timeout, true);
+  check_duration(owner, "attempt_timeout", entry.attempt_timeout, true);
   if (entry.jitter) check_duration(owner, "jitter", *entry.jitter, true);
   if (entry.retry) validate_retry(owner, *entry.retry);
 }
@@ -114,6 +115,7 @@ void check_entry_options(EntryOptions& entry) {
 std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry) {
   auto settings = std::make_shared<EntrySettings>();
   settings->timeout = entry.timeout;
+  settings->attempt_timeout = entry.attempt_timeout;
   settings->jitter = entry.jitter.value_or(scheduler.jitter);
   settings->retry = entry.retry ? entry.retry : scheduler.retry;
   if (settings->retry && settings->retry->max_retries == 0) settings->retry.reset();

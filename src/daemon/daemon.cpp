@@ -9,6 +9,7 @@
 #include <iterator>
 #include <optional>
 
+#include "daemon/fire_recorder.h"
 #include "daemon/metrics_server.h"
 #include "daemon/process_runner.h"
 #include "fleetcron/duration.h"
@@ -19,83 +20,8 @@ extern char** environ;
 
 namespace fleetcron::daemon {
 
-namespace {
-
-std::string describe_skip(const SkippedFireEvent& event) {
-  return event.error.empty() ? std::string(to_string(event.reason))
-                             : fmt::format("{}: {}", to_string(event.reason), event.error);
-}
-
-/// Counts scheduler events (the inline recorder: runs on the publishing
-/// thread, the loop's included, so it only touches atomics and short locks).
-class EventCounter final : public Observer {
- public:
-  explicit EventCounter(Metrics& metrics) : metrics_(metrics) {}
-  void on_event(const Event& event) override {
-    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
-      metrics_.skipped(std::string(to_string(skipped->reason)));
-    } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
-      metrics_.missed(missed->missed);
-    } else if (std::holds_alternative<RejectedFireEvent>(event)) {
-      metrics_.skipped("queue-full");
-    } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
-      metrics_.cancelled(cancelled->reason, cancelled->claimed);
-    } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
-      metrics_.events_dropped(dropped->dropped);
-    } else if (std::holds_alternative<LeadershipStepDownEvent>(event)) {
-      metrics_.step_down();  // the scheduler's logger has logged it
-    }
-  }
-
- private:
-  Metrics& metrics_;
-};
-
-/// Logs scheduler events (an observer: its own thread and bounded queue,
-/// so a slow stderr never stalls the scheduler).
-class EventLog final : public Observer {
- public:
-  explicit EventLog(LogSink& log) : log_(log) {}
-  void on_event(const Event& event) override {
-    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
-      // Another replica's fire (claimed there, or we follow): normal
-      // coordination, counted but not logged.
-      if (skipped->reason == SkipReason::already_claimed || skipped->reason == SkipReason::not_leader) return;
-      log_.write("warn", "fire-skipped", describe_skip(*skipped), key(skipped->entry), skipped->fire_key);
-    } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
-      log_.write("warn", "fires-missed",
-                 fmt::format("{}{} fire(s) from {} to {} missed; policy {} runs {}", missed->missed,
-                             missed->missed_is_lower_bound ? "+" : "", format_rfc3339(missed->first_missed),
-                             format_rfc3339(missed->last_missed), to_string(missed->policy), missed->runs),
-                 key(missed->entry));
-    } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
-      log_.write("error", "fire-rejected", "the run queue is full", key(rejected->entry));
-    } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
-      const std::string fire = cancelled->entry ? fire_key(cancelled->entry->key, cancelled->scheduled_at) : std::string();
-      if (cancelled->claimed) {
-        log_.write("error", "fire-cancelled",
-                   fmt::format("{} ({}); it was claimed by this replica, so no replica runs it: lost", cancelled->cause,
-                               to_string(cancelled->reason)),
-                   key(cancelled->entry), fire);
-      } else {
-        log_.write("warn", "fire-cancelled", fmt::format("{} ({})", cancelled->cause, to_string(cancelled->reason)),
-                   key(cancelled->entry), fire);
-      }
-    } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
-      log_.write("warn", "log-events-dropped",
-                 fmt::format("{} scheduler events not logged so far (the log could not keep up)", dropped->dropped));
-    }
-  }
-
- private:
-  static std::string key(const EntryRef& entry) { return entry ? entry->key : std::string(); }
-  LogSink& log_;
-};
-
-}  // namespace
-
 struct Daemon::Runtime {
-  Job job;
+  JobDefinition job;
 };
 
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
@@ -125,8 +51,10 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
                                    ? LeadershipLossPolicy::cancel
                                    : LeadershipLossPolicy::let_finish;
-  options.recorder = std::make_shared<EventCounter>(metrics_);
-  options.observers = {std::make_shared<EventLog>(log_)};
+  // Every metric and log line about fires and runs comes from the events,
+  // once: the scheduler does not log them itself.
+  options.recorder = std::make_shared<FireRecorder>(metrics_, log_, [this](const std::string& key) { return command_of(key); });
+  options.log_events = false;
   options.logger = [this](LogLevel level, std::string_view message) {
     static constexpr const char* names[] = {"debug", "info", "warn", "error"};
     log_.write(names[static_cast<int>(level)], "scheduler", message);
@@ -211,7 +139,7 @@ void Daemon::check_backend_loop() {
   }
 }
 
-void Daemon::add_job(const Job& job) {
+void Daemon::add_job(const JobDefinition& job) {
   auto runtime = std::make_shared<Runtime>();
   runtime->job = job;
   if (!job.schedule->next(Instant{std::chrono::system_clock::now().time_since_epoch()})) {
@@ -228,18 +156,12 @@ fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
 }
 
 void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop) {
-  const Job& job = runtime.job;
-  if (!fire.manual && fire.attempt == 1) {  // one fire, however many attempts
-    metrics_.fire();
-    const auto now = Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::system_clock::now().time_since_epoch())};
-    metrics_.lateness(std::chrono::duration<double>(now - fire.scheduled_at).count());
-  }
-  // Overlap is the scheduler's (EntryOptions::overlap): decided before the
-  // claim, reported as a skip.
+  // Metrics and the run-started/run-finished lines come from the events
+  // (FireRecorder); the attempt timeout is the scheduler's, which asks the
+  // command to stop through `stop`.
+  const JobDefinition& job = runtime.job;
   CommandSpec spec;
   spec.command = job.command;
-  spec.timeout = job.timeout;
   spec.kill_grace = settings_.kill_grace;
   spec.max_output_bytes = settings_.max_output_bytes;
   spec.environment = base_environment_;
@@ -257,22 +179,22 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
   set("FLEETCRON_SCHEDULED_AT", format_rfc3339(fire.scheduled_at));
   set("FLEETCRON_FENCE", std::to_string(fire.fence));
   set("FLEETCRON_ATTEMPT", std::to_string(fire.attempt));
-  metrics_.running(1);
-  log_.write("info", "run-started", fmt::format("attempt {} fence {}: {}", fire.attempt, fire.fence, job.command), job.key,
-             fire.fire_key);
   const CommandResult result = run_command(spec, stop, [&](std::string_view stream, std::string_view line) {
     log_.write(stream == "stderr" ? "warn" : "info", stream == "stderr" ? "stderr" : "stdout", line, job.key, fire.fire_key);
   });
-  metrics_.running(-1);
-  const std::string outcome = result.succeeded()                 ? "succeeded"
-                              : result.timed_out                 ? "timed-out"
-                              : result.stopped                   ? "cancelled"
-                                                                 : "failed";
-  metrics_.run_finished(outcome, std::chrono::duration<double>(result.duration).count());
-  std::string message = fmt::format("{} in {}", result.describe(), format_duration(std::chrono::duration_cast<std::chrono::milliseconds>(result.duration)));
-  if (result.dropped_bytes > 0) message += fmt::format("; {} bytes of output dropped", result.dropped_bytes);
-  log_.write(result.succeeded() ? "info" : "warn", "run-finished", message, job.key, fire.fire_key);
+  if (result.dropped_bytes > 0) {
+    log_.write("warn", "output-dropped",
+               fmt::format("{} bytes of output dropped (limit {} bytes per run)", result.dropped_bytes,
+                           settings_.max_output_bytes),
+               job.key, fire.fire_key);
+  }
   if (!result.succeeded()) throw std::runtime_error(result.describe());  // failed: retries apply
+}
+
+std::string Daemon::command_of(const std::string& key) {
+  std::lock_guard guard(jobs_mutex_);
+  const auto it = jobs_.find(key);
+  return it == jobs_.end() ? std::string() : it->second.second->job.command;
 }
 
 bool Daemon::reload() {
@@ -287,10 +209,10 @@ bool Daemon::reload() {
 
 bool Daemon::apply_reload(const JobsFile& file) {
   std::size_t added = 0, removed = 0, changed = 0;
-  std::map<std::string, const Job*> wanted;
+  std::map<std::string, const JobDefinition*> wanted;
   for (const auto& job : file.jobs) wanted[job.key] = &job;
   std::vector<std::pair<EntryId, std::string>> to_remove;
-  std::vector<const Job*> to_add;
+  std::vector<const JobDefinition*> to_add;
   {
     std::lock_guard guard(jobs_mutex_);
     for (const auto& [key, current] : jobs_) {
@@ -313,7 +235,7 @@ bool Daemon::apply_reload(const JobsFile& file) {
   }
   // Every new entry is checked against every rule add() applies before
   // anything is removed or stopped: a refused reload changes nothing.
-  for (const Job* job : to_add) {
+  for (const JobDefinition* job : to_add) {
     try {
       scheduler_->check(job->schedule, entry_options(*job));
     } catch (const std::exception& e) {
@@ -325,7 +247,7 @@ bool Daemon::apply_reload(const JobsFile& file) {
     for (const auto& [id, key] : to_remove) jobs_.erase(key);
   }
   for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run gets stop requested
-  for (const Job* job : to_add) add_job(*job);
+  for (const JobDefinition* job : to_add) add_job(*job);
   metrics_.jobs_loaded(file.jobs.size());
   metrics_.reloads(true);
   log_.write("info", "reloaded", fmt::format("{} jobs: {} added, {} removed, {} changed", file.jobs.size(), added, removed, changed));

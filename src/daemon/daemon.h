@@ -43,12 +43,14 @@ class Daemon {
 
  private:
   struct Runtime;  // one job: its definition
-  void add_job(const Job& job);
+  void add_job(const JobDefinition& job);
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.
   bool apply_reload(const JobsFile& file);
   fleetcron::Job make_job(std::shared_ptr<Runtime> runtime);
   void run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop);
+  /// The command of the job with `key` ("" if none), for the log.
+  std::string command_of(const std::string& key);
 
   Settings settings_;
   LogSink& log_;

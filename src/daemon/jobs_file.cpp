@@ -184,8 +184,8 @@ std::string_view to_string(Overlap overlap) noexcept {
   return "unknown";
 }
 
-bool Job::same_definition(const Job& other) const {
-  return key == other.key && spec == other.spec && command == other.command && timeout == other.timeout &&
+bool JobDefinition::same_definition(const JobDefinition& other) const {
+  return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment;
@@ -204,10 +204,11 @@ ParseOptions jobs_parse_options(bool seconds, const std::string& zone) {
   return options;
 }
 
-EntryOptions entry_options(const Job& job) {
+EntryOptions entry_options(const JobDefinition& job) {
   EntryOptions options;
   options.key = job.key;
   options.name = job.key;
+  options.attempt_timeout = job.attempt_timeout;
   options.jitter = job.jitter;
   options.missed_fire = job.missed;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
@@ -281,7 +282,7 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
       continue;
     }
     // A job: the spec's tokens, then the command.
-    Job job;
+    JobDefinition job;
     job.line = number;
     std::vector<std::string_view> tokens;
     std::size_t i = line.offset_of(content);
@@ -337,7 +338,7 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
       if (directive->key) {
         job.key = *directive->key;
       }
-      job.timeout = directive->timeout.value_or(std::chrono::nanoseconds::zero());
+      job.attempt_timeout = directive->timeout.value_or(std::chrono::nanoseconds::zero());
       job.jitter = directive->jitter;
       job.retries = directive->retries.value_or(0);
       job.overlap = directive->overlap.value_or(Overlap::skip);

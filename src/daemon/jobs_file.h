@@ -35,13 +35,16 @@ enum class Overlap {
 };
 [[nodiscard]] std::string_view to_string(Overlap overlap) noexcept;
 
-struct Job {
+/// One job of the jobs file: its schedule, command and options (not to be
+/// confused with fleetcron::Job, the callable a scheduler entry runs).
+struct JobDefinition {
   std::string key;
   bool derived_key = false;  // no key=: a hash of the effective spec and the command
   std::string spec;          // as written, with "TZ=zone " added when a CRON_TZ/TZ line applies
   std::string command;
   int line = 0;              // 1-based line of the job in its file
-  std::chrono::nanoseconds timeout{0};  // 0: none
+  /// `timeout=`: bounds each attempt (EntryOptions::attempt_timeout); 0: none.
+  std::chrono::nanoseconds attempt_timeout{0};
   std::optional<std::chrono::nanoseconds> jitter;
   int retries = 0;
   Overlap overlap = Overlap::skip;
@@ -52,12 +55,12 @@ struct Job {
   SchedulePtr schedule;
 
   /// Same job for a reload: key, spec, command, options and environment.
-  [[nodiscard]] bool same_definition(const Job& other) const;
+  [[nodiscard]] bool same_definition(const JobDefinition& other) const;
 };
 
 struct JobsFile {
   std::string path;
-  std::vector<Job> jobs;
+  std::vector<JobDefinition> jobs;
 };
 
 /// file:line:column: what is wrong.
@@ -90,7 +93,7 @@ inline constexpr std::size_t max_line_bytes = 16 * 1024;
 
 /// The scheduler entry options of a job (key, jitter, missed policy,
 /// retries); the daemon adds it with them, `validate` and reload check it.
-[[nodiscard]] EntryOptions entry_options(const Job& job);
+[[nodiscard]] EntryOptions entry_options(const JobDefinition& job);
 
 /// "job-" + 16 hex digits of a 64-bit FNV-1a hash of spec '\n' command:
 /// the same on every replica for the same line.

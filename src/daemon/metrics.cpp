@@ -43,6 +43,7 @@ void Metrics::run_finished(const std::string& outcome, double duration_seconds) 
   }
   duration_.observe(duration_seconds);
 }
+void Metrics::retried() { retries_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::skipped(const std::string& reason) {
   std::lock_guard guard(mutex_);
   ++skips_[reason];
@@ -83,7 +84,9 @@ std::string Metrics::render() const {
   };
   metric("fleetcron_fires_total", "counter", "Automatic fires that reached a worker.");
   out += fmt::format("fleetcron_fires_total {}\n", fires_.load());
-  metric("fleetcron_runs_total", "counter", "Runs by outcome.");
+  metric("fleetcron_retries_total", "counter", "Attempts that failed or timed out and were retried.");
+  out += fmt::format("fleetcron_retries_total {}\n", retries_.load());
+  metric("fleetcron_runs_total", "counter", "Runs by outcome (the last attempt's), retried attempts included once.");
   {
     std::lock_guard guard(mutex_);
     for (const char* outcome : {"succeeded", "failed", "timed-out", "cancelled"}) {
@@ -114,7 +117,7 @@ std::string Metrics::render() const {
   out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
   metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");
   lateness_.write(out, "fleetcron_fire_lateness_seconds", "");
-  metric("fleetcron_run_duration_seconds", "histogram", "Duration of finished runs.");
+  metric("fleetcron_run_duration_seconds", "histogram", "Duration of finished runs, from the first attempt's start to the last one's end.");
   duration_.write(out, "fleetcron_run_duration_seconds", "");
   metric("fleetcron_running_jobs", "gauge", "Runs in progress.");
   out += fmt::format("fleetcron_running_jobs {}\n", running_.load());

@@ -35,7 +35,9 @@ class Metrics {
   Metrics();
 
   void fire();  // a fire reached a worker (automatic)
+  /// A run ended: its outcome (its last attempt's) and its whole duration.
   void run_finished(const std::string& outcome, double duration_seconds);
+  void retried();  // an attempt failed or timed out, and another follows
   void skipped(const std::string& reason);
   void missed(std::uint64_t count);
   void lateness(double seconds);
@@ -58,7 +60,7 @@ class Metrics {
   [[nodiscard]] std::string render() const;
 
  private:
-  std::atomic<std::uint64_t> fires_{0}, missed_{0}, backend_errors_{0}, reloads_ok_{0}, reloads_failed_{0};
+  std::atomic<std::uint64_t> fires_{0}, retries_{0}, missed_{0}, backend_errors_{0}, reloads_ok_{0}, reloads_failed_{0};
   std::atomic<std::int64_t> running_{0};
   std::atomic<int> leader_{0};
   std::atomic<std::uint64_t> term_{0};

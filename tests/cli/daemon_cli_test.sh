@@ -144,6 +144,43 @@ else
   bad "no fire-cancelled line: $(grep -c cancelled "$work/log") lines"
 fi
 if ((status == 0)) && grep -q '"event":"stopped"' "$work/log"; then ok "SIGTERM drains and exits 0"; else bad "SIGTERM: status $status"; fi
+# Each thing is logged once, from the scheduler's events: no second line
+# from the scheduler's own logger for what an event already reported.
+if ! grep -q '"event":"scheduler".*skipped' "$work/log" && grep -q '"event":"fire-skipped"' "$work/log"; then
+  ok "a skip is logged once (fire-skipped), not again by the scheduler"
+else
+  bad "skips logged twice: $(grep -c '"event":"scheduler"' "$work/log") scheduler lines"
+fi
+
+# timeout= bounds each attempt (the scheduler's attempt timeout): the
+# attempt is stopped, retried, and the run ends timed-out.
+cat >"$work/hang.cron" <<JOBS
+# fleetcron: key=hang timeout=1s retries=1
+* * * * * *  echo started >> $work/hang-starts; sleep 30
+JOBS
+hang_port=$((20000 + RANDOM % 40000))
+"$bin" run --seconds --shutdown-grace 1s --kill-grace 1s --log-format json --metrics "127.0.0.1:$hang_port" \
+  "$work/hang.cron" 2>"$work/hang.log" &
+hang_pid=$!
+pids+=("$hang_pid")
+if wait_for "$work/hang.log" '"event":"run-finished","job":"hang".*"message":"timed-out: attempt timed out after 1s: signal 15' 20; then
+  ok "timeout= stops the attempt, and the run ends timed-out"
+else
+  bad "timeout=: $(grep hang "$work/hang.log" | tail -3)"
+fi
+if grep -q '"event":"attempt-failed","job":"hang".*attempt 1 timed-out: attempt timed out after 1s.*retrying in' "$work/hang.log" &&
+   (( $(grep -c '"event":"run-started","job":"hang"' "$work/hang.log") >= 2 )); then
+  ok "a timed-out attempt is retried (retries=1)"
+else
+  bad "no retry after the attempt timeout: $(grep -c run-started "$work/hang.log") run-started lines"
+fi
+hang_metrics=$(curl -s "127.0.0.1:$hang_port/metrics")
+if [[ $hang_metrics == *'fleetcron_runs_total{outcome="timed-out"} '[1-9]* && $hang_metrics == *$'\nfleetcron_retries_total '[1-9]* ]]; then
+  ok "timed-out runs and retries are counted"
+else
+  bad "metrics: $(echo "$hang_metrics" | grep -E 'runs_total|retries_total')"
+fi
+kill -TERM "$hang_pid" 2>/dev/null; wait "$hang_pid" 2>/dev/null
 
 # stderr into a FIFO nobody reads (a wedged log driver), a job printing
 # 200 KB a second: the log drops and counts lines, scheduling goes on.

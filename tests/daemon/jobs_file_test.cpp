@@ -37,7 +37,7 @@ CRON_TZ=America/New_York
 @daily  true
 )");
   ASSERT_EQ(file.jobs.size(), 4u);
-  const Job& first = file.jobs[0];
+  const JobDefinition& first = file.jobs[0];
   EXPECT_EQ(first.spec, "*/5 * * * *");
   EXPECT_EQ(first.command, "echo $GREETING >> /tmp/out");
   EXPECT_EQ(first.line, 4);
@@ -48,11 +48,11 @@ CRON_TZ=America/New_York
   ASSERT_EQ(first.environment.size(), 2u);
   EXPECT_EQ(first.environment[1], (std::pair<std::string, std::string>{"GREETING", "hello world"}));
 
-  const Job& backup = file.jobs[1];
+  const JobDefinition& backup = file.jobs[1];
   EXPECT_EQ(backup.key, "nightly-backup");
   EXPECT_FALSE(backup.derived_key);
   EXPECT_EQ(backup.spec, "TZ=America/New_York 30 2 * * *");
-  EXPECT_EQ(backup.timeout, 30min);
+  EXPECT_EQ(backup.attempt_timeout, 30min);
   EXPECT_EQ(backup.jitter, 10s);
   EXPECT_EQ(backup.retries, 3);
   EXPECT_EQ(backup.overlap, Overlap::queue);

@@ -605,6 +605,75 @@ TEST(SchedulerJobs, TimeoutRequestsStopOfARunningJob) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+TEST(SchedulerJobs, AnAttemptTimeoutStopsThatAttemptAndARetryFollows) {
+  Harness h;
+  Gate gate;  // attempt 1 waits for its stop token; attempt 2 finds the gate open
+  Scheduler s(h.options());
+  const auto id = s.add("@yearly",
+                        [&](const FireContext& fire, std::stop_token stop) {
+                          if (fire.attempt == 2) return;
+                          gate.job()(fire, stop);
+                          throw std::runtime_error("killed");
+                        },
+                        EntryOptions{.attempt_timeout = 5s,
+                                     .retry = RetryPolicy{.max_retries = 1, .initial_delay = 1s, .multiplier = 1.0,
+                                                          .max_delay = 1s}});
+  s.start();
+  s.trigger(id);
+  ASSERT_TRUE(Harness::eventually([&] { return gate.entered == 1; }));
+  h.settle(Harness::idle_waiters);
+  h.advance(5s, 1, [&] { return h.log->count<JobAttemptFailedEvent>() == 1; });
+  EXPECT_EQ(gate.saw_stop, 1);  // the attempt's token, not the run's
+  const auto failed = h.log->all<JobAttemptFailedEvent>()[0];
+  EXPECT_EQ(failed.attempt, 1);
+  EXPECT_EQ(failed.status, RunStatus::timed_out);
+  EXPECT_EQ(failed.error, "attempt timed out after 5s: killed");
+  EXPECT_EQ(failed.retry_in, 1s);
+  h.settle(Harness::idle_waiters + 1);  // + the retry delay
+  h.advance(1s, 1, [&] { return h.completed() == 1; });
+  const auto run = h.log->all<JobCompletedEvent>()[0];
+  EXPECT_EQ(run.status, RunStatus::succeeded);
+  EXPECT_EQ(run.attempts, 2);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, ARunWhoseLastAttemptTimesOutEndsTimedOut) {
+  Harness h;
+  Gate gate;
+  Scheduler s(h.options());
+  const auto id = s.add("@yearly", gate.job(), EntryOptions{.attempt_timeout = 2s});
+  s.start();
+  s.trigger(id);
+  ASSERT_TRUE(Harness::eventually([&] { return gate.entered == 1; }));
+  h.settle(Harness::idle_waiters);
+  h.advance(2s, 1, [&] { return h.completed() == 1; });
+  const auto run = h.log->all<JobCompletedEvent>()[0];
+  EXPECT_EQ(run.status, RunStatus::timed_out);
+  EXPECT_EQ(run.error, "attempt timed out after 2s");  // it returned normally, when asked to
+  EXPECT_EQ(h.log->count<JobAttemptFailedEvent>(), 0u);  // no retry policy: the completion reports it
+  EXPECT_THROW(s.add("@yearly", noop(), EntryOptions{.attempt_timeout = -1s}), std::invalid_argument);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerJobs, WithoutLogEventsAnEventIsReportedButNotLoggedToo) {
+  for (const bool log_events : {true, false}) {
+    Harness h;
+    auto options = h.options();
+    options.log_events = log_events;
+    Scheduler s(options);
+    const auto id = s.add("@yearly", [](const FireContext&, std::stop_token) { throw std::runtime_error("boom"); });
+    s.start();
+    s.trigger(id);
+    ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
+    EXPECT_EQ(h.log->all<JobCompletedEvent>()[0].error, "boom");
+    EXPECT_TRUE(s.stop(h.soon()));
+    std::lock_guard guard(h.messages_mutex);
+    const bool logged = std::any_of(h.messages.begin(), h.messages.end(),
+                                    [](const std::string& m) { return m.find("failed after 1 attempt(s): boom") != std::string::npos; });
+    EXPECT_EQ(logged, log_events);
+  }
+}
+
 TEST(SchedulerJobs, JitterDelaysButKeepsTheInstantAndKey) {
   Harness h;
   auto options = h.options();
