@@ -74,6 +74,34 @@ void apply_config_text(std::string_view text, const std::string& path, Settings&
 
 namespace {
 
+// [claim] or [leader].
+void apply_section(const std::string& name, const toml::node& node, const std::string& path, Settings& settings) {
+  const auto* section = node.as_table();
+  if (section == nullptr) throw SettingsError(fmt::format("{}: [{}] must be a table", where(path, node), name));
+  for (const auto& [sub_key, sub_node] : *section) {
+    const std::string sub(sub_key.str());
+    const std::string full = name + "." + sub;
+    if (name == "claim" && sub == "ttl") {
+      settings.claim_ttl = duration_value(path, full, sub_node);
+    } else if (name == "claim" && sub == "max_clock_skew") {
+      settings.max_clock_skew = duration_value(path, full, sub_node);
+    } else if (name == "claim" && sub == "prefix") {
+      settings.claim_prefix = string_value(path, full, sub_node);
+    } else if (name == "claim" && sub == "bucket") {
+      settings.claim_bucket = string_value(path, full, sub_node);
+    } else if (name == "leader" && sub == "ttl") {
+      settings.leader_ttl = duration_value(path, full, sub_node);
+    } else if (name == "leader" && sub == "key") {
+      settings.leader_key = string_value(path, full, sub_node);
+    } else if (name == "leader" && sub == "bucket") {
+      settings.leader_bucket = string_value(path, full, sub_node);
+    } else {
+      throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
+                                      name == "claim" ? "ttl, max_clock_skew, prefix, bucket" : "ttl, key, bucket"));
+    }
+  }
+}
+
 void apply_table(const toml::table& table, const std::string& path, Settings& settings) {
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
@@ -122,30 +150,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
     } else if (name == "max_output_bytes") {
       settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
     } else if (name == "claim" || name == "leader") {
-      const auto* section = node.as_table();
-      if (section == nullptr) throw SettingsError(fmt::format("{}: [{}] must be a table", where(path, node), name));
-      for (const auto& [sub_key, sub_node] : *section) {
-        const std::string sub(sub_key.str());
-        const std::string full = name + "." + sub;
-        if (name == "claim" && sub == "ttl") {
-          settings.claim_ttl = duration_value(path, full, sub_node);
-        } else if (name == "claim" && sub == "max_clock_skew") {
-          settings.max_clock_skew = duration_value(path, full, sub_node);
-        } else if (name == "claim" && sub == "prefix") {
-          settings.claim_prefix = string_value(path, full, sub_node);
-        } else if (name == "claim" && sub == "bucket") {
-          settings.claim_bucket = string_value(path, full, sub_node);
-        } else if (name == "leader" && sub == "ttl") {
-          settings.leader_ttl = duration_value(path, full, sub_node);
-        } else if (name == "leader" && sub == "key") {
-          settings.leader_key = string_value(path, full, sub_node);
-        } else if (name == "leader" && sub == "bucket") {
-          settings.leader_bucket = string_value(path, full, sub_node);
-        } else {
-          throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
-                                          name == "claim" ? "ttl, max_clock_skew, prefix, bucket" : "ttl, key, bucket"));
-        }
-      }
+      apply_section(name, node, path, settings);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "

@@ -41,8 +41,6 @@ void FireRecorder::on_event(const Event& event) {
   } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
     metrics_.skipped("queue-full");
     log_.write("error", "fire-rejected", "the run queue is full", key_of(rejected->entry));
-  } else if (const auto* dropped = std::get_if<ObserverDropEvent>(&event)) {
-    metrics_.events_dropped(dropped->dropped);
   } else if (const auto* step_down = std::get_if<LeadershipStepDownEvent>(&event)) {
     metrics_.step_down();
     log_.write("error", "leadership-step-down",

@@ -227,17 +227,162 @@ std::string derive_key(std::string_view spec, std::string_view command) {
   return fmt::format("job-{:016x}", hash);
 }
 
+namespace {
+
+// The state of one parse: what earlier lines set for the lines after them.
+struct FileParser {
+  const std::string& path;
+  const ParseOptions& options;
+  JobsFile file;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::optional<std::string> zone;  // from CRON_TZ= / TZ= lines
+  std::optional<Directive> directive;
+  std::map<std::string, int> key_lines;
+
+  void fail_pending_directive(const Line& line, std::size_t at) const {
+    line.fail(at, fmt::format("the fleetcron directive on line {} must be followed by a job line", directive->line));
+  }
+  void comment(const Line& line, std::string_view content);
+  void assignment(const Line& line, std::string_view content, std::pair<std::string, std::string> variable);
+  void job(const Line& line, std::string_view content);
+  /// The spec's tokens (5 or 6 fields, or one @-word, or `@every D`) from
+  /// `content`; returns the spec and sets `command` to the rest.
+  std::string_view split_spec(const Line& line, std::string_view content, std::string_view& command) const;
+  void apply_directive(JobDefinition& job, ParseOptions& parse) const;
+  void check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin);
+};
+
+void FileParser::comment(const Line& line, std::string_view content) {
+  std::string_view body = trim(content.substr(1));
+  if (body.starts_with("fleetcron:")) {
+    if (directive) {
+      line.fail(line.offset_of(content), fmt::format("a second fleetcron directive (the first is on line {})", directive->line));
+    }
+    directive = parse_directive(line, body.substr(10));
+  } else if (directive) {
+    fail_pending_directive(line, line.offset_of(content));
+  }
+}
+
+void FileParser::assignment(const Line& line, std::string_view content, std::pair<std::string, std::string> variable) {
+  if (directive) fail_pending_directive(line, line.offset_of(content));
+  auto& [name, value] = variable;
+  if (name == "CRON_TZ" || name == "TZ") {
+    if (value.empty() || value.find_first_of(" \t") != std::string::npos) {
+      line.fail(line.offset_of(content) + name.size() + 1, fmt::format("{} takes one zone name", name));
+    }
+    try {
+      (void)TimeZone::locate(value);
+    } catch (const std::exception&) {
+      line.fail(line.offset_of(content) + name.size() + 1, fmt::format("unknown time zone \"{}\"", quote_for_message(value)));
+    }
+    zone = value;
+  }
+  environment.emplace_back(std::move(name), std::move(value));
+}
+
+std::string_view FileParser::split_spec(const Line& line, std::string_view content, std::string_view& command) const {
+  const std::string_view raw = line.text;
+  std::vector<std::string_view> tokens;
+  std::size_t i = line.offset_of(content);
+  // With seconds enabled a job has exactly 6 fields: "optional" would make
+  // "0 0 * * * 5" ambiguous between a 6th field and a command.
+  std::size_t wanted = options.seconds == SecondsField::none ? 5 : 6;
+  auto next_token = [&] {
+    while (i < raw.size() && is_space(raw[i])) ++i;
+    std::size_t token_end = i;
+    while (token_end < raw.size() && !is_space(raw[token_end])) ++token_end;
+    const std::string_view token = raw.substr(i, token_end - i);
+    i = token_end;
+    return token;
+  };
+  const std::string_view first = next_token();
+  tokens.push_back(first);
+  if (first.starts_with('@')) wanted = first == "@every" ? 2 : 1;
+  while (tokens.size() < wanted) {
+    const std::string_view token = next_token();
+    if (token.empty()) {
+      line.fail(raw.size(), fmt::format("expected {} spec fields then a command, found {} field(s) and no command",
+                                        wanted, tokens.size()));
+    }
+    tokens.push_back(token);
+  }
+  const std::size_t spec_begin = line.offset_of(tokens.front());
+  const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
+  command = trim(raw.substr(spec_end));
+  if (command.empty()) line.fail(spec_end, "missing command after the spec");
+  return raw.substr(spec_begin, spec_end - spec_begin);
+}
+
+void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const {
+  if (!directive) return;
+  if (directive->gap || directive->dst_overlap) {
+    DstPolicy dst = options.dst;
+    if (directive->gap) dst.gap = *directive->gap;
+    if (directive->dst_overlap) dst.overlap = *directive->dst_overlap;
+    parse.dst = dst;
+    job.dst = dst;
+  }
+  if (directive->key) job.key = *directive->key;
+  job.attempt_timeout = directive->timeout.value_or(std::chrono::nanoseconds::zero());
+  job.jitter = directive->jitter;
+  job.retries = directive->retries.value_or(0);
+  job.overlap = directive->overlap.value_or(Overlap::skip);
+  job.missed = directive->missed;
+}
+
+void FileParser::check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin) {
+  if (job.key.find('@') != std::string::npos || job.key.size() > 1024 ||
+      std::any_of(job.key.begin(), job.key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    throw JobsFileError(path, directive ? directive->line : line.number, 1,
+                        fmt::format("key \"{}\": at most 1024 bytes, without '@' or control characters",
+                                    quote_for_message(job.key)));
+  }
+  if (const auto [it, inserted] = key_lines.emplace(job.key, line.number); !inserted) {
+    line.fail(spec_begin, fmt::format("key \"{}\" is already used by the job on line {}{}", quote_for_message(job.key),
+                                      it->second, job.derived_key ? " (the same spec and command)" : ""));
+  }
+  if (file.jobs.size() >= max_jobs) line.fail(spec_begin, fmt::format("more than {} jobs", max_jobs));
+}
+
+void FileParser::job(const Line& line, std::string_view content) {
+  JobDefinition job;
+  job.line = line.number;
+  std::string_view command;
+  const std::string_view spec = split_spec(line, content, command);
+  const std::size_t spec_begin = line.offset_of(spec);
+  ParseOptions parse = options;
+  if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
+  apply_directive(job, parse);
+  // @every counts from the process start, not a wall clock: no zone.
+  job.spec = zone && !spec.starts_with("@every") ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
+  const std::size_t prefix = job.spec.size() - spec.size();
+  try {
+    job.schedule = parse_schedule(job.spec, parse);
+  } catch (const ParseError& e) {
+    const std::size_t at = e.position() >= prefix ? spec_begin + e.position() - prefix : spec_begin;
+    line.fail(at, fmt::format("{}{}", e.field().empty() ? "" : "field " + e.field() + ": ", e.reason()));
+  }
+  job.command = std::string(command);
+  job.environment = environment;
+  if (job.key.empty()) {
+    job.key = derive_key(job.spec, job.command);
+    job.derived_key = true;
+  }
+  check_key(line, job, spec_begin);
+  directive.reset();
+  file.jobs.push_back(std::move(job));
+}
+
+}  // namespace
+
 JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options) {
   if (text.size() > max_jobs_file_bytes) {
     throw JobsFileError(path, 0, 0, fmt::format("{} bytes, above the limit of {}", text.size(), max_jobs_file_bytes));
   }
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  JobsFile file;
-  file.path = path;
-  std::vector<std::pair<std::string, std::string>> environment;
-  std::optional<std::string> zone;  // from CRON_TZ= / TZ= lines
-  std::optional<Directive> directive;
-  std::map<std::string, int> key_lines;
+  FileParser parser{path, options, {}, {}, {}, {}, {}};
+  parser.file.path = path;
   int number = 0;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -250,120 +395,20 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
     const std::string_view content = trim(raw);
     if (content.find('\0') != std::string_view::npos) line.fail(line.offset_of(content) + content.find('\0'), "NUL byte");
     if (content.empty()) {
-      if (directive) line.fail(0, fmt::format("the fleetcron directive on line {} must be followed by a job line", directive->line));
-      if (end == text.size()) break;
-      continue;
+      if (parser.directive) parser.fail_pending_directive(line, 0);
+    } else if (content.front() == '#') {
+      parser.comment(line, content);
+    } else if (auto variable = parse_assignment(line, content)) {
+      parser.assignment(line, content, std::move(*variable));
+    } else {
+      parser.job(line, content);  // the spec's tokens, then the command
     }
-    if (content.front() == '#') {
-      std::string_view body = trim(content.substr(1));
-      if (body.starts_with("fleetcron:")) {
-        if (directive) line.fail(line.offset_of(content), fmt::format("a second fleetcron directive (the first is on line {})", directive->line));
-        directive = parse_directive(line, body.substr(10));
-      } else if (directive) {
-        line.fail(line.offset_of(content), fmt::format("the fleetcron directive on line {} must be followed by a job line", directive->line));
-      }
-      continue;
-    }
-    if (auto assignment = parse_assignment(line, content)) {
-      if (directive) line.fail(line.offset_of(content), fmt::format("the fleetcron directive on line {} must be followed by a job line", directive->line));
-      auto& [name, value] = *assignment;
-      if (name == "CRON_TZ" || name == "TZ") {
-        if (value.empty() || value.find_first_of(" \t") != std::string::npos) {
-          line.fail(line.offset_of(content) + name.size() + 1, fmt::format("{} takes one zone name", name));
-        }
-        try {
-          (void)TimeZone::locate(value);
-        } catch (const std::exception&) {
-          line.fail(line.offset_of(content) + name.size() + 1, fmt::format("unknown time zone \"{}\"", quote_for_message(value)));
-        }
-        zone = value;
-      }
-      environment.emplace_back(std::move(name), std::move(value));
-      continue;
-    }
-    // A job: the spec's tokens, then the command.
-    JobDefinition job;
-    job.line = number;
-    std::vector<std::string_view> tokens;
-    std::size_t i = line.offset_of(content);
-    // With seconds enabled a job has exactly 6 fields: "optional" would make
-    // "0 0 * * * 5" ambiguous between a 6th field and a command.
-    const std::size_t fields = options.seconds == SecondsField::none ? 5 : 6;
-    std::size_t wanted = fields;
-    auto next_token = [&] {
-      while (i < raw.size() && is_space(raw[i])) ++i;
-      std::size_t token_end = i;
-      while (token_end < raw.size() && !is_space(raw[token_end])) ++token_end;
-      const std::string_view token = raw.substr(i, token_end - i);
-      i = token_end;
-      return token;
-    };
-    const std::string_view first = next_token();
-    tokens.push_back(first);
-    if (first.starts_with('@')) wanted = first == "@every" ? 2 : 1;
-    while (tokens.size() < wanted) {
-      const std::string_view token = next_token();
-      if (token.empty()) {
-        line.fail(raw.size(), fmt::format("expected {} spec fields then a command, found {} field(s) and no command",
-                                          wanted, tokens.size()));
-      }
-      tokens.push_back(token);
-    }
-    const std::size_t spec_begin = line.offset_of(tokens.front());
-    const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
-    const std::string_view spec = raw.substr(spec_begin, spec_end - spec_begin);
-    const std::string_view command = trim(raw.substr(spec_end));
-    if (command.empty()) line.fail(spec_end, "missing command after the spec");
-    ParseOptions parse = options;
-    if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
-    if (directive && (directive->gap || directive->dst_overlap)) {
-      DstPolicy dst = options.dst;
-      if (directive->gap) dst.gap = *directive->gap;
-      if (directive->dst_overlap) dst.overlap = *directive->dst_overlap;
-      parse.dst = dst;
-      job.dst = dst;
-    }
-    // @every counts from the process start, not a wall clock: no zone.
-    job.spec = zone && !spec.starts_with("@every") ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
-    const std::size_t prefix = job.spec.size() - spec.size();
-    try {
-      job.schedule = parse_schedule(job.spec, parse);
-    } catch (const ParseError& e) {
-      const std::size_t at = e.position() >= prefix ? spec_begin + e.position() - prefix : spec_begin;
-      line.fail(at, fmt::format("{}{}", e.field().empty() ? "" : "field " + e.field() + ": ", e.reason()));
-    }
-    job.command = std::string(command);
-    job.environment = environment;
-    if (directive) {
-      if (directive->key) {
-        job.key = *directive->key;
-      }
-      job.attempt_timeout = directive->timeout.value_or(std::chrono::nanoseconds::zero());
-      job.jitter = directive->jitter;
-      job.retries = directive->retries.value_or(0);
-      job.overlap = directive->overlap.value_or(Overlap::skip);
-      job.missed = directive->missed;
-    }
-    if (job.key.empty()) {
-      job.key = derive_key(job.spec, job.command);
-      job.derived_key = true;
-    }
-    if (job.key.find('@') != std::string::npos || job.key.size() > 1024 ||
-        std::any_of(job.key.begin(), job.key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
-      throw JobsFileError(path, directive ? directive->line : number, 1,
-                          fmt::format("key \"{}\": at most 1024 bytes, without '@' or control characters", quote_for_message(job.key)));
-    }
-    if (const auto [it, inserted] = key_lines.emplace(job.key, number); !inserted) {
-      line.fail(spec_begin, fmt::format("key \"{}\" is already used by the job on line {}{}", quote_for_message(job.key),
-                                        it->second, job.derived_key ? " (the same spec and command)" : ""));
-    }
-    if (file.jobs.size() >= max_jobs) line.fail(spec_begin, fmt::format("more than {} jobs", max_jobs));
-    directive.reset();
-    file.jobs.push_back(std::move(job));
     if (end == text.size()) break;
   }
-  if (directive) throw JobsFileError(path, directive->line, 1, "the fleetcron directive must be followed by a job line");
-  return file;
+  if (parser.directive) {
+    throw JobsFileError(path, parser.directive->line, 1, "the fleetcron directive must be followed by a job line");
+  }
+  return std::move(parser.file);
 }
 
 JobsFile load_jobs_file(const std::string& path, const ParseOptions& options) {

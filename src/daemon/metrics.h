@@ -51,7 +51,6 @@ class Metrics {
   void log_lines_lost(std::uint64_t total);
   void log_lines_dropped(std::uint64_t total);
   void cancelled(CancelReason reason, bool claimed);
-  void events_dropped(std::uint64_t total);
   void step_down();
   /// Redis's maxmemory-policy as last read ("" if unreadable) and whether it
   /// is known to be noeviction.
@@ -67,7 +66,6 @@ class Metrics {
   std::atomic<std::uint64_t> jobs_{0};
   std::atomic<std::uint64_t> log_lines_lost_{0};
   std::atomic<std::uint64_t> log_lines_dropped_{0};
-  std::atomic<std::uint64_t> events_dropped_{0};
   std::atomic<std::uint64_t> step_downs_{0};
   /// By reason, then unclaimed (0) and claimed (1).
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};

@@ -157,21 +157,12 @@ std::string CommandResult::describe() const {
   return out;
 }
 
-CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink) {
-  CommandResult result;
-  const auto started = Clock::now();
-  std::array<int, 2> out_pipe{}, err_pipe{};
-  if (pipe2(out_pipe.data(), O_CLOEXEC) != 0) {
-    result.start_error = std::string("pipe: ") + std::strerror(errno);
-    return result;
-  }
-  Fd out_read(out_pipe[0]), out_write(out_pipe[1]);
-  if (pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
-    result.start_error = std::string("pipe: ") + std::strerror(errno);
-    return result;
-  }
-  Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
+namespace {
 
+// Spawns `spec`'s shell in a process group of its own with stdout and
+// stderr on the pipes' write ends; registers it as owned. Returns its pid,
+// or -1 with result.start_error set.
+pid_t spawn(const CommandSpec& spec, const Fd& out_write, const Fd& err_write, CommandResult& result) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -205,15 +196,19 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   owning.unlock();
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
-  out_write.reset();
-  err_write.reset();
   if (spawn_error != 0) {
     result.start_error = fmt::format("{}: {}", spec.shell, std::strerror(spawn_error));
-    return result;
+    return -1;
   }
-  result.started = true;
+  return pid;
+}
 
-  LineReader out(std::string_view("stdout"), spec, result, sink), err(std::string_view("stderr"), spec, result, sink);
+// Reads the output until the shell exited and its pipes closed (or the
+// drain after its exit ended), signalling the group on stop and timeout.
+// Returns when SIGKILL is due for the rest of the group, if it is.
+std::optional<Clock::time_point> supervise(pid_t pid, const CommandSpec& spec, std::stop_token stop, Fd& out_read,
+                                           Fd& err_read, LineReader& out, LineReader& err, CommandResult& result,
+                                           Clock::time_point started) {
   std::optional<Clock::time_point> deadline;
   if (spec.timeout > std::chrono::nanoseconds::zero()) deadline = started + spec.timeout;
   std::optional<Clock::time_point> kill_at;        // SIGKILL after SIGTERM
@@ -222,7 +217,6 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
   // the group's ID — cannot be reused, and kill(-pid) can never reach an
   // unrelated group. It is reaped at the end, after the last signal.
   bool out_open = true, err_open = true, reaped = false;
-  int status = 0;
   auto terminate = [&] {
     if (kill_at) return;
     kill(-pid, SIGTERM);
@@ -266,12 +260,39 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
       }
     }
   }
+  if (kill_at && *kill_at != Clock::time_point::max()) return kill_at;
+  return std::nullopt;
+}
+
+}  // namespace
+
+CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink) {
+  CommandResult result;
+  const auto started = Clock::now();
+  std::array<int, 2> out_pipe{}, err_pipe{};
+  if (pipe2(out_pipe.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  Fd out_read(out_pipe[0]), out_write(out_pipe[1]);
+  if (pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
+  const pid_t pid = spawn(spec, out_write, err_write, result);
+  out_write.reset();
+  err_write.reset();
+  if (pid < 0) return result;
+  result.started = true;
+  LineReader out(std::string_view("stdout"), spec, result, sink), err(std::string_view("stderr"), spec, result, sink);
   // Ended by us (timeout or stop) but the group may outlive its shell: the
   // rest of it gets SIGKILL when the grace ends.
-  if (kill_at && *kill_at != Clock::time_point::max()) {
+  if (const auto kill_at = supervise(pid, spec, stop, out_read, err_read, out, err, result, started)) {
     while (Clock::now() < *kill_at && group_has_others(pid)) poll(nullptr, 0, 20);
     kill(-pid, SIGKILL);
   }
+  int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   {

@@ -91,47 +91,63 @@ ClaimResult Claimer::claim(std::string_view fire_key) {
   return std::move(claim_batch(std::span<const std::string>(&key, 1)).front());
 }
 
-std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
-  std::vector<ClaimResult> results(fire_keys.size());
-  // One script call per chunk of keys, all chunks in one pipeline: a
-  // chunk bounds how long one call holds the server.
-  std::vector<std::vector<std::string>> calls;
-  std::vector<std::vector<std::size_t>> chunks;  // per call: indexes into fire_keys
+namespace {
+
+// One script call per chunk of keys, all chunks in one pipeline: a chunk
+// bounds how long one call holds the server.
+struct ClaimCalls {
+  std::vector<std::vector<std::string>> args;    // per call: KEYS then ARGV
+  std::vector<std::vector<std::size_t>> chunks;  // per call: indexes into the fire keys
+  std::vector<std::size_t> key_counts;           // per call: how many of args are KEYS
+};
+
+// The calls for `fire_keys`; a blank key is answered in `results` and
+// left out. `shared_args`: ttl, local µs, skew µs, fence seen.
+ClaimCalls plan_calls(std::span<const std::string> fire_keys, const ClaimerOptions& options,
+                      const std::vector<std::string>& shared_args, std::vector<ClaimResult>& results) {
+  ClaimCalls calls;
   std::vector<std::vector<std::string>> instants;  // per call: the keys' scheduled µs
-  const auto steady = options_.clock->steady_now();
-  const std::string local_us = std::to_string(micros_since_epoch(options_.clock->now()));
   for (std::size_t i = 0; i < fire_keys.size(); ++i) {
     if (blank(fire_keys[i])) {
       results[i] = ClaimResult::failed("blank fire key");
       continue;
     }
-    if (calls.empty() || chunks.back().size() == keys_per_call) {
-      calls.emplace_back();
-      calls.back().reserve(std::min(keys_per_call, fire_keys.size() - i) + 4);
-      calls.back().push_back(options_.fence_key);
-      calls.back().push_back(options_.epoch_key);
-      chunks.emplace_back();
+    if (calls.args.empty() || calls.chunks.back().size() == keys_per_call) {
+      calls.args.emplace_back();
+      calls.args.back().reserve(2 * std::min(keys_per_call, fire_keys.size() - i) + 6);
+      calls.args.back().push_back(options.fence_key);
+      calls.args.back().push_back(options.epoch_key);
+      calls.chunks.emplace_back();
       instants.emplace_back();
     }
-    calls.back().push_back(options_.claim_prefix + fire_keys[i]);
-    chunks.back().push_back(i);
+    calls.args.back().push_back(options.claim_prefix + fire_keys[i]);
+    calls.chunks.back().push_back(i);
     instants.back().push_back(scheduled_us(fire_keys[i]));
   }
-  if (calls.empty()) return results;
-  const std::string fence_seen = std::to_string(fence_seen_.load());
-  for (std::size_t c = 0; c < calls.size(); ++c) {
-    calls[c].push_back(ttl_ms_);
-    calls[c].push_back(local_us);
-    calls[c].push_back(max_skew_us_);
-    calls[c].push_back(fence_seen);
-    for (auto& at : instants[c]) calls[c].push_back(std::move(at));
+  for (std::size_t c = 0; c < calls.args.size(); ++c) {
+    calls.key_counts.push_back(calls.chunks[c].size() + 2);
+    calls.args[c].insert(calls.args[c].end(), shared_args.begin(), shared_args.end());
+    for (auto& at : instants[c]) calls.args[c].push_back(std::move(at));
   }
+  return calls;
+}
+
+void fail_chunk(const std::vector<std::size_t>& chunk, const std::string& error, std::vector<ClaimResult>& results) {
+  for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
+}
+
+}  // namespace
+
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  std::vector<ClaimResult> results(fire_keys.size());
+  const auto steady = options_.clock->steady_now();
+  const std::vector<std::string> shared_args{ttl_ms_, std::to_string(micros_since_epoch(options_.clock->now())),
+                                             max_skew_us_, std::to_string(fence_seen_.load())};
+  const ClaimCalls calls = plan_calls(fire_keys, options_, shared_args, results);
+  if (calls.args.empty()) return results;
   std::vector<Reply> replies;
-  std::vector<std::size_t> key_counts;
-  key_counts.reserve(calls.size());
-  for (const auto& chunk : chunks) key_counts.push_back(chunk.size() + 2);
   try {
-    replies = client_->eval_pipeline(claim_script(), key_counts, calls);
+    replies = client_->eval_pipeline(claim_script(), calls.key_counts, calls.args);
   } catch (...) {
     // Fail closed, never throw: whatever went wrong skips these fires.
     std::string error = client_->describe() + ": claim failed";
@@ -141,13 +157,11 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
       error = e.what();
     } catch (...) {
     }
-    for (const auto& chunk : chunks) {
-      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
-    }
+    for (const auto& chunk : calls.chunks) fail_chunk(chunk, error, results);
     return results;
   }
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const auto& chunk = chunks[c];
+  for (std::size_t c = 0; c < calls.chunks.size(); ++c) {
+    const auto& chunk = calls.chunks[c];
     detail::ClaimReply reply;
     if (replies[c].is_error()) {
       reply.error = replies[c].text;
@@ -155,8 +169,7 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
       reply = detail::parse_claim_reply(replies[c], chunk.size());
     }
     if (!reply.error.empty()) {
-      const std::string error = fmt::format("{}: {}", client_->describe(), reply.error);
-      for (const std::size_t i : chunk) results[i] = ClaimResult::failed(error);
+      fail_chunk(chunk, fmt::format("{}: {}", client_->describe(), reply.error), results);
       continue;
     }
     remember_offset(reply.offset, steady);
