@@ -1,8 +1,9 @@
 #include "fleetcron/clock.h"
 
 #include <algorithm>
-#include <cassert>
 #include <stdexcept>
+
+#include "core/assert.h"
 
 namespace fleetcron {
 namespace {
@@ -38,7 +39,7 @@ Clock::SteadyTime VirtualClock::steady_now() const noexcept {
 }
 
 void VirtualClock::wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) {
-  assert(lock.owns_lock());
+  FLEETCRON_ASSERT(lock.owns_lock());
   std::uint64_t id = 0;
   {
     std::lock_guard guard(mutex_);

@@ -1,8 +1,9 @@
 #include "core/cron_fields.h"
 
 #include <bit>
-#include <cassert>
 #include <chrono>
+
+#include "core/assert.h"
 
 namespace fleetcron::detail {
 namespace {
@@ -96,7 +97,7 @@ std::uint32_t matching_days(const CronFields& f, int y, unsigned m) noexcept {
 }
 
 std::optional<std::int32_t> next_time_of_day(const CronFields& f, std::int32_t from_s) noexcept {
-  assert(from_s >= 0 && from_s < seconds_per_day);
+  FLEETCRON_ASSERT(from_s >= 0 && from_s < seconds_per_day);
   const auto from_hour = static_cast<unsigned>(from_s / 3600);
   const auto from_minute = static_cast<unsigned>(from_s / 60 % 60);
   const auto from_second = static_cast<unsigned>(from_s % 60);

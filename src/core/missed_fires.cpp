@@ -1,7 +1,8 @@
 #include "core/missed_fires.h"
 
-#include <cassert>
 #include <deque>
+
+#include "core/assert.h"
 
 namespace fleetcron::detail {
 namespace {
@@ -22,7 +23,7 @@ std::optional<Instant> nth_within(const Schedule& schedule, Instant from, std::s
 }  // namespace
 
 Instant latest_at_or_before(const Schedule& schedule, Instant first_due, Instant now) {
-  assert(first_due <= now);
+  FLEETCRON_ASSERT(first_due <= now);
   // Invariant: next(low) <= now, next(high) > now (or none).
   Instant low = first_due - nanoseconds{1};
   Instant high = now;

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
+
 
 #include "core/missed_fires.h"
 #include "core/scheduler_impl.h"

@@ -3,7 +3,7 @@
 #include <date/tz.h>
 
 #include <algorithm>
-#include <cassert>
+
 #include <cctype>
 #include <chrono>
 #include <fstream>
@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/assert.h"
 
 namespace fleetcron::detail {
 namespace {
@@ -271,7 +273,7 @@ const ZoneRules* ZoneRules::find(std::string_view name) {
 }
 
 ZonePeriod ZoneRules::make_period(std::size_t index) const noexcept {
-  assert(index < begins_s_.size());
+  FLEETCRON_ASSERT(index < begins_s_.size());
   const std::size_t last = begins_s_.size() - 1;
   return ZonePeriod{
       begins_s_[index],
@@ -285,12 +287,12 @@ ZonePeriod ZoneRules::make_period(std::size_t index) const noexcept {
 
 ZonePeriod ZoneRules::period_at(std::int64_t at_s) const noexcept {
   auto it = std::upper_bound(begins_s_.begin(), begins_s_.end(), at_s);
-  assert(it != begins_s_.begin());
+  FLEETCRON_ASSERT(it != begins_s_.begin());
   return make_period(static_cast<std::size_t>(it - begins_s_.begin()) - 1);
 }
 
 ZonePeriod ZoneRules::period_after(const ZonePeriod& period) const noexcept {
-  assert(period.index + 1 < begins_s_.size());
+  FLEETCRON_ASSERT(period.index + 1 < begins_s_.size());
   return make_period(period.index + 1);
 }
 

@@ -9,11 +9,13 @@
 
 #include "fleetcron/nats/coordination.h"
 #include "nats_server.h"
+#include "support/eventually.h"
 
 namespace fleetcron::nats {
 namespace {
 
 using namespace std::chrono_literals;
+using test::eventually;
 
 std::shared_ptr<Connection> connect(const std::string& url) {
   ConnectionOptions options;
@@ -29,15 +31,6 @@ ElectionOptions fast() {
   options.startup_splay = 0ms;
   options.validate_ttl = false;
   return options;
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 TEST(NatsElection, StateNamesAndTtlValidation) {
@@ -264,10 +257,19 @@ TEST(NatsElection, AnElectorResignedBeforeItsThreadStartedDoesNotHang) {
   auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 750ms});
   ElectorOptions options;
   options.election = fast();
-  for (int i = 0; i < 20; ++i) {
-    Elector elector(bucket, options);  // destroyed at once: resign() + join
-  }
-  SUCCEED();
+  // Bounded: twenty electors made and destroyed at once (resign() + join)
+  // must all return within 10 s; a hang fails here instead of timing out.
+  auto done = std::make_shared<std::atomic<int>>(0);
+  std::thread churn([bucket, options, done] {
+    for (int i = 0; i < 20; ++i) {
+      { Elector elector(bucket, options); }
+      done->fetch_add(1);
+    }
+  });
+  const bool returned = eventually([&] { return done->load() == 20; }, 10'000ms);
+  if (!returned) churn.detach();  // hung: leave it, the assertion fails
+  ASSERT_TRUE(returned) << done->load() << " of 20 electors were destroyed within 10 s";
+  churn.join();
 }
 
 TEST(NatsElection, ABackoffOfZeroDoesNotSpin) {

@@ -1,5 +1,7 @@
 #include "nats_server.h"
 
+#include "support/child_process.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -17,15 +20,6 @@
 #include <thread>
 
 namespace fleetcron::test {
-
-namespace {
-
-bool exited(pid_t pid) {
-  int status = 0;
-  return waitpid(pid, &status, WNOHANG) == pid;
-}
-
-}  // namespace
 
 NatsServer::NatsServer(Options options) : options_(std::move(options)) {
   char pattern[] = "/tmp/fleetcron-test-nats-XXXXXX";
@@ -54,25 +48,14 @@ void NatsServer::launch(bool any_port) {
     std::ofstream(path) << options_.config;
     args.insert(args.end(), {"-c", path});
   }
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error("fork() failed");
-  if (pid_ == 0) {
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const int log = open((dir_ + "/server.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(log, 1);
-    dup2(log, 2);
-    execvp("nats-server", argv.data());
-    _exit(127);
-  }
+  pid_ = spawn_process(args, dir_ + "/server.log");
   // The server writes its port to nats-server_<pid>.ports once it listens:
   // that file proves the port is this process's.
   const std::string ports_file = ports_dir + "/nats-server_" + std::to_string(pid_) + ".ports";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{15};
   const std::regex url(R"(nats://127\.0\.0\.1:(\d+))");
   while (std::chrono::steady_clock::now() < deadline) {
-    if (exited(pid_)) {
+    if (has_exited(pid_)) {
       pid_ = -1;
       throw std::runtime_error("nats-server exited at start-up; see " + dir_ + "/server.log");
     }
@@ -95,25 +78,12 @@ void NatsServer::start() {
 }
 
 void NatsServer::stop() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGCONT);
-  kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (!exited(pid_)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  }
+  stop_process(pid_, std::chrono::seconds{10});
   pid_ = -1;
 }
 
 void NatsServer::kill_now() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  kill_process(pid_);
   pid_ = -1;
 }
 
@@ -130,6 +100,11 @@ std::string unique_bucket() {
   static const auto run = std::random_device{}();
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info != nullptr ? info->name() : "test";
+  // Bucket names allow letters, digits, '-' and '_' (a parameterized
+  // test's name has a '/').
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') c = '_';
+  }
   return "T_" + name.substr(0, 40) + "_" + std::to_string(run) + "_" + std::to_string(counter++);
 }
 

@@ -10,34 +10,14 @@
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/nats/coordination.h"
 #include "nats_server.h"
+#include "support/tally.h"
 
 namespace fleetcron::nats {
 namespace {
 
 using namespace std::chrono_literals;
+using test::Tally;
 
-class Tally final : public Observer {
- public:
-  void on_event(const Event& event) override {
-    std::lock_guard guard(mutex);
-    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) ++skips[skipped->reason];
-    if (std::holds_alternative<JobCompletedEvent>(event)) ++completed;
-    cv.notify_all();
-  }
-  bool wait(const std::function<bool()>& condition, std::chrono::milliseconds limit = 30s) {
-    std::unique_lock lock(mutex);
-    return cv.wait_for(lock, limit, condition);
-  }
-  std::size_t total_skips() const {
-    std::size_t n = 0;
-    for (const auto& [reason, count] : skips) n += count;
-    return n;
-  }
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::map<SkipReason, std::size_t> skips;
-  std::size_t completed = 0;
-};
 
 std::shared_ptr<Connection> connect() {
   ConnectionOptions options;

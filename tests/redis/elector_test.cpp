@@ -7,27 +7,19 @@
 
 #include "fleetcron/redis/elector.h"
 #include "redis_server.h"
+#include "support/eventually.h"
 
 namespace fleetcron::redis {
 namespace {
 
 using namespace std::chrono_literals;
+using test::eventually;
 
 std::shared_ptr<Client> client_for(const std::string& uri, std::chrono::milliseconds timeout = 1000ms) {
   ClientOptions base;
   base.command_timeout = timeout;
   base.connect_timeout = timeout;
   return std::make_shared<Client>(parse_uri(uri, base));
-}
-
-/// Polls `condition` until it holds or `limit` passes (real time).
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);  // each check is a Redis round trip; don't spin the server
-  }
-  return true;
 }
 
 TEST(RedisElector, OptionsAndIdentity) {

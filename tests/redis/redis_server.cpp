@@ -1,6 +1,7 @@
 #include "redis_server.h"
 
 #include "fleetcron/redis/client.h"
+#include "support/child_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,15 +21,6 @@
 #include <thread>
 
 namespace fleetcron::test {
-
-namespace {
-
-bool exited(pid_t pid) {
-  int status = 0;
-  return waitpid(pid, &status, WNOHANG) == pid;
-}
-
-}  // namespace
 
 std::uint16_t free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -71,24 +63,13 @@ void RedisServer::launch() {
     args.push_back(options_.password);
   }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  pid_ = fork();
-  if (pid_ < 0) throw std::runtime_error("fork() failed");
-  if (pid_ == 0) {
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    const int null = open("/dev/null", O_RDWR);
-    dup2(null, 0);
-    dup2(null, 1);
-    execvp("redis-server", argv.data());
-    _exit(127);
-  }
+  pid_ = spawn_process(args, "");  // it writes its own log file
 }
 
 bool RedisServer::ready() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
   while (std::chrono::steady_clock::now() < deadline) {
-    if (exited(pid_)) {
+    if (has_exited(pid_)) {
       pid_ = -1;
       return false;
     }
@@ -123,18 +104,7 @@ void RedisServer::start() {
 }
 
 void RedisServer::stop() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGCONT);
-  kill(pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
-  while (!exited(pid_)) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  }
+  stop_process(pid_, std::chrono::seconds{5});
   pid_ = -1;
 }
 

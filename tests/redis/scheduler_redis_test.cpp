@@ -11,15 +11,16 @@
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
 #include "redis_server.h"
+#include "support/tally.h"
+#include "support/time.h"
 
 namespace fleetcron::redis {
 namespace {
 
 using namespace std::chrono_literals;
+using test::real_now;
+using test::Tally;
 
-Instant real_now() {
-  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
-}
 
 /// Polls (real time) until the elector leads.
 bool eventually_leader(Elector& elector, std::chrono::milliseconds limit = 5s) {
@@ -31,33 +32,6 @@ bool eventually_leader(Elector& elector, std::chrono::milliseconds limit = 5s) {
   return true;
 }
 
-/// Records skips and completions; tests wait on the counts.
-class Tally final : public Observer {
- public:
-  void on_event(const Event& event) override {
-    std::lock_guard guard(mutex_);
-    if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
-      ++skips[skipped->reason];
-      last_skip_error = skipped->error;
-    }
-    if (std::holds_alternative<JobCompletedEvent>(event)) ++completed;
-    cv_.notify_all();
-  }
-  bool wait(const std::function<bool()>& condition, std::chrono::milliseconds limit = 20s) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, limit, condition);
-  }
-  std::size_t total_skips() const {
-    std::size_t n = 0;
-    for (const auto& [reason, count] : skips) n += count;
-    return n;
-  }
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::map<SkipReason, std::size_t> skips;
-  std::string last_skip_error;
-  std::size_t completed = 0;
-};
 
 struct Replica {
   std::shared_ptr<Tally> tally = std::make_shared<Tally>();
@@ -200,14 +174,14 @@ TEST(RedisScheduler, RedisStoppedMidRunSkipsEveryFireWithClaimErrorThenRecovers)
   bool recovered = false;
   for (int step = 0; step < 20 && !recovered; ++step) {
     {
-      std::lock_guard guard(tally->mutex_);
+      std::lock_guard guard(tally->mutex);
       completed_before = tally->completed;
     }
     clock->advance(1s);
     // Fires so far: 5 per advance, and this is advance 5 + step.
     ASSERT_TRUE(tally->wait(
         [&] { return tally->completed + tally->total_skips() == static_cast<std::size_t>(5 * (5 + step)); }));
-    std::lock_guard guard(tally->mutex_);
+    std::lock_guard guard(tally->mutex);
     recovered = tally->completed == completed_before + 5;
   }
   EXPECT_TRUE(recovered);

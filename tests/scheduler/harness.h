@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "fleetcron/fleetcron.h"
+#include "support/eventually.h"
+#include "support/time.h"
 
 namespace fleetcron::test {
 
 using namespace std::chrono_literals;
-
-inline Instant at(std::string_view text) { return parse_rfc3339(text); }
 
 /// A recorder that keeps every event and lets tests wait for a condition.
 class EventLog final : public Observer {
@@ -120,12 +120,7 @@ struct Harness {
   /// Polls a condition that no event signals (e.g. a job reached a point).
   static bool eventually(const std::function<bool()>& condition,
                          std::chrono::milliseconds limit = std::chrono::milliseconds{10'000}) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();
-    }
-    return true;
+    return test::eventually(condition, limit);
   }
 
   /// Threads that wait on the clock besides jobs: the loop and the

@@ -55,176 +55,218 @@ std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std
   return reason;
 }
 
-}  // namespace
+// The properties of docs/reliability.md, one method each, on one Outcome.
+class Checker {
+ public:
+  Checker(const SimOptions& options, const Outcome& outcome) : options_(options), outcome_(outcome) {
+    for (const RunRecord& run : outcome.runs) runs_by_key_[run.fire_key].push_back(&run);
+    report_.runs = outcome.runs.size();
+  }
+  Report run() {
+    check_instants();
+    check_runs_are_scheduled();
+    if (uses_claims(options_.mode)) {
+      check_claim_fences();
+    } else {
+      check_terms();
+    }
+    check_missed_plans();
+    if (!report_.violations.empty()) write_trace();
+    return std::move(report_);
+  }
 
-Report check(const SimOptions& options, const Outcome& outcome) {
-  Report report;
+ private:
+  void violate(std::string property, std::string key, std::string detail) {
+    report_.violations.push_back(Violation{std::move(property), std::move(key), std::move(detail)});
+  }
+  const std::vector<KeyRecord>& history_of(const std::string& key) const {
+    static const std::vector<KeyRecord> none;
+    auto it = outcome_.by_key.find(key);
+    return it == outcome_.by_key.end() ? none : it->second;
+  }
+  bool wipe_between(nanoseconds a, nanoseconds b) const {
+    return std::any_of(outcome_.wipes.begin(), outcome_.wipes.end(), [&](nanoseconds w) { return w > a && w <= b; });
+  }
+  void check_instants();
+  /// P2: the (incarnation, covered by its missed plan) of every replica
+  /// whose loop passed `t`; each must have decided it or reported it missed.
+  std::vector<std::pair<int, bool>> replicas_that_passed(const SimJob& job, Instant t, const std::string& key);
+  void judge_repeats(const std::string& key, const std::vector<const RunRecord*>& runs);
+  void explain_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed);
+  void check_runs_are_scheduled();
+  void check_claim_fences();
+  void check_terms();
+  void check_missed_plans();
+  void write_trace();
+
+  const SimOptions& options_;
+  const Outcome& outcome_;
+  Report report_;
+  std::unordered_map<std::string, std::vector<const RunRecord*>> runs_by_key_;
+};
+
+// Every instant of every job in the horizon: run once, or lost with a reason.
+void Checker::check_instants() {
   const Instant epoch = sim_epoch();
   const Instant from = epoch + 60s;
-  const Instant to = epoch + options.duration - 2 * options.claim_ttl - 10s;
-
-  std::unordered_map<std::string, std::vector<const RunRecord*>> runs_by_key;
-  for (const RunRecord& run : outcome.runs) runs_by_key[run.fire_key].push_back(&run);
-  report.runs = outcome.runs.size();
-
-  auto violate = [&](std::string property, std::string key, std::string detail) {
-    report.violations.push_back(Violation{std::move(property), std::move(key), std::move(detail)});
-  };
-  auto history_of = [&](const std::string& key) -> const std::vector<KeyRecord>& {
-    static const std::vector<KeyRecord> none;
-    auto it = outcome.by_key.find(key);
-    return it == outcome.by_key.end() ? none : it->second;
-  };
-  auto wipe_between = [&](nanoseconds a, nanoseconds b) {
-    return std::any_of(outcome.wipes.begin(), outcome.wipes.end(), [&](nanoseconds w) { return w > a && w <= b; });
-  };
-
-  // Every instant of every job in the horizon: run once, or lost with a reason.
+  const Instant to = epoch + options_.duration - 2 * options_.claim_ttl - 10s;
   for (const SimJob& job : sim_jobs()) {
     ParseOptions parse;
     parse.seconds = SecondsField::optional;
     const auto schedule = parse_schedule(job.spec, parse);
     for (auto t = schedule->next(from - 1ns); t && *t <= to; t = schedule->next(*t)) {
-      ++report.fires_due;
+      ++report_.fires_due;
       const std::string key = fire_key(job.key, *t);
-      const auto& history = history_of(key);
-      auto found = runs_by_key.find(key);
-      const std::size_t runs = found == runs_by_key.end() ? 0 : found->second.size();
-      // Every replica whose loop passed t decided it, or reported it missed.
-      std::vector<std::pair<int, bool>> passed;  // (incarnation, covered by its missed plan)
-      for (const Outcome::Span& span : outcome.spans) {
-        if (span.entry_key != job.key || *t < span.from || *t > span.to) continue;
-        const bool decided = std::any_of(history.begin(), history.end(), [&](const KeyRecord& r) {
-          return r.incarnation == span.incarnation && !starts_with(r.what, "granted");
-        });
-        const bool missed = std::any_of(outcome.missed.begin(), outcome.missed.end(), [&](const MissedRange& m) {
-          return m.incarnation == span.incarnation && m.entry_key == job.key && *t >= m.first && *t <= m.last;
-        });
-        passed.emplace_back(span.incarnation, missed);
-        if (!decided && !missed) {
-          violate("P2 no unexplained loss", key,
-                  fmt::format("replica r{}/i{} passed this instant without deciding it or reporting it missed",
-                              span.replica, span.incarnation));
-        }
-      }
-      if (runs == 1) continue;
-      if (runs > 1) {
-        const auto& first = *found->second.front();
-        const auto& second = *found->second[1];
-        const auto lease = std::chrono::duration_cast<nanoseconds>(options.lease_ttl);
-        std::set<std::uint64_t> terms;
-        std::set<int> incarnations;
-        for (const RunRecord* run : found->second) {
-          terms.insert(run->fence);
-          incarnations.insert(run->incarnation);
-        }
-        // With claims (claim and both modes) a store that lost its data
-        // may lose fires (each reported store-reset), never repeat one: no
-        // exception. Leader mode alone can repeat a fire across a wipe.
-        bool store_lost_it = false;
-        if (!uses_claims(options.mode)) {
-          // The lease was lost within one TTL before the second run.
-          store_lost_it = wipe_between(second.at - lease, second.at);
-        }
-        // Leader handover: different leaders (terms, processes), each
-        // firing by its own clock, within the clocks' largest difference.
-        const auto clocks_apart = 2 * std::chrono::duration_cast<nanoseconds>(options.faults.max_clock_offset) +
-                                  std::chrono::duration_cast<nanoseconds>(options.max_clock_skew) + 7s;
-        if (store_lost_it) {
-          ++report.duplicates_after_store_loss;
-        } else if (options.mode == Mode::leader && terms.size() == runs && incarnations.size() == runs &&
-                   found->second.back()->at - first.at <= clocks_apart) {
-          // Leader mode promises one leader per term, not one run per fire.
-          // docs/reliability.md; use a claimer as well.
-          ++report.duplicates_at_handover;
-        } else {
-          violate("P1 no duplicate", key,
-                  fmt::format("ran {} times (r{}/i{} at {}, r{}/i{} at {}) with no store loss between", runs,
-                              first.replica, first.incarnation, ms(first.at), second.replica, second.incarnation,
-                              ms(second.at)));
-        }
-        continue;
-      }
-      // Nobody ran it: every replica that passed the instant must give its
-      // own reason (one replica's fault does not excuse another's silence).
-      if (passed.empty()) {
-        ++report.lost["no replica running"];
-        continue;
-      }
-      // Why the holder of a claim (if any) did not run it: explains the
-      // others' "already-claimed".
-      std::string holder_reason;
-      for (const KeyRecord& r : history) {
-        if (starts_with(r.what, "granted fence=")) holder_reason = own_reason(history, r.incarnation, {}, false);
-      }
-      std::string why;
-      for (const auto& [incarnation, missed] : passed) {
-        const std::string reason = own_reason(history, incarnation, holder_reason, missed);
-        if (reason.empty()) {
-          violate("P2 no unexplained loss", key,
-                  fmt::format("nobody ran it, and incarnation {} gives no valid reason", incarnation));
-        } else if (why.empty()) {
-          why = reason;
-        }
-      }
-      if (!why.empty()) ++report.lost[why];
+      const auto passed = replicas_that_passed(job, *t, key);
+      auto found = runs_by_key_.find(key);
+      const std::size_t runs = found == runs_by_key_.end() ? 0 : found->second.size();
+      if (runs > 1) judge_repeats(key, found->second);
+      if (runs == 0) explain_loss(key, passed);
     }
   }
+}
 
-  // Runs happen only at instants of their schedule (no invented fires).
+std::vector<std::pair<int, bool>> Checker::replicas_that_passed(const SimJob& job, Instant t, const std::string& key) {
+  const auto& history = history_of(key);
+  std::vector<std::pair<int, bool>> passed;
+  for (const Outcome::Span& span : outcome_.spans) {
+    if (span.entry_key != job.key || t < span.from || t > span.to) continue;
+    const bool decided = std::any_of(history.begin(), history.end(), [&](const KeyRecord& r) {
+      return r.incarnation == span.incarnation && !starts_with(r.what, "granted");
+    });
+    const bool missed = std::any_of(outcome_.missed.begin(), outcome_.missed.end(), [&](const MissedRange& m) {
+      return m.incarnation == span.incarnation && m.entry_key == job.key && t >= m.first && t <= m.last;
+    });
+    passed.emplace_back(span.incarnation, missed);
+    if (!decided && !missed) {
+      violate("P2 no unexplained loss", key,
+              fmt::format("replica r{}/i{} passed this instant without deciding it or reporting it missed", span.replica,
+                          span.incarnation));
+    }
+  }
+  return passed;
+}
+
+// P1: a fire that ran more than once.
+void Checker::judge_repeats(const std::string& key, const std::vector<const RunRecord*>& runs) {
+  const auto& first = *runs.front();
+  const auto& second = *runs[1];
+  const auto lease = std::chrono::duration_cast<nanoseconds>(options_.lease_ttl);
+  std::set<std::uint64_t> terms;
+  std::set<int> incarnations;
+  for (const RunRecord* run : runs) {
+    terms.insert(run->fence);
+    incarnations.insert(run->incarnation);
+  }
+  // With claims (claim and both modes) a store that lost its data may lose
+  // fires (each reported store-reset), never repeat one: no exception.
+  // Leader mode alone can repeat a fire across a wipe: the lease was lost
+  // within one TTL before the second run.
+  const bool store_lost_it = !uses_claims(options_.mode) && wipe_between(second.at - lease, second.at);
+  // Leader handover: different leaders (terms, processes), each firing by
+  // its own clock, within the clocks' largest difference.
+  const auto clocks_apart = 2 * std::chrono::duration_cast<nanoseconds>(options_.faults.max_clock_offset) +
+                            std::chrono::duration_cast<nanoseconds>(options_.max_clock_skew) + 7s;
+  if (store_lost_it) {
+    ++report_.duplicates_after_store_loss;
+  } else if (options_.mode == Mode::leader && terms.size() == runs.size() && incarnations.size() == runs.size() &&
+             runs.back()->at - first.at <= clocks_apart) {
+    // Leader mode promises one leader per term, not one run per fire.
+    // docs/reliability.md; use a claimer as well.
+    ++report_.duplicates_at_handover;
+  } else {
+    violate("P1 no duplicate", key,
+            fmt::format("ran {} times (r{}/i{} at {}, r{}/i{} at {}) with no store loss between", runs.size(),
+                        first.replica, first.incarnation, ms(first.at), second.replica, second.incarnation,
+                        ms(second.at)));
+  }
+}
+
+// P2: nobody ran it. Every replica that passed the instant must give its
+// own reason (one replica's fault does not excuse another's silence).
+void Checker::explain_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed) {
+  if (passed.empty()) {
+    ++report_.lost["no replica running"];
+    return;
+  }
+  const auto& history = history_of(key);
+  // Why the holder of a claim (if any) did not run it: explains the
+  // others' "already-claimed".
+  std::string holder_reason;
+  for (const KeyRecord& r : history) {
+    if (starts_with(r.what, "granted fence=")) holder_reason = own_reason(history, r.incarnation, {}, false);
+  }
+  std::string why;
+  for (const auto& [incarnation, missed] : passed) {
+    const std::string reason = own_reason(history, incarnation, holder_reason, missed);
+    if (reason.empty()) {
+      violate("P2 no unexplained loss", key, fmt::format("nobody ran it, and incarnation {} gives no valid reason", incarnation));
+    } else if (why.empty()) {
+      why = reason;
+    }
+  }
+  if (!why.empty()) ++report_.lost[why];
+}
+
+// P4: runs happen only at instants of their schedule (no invented fires).
+void Checker::check_runs_are_scheduled() {
   std::unordered_map<std::string, SchedulePtr> schedules;
   for (const SimJob& job : sim_jobs()) {
     ParseOptions parse;
     parse.seconds = SecondsField::optional;
     schedules[job.key] = parse_schedule(job.spec, parse);
   }
-  for (const RunRecord& run : outcome.runs) {
+  for (const RunRecord& run : outcome_.runs) {
     if (schedules.at(run.entry_key)->next(run.scheduled_at - 1ns) != run.scheduled_at) {
       violate("P4 missed-fire policy", run.fire_key, "ran at an instant that is not in its schedule");
     }
   }
+}
 
-  // Fencing.
-  if (uses_claims(options.mode)) {
-    std::unordered_map<std::uint64_t, const RunRecord*> by_fence;
-    for (const RunRecord& run : outcome.runs) {
-      auto [it, fresh] = by_fence.emplace(run.fence, &run);
-      if (!fresh) {
-        violate("P3 fencing", run.fire_key, fmt::format("fence {} also handed to {}", run.fence, it->second->fire_key));
-      }
-      if (run.fence == 0) violate("P3 fencing", run.fire_key, "claimed run without a fence");
-    }
-  } else {
-    std::unordered_map<std::uint64_t, int> holder;  // term -> incarnation
-    std::vector<const RunRecord*> ordered;
-    for (const RunRecord& run : outcome.runs) {
-      ordered.push_back(&run);
-      auto [it, fresh] = holder.emplace(run.fence, run.incarnation);
-      if (!fresh && it->second != run.incarnation) {
-        violate("P3 fencing", run.fire_key,
-                fmt::format("term {} used by incarnations {} and {}", run.fence, it->second, run.incarnation));
-      }
-    }
-    std::stable_sort(ordered.begin(), ordered.end(), [](const RunRecord* a, const RunRecord* b) { return a->at < b->at; });
-    std::uint64_t highest = 0;
-    nanoseconds highest_at{0};
-    for (const RunRecord* run : ordered) {
-      if (run->fence < highest && run->at > highest_at &&
-          !wipe_between(run->at - std::chrono::duration_cast<nanoseconds>(options.lease_ttl), run->at)) {
-        violate("P3 fencing", run->fire_key,
-                fmt::format("term {} handed to a job at {} after term {} at {}", run->fence, ms(run->at), highest,
-                            ms(highest_at)));
-      }
-      if (run->fence > highest) {
-        highest = run->fence;
-        highest_at = run->at;
-      }
+// P3 with claims: every run has a fence of its own.
+void Checker::check_claim_fences() {
+  std::unordered_map<std::uint64_t, const RunRecord*> by_fence;
+  for (const RunRecord& run : outcome_.runs) {
+    auto [it, fresh] = by_fence.emplace(run.fence, &run);
+    if (!fresh) violate("P3 fencing", run.fire_key, fmt::format("fence {} also handed to {}", run.fence, it->second->fire_key));
+    if (run.fence == 0) violate("P3 fencing", run.fire_key, "claimed run without a fence");
+  }
+}
+
+// P3 in leader mode: a term belongs to one incarnation, and terms handed
+// to jobs only grow (but across a store wipe).
+void Checker::check_terms() {
+  std::unordered_map<std::uint64_t, int> holder;  // term -> incarnation
+  std::vector<const RunRecord*> ordered;
+  for (const RunRecord& run : outcome_.runs) {
+    ordered.push_back(&run);
+    auto [it, fresh] = holder.emplace(run.fence, run.incarnation);
+    if (!fresh && it->second != run.incarnation) {
+      violate("P3 fencing", run.fire_key,
+              fmt::format("term {} used by incarnations {} and {}", run.fence, it->second, run.incarnation));
     }
   }
+  std::stable_sort(ordered.begin(), ordered.end(), [](const RunRecord* a, const RunRecord* b) { return a->at < b->at; });
+  std::uint64_t highest = 0;
+  nanoseconds highest_at{0};
+  for (const RunRecord* run : ordered) {
+    if (run->fence < highest && run->at > highest_at &&
+        !wipe_between(run->at - std::chrono::duration_cast<nanoseconds>(options_.lease_ttl), run->at)) {
+      violate("P3 fencing", run->fire_key,
+              fmt::format("term {} handed to a job at {} after term {} at {}", run->fence, ms(run->at), highest,
+                          ms(highest_at)));
+    }
+    if (run->fence > highest) {
+      highest = run->fence;
+      highest_at = run->at;
+    }
+  }
+}
 
-  // Missed-fire policies run exactly what they promise.
-  for (const MissedRange& m : outcome.missed) {
-    ++report.missed_plans;
+// P4: missed-fire policies run exactly what they promise.
+void Checker::check_missed_plans() {
+  for (const MissedRange& m : outcome_.missed) {
+    ++report_.missed_plans;
     std::uint64_t promised = 0;
     switch (m.policy) {
       case MissedFirePolicy::skip: promised = 0; break;
@@ -237,30 +279,35 @@ Report check(const SimOptions& options, const Outcome& outcome) {
                           m.missed, m.replica, m.incarnation));
     }
   }
-
-  if (!report.violations.empty()) {
-    const Violation& v = report.violations.front();
-    std::string trace = fmt::format("first violation: {} — {}: {}\nhistory of {}:\n", v.property, v.fire_key, v.detail,
-                                    v.fire_key.empty() ? "-" : v.fire_key);
-    nanoseconds center{0};
-    for (const KeyRecord& r : history_of(v.fire_key)) {
-      trace += fmt::format("  {:>10}  r{}/i{}  {}\n", ms(r.at), r.replica, r.incarnation, r.what);
-      center = r.at;
-    }
-    if (auto it = runs_by_key.find(v.fire_key); it != runs_by_key.end()) center = it->second.front()->at;
-    if (const auto at = v.fire_key.rfind('@'); at != std::string::npos && center == nanoseconds{0}) {
-      center = parse_rfc3339(std::string_view(v.fire_key).substr(at + 1)) - epoch;
-    }
-    trace += fmt::format("faults within ±{} of {}:\n", ms(2 * options.claim_ttl), ms(center));
-    for (const auto& [when, what] : outcome.faults) {
-      if (when >= center - 2 * options.claim_ttl && when <= center + 2 * options.claim_ttl) {
-        trace += fmt::format("  {:>10}  {}\n", ms(when), what);
-      }
-    }
-    report.trace = std::move(trace);
-  }
-  return report;
 }
+
+// A minimal trace of the first violation: the fire's history and the
+// faults around it.
+void Checker::write_trace() {
+  const Violation& v = report_.violations.front();
+  std::string trace = fmt::format("first violation: {} — {}: {}\nhistory of {}:\n", v.property, v.fire_key, v.detail,
+                                  v.fire_key.empty() ? "-" : v.fire_key);
+  nanoseconds center{0};
+  for (const KeyRecord& r : history_of(v.fire_key)) {
+    trace += fmt::format("  {:>10}  r{}/i{}  {}\n", ms(r.at), r.replica, r.incarnation, r.what);
+    center = r.at;
+  }
+  if (auto it = runs_by_key_.find(v.fire_key); it != runs_by_key_.end()) center = it->second.front()->at;
+  if (const auto at = v.fire_key.rfind('@'); at != std::string::npos && center == nanoseconds{0}) {
+    center = parse_rfc3339(std::string_view(v.fire_key).substr(at + 1)) - sim_epoch();
+  }
+  trace += fmt::format("faults within ±{} of {}:\n", ms(2 * options_.claim_ttl), ms(center));
+  for (const auto& [when, what] : outcome_.faults) {
+    if (when >= center - 2 * options_.claim_ttl && when <= center + 2 * options_.claim_ttl) {
+      trace += fmt::format("  {:>10}  {}\n", ms(when), what);
+    }
+  }
+  report_.trace = std::move(trace);
+}
+
+}  // namespace
+
+Report check(const SimOptions& options, const Outcome& outcome) { return Checker(options, outcome).run(); }
 
 std::string summary(const SimOptions& options, const Report& report) {
   std::string lost;

@@ -8,10 +8,9 @@
 #include "fleetcron/cron.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/schedule.h"
+#include "support/time.h"
 
 namespace fleetcron::test {
-
-inline Instant at(std::string_view rfc3339) { return parse_rfc3339(rfc3339); }
 
 /// The next `count` fires of `spec` after `from`, as RFC 3339 in the spec's zone.
 inline std::vector<std::string> fires(std::string_view spec, std::string_view from, std::size_t count,

@@ -1,0 +1,53 @@
+// The coordination contract for Redis, on real redis-server processes.
+#include "conformance/coordination_contract.h"
+
+#include "fleetcron/redis/claimer.h"
+#include "fleetcron/redis/client.h"
+#include "fleetcron/redis/elector.h"
+#include "redis_server.h"
+
+namespace fleetcron::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class RedisFleet final : public ContractFleet {
+ public:
+  explicit RedisFleet(bool private_store)
+      : server_(private_store ? std::make_unique<RedisServer>() : nullptr),
+        uri_(server_ ? server_->uri() : shared_redis_uri()),
+        prefix_(unique_prefix()) {}
+  std::shared_ptr<Claimer> claimer() override {
+    return std::make_shared<redis::Claimer>(client(), redis::ClaimerOptions{.claim_prefix = prefix_ + "claim:"});
+  }
+  std::shared_ptr<Elector> elector() override {
+    return std::make_shared<redis::Elector>(client(), redis::ElectorOptions{.leader_key = prefix_ + "leader",
+                                                                            .lease_ttl = lease_ttl_});
+  }
+  std::chrono::nanoseconds claim_ttl() const override { return redis::ClaimerOptions{}.claim_ttl; }
+  void end_lease() override { (void)client()->command({"DEL", prefix_ + "leader"}); }
+  void lose_store() override { server_->stop(); }
+  std::chrono::milliseconds handover_bound() const override { return 5000ms; }
+
+ private:
+  std::shared_ptr<redis::Client> client() const {
+    redis::ClientOptions base;
+    base.command_timeout = 1000ms;
+    base.connect_timeout = 1000ms;
+    return std::make_shared<redis::Client>(redis::parse_uri(uri_, base));
+  }
+  static constexpr std::chrono::nanoseconds lease_ttl_ = std::chrono::seconds{2};
+  std::unique_ptr<RedisServer> server_;
+  std::string uri_;
+  std::string prefix_;
+};
+
+const ContractBackend redis_backend{"redis", [](bool private_store) { return std::make_unique<RedisFleet>(private_store); }};
+
+INSTANTIATE_TEST_SUITE_P(Redis, CoordinationContract, ::testing::Values(redis_backend),
+                         [](const auto& test) { return test.param.name; });
+INSTANTIATE_TEST_SUITE_P(Redis, StoreLossContract, ::testing::Values(redis_backend),
+                         [](const auto& test) { return test.param.name; });
+
+}  // namespace
+}  // namespace fleetcron::test

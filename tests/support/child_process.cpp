@@ -1,0 +1,57 @@
+#include "support/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace fleetcron::test {
+
+pid_t spawn_process(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& arg : copy) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork() failed");
+  if (pid == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    const int out = log_path.empty() ? null : open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool has_exited(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == pid;
+}
+
+void stop_process(pid_t pid, std::chrono::milliseconds grace) {
+  if (pid <= 0) return;
+  kill(pid, SIGCONT);
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (!has_exited(pid)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill_process(pid);
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});  // polling a child process, not test timing
+  }
+}
+
+void kill_process(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+}  // namespace fleetcron::test

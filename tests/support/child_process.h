@@ -1,0 +1,24 @@
+// Test support: the server processes tests start — spawned, watched and
+// stopped by PID, never by name.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace fleetcron::test {
+
+/// Starts `args` (args[0] looked up on PATH) with stdin from /dev/null and
+/// stdout and stderr appended to `log_path` ("" : /dev/null). Throws if
+/// fork() fails; an exec failure shows as an exit with status 127.
+pid_t spawn_process(const std::vector<std::string>& args, const std::string& log_path);
+/// Whether the child has exited (reaped if so).
+bool has_exited(pid_t pid);
+/// SIGCONT then SIGTERM; SIGKILL once `grace` passed; waits for the exit.
+void stop_process(pid_t pid, std::chrono::milliseconds grace);
+/// SIGKILL, and waits for the exit.
+void kill_process(pid_t pid);
+
+}  // namespace fleetcron::test
