@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto masked = options;
     masked.password.assign(options.password.size(), 'x');
     if (fleetcron::redis::describe(options) != fleetcron::redis::describe(masked)) __builtin_trap();
-  } catch (const fleetcron::redis::UriError& e) {
+  } catch (const fleetcron::UriError& e) {
     // The message must not depend on the password's content: the same URI
     // with the password's bytes replaced must give the same message.
     if (!uri.starts_with("redis://")) return 0;
@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string masked_message;
     try {
       (void)fleetcron::redis::parse_uri(masked);
-    } catch (const fleetcron::redis::UriError& again) {
+    } catch (const fleetcron::UriError& again) {
       masked_message = again.what();
     }
     if (masked_message != e.what()) __builtin_trap();  // the message leaked the password

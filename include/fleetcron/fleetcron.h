@@ -1,6 +1,7 @@
 // fleetcron — everything public, in one include.
 #pragma once
 
+#include "fleetcron/backend_error.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/cron.h"

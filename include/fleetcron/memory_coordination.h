@@ -46,7 +46,8 @@ class MemoryClaimer final : public Claimer {
 /// (default 30 s, at least 1 ms) after the holder's last is_leader() call.
 class MemoryLease : public std::enable_shared_from_this<MemoryLease> {
  public:
-  explicit MemoryLease(std::shared_ptr<Clock> clock, std::chrono::nanoseconds lease_ttl = std::chrono::seconds{30});
+  static constexpr std::chrono::nanoseconds default_lease_ttl = std::chrono::seconds{30};
+  explicit MemoryLease(std::shared_ptr<Clock> clock, std::chrono::nanoseconds lease_ttl = default_lease_ttl);
 
   /// A new elector (a "replica") competing for this lease.
   [[nodiscard]] std::shared_ptr<Elector> make_elector();

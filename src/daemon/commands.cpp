@@ -11,6 +11,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/redis/client.h"
+#include "fleetcron/redis/elector.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
 
@@ -50,7 +51,7 @@ Instant now() {
 
 int redis_status(const Settings& settings, std::ostream& out) {
   redis::Client client(redis_options(settings));
-  const std::string leader_key = settings.leader_key.empty() ? "cron:leader" : settings.leader_key;
+  const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
   const redis::Reply holder = client.command({"GET", leader_key});
   const redis::Reply ttl = client.command({"PTTL", leader_key});
   const redis::Reply term = client.command({"GET", leader_key + ":term"});
@@ -103,14 +104,14 @@ int nats_status(const Settings& given, std::ostream& out) {
   Settings settings = given;
   nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
   const std::string bucket = settings.leader_bucket;
-  const std::string key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
+  const std::string key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
   options.max_reconnects = 0;
   auto connection = nats::Connection::connect(options);
   out << "coordinator: " << connection->describe() << '\n';
   std::shared_ptr<nats::Bucket> leader_bucket;
   try {
     leader_bucket = connection->bucket(bucket);
-  } catch (const nats::Error&) {
+  } catch (const BackendError&) {
     out << fmt::format("leader: none (no bucket {})\n", bucket);
     return 0;
   }

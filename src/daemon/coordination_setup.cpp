@@ -2,14 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <thread>
 
 #include "fleetcron/duration.h"
 #include "fleetcron/memory_coordination.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/uri.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
 
@@ -83,238 +81,72 @@ class MeasuredElector final : public Elector {
   Metrics& metrics_;
 };
 
-/// NATS: connects in the background until it succeeds; meanwhile claims
-/// and elections fail closed with the connection error.
-class NatsBackend : public std::enable_shared_from_this<NatsBackend> {
- public:
-  NatsBackend(nats::ConnectionOptions options, const Settings& settings, LogSink& log)
-      : options_(std::move(options)), settings_(settings), log_(log) {}
-  ~NatsBackend() {
-    {
-      std::lock_guard guard(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    if (connector_.joinable()) connector_.join();
-    // Elector before buckets and the connection (nats.c's teardown order).
-    std::lock_guard guard(mutex_);
-    if (elector_) elector_->resign();
-    elector_.reset();
-    claimer_.reset();
-  }
-
-  void start() {
-    connector_ = std::thread([this] { connect_loop(); });
-  }
-
-  ClaimResult claim(std::string_view fire_key) {
-    std::shared_ptr<nats::Claimer> claimer;
-    std::string error;
-    {
-      std::lock_guard guard(mutex_);
-      claimer = claimer_;
-      error = error_;
-    }
-    if (!claimer) return ClaimResult::failed("NATS not connected: " + error);
-    return claimer->claim(fire_key);
-  }
-  Leadership is_leader() {
-    std::shared_ptr<nats::Elector> elector;
-    std::string error;
-    {
-      std::lock_guard guard(mutex_);
-      elector = elector_;
-      error = error_;
-    }
-    if (!elector) return Leadership::failed("NATS not connected: " + error);
-    return elector->is_leader();
-  }
-  void on_leadership_lost(std::function<void(std::uint64_t)> lost) {
-    std::lock_guard guard(mutex_);
-    lost_ = lost;
-    if (elector_) elector_->on_leadership_lost(std::move(lost));
-  }
-  void set_liveness(std::function<bool()> alive) {
-    std::lock_guard guard(mutex_);
-    alive_ = alive;
-    if (elector_) elector_->set_liveness(std::move(alive));
-  }
-  void resign() {
-    std::shared_ptr<nats::Elector> elector;
-    {
-      std::lock_guard guard(mutex_);
-      elector = elector_;
-    }
-    if (elector) elector->resign();
-  }
-  bool connected() {
-    std::lock_guard guard(mutex_);
-    return connection_ != nullptr && connection_->connected();
-  }
-
- private:
-  void connect_loop() {
-    auto wait = std::chrono::milliseconds{500};
-    while (true) {
-      try {
-        auto connection = nats::Connection::connect(options_);
-        std::shared_ptr<nats::Claimer> claimer;
-        std::shared_ptr<nats::Elector> elector;
-        if (settings_.coordination != CoordinationMode::leader) {
-          claimer = std::make_shared<nats::Claimer>(
-              connection->bucket(nats::BucketConfig{.name = settings_.claim_bucket, .ttl = settings_.claim_ttl}),
-              nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings_)});
-        }
-        if (settings_.coordination != CoordinationMode::claim) {
-          nats::ElectorOptions options;
-          options.key = settings_.leader_key.empty() ? "cron_leader" : settings_.leader_key;
-          options.election.startup_splay = std::chrono::milliseconds{0};
-          const auto ttl = settings_.leader_ttl.value_or(std::chrono::seconds{10});
-          elector = std::make_shared<nats::Elector>(
-              connection->bucket(nats::BucketConfig{.name = settings_.leader_bucket, .ttl = ttl}), options);
-        }
-        std::lock_guard guard(mutex_);
-        if (elector && lost_) elector->on_leadership_lost(lost_);
-        if (elector && alive_) elector->set_liveness(alive_);
-        connection_ = std::move(connection);
-        claimer_ = std::move(claimer);
-        elector_ = std::move(elector);
-        error_.clear();
-        log_.write("info", "backend-connected", nats::describe(options_));
-        return;
-      } catch (const std::exception& e) {
-        {
-          std::lock_guard guard(mutex_);
-          error_ = e.what();
-        }
-        log_.write("error", "backend-unreachable", fmt::format("{}; retrying in {}", e.what(), format_duration(wait)));
-      }
-      std::unique_lock lock(mutex_);
-      if (wake_.wait_for(lock, wait, [this] { return stopping_; })) return;
-      wait = std::min(wait * 2, std::chrono::milliseconds{10'000});
-    }
-  }
-
-  nats::ConnectionOptions options_;
-  Settings settings_;
-  LogSink& log_;
-  std::mutex mutex_;  // guards the members below
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::string error_ = "connecting";
-  std::shared_ptr<nats::Connection> connection_;
-  std::shared_ptr<nats::Claimer> claimer_;
-  std::shared_ptr<nats::Elector> elector_;
-  std::function<void(std::uint64_t)> lost_;
-  std::function<bool()> alive_;
-  std::thread connector_;
+/// NATS: its Claimer and Elector on one lazy connection (they fail closed
+/// until the server answers).
+struct NatsCoordination {
+  std::shared_ptr<nats::Connection> connection;
+  std::shared_ptr<nats::Claimer> claimer;
+  std::shared_ptr<nats::Elector> elector;
 };
 
-class NatsClaimerAdapter final : public Claimer {
- public:
-  NatsClaimerAdapter(std::shared_ptr<NatsBackend> backend, const Settings& settings)
-      : backend_(std::move(backend)), dedup_window_(settings.claim_ttl - 2 * max_clock_skew(settings)) {}
-  ClaimResult claim(std::string_view fire_key) override {
-    if (!backend_) return ClaimResult::failed("offline: no NATS connection");
-    return backend_->claim(fire_key);
+NatsCoordination make_nats(const nats::ConnectionOptions& options, const Settings& settings) {
+  NatsCoordination out;
+  out.connection = nats::Connection::connect(options);
+  if (settings.coordination != CoordinationMode::leader) {
+    out.claimer = std::make_shared<nats::Claimer>(
+        out.connection->bucket(nats::BucketConfig{.name = settings.claim_bucket, .ttl = settings.claim_ttl}),
+        nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings)});
   }
-  // As nats::Claimer's (the bucket's TTL is claim_ttl; the claimer itself
-  // may not exist yet while the connection is being made).
+  if (settings.coordination != CoordinationMode::claim) {
+    nats::ElectorOptions elector_options;
+    elector_options.leader_key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
+    elector_options.election.startup_splay = std::chrono::milliseconds{0};
+    const auto ttl = settings.leader_ttl.value_or(nats::default_leader_ttl);
+    out.elector = std::make_shared<nats::Elector>(
+        out.connection->bucket(nats::BucketConfig{.name = settings.leader_bucket, .ttl = ttl}), elector_options);
+  }
+  return out;
+}
+
+/// The rules of the NATS claimer (dedup window, key length) without a
+/// connection, for `fleetcron validate`; every claim fails.
+class OfflineNatsClaimer final : public Claimer {
+ public:
+  explicit OfflineNatsClaimer(const Settings& settings)
+      : dedup_window_(nats::dedup_window_for(settings.claim_ttl, max_clock_skew(settings))) {}
+  ClaimResult claim(std::string_view) override { return ClaimResult::failed("offline: no NATS connection"); }
   std::chrono::nanoseconds dedup_window() const override { return dedup_window_; }
   void check_entry_key(std::string_view key) const override { nats::Claimer::check_entry_key("", key); }
 
  private:
-  std::shared_ptr<NatsBackend> backend_;
   std::chrono::nanoseconds dedup_window_;
-};
-
-class NatsElectorAdapter final : public Elector {
- public:
-  explicit NatsElectorAdapter(std::shared_ptr<NatsBackend> backend) : backend_(std::move(backend)) {}
-  Leadership is_leader() override { return backend_->is_leader(); }
-  void on_leadership_lost(std::function<void(std::uint64_t)> lost) override { backend_->on_leadership_lost(std::move(lost)); }
-  void resign() override { backend_->resign(); }
-  void set_liveness(std::function<bool()> alive) override { backend_->set_liveness(std::move(alive)); }
-
- private:
-  std::shared_ptr<NatsBackend> backend_;
 };
 
 }  // namespace
 
-/// nats://[user:password@]host:port[,host:port…][?bucket=…&leader_bucket=…&key=…]
 nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings) {
-  nats::ConnectionOptions options;
-  options.servers.clear();
-  const std::string scheme = uri.substr(0, uri.find("://") + 3);
-  std::string hosts = uri.substr(scheme.size());
-  // Userinfo first, up to the last '@' (no bucket, key or host has one):
-  // a password with an unescaped '?', '/' or ',' stays whole and secret
-  // instead of leaking into the host list or the options.
-  const auto at = hosts.rfind('@');
-  std::optional<std::string> userinfo_text;
-  if (at != std::string::npos) {
-    userinfo_text = hosts.substr(0, at);
-    hosts = hosts.substr(at + 1);
-  }
-  std::string query;
-  if (const auto query_at = hosts.find('?'); query_at != std::string::npos) {
-    query = hosts.substr(query_at + 1);
-    hosts.resize(query_at);
-  }
-  if (userinfo_text) {
-    const std::string& userinfo = *userinfo_text;
-    const auto colon = userinfo.find(':');
-    if (colon == std::string::npos) {
-      options.token = userinfo;
-    } else {
-      options.user = userinfo.substr(0, colon);
-      options.password = userinfo.substr(colon + 1);
-    }
-  }
-  std::size_t start = 0;
-  while (start <= hosts.size()) {
-    const auto comma = std::min(hosts.find(',', start), hosts.size());
-    const std::string host = hosts.substr(start, comma - start);
-    if (host.empty()) throw std::invalid_argument(fmt::format("coordinator {}: an empty server address", nats::describe(options)));
-    options.servers.push_back(scheme + host);
-    start = comma + 1;
-  }
-  start = 0;
-  while (!query.empty() && start <= query.size()) {
-    const auto amp = std::min(query.find('&', start), query.size());
-    const std::string pair = query.substr(start, amp - start);
-    const auto equals = pair.find('=');
-    const std::string name = pair.substr(0, equals);
-    const std::string value = equals == std::string::npos ? "" : pair.substr(equals + 1);
-    if (value.empty()) throw std::invalid_argument(fmt::format("coordinator URI option {} needs a value", name));
-    if (name == "bucket") {
-      settings.claim_bucket = value;
-    } else if (name == "leader_bucket") {
-      settings.leader_bucket = value;
-    } else if (name == "key") {
-      settings.leader_key = value;
-    } else {
-      throw std::invalid_argument(fmt::format("coordinator URI: unknown option \"{}\" (known: bucket, leader_bucket, key)", name));
-    }
-    start = amp + 1;
-  }
+  nats::UriOptions parsed = nats::parse_uri(uri);
+  if (parsed.claim_bucket) settings.claim_bucket = *parsed.claim_bucket;
+  if (parsed.leader_bucket) settings.leader_bucket = *parsed.leader_bucket;
+  if (parsed.leader_key) settings.leader_key = *parsed.leader_key;
+  nats::ConnectionOptions& options = parsed.connection;
   if (!settings.coordinator_password.empty()) {
     // With a user in the URI it is that user's password, else a token.
     (options.user.empty() ? options.token : options.password) = settings.coordinator_password;
   }
   nats::validate(options);
-  const std::string key = settings.leader_key.empty() ? "cron_leader" : settings.leader_key;
-  const bool key_ok = !key.empty() && key.front() != '.' && key.back() != '.' && key.find("..") == std::string::npos &&
-                      key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-/=.") ==
-                          std::string::npos;
-  if (!key_ok) {
-    throw std::invalid_argument(fmt::format("leader key \"{}\" is not a valid NATS key (letters, digits, _ - / = .)", key));
+  try {
+    nats::check_key(settings.leader_key.empty() ? nats::default_leader_key : std::string_view(settings.leader_key));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("leader key ") + e.what());
   }
-  if (settings.coordination != CoordinationMode::claim && settings.leader_ttl &&
-      (*settings.leader_ttl < std::chrono::seconds{10} || *settings.leader_ttl > std::chrono::hours{1})) {
-    throw std::invalid_argument(fmt::format("leader TTL {}: NATS leadership needs 10s .. 1h (the election's bucket TTL)",
-                                            format_duration(*settings.leader_ttl)));
+  if (settings.coordination != CoordinationMode::claim && settings.leader_ttl) {
+    try {
+      nats::check_election_ttl(*settings.leader_ttl);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("leader TTL {}: NATS leadership needs 10s .. 1h ({})",
+                                              format_duration(*settings.leader_ttl), e.what()));
+    }
   }
   return options;
 }
@@ -331,7 +163,7 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
   if (settings.coordinator == "memory") return std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
   if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     (void)parse_nats_uri(settings.coordinator, settings);
-    return std::make_shared<NatsClaimerAdapter>(nullptr, settings);
+    return std::make_shared<OfflineNatsClaimer>(settings);
   }
   // Neither constructor touches the network.
   auto client = std::make_shared<redis::Client>(redis_options(settings));
@@ -340,7 +172,7 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
                                       .max_clock_skew = max_clock_skew(settings)});
 }
 
-Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink& log) {
+Coordination make_coordination(const Settings& given, Metrics& metrics) {
   Settings settings = given;
   Coordination out;
   const bool claims = settings.coordination != CoordinationMode::leader;
@@ -351,7 +183,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
     out.description = "memory";
     if (claims) claimer = std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
     if (leadership) {
-      auto lease = std::make_shared<MemoryLease>(system_clock(), settings.leader_ttl.value_or(std::chrono::seconds{30}));
+      auto lease = std::make_shared<MemoryLease>(system_clock(), settings.leader_ttl.value_or(MemoryLease::default_lease_ttl));
       elector = lease->make_elector();
       out.resources = lease;
     }
@@ -359,12 +191,18 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, LogSink&
   } else if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     auto options = parse_nats_uri(settings.coordinator, settings);
     out.description = nats::describe(options);
-    auto backend = std::make_shared<NatsBackend>(options, settings, log);
-    backend->start();
-    if (claims) claimer = std::make_shared<NatsClaimerAdapter>(backend, settings);
-    if (leadership) elector = std::make_shared<NatsElectorAdapter>(backend);
-    out.reachable = [backend] { return backend->connected(); };
-    out.resources = backend;
+    auto nats = std::make_shared<NatsCoordination>(make_nats(options, settings));
+    claimer = nats->claimer;
+    elector = nats->elector;
+    out.reachable = [nats] {
+      try {
+        nats->connection->ping();  // connects if need be
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    };
+    out.resources = nats;
   } else {
     auto client = std::make_shared<redis::Client>(redis_options(settings));
     out.description = client->describe();

@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 
-#include "daemon/log_sink.h"
 #include "daemon/metrics.h"
 #include "daemon/settings.h"
 #include "fleetcron/coordination.h"
@@ -30,10 +29,10 @@ struct Coordination {
   std::shared_ptr<void> resources;   // connections and the like, kept alive
 };
 
-/// Parses a NATS coordinator URI
-///   nats://[user:password@]host:port[,host:port…][?bucket=…&leader_bucket=…&key=…]
-/// into connection options; its query sets `settings`' buckets and key.
-/// Checks the leader key and TTL for NATS. Throws std::invalid_argument.
+/// A NATS coordinator URI (nats::parse_uri) as connection options; its
+/// query sets `settings`' buckets and key, Settings::coordinator_password
+/// the password or token. Checks the leader key and TTL with the NATS
+/// library's rules. Throws std::invalid_argument (UriError for the URI).
 [[nodiscard]] nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings);
 
 /// The coordinator URI's Redis options, with the password from
@@ -45,9 +44,10 @@ struct Coordination {
 /// mode. For `fleetcron validate`. Throws std::invalid_argument.
 [[nodiscard]] std::shared_ptr<Claimer> make_offline_claimer(const Settings& settings);
 
-/// Never blocks on the network: a NATS server that is down at start-up is
-/// connected to in the background (calls fail closed meanwhile). Throws
-/// std::invalid_argument for bad URIs or options.
-[[nodiscard]] Coordination make_coordination(const Settings& settings, Metrics& metrics, LogSink& log);
+/// Redis and NATS connect lazily (calls fail closed until the server
+/// answers; NATS makes one connect attempt, bounded by its connect timeout,
+/// as it binds its buckets). Throws std::invalid_argument for bad URIs or
+/// options.
+[[nodiscard]] Coordination make_coordination(const Settings& settings, Metrics& metrics);
 
 }  // namespace fleetcron::daemon

@@ -36,7 +36,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     });
     if (!secret) base_environment_.emplace_back(*entry);
   }
-  coordination_ = make_coordination(settings_, metrics_, log_);
+  coordination_ = make_coordination(settings_, metrics_);
   if (settings_.coordinator == "memory") {
     log_.write("warn", "memory-coordinator",
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
@@ -115,6 +115,7 @@ redis::EvictionPolicy Daemon::check_eviction_policy(bool running) {
 void Daemon::check_backend_loop() {
   std::unique_lock lock(readiness_mutex_);
   bool was_reachable = false;
+  bool first_check = true;
   auto config_checked = std::chrono::steady_clock::time_point{};
   while (!readiness_cv_.wait_for(lock, std::chrono::seconds{1}, [this] { return readiness_stop_; })) {
     lock.unlock();
@@ -125,6 +126,14 @@ void Daemon::check_backend_loop() {
       reachable = false;
     }
     backend_reachable_ = reachable;
+    // One line per change, for every backend alike, and one at the first
+    // check if it does not answer.
+    if (reachable != was_reachable || (first_check && !reachable)) {
+      log_.write(reachable ? "info" : "error", reachable ? "backend-reachable" : "backend-unreachable",
+                 fmt::format("{} {}", coordination_.description,
+                             reachable ? "answers" : "does not answer; fires fail closed until it does"));
+    }
+    first_check = false;
     // The eviction policy: at every (re)connect, and every minute (CONFIG
     // SET can change it at any time).
     const auto now = std::chrono::steady_clock::now();

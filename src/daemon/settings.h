@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/redis/claimer.h"
+
 namespace fleetcron::daemon {
 
 enum class CoordinationMode { claim, leader, both };
@@ -38,8 +40,8 @@ struct Settings {
   std::string coordinator_password;
   CoordinationMode coordination = CoordinationMode::claim;
   /// Claims: TTL, Redis key prefix, NATS bucket.
-  std::chrono::nanoseconds claim_ttl = std::chrono::minutes{10};
-  std::string claim_prefix = "cron:claim:";
+  std::chrono::nanoseconds claim_ttl = redis::default_claim_ttl;  // libtnb/cron's, for every backend
+  std::string claim_prefix{redis::default_claim_prefix};
   std::string claim_bucket = "FLEETCRON_CLAIMS";
   /// The claimers' clock-skew guard (Redis and NATS); nullopt:
   /// default_max_clock_skew(claim_ttl). See max_clock_skew().
@@ -50,7 +52,7 @@ struct Settings {
   /// Leadership: TTL (Redis lease; NATS leader bucket TTL); nullopt: the
   /// backend's default (Redis 30 s, NATS 10 s, memory 30 s).
   std::optional<std::chrono::nanoseconds> leader_ttl;
-  std::string leader_key;  // empty: "cron:leader" (Redis), "cron_leader" (NATS)
+  std::string leader_key;  // empty: redis::default_leader_key, nats::default_leader_key
   std::string leader_bucket = "FLEETCRON_LEADER";
   /// nullopt: finish in both mode (each run holds its claim, which a lease
   /// hiccup does not take away), cancel in leader mode (the term is the

@@ -14,6 +14,9 @@ namespace fleetcron::nats {
 namespace {
 
 constexpr auto min_timeout = std::chrono::milliseconds{1};
+// The longest wait between two attempts to connect a Connection that never
+// connected (once connected, nats.c reconnects by itself).
+constexpr auto max_connect_backoff = std::chrono::milliseconds{10'000};
 constexpr auto max_timeout = std::chrono::hours{1};
 
 // nats.c's library threads, shared by every Connection of the process:
@@ -24,7 +27,7 @@ std::shared_ptr<void> open_library() {
   std::lock_guard guard(mutex);
   if (auto library = current.lock()) return library;
   const natsStatus status = nats_Open(-1);
-  if (status != NATS_OK) throw detail::error(status, "opening the NATS library");
+  if (status != NATS_OK) detail::raise(status, "opening the NATS library");
   std::shared_ptr<void> library(nullptr, [](void*) {
     std::lock_guard close_guard(mutex);
     // From a NATS thread this fails with NATS_ILLEGAL_STATE; nothing to do then.
@@ -82,10 +85,6 @@ std::chrono::sys_time<std::chrono::nanoseconds> server_time(int64_t nanoseconds)
 
 }  // namespace
 
-bool Error::timed_out() const noexcept { return status_ == NATS_TIMEOUT; }
-bool Error::not_found() const noexcept { return status_ == NATS_NOT_FOUND; }
-bool Error::missing() const noexcept { return status_ == NATS_NO_RESPONDERS; }
-
 void validate(const ConnectionOptions& options) {
   if (options.servers.empty()) throw std::invalid_argument("nats::ConnectionOptions.servers: empty");
   for (const auto& server : options.servers) {
@@ -138,14 +137,54 @@ std::string describe(const ConnectionOptions& options) {
 
 // ---- Connection
 
-Connection::Connection(ConnectionOptions options)
-    : options_(std::move(options)), description_(nats::describe(options_)), library_(open_library()) {}
+struct Connection::Impl {
+  ConnectionOptions options;
+  std::string description;
+  std::shared_ptr<void> library;  // holds nats.c open
+  natsOptions* nats_options = nullptr;
+  std::mutex mutex;  // guards the members below; held while connecting (at most connect_timeout per server)
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  bool closed = false;
+  std::chrono::steady_clock::time_point next_attempt{};
+  std::chrono::milliseconds backoff{0};
+  BackendError::Kind last_kind = BackendError::Kind::connect;
+  std::string last_error;
+  /// The JetStream context, connecting first if need be; throws the last
+  /// connect error (with when the next attempt is) while it cannot.
+  jsCtx* ready();
+  ~Impl() {
+    if (js != nullptr) jsCtx_Destroy(js);
+    if (nc != nullptr) natsConnection_Destroy(nc);
+    if (nats_options != nullptr) natsOptions_Destroy(nats_options);
+  }
+};
 
-std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
-  validate(options);
-  std::shared_ptr<Connection> connection(new Connection(std::move(options)));
-  const auto& o = connection->options_;
-  const std::string& where = connection->description_;
+struct Bucket::Impl {
+  std::shared_ptr<Connection> connection;  // outlives the handle
+  std::string name;
+  std::optional<BucketConfig> config;      // set when bound by configuration
+  std::mutex mutex;                        // guards kv
+  kvStore* kv = nullptr;                   // bound on first use
+  const std::string& where() const { return connection->impl_->description; }
+  jsCtx* js() const { return connection->impl_->ready(); }
+  /// nats.c's handle: binds (creating the bucket from `config`) on first
+  /// use; throws BackendError while that fails.
+  kvStore* bound();
+  ~Impl() {
+    if (kv != nullptr) kvStore_Destroy(kv);
+  }
+};
+
+struct Watcher::Impl {
+  std::shared_ptr<Connection> connection;
+  kvWatcher* watcher = nullptr;
+  ~Impl() { kvWatcher_Destroy(watcher); }
+};
+
+namespace {
+
+natsOptions* make_options(const ConnectionOptions& o, const std::string& where) {
   natsOptions* raw = nullptr;
   detail::check(natsOptions_Create(&raw), where, "creating options");
   std::unique_ptr<natsOptions, void (*)(natsOptions*)> nats_options(raw, natsOptions_Destroy);
@@ -178,39 +217,10 @@ std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
                     "tls.cert_file " + o.tls.cert_file);
     }
   }
-  natsConnection* nc = nullptr;
-  detail::check(natsConnection_Connect(&nc, raw), where, "connect");
-  connection->nc_ = nc;
-  jsOptions js_options;
-  jsOptions_Init(&js_options);
-  js_options.Wait = o.request_timeout.count();
-  jsCtx* js = nullptr;
-  detail::check(natsConnection_JetStream(&js, nc, &js_options), where, "JetStream");
-  connection->js_ = js;
-  return connection;
+  return nats_options.release();
 }
 
-Connection::~Connection() {
-  if (js_ != nullptr) jsCtx_Destroy(static_cast<jsCtx*>(js_));
-  if (nc_ != nullptr) natsConnection_Destroy(static_cast<natsConnection*>(nc_));
-  nats_ReleaseThreadMemory();
-}
-
-bool Connection::connected() const noexcept {
-  return nc_ != nullptr && natsConnection_Status(static_cast<natsConnection*>(nc_)) == NATS_CONN_STATUS_CONNECTED;
-}
-
-void Connection::close() {
-  if (nc_ != nullptr) natsConnection_Close(static_cast<natsConnection*>(nc_));
-}
-
-std::shared_ptr<Bucket> Connection::bucket(const std::string& name) {
-  kvStore* kv = nullptr;
-  detail::check(js_KeyValue(&kv, static_cast<jsCtx*>(js_), name.c_str()), description_, "bucket " + name);
-  return std::shared_ptr<Bucket>(new Bucket(shared_from_this(), kv, name));
-}
-
-std::shared_ptr<Bucket> Connection::bucket(const BucketConfig& config) {
+void check_config(const BucketConfig& config) {
   if (config.name.empty()) throw std::invalid_argument("nats::BucketConfig.name: empty");
   if (config.ttl < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument(fmt::format("nats::BucketConfig.ttl: {} is negative", format_duration(config.ttl)));
@@ -221,49 +231,171 @@ std::shared_ptr<Bucket> Connection::bucket(const BucketConfig& config) {
   if (config.replicas < 1 || config.replicas > 5) {
     throw std::invalid_argument(fmt::format("nats::BucketConfig.replicas: {} is out of range 1..5", config.replicas));
   }
+}
+
+// Binds to `config.name`, creating it if missing; a different existing
+// configuration is an error that names both.
+kvStore* create_or_explain(jsCtx* js, const BucketConfig& config, const std::string& where) {
   kvStore* kv = nullptr;
-  const natsStatus status = create_key_value(&kv, js_, config);
-  if (status == NATS_OK) {
-    std::shared_ptr<Bucket> created(new Bucket(shared_from_this(), kv, config.name));
-    created->config_ = config;
-    return created;
-  }
-  const Error failure = detail::error(status, description_ + ": bucket " + config.name);
-  if (status != NATS_ERR) throw failure;
+  const natsStatus status = create_key_value(&kv, js, config);
+  if (status == NATS_OK) return kv;
+  const std::string failure = where + ": bucket " + config.name;
+  if (status != NATS_ERR) detail::raise(status, failure);
   // Most likely "existing configuration is different": say how.
-  std::shared_ptr<Bucket> existing;
-  try {
-    existing = bucket(config.name);
-  } catch (const Error&) {
-    throw failure;
-  }
+  kvStore* existing = nullptr;
   kvStatus* st = nullptr;
-  if (kvStore_Status(&st, static_cast<kvStore*>(existing->native())) != NATS_OK) throw failure;
+  if (js_KeyValue(&existing, js, config.name.c_str()) != NATS_OK || kvStore_Status(&st, existing) != NATS_OK) {
+    kvStore_Destroy(existing);
+    detail::raise(status, failure);
+  }
   const auto ttl = std::chrono::nanoseconds{kvStatus_TTL(st)};
   const auto history = kvStatus_History(st);
   const auto replicas = kvStatus_Replicas(st);
   kvStatus_Destroy(st);
-  throw Error(status, fmt::format("{}: bucket {} exists with TTL {}, history {}, replicas {}; wanted TTL {}, history {}, "
-                                  "replicas {}, {} storage ({})",
-                                  description_, config.name, format_duration(ttl), history, replicas,
-                                  format_duration(config.ttl), config.history, config.replicas,
-                                  config.storage == Storage::memory ? "memory" : "file", failure.what()));
+  kvStore_Destroy(existing);
+  throw ProtocolError(fmt::format("{}: bucket {} exists with TTL {}, history {}, replicas {}; wanted TTL {}, history {}, "
+                                  "replicas {}, {} storage",
+                                  where, config.name, format_duration(ttl), history, replicas, format_duration(config.ttl),
+                                  config.history, config.replicas, config.storage == Storage::memory ? "memory" : "file"),
+                      static_cast<int>(status));
+}
+
+}  // namespace
+
+Connection::Connection(ConnectionOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->description = nats::describe(impl_->options);
+  impl_->library = open_library();
+}
+
+std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
+  validate(options);
+  std::shared_ptr<Connection> connection(new Connection(std::move(options)));
+  Impl& impl = *connection->impl_;
+  impl.nats_options = make_options(impl.options, impl.description);  // files are read, and refused, here
+  return connection;
+}
+
+jsCtx* Connection::Impl::ready() {
+  std::lock_guard guard(mutex);
+  if (closed) throw ClosedError(description + ": closed");
+  if (js != nullptr) return js;  // nats.c reconnects by itself from here on
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_attempt) {
+    throw_backend_error(last_kind, fmt::format("{} (next attempt in {})", last_error,
+                                               format_duration(std::chrono::ceil<std::chrono::milliseconds>(next_attempt - now))));
+  }
+  natsConnection* connected = nullptr;
+  const natsStatus status = natsConnection_Connect(&connected, nats_options);
+  if (status == NATS_OK) {
+    jsOptions js_options;
+    jsOptions_Init(&js_options);
+    js_options.Wait = options.request_timeout.count();
+    jsCtx* context = nullptr;
+    if (natsConnection_JetStream(&context, connected, &js_options) == NATS_OK) {
+      nc = connected;
+      js = context;
+      backoff = std::chrono::milliseconds{0};
+      return js;
+    }
+    natsConnection_Destroy(connected);
+  }
+  // Later calls fail at once until the next attempt, backing off from
+  // reconnect_wait, doubling, to at most max_connect_backoff.
+  backoff = backoff.count() == 0 ? options.reconnect_wait : std::min(2 * backoff, max_connect_backoff);
+  next_attempt = now + backoff;
+  try {
+    detail::raise(status == NATS_OK ? NATS_ERR : status, description + ": connect");
+  } catch (const BackendError& e) {
+    last_kind = e.kind();
+    last_error = e.what();
+    throw;
+  }
+}
+
+Connection::~Connection() { impl_.reset(); nats_ReleaseThreadMemory(); }
+
+const ConnectionOptions& Connection::options() const noexcept { return impl_->options; }
+std::string Connection::describe() const { return impl_->description; }
+
+bool Connection::connected() const noexcept {
+  std::lock_guard guard(impl_->mutex);
+  return impl_->nc != nullptr && natsConnection_Status(impl_->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+void Connection::ping() {
+  (void)impl_->ready();
+  natsConnection* nc = nullptr;
+  {
+    std::lock_guard guard(impl_->mutex);
+    nc = impl_->nc;
+  }
+  detail::check(natsConnection_FlushTimeout(nc, impl_->options.request_timeout.count()), impl_->description, "ping");
+}
+
+void Connection::close() {
+  std::lock_guard guard(impl_->mutex);
+  impl_->closed = true;
+  if (impl_->nc != nullptr) natsConnection_Close(impl_->nc);
+}
+
+std::shared_ptr<Bucket> Connection::bucket(const std::string& name) {
+  auto impl = std::make_unique<Bucket::Impl>();
+  impl->connection = shared_from_this();
+  impl->name = name;
+  std::shared_ptr<Bucket> bucket(new Bucket(std::move(impl)));
+  bind_now(*bucket->impl_);
+  return bucket;
+}
+
+std::shared_ptr<Bucket> Connection::bucket(const BucketConfig& config) {
+  check_config(config);
+  auto impl = std::make_unique<Bucket::Impl>();
+  impl->connection = shared_from_this();
+  impl->name = config.name;
+  impl->config = config;
+  std::shared_ptr<Bucket> bucket(new Bucket(std::move(impl)));
+  bind_now(*bucket->impl_);
+  return bucket;
 }
 
 void Connection::delete_bucket(const std::string& name) {
-  detail::check(js_DeleteKeyValue(static_cast<jsCtx*>(js_), name.c_str()), description_, "deleting bucket " + name);
+  detail::check(js_DeleteKeyValue(impl_->ready(), name.c_str()), impl_->description, "deleting bucket " + name);
+}
+
+void Connection::bind_now(Bucket::Impl& bucket) {
+  // A bucket that is missing or configured otherwise is refused here;
+  // a server that does not answer yet is left to the first use.
+  try {
+    (void)bucket.bound();
+  } catch (const BackendError& e) {
+    if (e.kind() == BackendError::Kind::protocol) throw;
+  }
 }
 
 // ---- Bucket
 
-Bucket::Bucket(std::shared_ptr<Connection> connection, void* kv, std::string name)
-    : connection_(std::move(connection)), kv_(kv), name_(std::move(name)) {}
+kvStore* Bucket::Impl::bound() {
+  std::lock_guard guard(mutex);
+  if (kv != nullptr) return kv;
+  if (config) {
+    kv = create_or_explain(js(), *config, where());
+  } else {
+    detail::check(js_KeyValue(&kv, js(), name.c_str()), where(), "bucket " + name);
+  }
+  return kv;
+}
 
-Bucket::~Bucket() { kvStore_Destroy(static_cast<kvStore*>(kv_)); }
+Bucket::Bucket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Bucket::~Bucket() = default;
+
+const std::string& Bucket::name() const noexcept { return impl_->name; }
 
 std::chrono::nanoseconds Bucket::ttl() {
+  if (impl_->config) return impl_->config->ttl;
   kvStatus* st = nullptr;
-  detail::check(kvStore_Status(&st, static_cast<kvStore*>(kv_)), connection_->description_, "status of bucket " + name_);
+  detail::check(kvStore_Status(&st, impl_->bound()), impl_->where(), "status of bucket " + impl_->name);
   const auto ttl = std::chrono::nanoseconds{kvStatus_TTL(st)};
   kvStatus_Destroy(st);
   return ttl;
@@ -273,7 +405,7 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
   uint64_t revision = 0;
   const std::string k = key_string(key);
   const natsStatus status =
-      kvStore_Create(&revision, static_cast<kvStore*>(kv_), k.c_str(), value.data(), static_cast<int>(value.size()));
+      kvStore_Create(&revision, impl_->bound(), k.c_str(), value.data(), static_cast<int>(value.size()));
   if (status == NATS_OK) return revision;
   if (detail::is_wrong_last_sequence(status)) return std::nullopt;
   // nats.c 3.4 answers NATS_ERR with no text both when the key was taken
@@ -284,78 +416,79 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
   if (status == NATS_ERR && detail::last_error_text().empty()) {
     const auto existing = get(key);
     if (existing && existing->operation == Entry::Operation::put) return std::nullopt;
-    throw Error(NATS_ERR, fmt::format("{}: create {}/{}: the server refused the write without a reason and the key holds no "
-                            "value (JetStream store full or over its account limits?)",
-                            connection_->description_, name_, k));
+    throw ProtocolError(fmt::format("{}: create {}/{}: the server refused the write without a reason and the key holds "
+                                    "no value (JetStream store full or over its account limits?)",
+                                    impl_->where(), impl_->name, k),
+                        NATS_ERR);
   }
-  throw detail::error(status, fmt::format("{}: create {}/{}", connection_->description_, name_, k));
+  detail::raise(status, fmt::format("{}: create {}/{}", impl_->where(), impl_->name, k));
 }
 
 std::optional<std::uint64_t> Bucket::update(std::string_view key, std::string_view value, std::uint64_t last) {
   uint64_t revision = 0;
   const std::string k = key_string(key);
-  const natsStatus status = kvStore_Update(&revision, static_cast<kvStore*>(kv_), k.c_str(), value.data(),
+  const natsStatus status = kvStore_Update(&revision, impl_->bound(), k.c_str(), value.data(),
                                            static_cast<int>(value.size()), last);
   if (status == NATS_OK) return revision;
   if (detail::is_wrong_last_sequence(status)) return std::nullopt;
-  throw detail::error(status, fmt::format("{}: update {}/{}", connection_->description_, name_, k));
+  detail::raise(status, fmt::format("{}: update {}/{}", impl_->where(), impl_->name, k));
 }
 
 std::uint64_t Bucket::put(std::string_view key, std::string_view value) {
   uint64_t revision = 0;
   const std::string k = key_string(key);
-  detail::check(kvStore_Put(&revision, static_cast<kvStore*>(kv_), k.c_str(), value.data(), static_cast<int>(value.size())),
-                connection_->description_, "put " + name_ + "/" + k);
+  detail::check(kvStore_Put(&revision, impl_->bound(), k.c_str(), value.data(), static_cast<int>(value.size())),
+                impl_->where(), "put " + impl_->name + "/" + k);
   return revision;
 }
 
 std::optional<Entry> Bucket::get(std::string_view key) {
   kvEntry* raw = nullptr;
   const std::string k = key_string(key);
-  const natsStatus status = kvStore_Get(&raw, static_cast<kvStore*>(kv_), k.c_str());
+  const natsStatus status = kvStore_Get(&raw, impl_->bound(), k.c_str());
   // Owned whatever the status: for a key whose latest value is a delete
   // marker nats.c answers NOT_FOUND and may still hand back the entry
   // (LeakSanitizer saw it once create() began reading keys back).
   EntryPtr entry(raw);
   if (status == NATS_NOT_FOUND) return std::nullopt;
-  detail::check(status, connection_->description_, "get " + name_ + "/" + k);
+  detail::check(status, impl_->where(), "get " + impl_->name + "/" + k);
   return to_entry(raw);
 }
 
 void Bucket::remove(std::string_view key) {
   const std::string k = key_string(key);
-  detail::check(kvStore_Delete(static_cast<kvStore*>(kv_), k.c_str()), connection_->description_,
-                "delete " + name_ + "/" + k);
+  detail::check(kvStore_Delete(impl_->bound(), k.c_str()), impl_->where(),
+                "delete " + impl_->name + "/" + k);
 }
 
 bool Bucket::remove_if(std::string_view key, std::uint64_t last, bool resignation) {
   // A delete marker is a message with the header KV-Operation: DEL; the
   // expected last subject sequence makes it conditional.
-  const std::string subject = "$KV." + name_ + "." + key_string(key);
+  const std::string subject = "$KV." + impl_->name + "." + key_string(key);
   natsMsg* raw = nullptr;
-  detail::check(natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0), connection_->description_, "delete " + subject);
+  detail::check(natsMsg_Create(&raw, subject.c_str(), nullptr, nullptr, 0), impl_->where(), "delete " + subject);
   std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
-  detail::check(natsMsgHeader_Set(raw, "KV-Operation", "DEL"), connection_->description_, "delete " + subject);
+  detail::check(natsMsgHeader_Set(raw, "KV-Operation", "DEL"), impl_->where(), "delete " + subject);
   if (resignation) {
-    detail::check(natsMsgHeader_Set(raw, resigned_header, "true"), connection_->description_, "delete " + subject);
+    detail::check(natsMsgHeader_Set(raw, resigned_header, "true"), impl_->where(), "delete " + subject);
   }
   jsPubOptions options;
   jsPubOptions_Init(&options);
   options.ExpectLastSubjectSeq = last;
   jsPubAck* ack = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  const natsStatus status = js_PublishMsg(&ack, static_cast<jsCtx*>(connection_->js_), raw, &options, &code);
+  const natsStatus status = js_PublishMsg(&ack, impl_->js(), raw, &options, &code);
   jsPubAck_Destroy(ack);
   if (status == NATS_OK) return true;
   if (code == JSStreamWrongLastSequenceErr || detail::is_wrong_last_sequence(status)) return false;
-  throw detail::error(status, fmt::format("{}: delete {}/{} at revision {}", connection_->description_, name_, key, last));
+  detail::raise(status, fmt::format("{}: delete {}/{} at revision {}", impl_->where(), impl_->name, key, last));
 }
 
 bool Bucket::is_resignation(std::uint64_t revision) {
-  const std::string stream = "KV_" + name_;
+  const std::string stream = "KV_" + impl_->name;
   natsMsg* raw = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  if (js_GetMsg(&raw, static_cast<jsCtx*>(connection_->js_), stream.c_str(), revision, nullptr, &code) != NATS_OK) {
+  if (js_GetMsg(&raw, impl_->js(), stream.c_str(), revision, nullptr, &code) != NATS_OK) {
     natsMsg_Destroy(raw);
     return false;
   }
@@ -365,17 +498,17 @@ bool Bucket::is_resignation(std::uint64_t revision) {
 }
 
 WriteTimes Bucket::write_times(std::uint64_t revision) {
-  const std::string stream = "KV_" + name_;
-  auto* js = static_cast<jsCtx*>(connection_->js_);
+  const std::string stream = "KV_" + impl_->name;
+  auto* js = impl_->js();
   jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  detail::check(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code), connection_->description_,
+  detail::check(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code), impl_->where(),
                 "stream info " + stream);
   std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(info, jsStreamInfo_Destroy);
   WriteTimes times{server_time(info->State.LastTime), server_time(info->Created)};
   if (info->State.LastSeq == revision) return times;
   natsMsg* raw = nullptr;
-  detail::check(js_GetMsg(&raw, js, stream.c_str(), revision, nullptr, &code), connection_->description_,
+  detail::check(js_GetMsg(&raw, js, stream.c_str(), revision, nullptr, &code), impl_->where(),
                 fmt::format("message {} of {}", revision, stream));
   std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
   times.written = server_time(natsMsg_GetTime(raw));
@@ -383,39 +516,47 @@ WriteTimes Bucket::write_times(std::uint64_t revision) {
 }
 
 void Bucket::recreate() {
-  if (!config_) {
-    throw Error(NATS_ILLEGAL_STATE, fmt::format("{}: bucket {} is missing and was bound by name: no configuration to "
-                                                "create it again with", connection_->description_, name_));
+  if (!impl_->config) {
+    throw ProtocolError(fmt::format("{}: bucket {} is missing and was bound by name: no configuration to create it "
+                                    "again with", impl_->where(), impl_->name),
+                        NATS_ILLEGAL_STATE);
   }
-  kvStore* kv = nullptr;
-  detail::check(create_key_value(&kv, connection_->js_, *config_), connection_->description_, "recreating bucket " + name_);
-  kvStore_Destroy(kv);  // the handle this Bucket holds names the same subjects
+  {
+    std::lock_guard guard(impl_->mutex);
+    if (impl_->kv != nullptr) {
+      kvStore* kv = nullptr;
+      detail::check(create_key_value(&kv, impl_->js(), *impl_->config), impl_->where(), "recreating bucket " + impl_->name);
+      kvStore_Destroy(kv);  // the handle this Bucket holds names the same subjects
+      return;
+    }
+  }
+  (void)impl_->bound();  // never bound yet: binding creates it
 }
 
 std::unique_ptr<Watcher> Bucket::watch(std::string_view key) {
   kvWatchOptions options;
   kvWatchOptions_Init(&options);
-  kvWatcher* watcher = nullptr;
+  auto watcher = std::make_unique<Watcher::Impl>();
+  watcher->connection = impl_->connection;
   const std::string k = key_string(key);
-  detail::check(kvStore_Watch(&watcher, static_cast<kvStore*>(kv_), k.c_str(), &options), connection_->description_,
-                "watch " + name_ + "/" + k);
-  return std::unique_ptr<Watcher>(new Watcher(connection_, watcher));
+  detail::check(kvStore_Watch(&watcher->watcher, impl_->bound(), k.c_str(), &options), impl_->where(),
+                "watch " + impl_->name + "/" + k);
+  return std::unique_ptr<Watcher>(new Watcher(std::move(watcher)));
 }
 
 // ---- Watcher
 
-Watcher::Watcher(std::shared_ptr<Connection> connection, void* watcher)
-    : connection_(std::move(connection)), watcher_(watcher) {}
+Watcher::Watcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Watcher::~Watcher() { kvWatcher_Destroy(static_cast<kvWatcher*>(watcher_)); }
+Watcher::~Watcher() = default;
 
-void Watcher::stop() { (void)kvWatcher_Stop(static_cast<kvWatcher*>(watcher_)); }
+void Watcher::stop() { (void)kvWatcher_Stop(impl_->watcher); }
 
 std::optional<Entry> Watcher::next(std::chrono::milliseconds timeout) {
   kvEntry* raw = nullptr;
-  const natsStatus status = kvWatcher_Next(&raw, static_cast<kvWatcher*>(watcher_), timeout.count());
+  const natsStatus status = kvWatcher_Next(&raw, impl_->watcher, timeout.count());
   if (status == NATS_TIMEOUT || status == NATS_ILLEGAL_STATE) return std::nullopt;  // nothing new, or stopped
-  detail::check(status, connection_->description_, "watching");
+  detail::check(status, impl_->connection->impl_->description, "watching");
   if (raw == nullptr) return std::nullopt;  // the end of the initial values
   EntryPtr entry(raw);
   return to_entry(raw);

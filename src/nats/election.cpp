@@ -10,6 +10,7 @@
 
 #include "fleetcron/duration.h"
 #include "nats/keys.h"
+#include "nats/status.h"
 
 namespace fleetcron::nats {
 
@@ -57,8 +58,7 @@ Election::Election(std::string name, std::string key, std::shared_ptr<Bucket> bu
   clock_ = options_.clock ? options_.clock : system_clock();
   ttl_ = bucket_->ttl();
   if (options_.validate_ttl) {
-    if (ttl_ < std::chrono::seconds{10}) throw std::invalid_argument("bucket TTL should be 10 seconds or more");
-    if (ttl_ > std::chrono::hours{1}) throw std::invalid_argument("bucket TTL should be less than or equal to 1 hour");
+    check_election_ttl(ttl_);
   } else if (ttl_ < min_unvalidated_ttl) {
     throw std::invalid_argument(fmt::format("bucket TTL should be 10 milliseconds or more (it is {})",
                                             format_duration(ttl_)));
@@ -264,7 +264,7 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
         stopped = stopping_;
       }
       if (stopped) watcher->stop();
-    } catch (const Error& e) {
+    } catch (const BackendError& e) {
       log(std::string("cannot watch the key, polling instead: ") + e.what());
     }
   }
@@ -315,7 +315,7 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
         leader_write_seen_ = clock_->steady_now();
         until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
       }
-    } catch (const Error& e) {
+    } catch (const BackendError& e) {
       log(std::string("watch failed, polling instead: ") + e.what());
       watcher.reset();
       drop_watcher();
@@ -376,7 +376,7 @@ std::uint64_t Election::term_of(std::uint64_t revision) {
   std::chrono::sys_time<std::chrono::nanoseconds> at;
   try {
     at = bucket_->write_times(revision).written;
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     // The write's time cannot be read (the store failing just now): the
     // local clock stands in, within the skew of the server's.
     log(std::string("reading the winning write's time failed, using the local clock: ") + e.what());
@@ -440,8 +440,8 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
     std::lock_guard guard(mutex_);
     ++tries_;
     last_error_.clear();
-  } catch (const Error& e) {
-    if (e.missing()) recreate_bucket(e);
+  } catch (const BackendError& e) {
+    if (detail::missing(e)) recreate_bucket(e);
     std::lock_guard guard(mutex_);
     ++tries_;
     last_error_ = e.what();
@@ -461,7 +461,7 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   std::string error;
   try {
     revision = bucket_->update(key_, name_, last);
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     error = e.what();
   }
   // A renewal that raced a demotion (the deadline thread) is a new win,
@@ -499,7 +499,7 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   lose_locked(after);
 }
 
-void Election::recreate_bucket(const Error& missing) {
+void Election::recreate_bucket(const BackendError& missing) {
   try {
     bucket_->recreate();
     log(fmt::format("bucket {} was missing ({}): created it again", bucket_->name(), missing.what()));
@@ -547,7 +547,7 @@ void Election::resign(Callbacks& after) {
     if (bucket_->remove_if(key_, last, /*resignation=*/true)) {
       log(fmt::format("resigned {}", key_));
     }
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     log(std::string("resign failed; the key expires with its TTL: ") + e.what());
   }
 }
@@ -575,6 +575,12 @@ void Election::deadline_main(std::stop_token) {  // ends when start() finishes
       clock_->wait_until(wake_, lock, now + std::chrono::seconds{1});
     }
   }
+}
+
+void check_election_ttl(std::chrono::nanoseconds ttl) {
+  // The reference's messages, word for word.
+  if (ttl < min_election_ttl) throw std::invalid_argument("bucket TTL should be 10 seconds or more");
+  if (ttl > max_election_ttl) throw std::invalid_argument("bucket TTL should be less than or equal to 1 hour");
 }
 
 }  // namespace fleetcron::nats

@@ -1,6 +1,11 @@
 #include "nats/keys.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <stdexcept>
+
+#include "fleetcron/nats/elector.h"
 
 namespace fleetcron::nats::detail {
 
@@ -13,3 +18,15 @@ bool valid_key(std::string_view key) noexcept {
 }
 
 }  // namespace fleetcron::nats::detail
+
+namespace fleetcron::nats {
+
+void check_key(std::string_view key) {
+  if (!detail::valid_key(key)) {
+    throw std::invalid_argument(fmt::format("\"{}\" is not a valid NATS key (letters, digits, _ - / = . and \\; no "
+                                            "leading, trailing or doubled '.')",
+                                            key));
+  }
+}
+
+}  // namespace fleetcron::nats

@@ -4,14 +4,30 @@
 
 namespace fleetcron::nats::detail {
 
-Error error(natsStatus status, const std::string& what) {
+BackendError::Kind kind_of(natsStatus status) noexcept {
+  switch (status) {
+    case NATS_TIMEOUT: return BackendError::Kind::timeout;
+    case NATS_NO_SERVER:
+    case NATS_NOT_YET_CONNECTED:
+    case NATS_CONNECTION_DISCONNECTED: return BackendError::Kind::connect;
+    case NATS_IO_ERROR:
+    case NATS_STALE_CONNECTION: return BackendError::Kind::io;
+    case NATS_CONNECTION_AUTH_FAILED:
+    case NATS_NOT_PERMITTED: return BackendError::Kind::auth;
+    case NATS_CONNECTION_CLOSED: return BackendError::Kind::closed;
+    default: return BackendError::Kind::protocol;
+  }
+}
+
+void raise(natsStatus status, const std::string& what) {
   std::string text = natsStatus_GetText(status);
   if (status == NATS_ERR) {
     natsStatus last = NATS_OK;
     const char* detail = nats_GetLastError(&last);
     if (detail != nullptr && *detail != '\0') text = detail;
   }
-  return Error(static_cast<int>(status), fmt::format("{}: {} (status {})", what, text, static_cast<int>(status)));
+  throw_backend_error(kind_of(status), fmt::format("{}: {} (status {})", what, text, static_cast<int>(status)),
+                      static_cast<int>(status));
 }
 
 std::string last_error_text() {

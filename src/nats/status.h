@@ -1,21 +1,30 @@
-// Internal: nats.c statuses to exceptions with readable messages.
+// Internal: nats.c statuses to BackendErrors with readable messages.
 #pragma once
 
 #include <nats/nats.h>
 
 #include <string>
 
-#include "fleetcron/nats/connection.h"
+#include "fleetcron/backend_error.h"
 
 namespace fleetcron::nats::detail {
 
-/// An Error for `status` while doing `what`; adds nats.c's thread-local
-/// error text only when it belongs to this status (it is stale otherwise).
-Error error(natsStatus status, const std::string& what);
+/// The kind of failure a status is (timeout, connect, io, auth, closed,
+/// protocol for the rest).
+BackendError::Kind kind_of(natsStatus status) noexcept;
+
+/// Throws the BackendError for `status` while doing `what`, its code the
+/// status; adds nats.c's thread-local error text only when it belongs to
+/// this status (it is stale otherwise).
+[[noreturn]] void raise(natsStatus status, const std::string& what);
 
 inline void check(natsStatus status, const std::string& where, const std::string& what) {
-  if (status != NATS_OK) throw error(status, where + ": " + what);
+  if (status != NATS_OK) raise(status, where + ": " + what);
 }
+
+/// Nothing stored the request: no responders (a bucket whose stream was
+/// deleted, or lost with the server's store directory).
+inline bool missing(const BackendError& error) noexcept { return error.code() == NATS_NO_RESPONDERS; }
 
 /// A failed compare-and-swap ("wrong last sequence"), as opposed to a
 /// failure of the store. nats.c reports both as NATS_ERR; the text tells.

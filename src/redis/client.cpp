@@ -32,16 +32,6 @@ std::string_view to_string(Reply::Type type) noexcept {
   return "unknown";
 }
 
-std::string_view to_string(Error::Kind kind) noexcept {
-  switch (kind) {
-    case Error::Kind::connect: return "connect";
-    case Error::Kind::timeout: return "timeout";
-    case Error::Kind::io: return "io";
-    case Error::Kind::auth: return "auth";
-  }
-  return "unknown";
-}
-
 /// Borrows a connection for one call and gives it back (or drops it when
 /// broken); counts failures.
 class Client::Lease {
@@ -76,8 +66,8 @@ std::unique_ptr<Connection> Client::checkout() {
   while (idle_.empty() && open_ >= options_.pool_size) {
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
         open_ >= options_.pool_size) {
-      throw Error(Error::Kind::timeout, fmt::format("{}: all {} connections busy for {}", description_,
-                                                    options_.pool_size, format_duration(options_.command_timeout)));
+      throw TimeoutError(fmt::format("{}: all {} connections busy for {}", description_,
+                                     options_.pool_size, format_duration(options_.command_timeout)));
     }
   }
   if (!idle_.empty()) {
@@ -88,7 +78,7 @@ std::unique_ptr<Connection> Client::checkout() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_connect_at_) {
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_connect_at_ - now);
-    throw Error(Error::Kind::connect, fmt::format("{} (reconnecting in {})", last_connect_error_, format_duration(wait)));
+    throw ConnectError(fmt::format("{} (reconnecting in {})", last_connect_error_, format_duration(wait)));
   }
   ++open_;
   lock.unlock();
@@ -133,7 +123,7 @@ Reply Client::command(std::span<const std::string> args) {
     Lease connection(*this);
     commands_.fetch_add(1, std::memory_order_relaxed);
     return connection->command(args);
-  } catch (const Error&) {
+  } catch (const BackendError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
   }
@@ -150,7 +140,7 @@ std::vector<Reply> Client::pipeline(std::span<const std::vector<std::string>> co
     Lease connection(*this);
     commands_.fetch_add(commands.size(), std::memory_order_relaxed);
     return connection->pipeline(commands);
-  } catch (const Error&) {
+  } catch (const BackendError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
   }
@@ -158,7 +148,7 @@ std::vector<Reply> Client::pipeline(std::span<const std::vector<std::string>> co
 
 void Client::ping() {
   const Reply reply = command({"PING"});
-  if (reply.is_error()) throw Error(Error::Kind::auth, fmt::format("{}: PING refused: {}", description_, reply.text));
+  if (reply.is_error()) throw AuthError(fmt::format("{}: PING refused: {}", description_, reply.text));
 }
 
 std::string Client::script_sha(const Script& script) {

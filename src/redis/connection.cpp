@@ -119,12 +119,12 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
   redisContext* raw = options.unix_socket.empty()
                           ? redisConnectWithTimeout(options.host.c_str(), options.port, connect_tv)
                           : redisConnectUnixWithTimeout(options.unix_socket.c_str(), connect_tv);
-  if (raw == nullptr) throw Error(Error::Kind::connect, fmt::format("{}: cannot allocate a connection", description_));
+  if (raw == nullptr) throw ConnectError(fmt::format("{}: cannot allocate a connection", description_));
   context_.reset(raw);
   if (context_->err != 0) {
     const bool timed_out = is_timeout(*context_);
-    throw Error(Error::Kind::connect, fmt::format("{}: connect {}: {}", description_,
-                                                  timed_out ? "timed out" : "failed", context_->errstr));
+    throw ConnectError(fmt::format("{}: connect {}: {}", description_,
+                                   timed_out ? "timed out" : "failed", context_->errstr));
   }
   // AUTH and SELECT are bounded by the connect timeout, then every
   // command by the command timeout.
@@ -140,15 +140,15 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
     if (reply.is_error()) {
       // The server's text (e.g. "WRONGPASS invalid username-password pair")
       // never contains the password.
-      throw Error(Error::Kind::auth, fmt::format("{}: AUTH{} refused: {}", description_,
-                                                 options.username.empty() ? "" : " as user " + options.username,
-                                                 scrub(reply.text, options.password)));
+      throw AuthError(fmt::format("{}: AUTH{} refused: {}", description_,
+                                  options.username.empty() ? "" : " as user " + options.username,
+                                  scrub(reply.text, options.password)));
     }
   }
   if (options.database != 0) {
     const Reply reply = command(std::vector<std::string>{"SELECT", std::to_string(options.database)});
     if (reply.is_error()) {
-      throw Error(Error::Kind::auth, fmt::format("{}: SELECT {} refused: {}", description_, options.database, reply.text));
+      throw AuthError(fmt::format("{}: SELECT {} refused: {}", description_, options.database, reply.text));
     }
   }
   if (redisSetTimeout(context_.get(), to_timeval(options.command_timeout)) != REDIS_OK) fail("setting the timeout");
@@ -159,10 +159,10 @@ Connection::~Connection() = default;
 void Connection::fail(const std::string& what) {
   broken_ = true;
   if (is_timeout(*context_)) {
-    throw Error(Error::Kind::timeout, fmt::format("{}: {}: no reply within the command timeout", description_, what));
+    throw TimeoutError(fmt::format("{}: {}: no reply within the command timeout", description_, what));
   }
-  throw Error(Error::Kind::io, fmt::format("{}: {}: {}", description_, what,
-                                           context_->errstr[0] != '\0' ? context_->errstr : "connection broken"));
+  throw IoError(fmt::format("{}: {}: {}", description_, what,
+                            context_->errstr[0] != '\0' ? context_->errstr : "connection broken"));
 }
 
 void Connection::append(std::span<const std::string> args) {

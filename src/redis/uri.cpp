@@ -10,6 +10,7 @@
 
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
+#include "core/percent_decoding.h"
 #include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {
@@ -161,22 +162,13 @@ class UriParser {
   }
 
   std::string decode(std::size_t at, std::string_view text, std::string_view part) const {
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] != '%') {
-        out.push_back(text[i]);
-        continue;
-      }
-      if (i + 2 >= text.size()) fail(at + i, part, "incomplete percent escape (expected %XX)");
-      unsigned value = 0;
-      const char* first = text.data() + i + 1;
-      const auto [end, error] = std::from_chars(first, first + 2, value, 16);
-      if (error != std::errc{} || end != first + 2) fail(at + i, part, "invalid percent escape (expected %XX)");
-      out.push_back(static_cast<char>(value));
-      i += 2;
+    std::size_t bad_at = 0;
+    auto decoded = fleetcron::detail::percent_decode(text, bad_at);
+    if (!decoded) {
+      fail(at + bad_at, part,
+           bad_at + 2 >= text.size() ? "incomplete percent escape (expected %XX)" : "invalid percent escape (expected %XX)");
     }
-    return out;
+    return std::move(*decoded);
   }
 
   void parse_userinfo(std::size_t at, std::string_view userinfo) {

@@ -16,15 +16,21 @@ using namespace std::chrono_literals;
 // fires again after the other replicas' claims had expired.
 TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   Metrics metrics;
-  std::ostringstream out;
-  LogSink log(LogFormat::text, out);
   Settings memory;
   memory.claim_ttl = 10s;
-  EXPECT_EQ(make_coordination(memory, metrics, log).claimer->dedup_window(), 10s);
+  EXPECT_EQ(make_coordination(memory, metrics).claimer->dedup_window(), 10s);
   Settings redis;
   redis.coordinator = "redis://127.0.0.1:1/0";  // connects lazily: nothing is dialled here
   redis.claim_ttl = 10s;
-  EXPECT_EQ(make_coordination(redis, metrics, log).claimer->dedup_window(), 5s);  // ttl - 2 * ttl/4
+  EXPECT_EQ(make_coordination(redis, metrics).claimer->dedup_window(), 5s);  // ttl - 2 * ttl/4
+  // NATS is built the same way with no server: it fails closed until one answers.
+  Settings nats;
+  nats.coordinator = "nats://127.0.0.1:1";
+  nats.claim_ttl = 10s;
+  const auto coordination = make_coordination(nats, metrics);
+  EXPECT_EQ(coordination.claimer->dedup_window(), 5s);
+  EXPECT_EQ(coordination.claimer->claim("k@2036-01-01T00:00:00Z").status, ClaimResult::Status::error);
+  EXPECT_FALSE(coordination.reachable());
 }
 
 // The offline claimer `validate` checks with has the real one's rules.
@@ -76,7 +82,8 @@ TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
     (void)parse_nats_uri("nats://alice:pa?ss/wo,rd@127.0.0.1:4222?colour=red", settings);
     FAIL() << "an unknown option was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "coordinator URI: unknown option \"colour\" (known: bucket, leader_bucket, key)");
+    EXPECT_EQ(std::string(e.what()), "NATS URI \"nats://***@127.0.0.1:4222?colour=red\": option colour: unknown (known: "
+                                     "bucket, leader_bucket, key, connect_timeout, request_timeout)");
   }
 }
 

@@ -81,7 +81,7 @@ TEST(NatsBucket, CreateUpdateGetRemoveSemantics) {
   bucket->remove("k");
   EXPECT_FALSE(bucket->get("k"));
   EXPECT_TRUE(bucket->create("k", "c"));  // over the delete marker
-  EXPECT_THROW((void)bucket->create("bad key!", "x"), Error);
+  EXPECT_THROW((void)bucket->create("bad key!", "x"), BackendError);
 }
 
 TEST(NatsBucket, AnExistingBucketWithADifferentConfigurationIsAClearError) {
@@ -92,13 +92,13 @@ TEST(NatsBucket, AnExistingBucketWithADifferentConfigurationIsAClearError) {
   try {
     (void)connection->bucket(BucketConfig{.name = name, .ttl = 10min});
     FAIL() << "a different TTL was accepted";
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("bucket " + name + " exists with TTL 1m0s, history 1, replicas 1; wanted TTL 10m0s"),
               std::string::npos)
         << message;
   }
-  EXPECT_THROW((void)connection->bucket(std::string("NO_SUCH_BUCKET_") + name), Error);
+  EXPECT_THROW((void)connection->bucket(std::string("NO_SUCH_BUCKET_") + name), BackendError);
   EXPECT_EQ(invalid([&] { (void)connection->bucket(BucketConfig{.name = "x", .history = 0}); }),
             "nats::BucketConfig.history: 0 is out of range 1..64");
 }
@@ -128,29 +128,44 @@ TEST(NatsClaimer, AFullJetStreamStoreIsAClaimErrorNotAlreadyClaimed) {
 }
 
 TEST(NatsConnection, WrongCredentialsAndUnreachableServersAreErrors) {
+  // connect() does not wait for the network (as redis::Client): the first
+  // request connects, and its error says why it cannot.
   test::NatsServer server(test::NatsServer::Options{.user = "cron", .password = "right-pass"});
   ConnectionOptions options;
   options.servers = {server.url()};
   options.user = "cron";
   options.password = "wrong-pass";
   options.max_reconnects = 0;
-  try {
-    (void)Connection::connect(options);
-    FAIL() << "wrong password accepted";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    EXPECT_NE(message.find("(user cron): connect"), std::string::npos) << message;
-    EXPECT_NE(message.find("Authentication Violation"), std::string::npos) << message;
-    EXPECT_EQ(message.find("wrong-pass"), std::string::npos) << message;
+  auto refused = Connection::connect(options);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the attempt, then the wait before the next one
+    try {
+      (void)refused->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 60s})->get("k");
+      FAIL() << "wrong password accepted";
+    } catch (const BackendError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(e.kind(), BackendError::Kind::auth) << message;
+      EXPECT_NE(message.find("(user cron): connect"), std::string::npos) << message;
+      EXPECT_NE(message.find("Authentication Violation"), std::string::npos) << message;
+      EXPECT_EQ(message.find("wrong-pass"), std::string::npos) << message;
+    }
   }
+  EXPECT_FALSE(refused->connected());
   options.password = "right-pass";
-  EXPECT_NO_THROW((void)Connection::connect(options));
+  auto accepted = Connection::connect(options);
+  EXPECT_NO_THROW((void)accepted->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 60s})->get("k"));
+  EXPECT_TRUE(accepted->connected());
 
   ConnectionOptions nowhere;
   nowhere.servers = {"nats://127.0.0.1:1"};
   nowhere.max_reconnects = 0;
   const auto started = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)Connection::connect(nowhere), Error);
+  auto unreachable = Connection::connect(nowhere);
+  try {
+    (void)unreachable->bucket("ANY")->get("k");
+    FAIL() << "an unreachable server answered";
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.kind(), BackendError::Kind::connect) << e.what();
+  }
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
 }
 

@@ -30,7 +30,7 @@ class NatsFleet final : public ContractFleet {
     return std::make_shared<nats::Elector>(leases_, options);
   }
   std::chrono::nanoseconds claim_ttl() const override { return claim_ttl_; }
-  void end_lease() override { leases_->remove(nats::ElectorOptions{}.key); }
+  void end_lease() override { leases_->remove(nats::default_leader_key); }
   void lose_store() override { server_->stop(); }
   std::chrono::milliseconds handover_bound() const override { return 5000ms; }
 

@@ -92,8 +92,8 @@ TEST(RedisClient, WrongPasswordIsAnAuthErrorThatNeverShowsThePassword) {
   try {
     client->ping();
     FAIL() << "a wrong password was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::auth);
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.kind(), BackendError::Kind::auth);
     const std::string message = e.what();
     EXPECT_NE(message.find("AUTH refused"), std::string::npos) << message;
     EXPECT_NE(message.find(":***@"), std::string::npos) << message;
@@ -130,15 +130,15 @@ TEST(RedisClient, AclUserAndSelect) {
   try {
     wrong_user->ping();
     FAIL() << "wrong ACL password accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::auth);
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.kind(), BackendError::Kind::auth);
     EXPECT_NE(std::string(e.what()).find("as user cron"), std::string::npos) << e.what();
   }
   auto bad_db = connect("redis://127.0.0.1:" + std::to_string(server.port()) + "/99");
   try {
     bad_db->ping();
     FAIL() << "SELECT 99 accepted";
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("SELECT 99 refused"), std::string::npos) << e.what();
   }
 }
@@ -150,14 +150,14 @@ TEST(RedisClient, UnreachablePortFailsFastAndBacksOff) {
   try {
     client->ping();
     FAIL() << "connected to a closed port";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::connect);
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.kind(), BackendError::Kind::connect);
     EXPECT_NE(std::string(e.what()).find("connect failed"), std::string::npos) << e.what();
   }
   try {
     client->ping();  // within the backoff: fails at once, says when it retries
     FAIL() << "connected to a closed port";
-  } catch (const Error& e) {
+  } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("reconnecting in"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - started, 500ms);
@@ -173,8 +173,8 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
   try {
     (void)client->command({"GET", "k"});
     FAIL() << "no timeout";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::timeout) << e.what();
+  } catch (const BackendError& e) {
+    EXPECT_EQ(e.kind(), BackendError::Kind::timeout) << e.what();
     EXPECT_NE(std::string(e.what()).find("no reply within the command timeout"), std::string::npos) << e.what();
   }
   const auto waited = std::chrono::steady_clock::now() - started;
@@ -185,7 +185,7 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
   EXPECT_NO_THROW(client->ping());
   server.pause();
   const auto again = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)client->command({"GET", "k"}), Error);
+  EXPECT_THROW((void)client->command({"GET", "k"}), BackendError);
   EXPECT_LT(std::chrono::steady_clock::now() - again, 1000ms);
   server.resume();
 }
@@ -198,7 +198,7 @@ TEST(RedisClient, ReconnectsAfterAServerRestart) {
   Client client(options);
   client.ping();
   server.stop();
-  EXPECT_THROW(client.ping(), Error);
+  EXPECT_THROW(client.ping(), BackendError);
   server.start();
   // The first call after the restart may find its pooled connection dead
   // (that call fails, the connection is dropped); a later one reconnects.
@@ -207,7 +207,7 @@ TEST(RedisClient, ReconnectsAfterAServerRestart) {
     try {
       client.ping();
       recovered = true;
-    } catch (const Error&) {
+    } catch (const BackendError&) {
       std::this_thread::sleep_for(2ms);  // past the 1 ms backoff
     }
   }

@@ -1,69 +1,21 @@
 // fleetcron::nats — a NATS connection and JetStream key-value buckets over
 // nats.c (Debian's libnats 3.4): the store behind nats::Election,
-// nats::Elector and nats::Claimer.
+// nats::Elector and nats::Claimer. Failures throw fleetcron::BackendError
+// (its code() is nats.c's natsStatus).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/backend_error.h"
+#include "fleetcron/nats/connection_options.h"
+
 namespace fleetcron::nats {
-
-struct TlsOptions {
-  bool enabled = false;          // also implied by a tls:// server URL
-  std::string ca_file;           // trusted CAs (PEM); empty: the system's
-  std::string cert_file;         // client certificate chain (PEM), with key_file
-  std::string key_file;
-};
-
-struct ConnectionOptions {
-  /// One or more server URLs (nats://host:port, tls://host:port); at least one.
-  std::vector<std::string> servers{"nats://127.0.0.1:4222"};
-  std::string user, password;   // user/password authentication (password never printed)
-  std::string token;            // token authentication (never printed)
-  std::string credentials_file; // a .creds file (JWT + NKey seed)
-  std::string nkey_seed_file;   // an NKey seed file (public key derived from it)
-  TlsOptions tls;
-  std::string name = "fleetcron";  // the connection name the server shows
-  /// Bounds connecting, 1 ms .. 1 h.
-  std::chrono::milliseconds connect_timeout{2000};
-  /// Bounds every JetStream and KV request (jsOptions.Wait), 1 ms .. 1 h.
-  /// A KV call cannot be cancelled: this is how long one can block.
-  std::chrono::milliseconds request_timeout{2000};
-  /// Reconnect attempts per server after a disconnect; -1: forever.
-  int max_reconnects = -1;
-  std::chrono::milliseconds reconnect_wait{250};
-  /// Bytes of publishes buffered while reconnecting and replayed after:
-  /// small, so a write that timed out during an outage is rarely replayed
-  /// minutes later. nats.c cannot disable the buffer (0 means 8 MB).
-  int reconnect_buffer_bytes = 1;
-};
-
-/// "nats://host:port,…" plus the authentication method used, no secrets.
-[[nodiscard]] std::string describe(const ConnectionOptions& options);
-/// Throws std::invalid_argument naming the field and value.
-void validate(const ConnectionOptions& options);
-
-/// A NATS or JetStream failure: the nats.c status and its text.
-class Error : public std::runtime_error {
- public:
-  Error(int status, const std::string& message) : std::runtime_error(message), status_(status) {}
-  /// nats.c's natsStatus (e.g. 26 NATS_TIMEOUT, 5 NATS_CONNECTION_CLOSED).
-  [[nodiscard]] int status() const noexcept { return status_; }
-  [[nodiscard]] bool timed_out() const noexcept;
-  [[nodiscard]] bool not_found() const noexcept;
-  /// Nothing stored the request: no responders (a bucket whose stream was
-  /// deleted, or lost with the server's store directory).
-  [[nodiscard]] bool missing() const noexcept;
-
- private:
-  int status_;
-};
 
 enum class Storage { file, memory };
 
@@ -98,15 +50,16 @@ class Watcher;
 
 /// A JetStream key-value bucket. Thread-safe; every call is one or more
 /// requests bounded by request_timeout. Outcomes that are part of normal
-/// contention are results, not exceptions; failures throw Error.
+/// contention are results, not exceptions; failures throw BackendError.
 class Bucket {
  public:
   ~Bucket();
   Bucket(const Bucket&) = delete;
   Bucket& operator=(const Bucket&) = delete;
 
-  [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  /// The bucket's TTL as the server reports it (0: none); one request.
+  [[nodiscard]] const std::string& name() const noexcept;
+  /// The bucket's TTL (0: none): the configured one when bound by
+  /// configuration, else as the server reports it (one request).
   [[nodiscard]] std::chrono::nanoseconds ttl();
 
   /// Writes `key` only if it has no value (absent, expired, deleted):
@@ -131,25 +84,21 @@ class Bucket {
   [[nodiscard]] bool is_resignation(std::uint64_t revision);
   /// The server's timestamps of the write at `revision` and of the
   /// stream's creation: one request (stream info), two if another write
-  /// came after it. Error if the stream is gone or the revision expired.
+  /// came after it. BackendError if the stream is gone or the revision expired.
   [[nodiscard]] WriteTimes write_times(std::uint64_t revision);
   /// Creates the bucket's stream again with the configuration it was bound
-  /// with (Connection::bucket(config)); a no-op if it exists. Error if it
+  /// with (Connection::bucket(config)); a no-op if it exists. BackendError if it
   /// was bound by name only (no configuration to recreate it with).
   void recreate();
   /// Watches `key` (a NATS subject pattern of keys): see Watcher.
   [[nodiscard]] std::unique_ptr<Watcher> watch(std::string_view key);
 
-  /// nats.c's handle, for code that needs the rest of the API.
-  [[nodiscard]] void* native() const noexcept { return kv_; }
+  struct Impl;  // nats.c's handle, bound on first use
 
  private:
   friend class Connection;
-  Bucket(std::shared_ptr<Connection> connection, void* kv, std::string name);
-  std::shared_ptr<Connection> connection_;  // outlives the handle
-  void* kv_;                                // kvStore*
-  std::string name_;
-  std::optional<BucketConfig> config_;      // set when bound by configuration
+  explicit Bucket(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 /// Changes to watched keys, delivered to the caller's thread by next().
@@ -159,54 +108,64 @@ class Watcher {
   Watcher(const Watcher&) = delete;
   Watcher& operator=(const Watcher&) = delete;
   /// The next change (first the current values, then updates), or nullopt
-  /// after `timeout` or once stop() was called. Throws Error on failure.
+  /// after `timeout` or once stop() was called. Throws BackendError on failure.
   [[nodiscard]] std::optional<Entry> next(std::chrono::milliseconds timeout);
   /// Makes a blocked next() return nullopt; safe from any thread.
   void stop();
 
+  struct Impl;
+
  private:
   friend class Bucket;
-  Watcher(std::shared_ptr<Connection> connection, void* watcher);
-  std::shared_ptr<Connection> connection_;
-  void* watcher_;  // kvWatcher*
+  explicit Watcher(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 /// One connection to a NATS server (or cluster) with JetStream. Create it
-/// with connect(); buckets keep it alive. nats.c's process-wide threads
-/// are shut down (nats_CloseAndWait) when the last Connection is gone.
+/// with connect(); buckets keep it alive. It connects lazily, on first use
+/// (bounded by connect_timeout); until it has connected once, a failed
+/// attempt makes the calls fail at once with its BackendError until the
+/// next attempt, reconnect_wait later and doubling up to 10 s. Once
+/// connected, nats.c reconnects by itself (max_reconnects). nats.c's
+/// process-wide threads are shut down (nats_CloseAndWait) when the last
+/// Connection is gone.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  /// Validates the options, connects, creates the JetStream context.
-  /// Throws std::invalid_argument or Error.
+  /// Validates the options (std::invalid_argument) and reads the files
+  /// they name (BackendError if a credentials, key or TLS file does not
+  /// load); does not connect.
   [[nodiscard]] static std::shared_ptr<Connection> connect(ConnectionOptions options);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Binds to an existing bucket; Error if it does not exist.
+  /// The existing bucket `name`: BackendError if it does not exist. Bound
+  /// at once if the server answers, else on first use.
   [[nodiscard]] std::shared_ptr<Bucket> bucket(const std::string& name);
-  /// Binds to `config.name`, creating it with `config` if missing. An
-  /// existing bucket with a different TTL, history or replica count (or
-  /// storage) is an Error naming both configurations.
+  /// The bucket `config.name`, created with `config` if missing; bound at
+  /// once if the server answers, else on first use. An existing bucket
+  /// with a different TTL, history or replica count (or storage) is a
+  /// BackendError naming both configurations.
   [[nodiscard]] std::shared_ptr<Bucket> bucket(const BucketConfig& config);
   /// Deletes a bucket and its values (tests, tools).
   void delete_bucket(const std::string& name);
 
-  [[nodiscard]] const ConnectionOptions& options() const noexcept { return options_; }
-  [[nodiscard]] std::string describe() const { return description_; }
+  [[nodiscard]] const ConnectionOptions& options() const noexcept;
+  [[nodiscard]] std::string describe() const;
   /// Closes the connection: blocked calls return at once with an error.
   void close();
-  /// True while connected (false while reconnecting or closed).
+  /// True while connected (false while connecting, reconnecting or closed).
   [[nodiscard]] bool connected() const noexcept;
+  /// Connects if need be and checks the server answers (a round trip
+  /// bounded by request_timeout); throws BackendError otherwise.
+  void ping();
+
+  struct Impl;
 
  private:
-  struct Private;
   explicit Connection(ConnectionOptions options);
-  ConnectionOptions options_;
-  std::string description_;
-  std::shared_ptr<void> library_;  // holds nats.c open
-  void* nc_ = nullptr;             // natsConnection*
-  void* js_ = nullptr;             // jsCtx*
+  static void bind_now(Bucket::Impl& bucket);
+  std::unique_ptr<Impl> impl_;
   friend class Bucket;
   friend class Watcher;
 };

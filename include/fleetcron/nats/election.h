@@ -67,7 +67,7 @@ class Election {
   /// Reads the bucket's TTL (one request). Throws std::invalid_argument
   /// ("bucket TTL should be 10 seconds or more", "bucket TTL should be less
   /// than or equal to 1 hour", a blank name or key, a key NATS refuses) or
-  /// Error if the bucket cannot be read.
+  /// BackendError if the bucket cannot be read.
   Election(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options = {});
   /// Stops; must not run while start() is still running on another thread.
   ~Election();
@@ -118,7 +118,7 @@ class Election {
   /// The server time (µs) of the write at `revision`; the local clock if it
   /// cannot be read. Called without the mutex (a request).
   std::uint64_t term_of(std::uint64_t revision);
-  void recreate_bucket(const Error& missing);
+  void recreate_bucket(const BackendError& missing);
   void wait_watching(std::chrono::nanoseconds wait, bool leader);
   void drop_watcher();
   void deliver_pending_loss();
@@ -158,5 +158,11 @@ class Election {
   bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a resignation
   mutable std::recursive_mutex callback_mutex_;  // one callback at a time
 };
+
+/// The reference's range of election bucket TTLs (ElectionOptions::validate_ttl).
+inline constexpr std::chrono::nanoseconds min_election_ttl = std::chrono::seconds{10};
+inline constexpr std::chrono::nanoseconds max_election_ttl = std::chrono::hours{1};
+/// Throws std::invalid_argument unless min_election_ttl <= ttl <= max_election_ttl.
+void check_election_ttl(std::chrono::nanoseconds ttl);
 
 }  // namespace fleetcron::nats

@@ -17,6 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/backend_error.h"
+#include "fleetcron/uri_error.h"
+
 namespace fleetcron::redis {
 
 /// Where and how to connect. Build it by hand or with parse_uri().
@@ -43,13 +46,6 @@ struct ClientOptions {
   /// failure up to reconnect_backoff_max; calls during the wait fail at once.
   std::chrono::milliseconds reconnect_backoff_initial{50};
   std::chrono::milliseconds reconnect_backoff_max{2000};
-};
-
-/// A bad URI: names the part and its offset. The URI in the message has
-/// its password replaced by "***".
-class UriError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
 };
 
 /// Parses
@@ -83,24 +79,6 @@ struct Reply {
 };
 [[nodiscard]] std::string_view to_string(Reply::Type type) noexcept;
 
-/// The connection failed, timed out, or the server refused AUTH/SELECT.
-/// (Error *replies* to commands are Replies, not exceptions.)
-class Error : public std::runtime_error {
- public:
-  enum class Kind {
-    connect,   ///< could not connect (refused, unreachable, DNS, connect timeout), or backing off
-    timeout,   ///< no reply within command_timeout (or no free pooled connection)
-    io,        ///< the connection broke (server closed it, reset, protocol error)
-    auth,      ///< AUTH or SELECT was refused
-  };
-  Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
-  [[nodiscard]] Kind kind() const noexcept { return kind_; }
-
- private:
-  Kind kind_;
-};
-[[nodiscard]] std::string_view to_string(Error::Kind kind) noexcept;
-
 /// A Lua script, called by SHA1 (EVALSHA) once the server has it. The SHA
 /// is learnt from SCRIPT LOAD on first use; a NOSCRIPT answer (script
 /// cache flushed, server restarted) falls back to EVAL, which loads it again.
@@ -119,7 +97,7 @@ class Script {
 /// Counters since construction, for metrics.
 struct ClientStats {
   std::uint64_t commands = 0;          // commands sent (each command of a pipeline counts)
-  std::uint64_t failures = 0;          // calls that threw Error
+  std::uint64_t failures = 0;          // calls that threw BackendError
   std::uint64_t connects = 0;          // successful (re)connects
   std::uint64_t connect_failures = 0;  // failed connects
 };
@@ -138,7 +116,7 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  /// Sends one command, arguments binary-safe. Throws Error.
+  /// Sends one command, arguments binary-safe. Throws BackendError.
   Reply command(std::span<const std::string> args);
   Reply command(std::initializer_list<std::string_view> args);
 
@@ -146,7 +124,7 @@ class Client {
   /// Error if the connection fails (then some commands may have run).
   std::vector<Reply> pipeline(std::span<const std::vector<std::string>> commands);
 
-  /// EVALSHA with a fallback to EVAL on NOSCRIPT. Throws Error.
+  /// EVALSHA with a fallback to EVAL on NOSCRIPT. Throws BackendError.
   Reply eval(const Script& script, std::span<const std::string> keys, std::span<const std::string> args);
 
   /// One script call per element of `calls` (its KEYS then its ARGV; the
@@ -155,7 +133,7 @@ class Client {
   std::vector<Reply> eval_pipeline(const Script& script, std::span<const std::size_t> key_counts,
                                    std::span<const std::vector<std::string>> calls);
 
-  /// PING; throws Error if the server cannot be reached.
+  /// PING; throws BackendError if the server cannot be reached.
   void ping();
 
   [[nodiscard]] const ClientOptions& options() const noexcept { return options_; }

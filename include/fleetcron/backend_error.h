@@ -1,0 +1,70 @@
+// fleetcron — the one error type of the coordination backends (Redis,
+// NATS, and the backends to come), modelled on redis-plus-plus's errors.h.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace fleetcron {
+
+/// A backend could not do what was asked. Outcomes that are part of
+/// coordination (a fire claimed elsewhere, another replica leading) are
+/// results, never exceptions; Claimers and Electors turn these errors into
+/// failed results (fail closed). Catch BackendError for every kind, or the
+/// subclass of one kind.
+class BackendError : public std::runtime_error {
+ public:
+  enum class Kind {
+    connect,   ///< could not connect (refused, unreachable, DNS, connect timeout), or backing off after a failure
+    timeout,   ///< no answer within the request timeout (or no free pooled connection)
+    io,        ///< the connection broke (closed by the server, reset)
+    auth,      ///< authentication or authorization refused (Redis AUTH/SELECT, NATS credentials or permissions)
+    protocol,  ///< the server answered with an error the operation cannot use, or a malformed reply
+    closed,    ///< the connection was closed by its owner
+  };
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  /// The backend's own code: nats.c's natsStatus for NATS, 0 for Redis.
+  [[nodiscard]] int code() const noexcept { return code_; }
+
+ protected:
+  BackendError(Kind kind, const std::string& message, int code)
+      : std::runtime_error(message), kind_(kind), code_(code) {}
+
+ private:
+  Kind kind_;
+  int code_;
+};
+
+class ConnectError final : public BackendError {
+ public:
+  explicit ConnectError(const std::string& message, int code = 0) : BackendError(Kind::connect, message, code) {}
+};
+class TimeoutError final : public BackendError {
+ public:
+  explicit TimeoutError(const std::string& message, int code = 0) : BackendError(Kind::timeout, message, code) {}
+};
+class IoError final : public BackendError {
+ public:
+  explicit IoError(const std::string& message, int code = 0) : BackendError(Kind::io, message, code) {}
+};
+class AuthError final : public BackendError {
+ public:
+  explicit AuthError(const std::string& message, int code = 0) : BackendError(Kind::auth, message, code) {}
+};
+class ProtocolError final : public BackendError {
+ public:
+  explicit ProtocolError(const std::string& message, int code = 0) : BackendError(Kind::protocol, message, code) {}
+};
+class ClosedError final : public BackendError {
+ public:
+  explicit ClosedError(const std::string& message, int code = 0) : BackendError(Kind::closed, message, code) {}
+};
+
+/// "connect", "timeout", "io", "auth", "protocol", "closed".
+[[nodiscard]] std::string_view to_string(BackendError::Kind kind) noexcept;
+
+/// Throws the subclass for `kind`.
+[[noreturn]] void throw_backend_error(BackendError::Kind kind, const std::string& message, int code = 0);
+
+}  // namespace fleetcron

@@ -1,0 +1,33 @@
+// fleetcron::nats — coordinator URIs for NATS: servers, credentials and the
+// coordination's bucket and key names in one string.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/nats/connection_options.h"
+#include "fleetcron/uri_error.h"
+
+namespace fleetcron::nats {
+
+/// What a NATS URI says: how to connect, and the names it sets.
+struct UriOptions {
+  ConnectionOptions connection;
+  std::optional<std::string> claim_bucket;   ///< ?bucket=
+  std::optional<std::string> leader_bucket;  ///< ?leader_bucket=
+  std::optional<std::string> leader_key;     ///< ?key=
+};
+
+/// Parses
+///   nats://[user:password@|token@]host[:port][,host[:port]…][?option=value&…]
+/// (tls:// for TLS) onto `base`. User, password and token are
+/// percent-decoded (a password may hold any byte as %XX); everything up to
+/// the last '@' is the user information, so an unescaped '?', '/' or ','
+/// in a password stays in the password. Options: bucket, leader_bucket,
+/// key (the coordination's names), connect_timeout, request_timeout
+/// (durations such as 500ms). Throws UriError naming the part, the URI
+/// shown with its secrets as "***".
+[[nodiscard]] UriOptions parse_uri(std::string_view uri, ConnectionOptions base = {});
+
+}  // namespace fleetcron::nats

@@ -1,0 +1,15 @@
+// fleetcron — a coordinator URI that cannot be parsed (Redis, NATS).
+#pragma once
+
+#include <stdexcept>
+
+namespace fleetcron {
+
+/// A bad URI: the message names the part and its offset, with every
+/// password or token in the URI shown as "***".
+class UriError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace fleetcron

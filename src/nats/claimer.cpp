@@ -1,0 +1,219 @@
+// nats::Claimer: claims as key creations in a bucket whose TTL is the
+// claim TTL, fenced and checked against the server's clock.
+#include "fleetcron/nats/claimer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <mutex>
+
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+#include "nats/keys.h"
+#include "nats/status.h"
+
+namespace fleetcron::nats {
+
+namespace {
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+}  // namespace
+
+struct Claimer::Impl {
+  Impl(std::shared_ptr<Bucket> bucket, ClaimerOptions options);
+  ClaimResult claim(std::string_view fire_key);
+  ClaimResult claim_once(std::string_view fire_key, const std::string& key, bool may_recreate);
+  ClaimResult check_grant(std::string_view fire_key, std::uint64_t revision, Instant sent, Instant answered);
+  std::optional<ClockOffset> clock_offset();
+  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
+  std::string skew_message(std::chrono::microseconds offset) const;
+
+  std::shared_ptr<Bucket> bucket;
+  ClaimerOptions options;
+  std::chrono::nanoseconds ttl{0};
+  std::chrono::nanoseconds max_skew{0};
+  std::mutex mutex;  // guards offset_seen
+  std::optional<ClockOffset> offset_seen;
+  std::atomic<std::uint64_t> recreated{0};
+};
+
+std::string encode_key(std::string_view fire_key) {
+  std::string out;
+  out.reserve(fire_key.size() + 8);
+  for (const char c : fire_key) {
+    const auto byte = static_cast<unsigned char>(c);
+    // ASCII only, whatever the locale: every replica must encode alike.
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                       c == '_' || c == '/';
+    if (plain) {
+      out.push_back(c);
+    } else {
+      out += fmt::format("={:02X}", byte);
+    }
+  }
+  return out;
+}
+
+Claimer::Impl::Impl(std::shared_ptr<Bucket> bucket_in, ClaimerOptions options_in)
+    : bucket(std::move(bucket_in)), options(std::move(options_in)) {
+  if (!bucket) throw std::invalid_argument("nats::Claimer: bucket is null");
+  const std::string& prefix = options.claim_prefix;
+  if (!prefix.empty() && !detail::valid_key(prefix + "x")) {
+    throw std::invalid_argument(fmt::format("nats::Claimer: key prefix \"{}\" is not valid in a NATS key", prefix));
+  }
+  ttl = bucket->ttl();
+  if (ttl <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format("nats::Claimer: bucket {} has no TTL, so claims would never expire; "
+                                            "create it with the claim TTL",
+                                            bucket->name()));
+  }
+  max_skew = options.max_clock_skew.value_or(ttl / 4);
+  if (max_skew <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(
+        fmt::format("nats::ClaimerOptions.max_clock_skew: {} is not positive", format_duration(max_skew)));
+  }
+  if (max_skew >= ttl - max_skew) {  // 2·skew ≥ TTL, without overflow
+    throw std::invalid_argument(fmt::format(
+        "nats::ClaimerOptions.max_clock_skew: {} is not below the bucket TTL / 2 ({}): two replicas at opposite ends "
+        "of the guard could both claim a fire",
+        format_duration(max_skew), format_duration(ttl / 2)));
+  }
+  if (options.skew_refresh_interval < std::chrono::milliseconds{1} ||
+      options.skew_refresh_interval > std::chrono::hours{1}) {
+    throw std::invalid_argument(fmt::format("nats::ClaimerOptions.skew_refresh_interval: {} is out of range 1ms..1h",
+                                            format_duration(options.skew_refresh_interval)));
+  }
+  if (!options.clock) options.clock = system_clock();
+}
+
+void Claimer::check_entry_key(std::string_view claim_prefix, std::string_view key) {
+  // The longest fire key: the instant with nanoseconds (9 digits).
+  const std::string longest = fmt::format("{}{}", claim_prefix, encode_key(std::string(key) + "@2026-01-02T15:04:05.123456789Z"));
+  if (longest.size() > max_key_bytes) {
+    throw std::invalid_argument(fmt::format("key \"{}\": its fire keys encode to up to {} bytes for NATS, above the "
+                                            "{}-byte limit (each byte other than letters, digits, - _ / takes three)",
+                                            key, longest.size(), max_key_bytes));
+  }
+}
+
+ClaimResult Claimer::claim(std::string_view fire_key) { return impl_->claim(fire_key); }
+
+ClaimResult Claimer::Impl::claim(std::string_view fire_key) {
+  if (blank(fire_key)) return ClaimResult::failed("blank fire key");
+  const std::string key = options.claim_prefix + encode_key(fire_key);
+  if (key.size() > max_key_bytes) {
+    // The server drops a connection whose protocol line is too long (4 KB).
+    return ClaimResult::failed(fmt::format("fire key encodes to {} bytes, above the {}-byte limit for NATS keys",
+                                           key.size(), max_key_bytes));
+  }
+  if (const auto offset = clock_offset(); offset && std::chrono::abs(offset->offset) > max_skew) {
+    return ClaimResult::skewed(skew_message(offset->offset));  // nothing written
+  }
+  return claim_once(fire_key, key, true);
+}
+
+ClaimResult Claimer::Impl::claim_once(std::string_view fire_key, const std::string& key, bool may_recreate) {
+  const Instant sent = options.clock->now();
+  std::optional<std::uint64_t> revision;
+  try {
+    revision = bucket->create(key, "1");
+  } catch (const BackendError& e) {
+    if (!detail::missing(e) || !may_recreate) return ClaimResult::failed(e.what());
+    // The bucket's stream is gone (deleted, or lost with the server's
+    // store): create it again, then claim under the reset rule.
+    try {
+      bucket->recreate();
+    } catch (const std::exception& again) {
+      return ClaimResult::failed(fmt::format("{}; recreating the bucket failed: {}", e.what(), again.what()));
+    }
+    recreated.fetch_add(1);
+    return claim_once(fire_key, key, false);
+  } catch (const std::exception& e) {
+    return ClaimResult::failed(e.what());
+  }
+  if (!revision) return ClaimResult::taken();
+  return check_grant(fire_key, *revision, sent, options.clock->now());
+}
+
+ClaimResult Claimer::Impl::check_grant(std::string_view fire_key, std::uint64_t revision, Instant sent, Instant answered) {
+  const auto steady = options.clock->steady_now();
+  WriteTimes times;
+  try {
+    times = bucket->write_times(revision);
+  } catch (const std::exception& e) {
+    // Claimed, but it cannot be placed in the server's time: not run.
+    return ClaimResult::failed(fmt::format("claimed at revision {}, but the write's server time could not be read, so "
+                                           "it is not run: {}",
+                                           revision, e.what()));
+  }
+  const Instant local_mid = sent + (answered - sent) / 2;
+  const auto offset = std::chrono::duration_cast<std::chrono::microseconds>(times.written - local_mid);
+  remember_offset(offset, steady);
+  if (std::chrono::abs(offset) > max_skew) {
+    return ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revision));
+  }
+  const auto at = fire_key_instant(fire_key);
+  if (at && *at < times.stream_created + max_skew) {
+    return ClaimResult::reset(fmt::format(
+        "scheduled before bucket {}'s creation {} + max_clock_skew {}: the bucket was created after a claim on this "
+        "fire could have been made (a lost volume or a deleted bucket?); not claimed again",
+        bucket->name(), format_rfc3339(Instant{std::chrono::duration_cast<Instant::duration>(times.stream_created.time_since_epoch())}),
+        format_duration(max_skew)));
+  }
+  const auto fence = std::chrono::duration_cast<std::chrono::microseconds>(times.written.time_since_epoch()).count();
+  return ClaimResult::claimed(static_cast<std::uint64_t>(std::max<std::int64_t>(fence, 1)));
+}
+
+std::optional<ClockOffset> Claimer::Impl::clock_offset() {
+  {
+    std::lock_guard guard(mutex);
+    if (offset_seen && options.clock->steady_now() - offset_seen->measured_at < options.skew_refresh_interval) return offset_seen;
+  }
+  try {
+    const Instant sent = options.clock->now();
+    const auto steady = options.clock->steady_now();
+    const std::uint64_t revision = bucket->put(Claimer::probe_key(options.claim_prefix), "clock");
+    const Instant answered = options.clock->now();
+    const WriteTimes times = bucket->write_times(revision);
+    remember_offset(std::chrono::duration_cast<std::chrono::microseconds>(times.written - (sent + (answered - sent) / 2)),
+                    steady);
+  } catch (...) {
+    // unreachable or missing: answer with the last measurement, if any
+  }
+  std::lock_guard guard(mutex);
+  return offset_seen;
+}
+
+void Claimer::Impl::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
+  std::lock_guard guard(mutex);
+  if (!offset_seen || offset_seen->measured_at <= at) offset_seen = ClockOffset{offset, at};
+}
+
+std::string Claimer::Impl::skew_message(std::chrono::microseconds offset) const {
+  return fmt::format("local clock is {} {} the NATS server's, beyond max_clock_skew {}",
+                     format_duration(offset < offset.zero() ? -offset : offset),
+                     offset > offset.zero() ? "behind" : "ahead of", format_duration(max_skew));
+}
+
+Claimer::Claimer(std::shared_ptr<Bucket> bucket, ClaimerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(bucket), std::move(options))) {}
+Claimer::~Claimer() = default;
+std::chrono::nanoseconds Claimer::claim_ttl() const noexcept { return impl_->ttl; }
+std::chrono::nanoseconds Claimer::dedup_window() const { return dedup_window_for(impl_->ttl, impl_->max_skew); }
+std::chrono::nanoseconds Claimer::max_clock_skew() const noexcept { return impl_->max_skew; }
+std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }
+std::uint64_t Claimer::buckets_recreated() const noexcept { return impl_->recreated.load(); }
+void Claimer::check_entry_key(std::string_view key) const { check_entry_key(impl_->options.claim_prefix, key); }
+std::string Claimer::probe_key() const { return probe_key(impl_->options.claim_prefix); }
+std::string Claimer::probe_key(std::string_view claim_prefix) { return std::string(claim_prefix) + "_clock"; }
+
+std::chrono::nanoseconds dedup_window_for(std::chrono::nanoseconds claim_ttl, std::chrono::nanoseconds max_clock_skew) {
+  return claim_ttl - 2 * max_clock_skew;
+}
+
+}  // namespace fleetcron::nats
