@@ -10,20 +10,11 @@
 #include <new>
 #include <string>
 
+#include "allocation_counter.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/rfc3339.h"
 
-namespace {
-std::atomic<std::size_t> allocations{0};
-}
-
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using bench::allocations;
 
 namespace {
 

@@ -20,21 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "fleetcron/fleetcron.h"
 
-namespace {
-std::atomic<std::size_t> allocations{0};
-}  // namespace
-
-// Counts every allocation of the process (the bench's own are outside the
-// measured window).
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+using bench::allocations;
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <vector>
 
 #include "fleetcron/time.h"
@@ -40,6 +41,11 @@ class Clock {
 
 /// The process's real clocks (std::chrono::system_clock and steady_clock).
 [[nodiscard]] std::shared_ptr<Clock> system_clock();
+
+/// Sleeps `duration` on `clock`'s steady timeline, ending early when `stop`
+/// is requested: false then, true if the whole duration passed. For jobs
+/// that wait, and for the scheduler's jitter and retry delays.
+bool sleep_for(Clock& clock, std::chrono::nanoseconds duration, std::stop_token stop);
 
 /// A clock that moves only when told to. advance() moves wall and steady
 /// time together and wakes every waiter whose deadline has passed;

@@ -134,4 +134,20 @@ void VirtualClock::wake(bool everyone) {
   woken_.notify_all();
 }
 
+bool sleep_for(Clock& clock, std::chrono::nanoseconds duration, std::stop_token stop) {
+  if (duration <= std::chrono::nanoseconds::zero()) return !stop.stop_requested();
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool stopped = false;
+  std::stop_callback on_stop(stop, [&] {
+    std::lock_guard guard(mutex);
+    stopped = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mutex);
+  const auto deadline = clock.steady_now() + duration;
+  while (!stopped && clock.steady_now() < deadline) clock.wait_until(cv, lock, deadline);
+  return !stopped;
+}
+
 }  // namespace fleetcron

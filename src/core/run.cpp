@@ -355,19 +355,7 @@ void Scheduler::Impl::request_stop_where(const std::function<bool(const Run&)>& 
 // ---- waiting and randomness -----------------------------------------------------
 
 bool Scheduler::Impl::sleep_for(std::chrono::nanoseconds duration, std::stop_token stop) {
-  if (duration <= std::chrono::nanoseconds::zero()) return !stop.stop_requested();
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool stopped = false;
-  std::stop_callback on_stop(stop, [&] {
-    std::lock_guard guard(mutex);
-    stopped = true;
-    cv.notify_all();
-  });
-  std::unique_lock lock(mutex);
-  const auto deadline = clock_->steady_now() + duration;
-  while (!stopped && clock_->steady_now() < deadline) clock_->wait_until(cv, lock, deadline);
-  return !stopped;
+  return fleetcron::sleep_for(*clock_, duration, std::move(stop));
 }
 
 std::chrono::nanoseconds Scheduler::Impl::random_below(std::chrono::nanoseconds bound) {

@@ -62,12 +62,12 @@ ClientStats Client::stats() const noexcept {
 
 std::unique_ptr<Connection> Client::checkout() {
   std::unique_lock lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + options_.command_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
   while (idle_.empty() && open_ >= options_.pool_size) {
     if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
         open_ >= options_.pool_size) {
       throw TimeoutError(fmt::format("{}: all {} connections busy for {}", description_,
-                                     options_.pool_size, format_duration(options_.command_timeout)));
+                                     options_.pool_size, format_duration(options_.request_timeout)));
     }
   }
   if (!idle_.empty()) {

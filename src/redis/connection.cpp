@@ -134,14 +134,14 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
   if (options.unix_socket.empty()) redisEnableKeepAlive(context_.get());
   if (!options.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
-    if (!options.username.empty()) auth.push_back(options.username);
+    if (!options.user.empty()) auth.push_back(options.user);
     auth.push_back(options.password);
     const Reply reply = command(auth);
     if (reply.is_error()) {
       // The server's text (e.g. "WRONGPASS invalid username-password pair")
       // never contains the password.
       throw AuthError(fmt::format("{}: AUTH{} refused: {}", description_,
-                                  options.username.empty() ? "" : " as user " + options.username,
+                                  options.user.empty() ? "" : " as user " + options.user,
                                   scrub(reply.text, options.password)));
     }
   }
@@ -151,7 +151,7 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
       throw AuthError(fmt::format("{}: SELECT {} refused: {}", description_, options.database, reply.text));
     }
   }
-  if (redisSetTimeout(context_.get(), to_timeval(options.command_timeout)) != REDIS_OK) fail("setting the timeout");
+  if (redisSetTimeout(context_.get(), to_timeval(options.request_timeout)) != REDIS_OK) fail("setting the timeout");
 }
 
 Connection::~Connection() = default;
@@ -159,7 +159,7 @@ Connection::~Connection() = default;
 void Connection::fail(const std::string& what) {
   broken_ = true;
   if (is_timeout(*context_)) {
-    throw TimeoutError(fmt::format("{}: {}: no reply within the command timeout", description_, what));
+    throw TimeoutError(fmt::format("{}: {}: no reply within the request timeout", description_, what));
   }
   throw IoError(fmt::format("{}: {}: {}", description_, what,
                             context_->errstr[0] != '\0' ? context_->errstr : "connection broken"));

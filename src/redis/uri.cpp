@@ -177,12 +177,12 @@ class UriParser {
       // A lone word is a password in redis-cli's URI convention
       // (redis://secret@host); an ACL user needs user:password.
       if (userinfo.empty()) fail(at, "user", "empty user information before '@'");
-      options_.username.clear();
+      options_.user.clear();
       options_.password = decode(at, userinfo, "password");
       return;
     }
     if (colon + 1 == userinfo.size()) fail(at + colon + 1, "password", "empty password (leave out the ':')");
-    options_.username = decode(at, userinfo.substr(0, colon), "user");
+    options_.user = decode(at, userinfo.substr(0, colon), "user");
     options_.password = decode(at + colon + 1, userinfo.substr(colon + 1), "password");
   }
 
@@ -262,11 +262,12 @@ class UriParser {
         fail(pair_at, "query", fmt::format("option {} given twice", piece(pair_at, name)));
       }
       seen.push_back(name);
-      static constexpr std::string_view known[] = {"db", "connect_timeout", "command_timeout", "pool_size", "password",
-                                                   "user"};
+      // command_timeout: the name this option had before it took NATS's.
+      static constexpr std::string_view known[] = {"db",        "connect_timeout", "request_timeout", "command_timeout",
+                                                   "pool_size", "password",        "user"};
       if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
         fail(pair_at, "query",
-             fmt::format("unknown option {} (known: db, connect_timeout, command_timeout, pool_size, password, user)",
+             fmt::format("unknown option {} (known: db, connect_timeout, request_timeout, pool_size, password, user)",
                          piece(pair_at, name)));
       }
       const std::string value = decode(value_at, raw, name);
@@ -274,15 +275,15 @@ class UriParser {
         options_.database = static_cast<int>(number(value_at, value, name, 0, std::numeric_limits<int>::max()));
       } else if (name == "connect_timeout") {
         options_.connect_timeout = duration(value_at, value, name);
-      } else if (name == "command_timeout") {
-        options_.command_timeout = duration(value_at, value, name);
+      } else if (name == "request_timeout" || name == "command_timeout") {
+        options_.request_timeout = duration(value_at, value, name);
       } else if (name == "pool_size") {
         options_.pool_size = static_cast<std::size_t>(number(value_at, value, name, 1, max_pool_size));
       } else if (name == "password") {
         if (value.empty()) fail(value_at, name, "empty password");
         options_.password = value;
       } else {  // user
-        options_.username = value;
+        options_.user = value;
       }
       start = end + 1;
     }
@@ -313,7 +314,7 @@ void validate(const ClientOptions& options) {
     throw std::invalid_argument(fmt::format("redis::ClientOptions.database: {} is negative", options.database));
   }
   check_duration("connect_timeout", options.connect_timeout);
-  check_duration("command_timeout", options.command_timeout);
+  check_duration("request_timeout", options.request_timeout);
   check_duration("reconnect_backoff_initial", options.reconnect_backoff_initial);
   check_duration("reconnect_backoff_max", options.reconnect_backoff_max);
   if (options.reconnect_backoff_max < options.reconnect_backoff_initial) {
@@ -330,8 +331,8 @@ void validate(const ClientOptions& options) {
 
 std::string describe(const ClientOptions& options) {
   std::string userinfo;
-  if (!options.username.empty() || !options.password.empty()) {
-    userinfo = options.username + (options.password.empty() ? "" : ":***") + "@";
+  if (!options.user.empty() || !options.password.empty()) {
+    userinfo = options.user + (options.password.empty() ? "" : ":***") + "@";
   }
   if (!options.unix_socket.empty()) {
     std::string out = userinfo.empty() ? "unix:" + options.unix_socket : "unix://" + userinfo + options.unix_socket;

@@ -21,7 +21,7 @@ using test::RedisServer;
 
 std::shared_ptr<Client> connect(const std::string& uri, std::chrono::milliseconds timeout = 1000ms) {
   ClientOptions base;
-  base.command_timeout = timeout;
+  base.request_timeout = timeout;
   base.connect_timeout = timeout;
   return std::make_shared<Client>(parse_uri(uri, base));
 }
@@ -175,7 +175,7 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
     FAIL() << "no timeout";
   } catch (const BackendError& e) {
     EXPECT_EQ(e.kind(), BackendError::Kind::timeout) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no reply within the command timeout"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no reply within the request timeout"), std::string::npos) << e.what();
   }
   const auto waited = std::chrono::steady_clock::now() - started;
   EXPECT_GE(waited, 250ms);

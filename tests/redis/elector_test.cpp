@@ -17,7 +17,7 @@ using test::eventually;
 
 std::shared_ptr<Client> client_for(const std::string& uri, std::chrono::milliseconds timeout = 1000ms) {
   ClientOptions base;
-  base.command_timeout = timeout;
+  base.request_timeout = timeout;
   base.connect_timeout = timeout;
   return std::make_shared<Client>(parse_uri(uri, base));
 }

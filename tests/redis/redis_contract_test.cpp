@@ -32,7 +32,7 @@ class RedisFleet final : public ContractFleet {
  private:
   std::shared_ptr<redis::Client> client() const {
     redis::ClientOptions base;
-    base.command_timeout = 1000ms;
+    base.request_timeout = 1000ms;
     base.connect_timeout = 1000ms;
     return std::make_shared<redis::Client>(redis::parse_uri(uri_, base));
   }

@@ -135,7 +135,7 @@ TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
 TEST(RedisScheduler, RedisStoppedMidRunSkipsEveryFireWithClaimErrorThenRecovers) {
   test::RedisServer server;
   ClientOptions client_options = parse_uri(server.uri());
-  client_options.command_timeout = 500ms;
+  client_options.request_timeout = 500ms;
   client_options.connect_timeout = 500ms;
   client_options.reconnect_backoff_initial = 1ms;
   client_options.reconnect_backoff_max = 1ms;

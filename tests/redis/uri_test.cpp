@@ -16,17 +16,17 @@ TEST(RedisUri, HostPortDatabaseAndUserinfo) {
   EXPECT_TRUE(plain.password.empty());
 
   const auto full = parse_uri("redis://alice:s%40cret@10.0.0.5:6380/3");
-  EXPECT_EQ(full.username, "alice");
+  EXPECT_EQ(full.user, "alice");
   EXPECT_EQ(full.password, "s@cret");
   EXPECT_EQ(full.host, "10.0.0.5");
   EXPECT_EQ(full.port, 6380);
   EXPECT_EQ(full.database, 3);
 
   const auto password_only = parse_uri("redis://:hunter2@h");
-  EXPECT_EQ(password_only.username, "");
+  EXPECT_EQ(password_only.user, "");
   EXPECT_EQ(password_only.password, "hunter2");
   const auto lone_word = parse_uri("redis://hunter2@h");  // redis-cli: a lone word is the password
-  EXPECT_EQ(lone_word.username, "");
+  EXPECT_EQ(lone_word.user, "");
   EXPECT_EQ(lone_word.password, "hunter2");
 
   const auto at_in_path = parse_uri("unix:///run/redis@main.sock");  // '@' after the first '/' is in the path
@@ -43,20 +43,20 @@ TEST(RedisUri, UnixSocketsAndQueryOptions) {
   const auto socket = parse_uri("unix:/run/redis.sock?db=2&command_timeout=250ms");
   EXPECT_EQ(socket.unix_socket, "/run/redis.sock");
   EXPECT_EQ(socket.database, 2);
-  EXPECT_EQ(socket.command_timeout, 250ms);
+  EXPECT_EQ(socket.request_timeout, 250ms);
   EXPECT_EQ(describe(socket), "unix:/run/redis.sock?db=2");
 
   const auto with_user = parse_uri("unix://bob:pw@/tmp/r.sock?pool_size=8&connect_timeout=2s");
   EXPECT_EQ(with_user.unix_socket, "/tmp/r.sock");
-  EXPECT_EQ(with_user.username, "bob");
+  EXPECT_EQ(with_user.user, "bob");
   EXPECT_EQ(with_user.password, "pw");
   EXPECT_EQ(with_user.pool_size, 8u);
   EXPECT_EQ(with_user.connect_timeout, 2s);
   EXPECT_EQ(describe(with_user), "unix://bob:***@/tmp/r.sock");
 
   ClientOptions base;
-  base.command_timeout = 3s;
-  EXPECT_EQ(parse_uri("redis://h", base).command_timeout, 3s);  // the base fills what the URI leaves out
+  base.request_timeout = 3s;
+  EXPECT_EQ(parse_uri("redis://h", base).request_timeout, 3s);  // the base fills what the URI leaves out
 }
 
 TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
@@ -79,7 +79,8 @@ TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
       {"redis://u:@h", "password at offset 10: empty password"},
       {"redis://h?pool_size=0", "pool_size at offset 20: 0 is out of range 1..1024"},
       {"redis://h?command_timeout=soon", "command_timeout at offset 26: "},
-      {"redis://h?command_timeout=0s", "redis::ClientOptions.command_timeout: 0s is out of range 1ms..1h"},
+      {"redis://h?command_timeout=0s", "redis::ClientOptions.request_timeout: 0s is out of range 1ms..1h"},
+      {"redis://h?request_timeout=0s", "redis::ClientOptions.request_timeout: 0s is out of range 1ms..1h"},
       {"redis://h?colour=red", "query at offset 10: unknown option \"colour\""},
       {"redis://h?db=1&db=2", "query at offset 15: option \"db\" given twice"},
       {"redis://h?db", "query at offset 10: option \"db\" has no '=value'"},
@@ -135,7 +136,7 @@ TEST(RedisClientOptions, ValidateNamesTheField) {
   EXPECT_THROW(Client{options}, std::invalid_argument);
   options = {};
   options.password = "p";
-  options.username = "u";
+  options.user = "u";
   EXPECT_EQ(describe(options), "redis://u:***@127.0.0.1:6379/0");
 }
 

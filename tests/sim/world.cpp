@@ -383,17 +383,7 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
 // A job that takes `duration` on its replica's clock, ending early on stop
 // (removal, shutdown, leadership loss with the cancel policy).
 void World::run_for(Clock& clock, nanoseconds duration, std::stop_token stop) {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool stopped = false;
-  std::stop_callback on_stop(stop, [&] {
-    std::lock_guard guard(mutex);
-    stopped = true;
-    cv.notify_all();
-  });
-  std::unique_lock lock(mutex);
-  const auto deadline = clock.steady_now() + duration;
-  while (!stopped && clock.steady_now() < deadline) clock.wait_until(cv, lock, deadline);
+  (void)sleep_for(clock, duration, std::move(stop));
 }
 
 void World::record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context) {

@@ -29,7 +29,7 @@ struct ClientOptions {
   /// Non-empty: connect to this Unix socket instead of host:port.
   std::string unix_socket;
   /// ACL user for `AUTH user password`; empty: `AUTH password` (or none).
-  std::string username;
+  std::string user;
   /// Empty: no AUTH. Never printed.
   std::string password;
   /// SELECTed after every (re)connect, 0 .. 2^31-1.
@@ -38,9 +38,9 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{1000};
   /// Bounds every read and write of a command, 1 ms .. 1 h; applied again
   /// after every reconnect (hiredis forgets it).
-  std::chrono::milliseconds command_timeout{1000};
+  std::chrono::milliseconds request_timeout{1000};
   /// Connections kept open at most, 1 .. 1024. A caller waits for a free one
-  /// for at most command_timeout.
+  /// for at most request_timeout.
   std::size_t pool_size = 4;
   /// After a failed connect, further connects wait this long, doubling per
   /// failure up to reconnect_backoff_max; calls during the wait fail at once.
@@ -53,7 +53,8 @@ struct ClientOptions {
 ///   unix:PATH[?option=value&...]      unix://[user[:password]@]PATH[?...]
 /// onto `base` (defaults for what the URI leaves out). host may be a name,
 /// an IPv4 address or [IPv6]; user and password are percent-decoded.
-/// Options: db (unix), connect_timeout, command_timeout (durations such as
+/// Options: db (unix), connect_timeout, request_timeout (command_timeout is
+/// accepted for it too; durations such as
 /// 500ms), pool_size, password and user (unix). rediss:// is refused:
 /// hiredis 0.14 has no TLS. Throws UriError.
 [[nodiscard]] ClientOptions parse_uri(std::string_view uri, ClientOptions base = {});
