@@ -8,9 +8,13 @@
 
 namespace fleetcron {
 
+class TimeZone;
+
 namespace detail {
 class ZoneRules;
-}
+/// Internal: the loaded rules of a zone (for fleetcron's own sources).
+[[nodiscard]] const ZoneRules& rules_of(const TimeZone& zone) noexcept;
+}  // namespace detail
 
 /// A handle to an IANA time zone (from the system tzdata in
 /// /usr/share/zoneinfo). Cheap to copy; the zone's rules are loaded once per
@@ -39,10 +43,8 @@ class TimeZone {
 
   friend bool operator==(const TimeZone& a, const TimeZone& b) noexcept { return a.rules_ == b.rules_; }
 
-  /// Internal: the loaded rules (for fleetcron's own sources).
-  [[nodiscard]] const detail::ZoneRules& rules() const noexcept { return *rules_; }
-
  private:
+  friend const detail::ZoneRules& detail::rules_of(const TimeZone& zone) noexcept;
   explicit TimeZone(const detail::ZoneRules* rules) noexcept : rules_(rules) {}
   const detail::ZoneRules* rules_;
 };

@@ -51,7 +51,7 @@ std::optional<Instant> CronSchedule::next(Instant after) const noexcept {
 //    if any of them matches.
 // A periodic spec (every hour) keeps both windows whole and never shifts.
 std::optional<std::int64_t> CronSchedule::next_in_zone(std::int64_t from_s) const noexcept {
-  const ZoneRules& rules = zone_.rules();
+  const ZoneRules& rules = rules_of(zone_);
   const bool policy_applies = !is_periodic();
   // Start in the period holding the second *before* from_s: when from_s is
   // exactly a transition, the gap check of the period that ends there must

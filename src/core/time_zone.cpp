@@ -33,3 +33,9 @@ std::chrono::seconds TimeZone::offset_at(Instant at) const noexcept {
 }
 
 }  // namespace fleetcron
+
+namespace fleetcron::detail {
+
+const ZoneRules& rules_of(const TimeZone& zone) noexcept { return *zone.rules_; }
+
+}  // namespace fleetcron::detail
