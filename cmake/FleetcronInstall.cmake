@@ -1,17 +1,35 @@
-# Install rules: headers, the library, the exported CMake package
-# (find_package(fleetcron) -> fleetcron::core) and a pkg-config file.
+# Install rules: headers, the libraries, the exported CMake package
+# (find_package(fleetcron [COMPONENTS redis nats]) -> fleetcron::core and
+# the components' targets, each component in an export set of its own, so
+# a core-only consumer needs neither hiredis nor libnats) and pkg-config
+# files. The build tree exports the same package (fleetcron_DIR=<build>).
 include(CMakePackageConfigHelpers)
 
 set(FLEETCRON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fleetcron)
 
-install(TARGETS fleetcron_core fleetcron_redis fleetcron_nats EXPORT fleetcronTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY include/fleetcron DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY include/fleetcron DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN redis EXCLUDE PATTERN nats EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/include/fleetcron/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fleetcron)
-install(EXPORT fleetcronTargets NAMESPACE fleetcron:: DESTINATION ${FLEETCRON_CMAKE_DIR})
+set(FLEETCRON_COMPONENTS "")
+foreach(part core redis nats)
+  if(NOT TARGET fleetcron_${part})
+    continue()
+  endif()
+  if(part STREQUAL "core")
+    set(export fleetcronTargets)
+  else()
+    set(export fleetcron_${part}Targets)
+    list(APPEND FLEETCRON_COMPONENTS ${part})
+    install(DIRECTORY include/fleetcron/${part} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fleetcron)
+  endif()
+  install(TARGETS fleetcron_${part} EXPORT ${export}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT ${export} NAMESPACE fleetcron:: DESTINATION ${FLEETCRON_CMAKE_DIR})
+  export(EXPORT ${export} NAMESPACE fleetcron:: FILE ${PROJECT_BINARY_DIR}/${export}.cmake)
+endforeach()
 
 configure_package_config_file(cmake/fleetcronConfig.cmake.in
   ${PROJECT_BINARY_DIR}/fleetcronConfig.cmake
@@ -39,8 +57,8 @@ file(RELATIVE_PATH FLEETCRON_PC_PREFIX_FROM_PCDIR
      /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" FLEETCRON_PC_PREFIX_FROM_PCDIR "${FLEETCRON_PC_PREFIX_FROM_PCDIR}")
 configure_file(cmake/fleetcron.pc.in ${PROJECT_BINARY_DIR}/fleetcron.pc @ONLY)
-configure_file(cmake/fleetcron-redis.pc.in ${PROJECT_BINARY_DIR}/fleetcron-redis.pc @ONLY)
-configure_file(cmake/fleetcron-nats.pc.in ${PROJECT_BINARY_DIR}/fleetcron-nats.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/fleetcron.pc ${PROJECT_BINARY_DIR}/fleetcron-redis.pc
-              ${PROJECT_BINARY_DIR}/fleetcron-nats.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/fleetcron.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(component IN LISTS FLEETCRON_COMPONENTS)
+  configure_file(cmake/fleetcron-${component}.pc.in ${PROJECT_BINARY_DIR}/fleetcron-${component}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/fleetcron-${component}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()

@@ -44,6 +44,11 @@ step "g++ -O3 (Release) build of the library and program, -Werror (g++ 12 warns 
 cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
   -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-release -j"$jobs"
+step "core-only build: the library without the backends or the program (FLEETCRON_REDIS/NATS/DAEMON=OFF)"
+cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON \
+  -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \
+  -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
+cmake --build build/gcc-core -j"$jobs"
 
 step "valgrind: NATS connections, buckets, claims and an election shut nats.c down without a leak"
 valgrind -q --leak-check=full --show-leak-kinds=definite,possible --errors-for-leak-kinds=definite,possible \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, then builds the consumer with
-# find_package(fleetcron) and again with pkg-config, and runs both.
+# find_package(fleetcron) (core alone, then each component) and again with
+# pkg-config, and runs both; then builds it against the build tree.
 # Usage: run_install_test.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 build=$1 source=$2 scratch=$3
@@ -39,4 +40,11 @@ c++ "$source/tests/install/consumer/nats_main.cpp" -o "$scratch/pc-nats-consumer
 out=$("$scratch/pc-nats-consumer")
 echo "pkg-config nats consumer: $out"
 [[ $out == "$nats_expected" ]] || { echo "FAIL: expected $nats_expected"; exit 1; }
+# The build tree exports the same package (export()): a consumer can use a
+# build without installing it.
+cmake -S "$source/tests/install/consumer" -B "$scratch/build-tree-consumer" -Dfleetcron_DIR="$build" >/dev/null
+cmake --build "$scratch/build-tree-consumer" >/dev/null
+out=$("$scratch/build-tree-consumer/consumer")
+echo "build-tree consumer: $out"
+[[ $out == "$expected "* ]] || { echo "FAIL: expected $expected"; exit 1; }
 echo "install test passed"
