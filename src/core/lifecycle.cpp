@@ -101,7 +101,9 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   }
   {
     std::lock_guard guard(runs_mutex_);
-    runs_state_ = RunsState::stopping;  // runs registering from now on stop at once
+    // Only forward: a second stop() must not take `closed` (the watchdog
+    // leaving, during another stopper's join) back to `stopping`.
+    if (runs_state_ == RunsState::open) runs_state_ = RunsState::stopping;  // runs registering from now on stop at once
   }
   request_stop_where([](const Run&) { return true; }, false);
   lock.lock();

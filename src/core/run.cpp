@@ -60,6 +60,10 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   if (stopping) return cancel("scheduler stopped", CancelReason::scheduler_stopped);
   if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
   if (!fire.manual && entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
+  // The overlap slot is released after the completion is reported (a
+  // waiting fire must not start first), when the event may have dropped the
+  // last other reference to the entry that holds the slot's state.
+  const std::shared_ptr<Entry> overlap_owner = entry.overlap ? fire.entry : nullptr;
   OverlapSlot overlap;  // held until the run ends
   if (fire.manual && entry.overlap) {  // runs regardless, and counts as running
     {
@@ -85,8 +89,8 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   RunOutcome outcome = run_attempts(entry, run, context);
   const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
   registration.end();
-  overlap.release();
   finish_run(entry, fire, context, std::move(outcome), duration);
+  overlap.release();
 }
 
 bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, OverlapSlot& overlap) {

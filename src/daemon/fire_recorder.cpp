@@ -86,8 +86,10 @@ void FireRecorder::completed(const JobCompletedEvent& event) {
 void FireRecorder::skipped(const SkippedFireEvent& event) {
   metrics_.skipped(std::string(to_string(event.reason)));
   // Another replica's fire (claimed there, or we follow): normal
-  // coordination, counted but not logged.
-  if (event.reason == SkipReason::already_claimed || event.reason == SkipReason::not_leader) return;
+  // coordination, counted but not logged — unless it says more (a term
+  // lost, or changed during the jitter: then no replica may run the fire).
+  const bool routine = event.reason == SkipReason::already_claimed || event.reason == SkipReason::not_leader;
+  if (routine && event.error.empty()) return;
   const std::string why = event.error.empty() ? std::string(to_string(event.reason))
                                               : fmt::format("{}: {}", to_string(event.reason), event.error);
   log_.write("warn", "fire-skipped", why, key_of(event.entry), event.fire_key);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nats/nats.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "fleetcron/duration.h"
@@ -142,10 +143,12 @@ struct Connection::Impl {
   std::string description;
   std::shared_ptr<void> library;  // holds nats.c open
   natsOptions* nats_options = nullptr;
-  std::mutex mutex;  // guards the members below; held while connecting (at most connect_timeout per server)
-  natsConnection* nc = nullptr;
+  std::mutex mutex;  // guards js and the members below; held while connecting (at most connect_timeout per server)
+  // Written once, under the mutex; read without it (connected(), close()
+  // must not wait behind a connect in progress).
+  std::atomic<natsConnection*> nc{nullptr};
   jsCtx* js = nullptr;
-  bool closed = false;
+  std::atomic<bool> closed{false};
   std::chrono::steady_clock::time_point next_attempt{};
   std::chrono::milliseconds backoff{0};
   BackendError::Kind last_kind = BackendError::Kind::connect;
@@ -155,7 +158,7 @@ struct Connection::Impl {
   jsCtx* ready();
   ~Impl() {
     if (js != nullptr) jsCtx_Destroy(js);
-    if (nc != nullptr) natsConnection_Destroy(nc);
+    if (nc.load() != nullptr) natsConnection_Destroy(nc.load());
     if (nats_options != nullptr) natsOptions_Destroy(nats_options);
   }
 };
@@ -164,8 +167,9 @@ struct Bucket::Impl {
   std::shared_ptr<Connection> connection;  // outlives the handle
   std::string name;
   std::optional<BucketConfig> config;      // set when bound by configuration
-  std::mutex mutex;                        // guards kv
+  std::mutex mutex;                        // guards kv, mismatch
   kvStore* kv = nullptr;                   // bound on first use
+  bool mismatch = false;                   // the bucket exists with another configuration
   const std::string& where() const { return connection->impl_->description; }
   jsCtx* js() const { return connection->impl_->ready(); }
   /// nats.c's handle: binds (creating the bucket from `config`) on first
@@ -234,29 +238,35 @@ void check_config(const BucketConfig& config) {
 }
 
 // Binds to `config.name`, creating it if missing; a different existing
-// configuration is an error that names both.
-kvStore* create_or_explain(jsCtx* js, const BucketConfig& config, const std::string& where) {
+// configuration is an error that names both (and sets `mismatch`).
+kvStore* create_or_explain(jsCtx* js, const BucketConfig& config, const std::string& where, bool& mismatch) {
   kvStore* kv = nullptr;
   const natsStatus status = create_key_value(&kv, js, config);
   if (status == NATS_OK) return kv;
-  const std::string failure = where + ": bucket " + config.name;
-  if (status != NATS_ERR) detail::raise(status, failure);
+  // The create's own reason, before the calls below replace nats.c's
+  // thread-local error text.
+  const std::string failure = detail::describe_status(status, where + ": bucket " + config.name);
+  if (status != NATS_ERR) throw_backend_error(detail::kind_of(status), failure, static_cast<int>(status));
   // Most likely "existing configuration is different": say how.
   kvStore* existing = nullptr;
   kvStatus* st = nullptr;
   if (js_KeyValue(&existing, js, config.name.c_str()) != NATS_OK || kvStore_Status(&st, existing) != NATS_OK) {
     kvStore_Destroy(existing);
-    detail::raise(status, failure);
+    throw_backend_error(detail::kind_of(status), failure, static_cast<int>(status));
   }
   const auto ttl = std::chrono::nanoseconds{kvStatus_TTL(st)};
   const auto history = kvStatus_History(st);
   const auto replicas = kvStatus_Replicas(st);
   kvStatus_Destroy(st);
   kvStore_Destroy(existing);
+  const bool differs = ttl != config.ttl || history != config.history || replicas != config.replicas;
+  if (!differs) throw_backend_error(detail::kind_of(status), failure, static_cast<int>(status));
+  mismatch = true;
   throw ProtocolError(fmt::format("{}: bucket {} exists with TTL {}, history {}, replicas {}; wanted TTL {}, history {}, "
-                                  "replicas {}, {} storage",
+                                  "replicas {}, {} storage ({})",
                                   where, config.name, format_duration(ttl), history, replicas, format_duration(config.ttl),
-                                  config.history, config.replicas, config.storage == Storage::memory ? "memory" : "file"),
+                                  config.history, config.replicas, config.storage == Storage::memory ? "memory" : "file",
+                                  failure),
                       static_cast<int>(status));
 }
 
@@ -278,7 +288,7 @@ std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
 
 jsCtx* Connection::Impl::ready() {
   std::lock_guard guard(mutex);
-  if (closed) throw ClosedError(description + ": closed");
+  if (closed.load()) throw ClosedError(description + ": closed");
   if (js != nullptr) return js;  // nats.c reconnects by itself from here on
   const auto now = std::chrono::steady_clock::now();
   if (now < next_attempt) {
@@ -293,17 +303,20 @@ jsCtx* Connection::Impl::ready() {
     js_options.Wait = options.request_timeout.count();
     jsCtx* context = nullptr;
     if (natsConnection_JetStream(&context, connected, &js_options) == NATS_OK) {
-      nc = connected;
       js = context;
+      nc.store(connected);
       backoff = std::chrono::milliseconds{0};
+      if (closed.load()) natsConnection_Close(connected);  // close() came during the connect
       return js;
     }
     natsConnection_Destroy(connected);
   }
   // Later calls fail at once until the next attempt, backing off from
-  // reconnect_wait, doubling, to at most max_connect_backoff.
-  backoff = backoff.count() == 0 ? options.reconnect_wait : std::min(2 * backoff, max_connect_backoff);
-  next_attempt = now + backoff;
+  // reconnect_wait, doubling, to at most max_connect_backoff, counted from
+  // the end of this attempt (which may itself take connect_timeout).
+  backoff = backoff.count() == 0 ? std::min(options.reconnect_wait, max_connect_backoff)
+                                 : std::min(2 * backoff, max_connect_backoff);
+  next_attempt = std::chrono::steady_clock::now() + backoff;
   try {
     detail::raise(status == NATS_OK ? NATS_ERR : status, description + ": connect");
   } catch (const BackendError& e) {
@@ -319,24 +332,19 @@ const ConnectionOptions& Connection::options() const noexcept { return impl_->op
 std::string Connection::describe() const { return impl_->description; }
 
 bool Connection::connected() const noexcept {
-  std::lock_guard guard(impl_->mutex);
-  return impl_->nc != nullptr && natsConnection_Status(impl_->nc) == NATS_CONN_STATUS_CONNECTED;
+  natsConnection* nc = impl_->nc.load();
+  return nc != nullptr && natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED;
 }
 
 void Connection::ping() {
   (void)impl_->ready();
-  natsConnection* nc = nullptr;
-  {
-    std::lock_guard guard(impl_->mutex);
-    nc = impl_->nc;
-  }
-  detail::check(natsConnection_FlushTimeout(nc, impl_->options.request_timeout.count()), impl_->description, "ping");
+  detail::check(natsConnection_FlushTimeout(impl_->nc.load(), impl_->options.request_timeout.count()),
+                impl_->description, "ping");
 }
 
 void Connection::close() {
-  std::lock_guard guard(impl_->mutex);
-  impl_->closed = true;
-  if (impl_->nc != nullptr) natsConnection_Close(impl_->nc);
+  impl_->closed.store(true);
+  if (natsConnection* nc = impl_->nc.load()) natsConnection_Close(nc);
 }
 
 std::shared_ptr<Bucket> Connection::bucket(const std::string& name) {
@@ -344,7 +352,7 @@ std::shared_ptr<Bucket> Connection::bucket(const std::string& name) {
   impl->connection = shared_from_this();
   impl->name = name;
   std::shared_ptr<Bucket> bucket(new Bucket(std::move(impl)));
-  bind_now(*bucket->impl_);
+  bind_now(*bucket->impl_, true);
   return bucket;
 }
 
@@ -355,7 +363,7 @@ std::shared_ptr<Bucket> Connection::bucket(const BucketConfig& config) {
   impl->name = config.name;
   impl->config = config;
   std::shared_ptr<Bucket> bucket(new Bucket(std::move(impl)));
-  bind_now(*bucket->impl_);
+  bind_now(*bucket->impl_, false);
   return bucket;
 }
 
@@ -363,13 +371,15 @@ void Connection::delete_bucket(const std::string& name) {
   detail::check(js_DeleteKeyValue(impl_->ready(), name.c_str()), impl_->description, "deleting bucket " + name);
 }
 
-void Connection::bind_now(Bucket::Impl& bucket) {
-  // A bucket that is missing or configured otherwise is refused here;
-  // a server that does not answer yet is left to the first use.
+void Connection::bind_now(Bucket::Impl& bucket, bool must_exist) {
+  // A bucket configured otherwise (or, by name, missing) is refused here;
+  // anything a retry may cure (no server yet, JetStream not up, a cluster
+  // electing its leader) is left to the first use.
   try {
     (void)bucket.bound();
   } catch (const BackendError& e) {
-    if (e.kind() == BackendError::Kind::protocol) throw;
+    std::lock_guard guard(bucket.mutex);
+    if (bucket.mismatch || (must_exist && e.code() == NATS_NOT_FOUND)) throw;
   }
 }
 
@@ -379,7 +389,7 @@ kvStore* Bucket::Impl::bound() {
   std::lock_guard guard(mutex);
   if (kv != nullptr) return kv;
   if (config) {
-    kv = create_or_explain(js(), *config, where());
+    kv = create_or_explain(js(), *config, where(), mismatch);
   } else {
     detail::check(js_KeyValue(&kv, js(), name.c_str()), where(), "bucket " + name);
   }

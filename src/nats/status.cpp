@@ -19,15 +19,18 @@ BackendError::Kind kind_of(natsStatus status) noexcept {
   }
 }
 
-void raise(natsStatus status, const std::string& what) {
+std::string describe_status(natsStatus status, const std::string& what) {
   std::string text = natsStatus_GetText(status);
   if (status == NATS_ERR) {
     natsStatus last = NATS_OK;
     const char* detail = nats_GetLastError(&last);
     if (detail != nullptr && *detail != '\0') text = detail;
   }
-  throw_backend_error(kind_of(status), fmt::format("{}: {} (status {})", what, text, static_cast<int>(status)),
-                      static_cast<int>(status));
+  return fmt::format("{}: {} (status {})", what, text, static_cast<int>(status));
+}
+
+void raise(natsStatus status, const std::string& what) {
+  throw_backend_error(kind_of(status), describe_status(status, what), static_cast<int>(status));
 }
 
 std::string last_error_text() {

@@ -13,6 +13,10 @@ namespace fleetcron::nats::detail {
 /// protocol for the rest).
 BackendError::Kind kind_of(natsStatus status) noexcept;
 
+/// "WHAT: TEXT (status N)", with nats.c's thread-local error text when it
+/// belongs to `status` (read it before any other nats.c call).
+std::string describe_status(natsStatus status, const std::string& what);
+
 /// Throws the BackendError for `status` while doing `what`, its code the
 /// status; adds nats.c's thread-local error text only when it belongs to
 /// this status (it is stale otherwise).

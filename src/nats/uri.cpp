@@ -75,6 +75,7 @@ class UriParser {
 
   void parse_servers(const std::string& scheme, std::string_view hosts) {
     out_.connection.servers.clear();
+    if (hosts.ends_with('/')) hosts.remove_suffix(1);  // nats://host:4222/ as nats.c takes it
     std::size_t start = 0;
     while (start <= hosts.size()) {
       const auto comma = std::min(hosts.find(',', start), hosts.size());

@@ -430,6 +430,80 @@ TEST(Coordination, OverlapIsDecidedBeforeTheClaim) {
   }
 }
 
+// Review finding: the overlap slot was released before the run's
+// completion was reported, so a queued fire could start (and report its
+// start) while the previous run still looked running.
+TEST(Coordination, AQueuedFireStartsAfterThePreviousRunIsReportedComplete) {
+  // The recorder holds the first run's completion for a moment, waiting
+  // for the queued fire to start: it must not, until the completion is out.
+  class Holding final : public Observer {
+   public:
+    explicit Holding(std::shared_ptr<Observer> inner) : inner_(std::move(inner)) {}
+    void on_event(const Event& event) override {
+      const auto* done = std::get_if<JobCompletedEvent>(&event);
+      if (done != nullptr && done->fire_key == "slow@2026-01-01T00:00:01Z") {
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, 200ms, [&] { return second_started_; });  // an observation window
+      }
+      if (const auto* start = std::get_if<JobStartedEvent>(&event); start && start->attempt == 1 &&
+                                                                    start->fire_key == "slow@2026-01-01T00:00:02Z") {
+        std::lock_guard guard(mutex_);
+        second_started_ = true;
+        cv_.notify_all();
+      }
+      inner_->on_event(event);
+    }
+
+   private:
+    std::shared_ptr<Observer> inner_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool second_started_ = false;
+  };
+  Harness h;
+  auto options = h.options();
+  options.recorder = std::make_shared<Holding>(h.log);
+  options.seconds_field = true;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int started = 0;
+  bool release = false;
+  Scheduler s(options);
+  s.add("* * * * * *", [&](const FireContext&, std::stop_token) {
+    std::unique_lock lock(mutex);
+    if (++started > 1) return;  // the queued fire: done at once
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  }, EntryOptions{.key = "slow", .overlap = OverlapPolicy::queue});
+  s.start();
+  h.advance(1s);
+  {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return started == 1; }));
+  }
+  h.advance(1s);  // the second fire waits for the first
+  h.settle(Harness::idle_waiters);
+  {
+    std::lock_guard guard(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(2));
+  // In the recorder's order: start 1, completion 1, start 2, completion 2.
+  std::vector<std::string> order;
+  ASSERT_TRUE(h.log->wait_for([&](const std::vector<Event>& events) {
+    order.clear();
+    for (const auto& event : events) {
+      if (const auto* start = std::get_if<JobStartedEvent>(&event)) order.push_back("start " + start->fire_key);
+      if (const auto* done = std::get_if<JobCompletedEvent>(&event)) order.push_back("done " + done->fire_key);
+    }
+    return order.size() == 4;
+  }));
+  EXPECT_EQ(order, (std::vector<std::string>{"start slow@2026-01-01T00:00:01Z", "done slow@2026-01-01T00:00:01Z",
+                                             "start slow@2026-01-01T00:00:02Z", "done slow@2026-01-01T00:00:02Z"}));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(Coordination, ABatchAsksTheElectorOnceAndFencesWithTheClaim) {
   Harness h;
   auto lease = std::make_shared<MemoryLease>(h.clock, 30s);

@@ -164,7 +164,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   explicit Connection(ConnectionOptions options);
-  static void bind_now(Bucket::Impl& bucket);
+  static void bind_now(Bucket::Impl& bucket, bool must_exist);
   std::unique_ptr<Impl> impl_;
   friend class Bucket;
   friend class Watcher;

@@ -22,7 +22,8 @@ struct UriOptions {
 /// Parses
 ///   nats://[user:password@|token@]host[:port][,host[:port]…][?option=value&…]
 /// (tls:// for TLS) onto `base`. User, password and token are
-/// percent-decoded (a password may hold any byte as %XX); everything up to
+/// percent-decoded (a password may hold any byte as %XX, and a literal '%'
+/// is written %25); everything up to
 /// the last '@' is the user information, so an unescaped '?', '/' or ','
 /// in a password stays in the password. Options: bucket, leader_bucket,
 /// key (the coordination's names), connect_timeout, request_timeout
