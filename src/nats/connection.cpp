@@ -512,15 +512,15 @@ WriteTimes Bucket::write_times(std::uint64_t revision) {
   auto* js = impl_->js();
   jsStreamInfo* info = nullptr;
   jsErrCode code = static_cast<jsErrCode>(0);
-  detail::check(js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code), impl_->where(),
-                "stream info " + stream);
-  std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(info, jsStreamInfo_Destroy);
+  const natsStatus info_status = js_GetStreamInfo(&info, js, stream.c_str(), nullptr, &code);
+  std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(info, jsStreamInfo_Destroy);  // owned before any throw
+  detail::check(info_status, impl_->where(), "stream info " + stream);
   WriteTimes times{server_time(info->State.LastTime), server_time(info->Created)};
   if (info->State.LastSeq == revision) return times;
   natsMsg* raw = nullptr;
-  detail::check(js_GetMsg(&raw, js, stream.c_str(), revision, nullptr, &code), impl_->where(),
-                fmt::format("message {} of {}", revision, stream));
+  const natsStatus status = js_GetMsg(&raw, js, stream.c_str(), revision, nullptr, &code);
   std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+  detail::check(status, impl_->where(), fmt::format("message {} of {}", revision, stream));
   times.written = server_time(natsMsg_GetTime(raw));
   return times;
 }
@@ -565,10 +565,10 @@ void Watcher::stop() { (void)kvWatcher_Stop(impl_->watcher); }
 std::optional<Entry> Watcher::next(std::chrono::milliseconds timeout) {
   kvEntry* raw = nullptr;
   const natsStatus status = kvWatcher_Next(&raw, impl_->watcher, timeout.count());
+  EntryPtr entry(raw);  // owned whatever the status: a stopped watcher may still hand one back
   if (status == NATS_TIMEOUT || status == NATS_ILLEGAL_STATE) return std::nullopt;  // nothing new, or stopped
   detail::check(status, impl_->connection->impl_->description, "watching");
   if (raw == nullptr) return std::nullopt;  // the end of the initial values
-  EntryPtr entry(raw);
   return to_entry(raw);
 }
 
