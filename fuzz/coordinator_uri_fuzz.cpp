@@ -20,7 +20,7 @@
 
 #include "daemon/coordination_setup.h"
 #include "daemon/settings.h"
-#include "fleetcron/redis/client.h"
+#include "fleetcron/redis/uri.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "fleetcron/redis/client.h"
+#include "fleetcron/redis/uri.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view uri(reinterpret_cast<const char*>(data), size);  // NOLINT: libFuzzer's bytes

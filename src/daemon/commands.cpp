@@ -12,6 +12,7 @@
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/elector.h"
+#include "fleetcron/redis/inspection.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
 
@@ -52,48 +53,33 @@ Instant now() {
 int redis_status(const Settings& settings, std::ostream& out) {
   redis::Client client(redis_options(settings));
   const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
-  const redis::Reply holder = client.command({"GET", leader_key});
-  const redis::Reply ttl = client.command({"PTTL", leader_key});
-  const redis::Reply term = client.command({"GET", leader_key + ":term"});
-  // An error reply (NOAUTH, NOPERM, …) is the answer to report, not "none".
-  for (const redis::Reply* reply : {&holder, &ttl, &term}) {
-    if (reply->is_error()) throw std::runtime_error(fmt::format("{}: {}", client.describe(), terminal_safe(reply->text)));
-  }
+  const redis::LeaseRecord lease = redis::read_lease(client, leader_key);
   out << "coordinator: " << client.describe() << '\n';
-  if (holder.type == redis::Reply::Type::string) {
-    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(holder.text),
-                       term.type == redis::Reply::Type::string ? terminal_safe(term.text) : std::string("unknown"), ttl.integer);
+  // What the store holds is escaped: it cannot forge lines or send
+  // terminal control sequences.
+  if (lease.holder) {
+    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(*lease.holder),
+                       lease.term ? terminal_safe(*lease.term) : std::string("unknown"), lease.expires_in.count());
   } else {
     out << "leader: none\n";
   }
   // Claims: prefix + key@RFC3339; count those of the last hour per job.
   const Instant cutoff = now() - std::chrono::hours{1};
   std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
-  std::string cursor = "0";
-  std::size_t scanned = 0;
-  do {
-    const redis::Reply page = client.command({"SCAN", cursor, "MATCH", settings.claim_prefix + "*@*", "COUNT", "1000"});
-    if (page.type != redis::Reply::Type::array || page.elements.size() != 2) break;
-    cursor = page.elements[0].text;
-    for (const auto& element : page.elements[1].elements) {
-      ++scanned;
-      const std::string fire_key = element.text.substr(settings.claim_prefix.size());
-      const auto at = fire_key.rfind('@');
-      if (at == std::string::npos) continue;
-      Instant scheduled{};
-      try {
-        scheduled = parse_rfc3339(fire_key.substr(at + 1));
-      } catch (const std::exception&) {
-        continue;
-      }
-      if (scheduled < cutoff) continue;
-      auto& [count, latest] = per_job[fire_key.substr(0, at)];
-      ++count;
-      latest = std::max(latest, fire_key.substr(at + 1));
+  redis::scan_claims(client, settings.claim_prefix, [&](std::string_view fire_key) {
+    const auto at = fire_key.rfind('@');
+    Instant scheduled{};
+    try {
+      scheduled = parse_rfc3339(fire_key.substr(at + 1));
+    } catch (const std::exception&) {
+      return;
     }
-  } while (cursor != "0" && scanned < 1'000'000);
+    if (scheduled < cutoff) return;
+    auto& [count, latest] = per_job[std::string(fire_key.substr(0, at))];
+    ++count;
+    latest = std::max(latest, std::string(fire_key.substr(at + 1)));
+  });
   out << fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
-  // Keys come from the server: escaped, one line each whatever they hold.
   for (const auto& [key, entry] : per_job) {
     out << fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
   }
@@ -182,7 +168,7 @@ int run_status_command(const Settings& settings, std::ostream& out, std::ostream
     if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) return nats_status(settings, out);
     return redis_status(settings, out);
   } catch (const std::exception& e) {
-    err << "status: " << e.what() << '\n';
+    err << "status: " << terminal_safe(e.what()) << '\n';
     return 1;
   }
 }

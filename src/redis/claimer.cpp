@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <mutex>
 
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
+#include "redis/commands.h"
 #include "redis/replies.h"
 #include "redis/scripts.h"
 
@@ -56,8 +59,50 @@ std::string skew_message(std::chrono::microseconds offset, const ClaimerOptions&
 
 }  // namespace
 
+class Claimer::Impl {
+ public:
+  Impl(std::shared_ptr<Client> client, ClaimerOptions options);
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
+  std::optional<ClockOffset> clock_offset();
+
+  ClaimerOptions options_;
+  std::atomic<std::uint64_t> resets_found_{0};
+
+ private:
+  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
+  void remember_fence(std::uint64_t fence);
+
+  std::shared_ptr<Client> client_;
+  std::string ttl_ms_;
+  std::string max_skew_us_;
+  std::mutex mutex_;  // guards offset_
+  std::optional<ClockOffset> offset_;
+  std::atomic<std::uint64_t> fence_seen_{0};
+};
+
 Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : impl_(std::make_unique<Impl>(std::move(client), std::move(options))) {}
+Claimer::~Claimer() = default;
+
+ClaimResult Claimer::claim(std::string_view fire_key) {
+  const std::string key(fire_key);
+  return std::move(claim_batch(std::span<const std::string>(&key, 1)).front());
+}
+
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  return impl_->claim_batch(fire_keys);
+}
+
+std::chrono::nanoseconds Claimer::dedup_window() const {
+  return impl_->options_.claim_ttl - 2 * *impl_->options_.max_clock_skew;
+}
+
+std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }
+const ClaimerOptions& Claimer::options() const noexcept { return impl_->options_; }
+std::uint64_t Claimer::resets_found() const noexcept { return impl_->resets_found_.load(); }
+
+Claimer::Impl::Impl(std::shared_ptr<Client> client, ClaimerOptions options)
+    : options_(std::move(options)), client_(std::move(client)) {
   if (!client_) throw std::invalid_argument("redis::Claimer: client is null");
   if (options_.claim_ttl < std::chrono::milliseconds{1}) {
     throw std::invalid_argument(fmt::format("redis::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
@@ -84,11 +129,6 @@ Claimer::Claimer(std::shared_ptr<Client> client, ClaimerOptions options)
   if (!options_.clock) options_.clock = system_clock();
   ttl_ms_ = whole_milliseconds(options_.claim_ttl);
   max_skew_us_ = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*options_.max_clock_skew).count());
-}
-
-ClaimResult Claimer::claim(std::string_view fire_key) {
-  const std::string key(fire_key);
-  return std::move(claim_batch(std::span<const std::string>(&key, 1)).front());
 }
 
 namespace {
@@ -138,7 +178,7 @@ void fail_chunk(const std::vector<std::size_t>& chunk, const std::string& error,
 
 }  // namespace
 
-std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string> fire_keys) {
   std::vector<ClaimResult> results(fire_keys.size());
   const auto steady = options_.clock->steady_now();
   const std::vector<std::string> shared_args{ttl_ms_, std::to_string(micros_since_epoch(options_.clock->now())),
@@ -147,7 +187,7 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   if (calls.args.empty()) return results;
   std::vector<Reply> replies;
   try {
-    replies = client_->eval_pipeline(claim_script(), calls.key_counts, calls.args);
+    replies = client_->impl().eval_pipeline(claim_script(), calls.key_counts, calls.args);
   } catch (...) {
     // Fail closed, never throw: whatever went wrong skips these fires.
     std::string error = client_->describe() + ": claim failed";
@@ -192,18 +232,18 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   return results;
 }
 
-void Claimer::remember_fence(std::uint64_t fence) {
+void Claimer::Impl::remember_fence(std::uint64_t fence) {
   std::uint64_t seen = fence_seen_.load();
   while (seen < fence && !fence_seen_.compare_exchange_weak(seen, fence)) {
   }
 }
 
-void Claimer::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
+void Claimer::Impl::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
   std::lock_guard guard(mutex_);
   if (!offset_ || offset_->measured_at <= at) offset_ = ClockOffset{offset, at};
 }
 
-std::optional<ClockOffset> Claimer::clock_offset() {
+std::optional<ClockOffset> Claimer::Impl::clock_offset() {
   {
     std::lock_guard guard(mutex_);
     if (offset_ && options_.clock->steady_now() - offset_->measured_at < options_.skew_refresh_interval) return offset_;
@@ -211,7 +251,7 @@ std::optional<ClockOffset> Claimer::clock_offset() {
   try {
     const auto before = options_.clock->now();
     const auto steady = options_.clock->steady_now();
-    const Reply reply = client_->command({"TIME"});
+    const Reply reply = client_->impl().command({"TIME"});
     const auto after = options_.clock->now();
     if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
       const std::int64_t server_us = std::stoll(reply.elements[0].text) * 1'000'000 + std::stoll(reply.elements[1].text);

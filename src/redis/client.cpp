@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "fleetcron/duration.h"
+#include "redis/commands.h"
 #include "redis/connection.h"
 
 namespace fleetcron::redis {
@@ -34,33 +35,38 @@ std::string_view to_string(Reply::Type type) noexcept {
 
 /// Borrows a connection for one call and gives it back (or drops it when
 /// broken); counts failures.
-class Client::Lease {
+class Client::Impl::Lease {
  public:
-  explicit Lease(Client& client) : client_(client), connection_(client.checkout()) {}
+  explicit Lease(Impl& client) : client_(client), connection_(client.checkout()) {}
   ~Lease() { client_.checkin(std::move(connection_)); }
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   Connection* operator->() const noexcept { return connection_.get(); }
 
  private:
-  Client& client_;
+  Impl& client_;
   std::unique_ptr<Connection> connection_;
 };
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {
+Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Client::~Client() = default;
+void Client::ping() { impl_->ping(); }
+const ClientOptions& Client::options() const noexcept { return impl_->options(); }
+std::string Client::describe() const { return impl_->description(); }
+ClientStats Client::stats() const noexcept { return impl_->stats(); }
+
+Client::Impl::Impl(ClientOptions options) : options_(std::move(options)) {
   validate(options_);
   description_ = redis::describe(options_);
 }
 
-Client::~Client() = default;
+Client::Impl::~Impl() = default;
 
-std::string Client::describe() const { return description_; }
-
-ClientStats Client::stats() const noexcept {
+ClientStats Client::Impl::stats() const noexcept {
   return {commands_.load(), failures_.load(), connects_.load(), connect_failures_.load()};
 }
 
-std::unique_ptr<Connection> Client::checkout() {
+std::unique_ptr<Connection> Client::Impl::checkout() {
   std::unique_lock lock(mutex_);
   const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
   while (idle_.empty() && open_ >= options_.pool_size) {
@@ -108,7 +114,7 @@ std::unique_ptr<Connection> Client::checkout() {
   }
 }
 
-void Client::checkin(std::unique_ptr<Connection> connection) {
+void Client::Impl::checkin(std::unique_ptr<Connection> connection) {
   std::lock_guard guard(mutex_);
   if (connection && !connection->broken()) {
     idle_.push_back(std::move(connection));
@@ -118,7 +124,7 @@ void Client::checkin(std::unique_ptr<Connection> connection) {
   returned_.notify_one();
 }
 
-Reply Client::command(std::span<const std::string> args) {
+Reply Client::Impl::command(std::span<const std::string> args) {
   try {
     Lease connection(*this);
     commands_.fetch_add(1, std::memory_order_relaxed);
@@ -129,12 +135,12 @@ Reply Client::command(std::span<const std::string> args) {
   }
 }
 
-Reply Client::command(std::initializer_list<std::string_view> args) {
+Reply Client::Impl::command(std::initializer_list<std::string_view> args) {
   std::vector<std::string> owned(args.begin(), args.end());
   return command(owned);
 }
 
-std::vector<Reply> Client::pipeline(std::span<const std::vector<std::string>> commands) {
+std::vector<Reply> Client::Impl::pipeline(std::span<const std::vector<std::string>> commands) {
   if (commands.empty()) return {};
   try {
     Lease connection(*this);
@@ -146,12 +152,12 @@ std::vector<Reply> Client::pipeline(std::span<const std::vector<std::string>> co
   }
 }
 
-void Client::ping() {
+void Client::Impl::ping() {
   const Reply reply = command({"PING"});
   if (reply.is_error()) throw AuthError(fmt::format("{}: PING refused: {}", description_, reply.text));
 }
 
-std::string Client::script_sha(const Script& script) {
+std::string Client::Impl::script_sha(const Script& script) {
   {
     std::lock_guard guard(script.mutex_);
     if (!script.sha_.empty()) return script.sha_;
@@ -165,7 +171,7 @@ std::string Client::script_sha(const Script& script) {
   return script.sha_;
 }
 
-Reply Client::eval(const Script& script, std::span<const std::string> keys, std::span<const std::string> args) {
+Reply Client::Impl::eval(const Script& script, std::span<const std::string> keys, std::span<const std::string> args) {
   std::vector<std::vector<std::string>> calls(1);
   calls[0].assign(keys.begin(), keys.end());
   calls[0].insert(calls[0].end(), args.begin(), args.end());
@@ -173,7 +179,7 @@ Reply Client::eval(const Script& script, std::span<const std::string> keys, std:
   return std::move(eval_pipeline(script, std::span<const std::size_t>(&key_count, 1), calls).front());
 }
 
-std::vector<Reply> Client::eval_pipeline(const Script& script, std::span<const std::size_t> key_counts,
+std::vector<Reply> Client::Impl::eval_pipeline(const Script& script, std::span<const std::size_t> key_counts,
                                          std::span<const std::vector<std::string>> calls) {
   if (calls.empty()) return {};
   if (key_counts.size() != calls.size()) {

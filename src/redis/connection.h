@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "fleetcron/redis/client.h"
+#include "fleetcron/backend_error.h"
+#include "fleetcron/redis/client_options.h"
+#include "redis/reply.h"
 
 struct redisContext;
 struct redisReply;

@@ -7,9 +7,13 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "fleetcron/duration.h"
+#include "redis/commands.h"
 #include "redis/replies.h"
 #include "redis/scripts.h"
 
@@ -54,8 +58,66 @@ std::string trim(std::string_view text) {
 
 }  // namespace
 
+class Elector::Impl {
+ public:
+  Impl(std::shared_ptr<Client> client, ElectorOptions options);
+  ~Impl();
+  Leadership is_leader();
+  void on_leadership_lost(std::function<void(std::uint64_t term)> lost);
+  void resign();
+  void set_liveness(std::function<bool()> alive);
+  ElectorState state() const;
+
+  std::string identity_;
+  ElectorOptions options_;
+
+ private:
+  /// Deletes the lease if we hold it, demotes, reports the loss.
+  void release_lease();
+  Leadership campaign();
+  void keep_alive_main();
+  void stop_keep_alive();
+  /// Drops leadership locally; returns the term lost (0 if not leading).
+  std::uint64_t demote_locked();
+  void notify_lost(std::uint64_t term);
+
+  std::shared_ptr<Client> client_;
+  std::shared_ptr<Clock> clock_;
+  std::string ttl_ms_;
+  std::chrono::nanoseconds valid_for_;  // lease_ttl - renew_margin
+
+  mutable std::mutex mutex_;  // guards the members below
+  std::condition_variable wake_;
+  bool leader_ = false;
+  bool fresh_term_ = false;  // the lease must be taken with a new term (after a local demotion)
+  std::uint64_t demotions_ = 0;  // counts demote_locked() calls that dropped a term
+  std::uint64_t term_ = 0;
+  Clock::SteadyTime valid_until_{};
+  std::string last_error_;
+  std::function<void(std::uint64_t)> lost_;
+  bool stopping_ = false;
+  bool resigned_ = false;  // set by resign(): is_leader() answers follower from then on
+  std::function<bool()> alive_;  // set_liveness()
+  std::mutex join_mutex_;  // serialises joining keep_alive_
+  std::thread keep_alive_;
+  std::mutex campaign_mutex_;  // one round trip at a time: answers apply in order
+};
+
 Elector::Elector(std::shared_ptr<Client> client, ElectorOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : impl_(std::make_unique<Impl>(std::move(client), std::move(options))) {}
+Elector::~Elector() = default;
+Leadership Elector::is_leader() { return impl_->is_leader(); }
+void Elector::on_leadership_lost(std::function<void(std::uint64_t term)> lost) {
+  impl_->on_leadership_lost(std::move(lost));
+}
+void Elector::resign() { impl_->resign(); }
+void Elector::set_liveness(std::function<bool()> alive) { impl_->set_liveness(std::move(alive)); }
+const std::string& Elector::identity() const noexcept { return impl_->identity_; }
+ElectorState Elector::state() const { return impl_->state(); }
+const ElectorOptions& Elector::options() const noexcept { return impl_->options_; }
+
+Elector::Impl::Impl(std::shared_ptr<Client> client, ElectorOptions options)
+    : options_(std::move(options)), client_(std::move(client)) {
   if (!client_) throw std::invalid_argument("redis::Elector: client is null");
   options_.leader_key = trim(options_.leader_key);
   if (options_.leader_key.empty()) throw std::invalid_argument("redis::ElectorOptions.leader_key: empty");
@@ -84,9 +146,9 @@ Elector::Elector(std::shared_ptr<Client> client, ElectorOptions options)
   if (options_.keep_alive) keep_alive_ = std::thread([this] { keep_alive_main(); });
 }
 
-Elector::~Elector() { stop_keep_alive(); }
+Elector::Impl::~Impl() { stop_keep_alive(); }
 
-void Elector::stop_keep_alive() {
+void Elector::Impl::stop_keep_alive() {
   std::lock_guard join_once(join_mutex_);
   {
     std::lock_guard guard(mutex_);
@@ -96,7 +158,7 @@ void Elector::stop_keep_alive() {
   if (keep_alive_.joinable() && keep_alive_.get_id() != std::this_thread::get_id()) keep_alive_.join();
 }
 
-std::uint64_t Elector::demote_locked() {
+std::uint64_t Elector::Impl::demote_locked() {
   if (!leader_) return 0;
   leader_ = false;
   fresh_term_ = true;  // whatever happened meanwhile, the next lease is a new term
@@ -104,7 +166,7 @@ std::uint64_t Elector::demote_locked() {
   return term_;
 }
 
-void Elector::notify_lost(std::uint64_t term) {
+void Elector::Impl::notify_lost(std::uint64_t term) {
   if (term == 0) return;
   std::function<void(std::uint64_t)> lost;
   {
@@ -114,12 +176,12 @@ void Elector::notify_lost(std::uint64_t term) {
   if (lost) lost(term);
 }
 
-void Elector::on_leadership_lost(std::function<void(std::uint64_t term)> lost) {
+void Elector::Impl::on_leadership_lost(std::function<void(std::uint64_t term)> lost) {
   std::lock_guard guard(mutex_);
   lost_ = std::move(lost);
 }
 
-Leadership Elector::is_leader() {
+Leadership Elector::Impl::is_leader() {
   std::uint64_t lost = 0;
   {
     std::lock_guard guard(mutex_);
@@ -146,7 +208,7 @@ Leadership Elector::is_leader() {
   return campaign();
 }
 
-Leadership Elector::campaign() {
+Leadership Elector::Impl::campaign() {
   std::uint64_t lost = 0;
   {
     std::lock_guard guard(mutex_);
@@ -171,7 +233,7 @@ Leadership Elector::campaign() {
   try {
     const std::array<std::string, 2> keys{options_.leader_key, options_.term_key};
     const std::array<std::string, 4> args{identity_, ttl_ms_, std::to_string(known), fresh ? "1" : "0"};
-    const Reply reply = client_->eval(campaign_script(), keys, args);
+    const Reply reply = client_->impl().eval(campaign_script(), keys, args);
     const detail::CampaignReply answer =
         reply.is_error() ? detail::CampaignReply{reply.text, false, 0} : detail::parse_campaign_reply(reply);
     if (!answer.error.empty()) {
@@ -214,12 +276,12 @@ Leadership Elector::campaign() {
   return answer;
 }
 
-void Elector::set_liveness(std::function<bool()> alive) {
+void Elector::Impl::set_liveness(std::function<bool()> alive) {
   std::lock_guard guard(mutex_);
   alive_ = std::move(alive);
 }
 
-void Elector::keep_alive_main() {
+void Elector::Impl::keep_alive_main() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     const auto alive = alive_;
@@ -258,7 +320,7 @@ void Elector::keep_alive_main() {
   }
 }
 
-void Elector::resign() {
+void Elector::Impl::resign() {
   {
     std::lock_guard guard(mutex_);
     resigned_ = true;  // first: no is_leader() campaigns from here on
@@ -267,13 +329,13 @@ void Elector::resign() {
   release_lease();
 }
 
-void Elector::release_lease() {
+void Elector::Impl::release_lease() {
   std::unique_lock one_at_a_time(campaign_mutex_);
   std::string error;
   try {
     const std::array<std::string, 1> keys{options_.leader_key};
     const std::array<std::string, 1> args{identity_};
-    const Reply reply = client_->eval(resign_script(), keys, args);
+    const Reply reply = client_->impl().eval(resign_script(), keys, args);
     if (reply.is_error()) error = fmt::format("{}: resign: {}", client_->describe(), reply.text);
   } catch (const std::exception& e) {
     error = e.what();  // the lease then ends with its TTL
@@ -290,7 +352,7 @@ void Elector::release_lease() {
   notify_lost(lost);
 }
 
-ElectorState Elector::state() const {
+ElectorState Elector::Impl::state() const {
   std::lock_guard guard(mutex_);
   ElectorState state;
   state.leader = leader_;

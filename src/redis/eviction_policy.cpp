@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "redis/commands.h"
+
 namespace fleetcron::redis {
 
 std::string EvictionPolicy::describe() const {
@@ -20,7 +22,7 @@ std::string EvictionPolicy::describe() const {
 EvictionPolicy read_eviction_policy(Client& client) {
   EvictionPolicy out;
   try {
-    const Reply reply = client.command({"CONFIG", "GET", "maxmemory-policy"});
+    const Reply reply = client.impl().command({"CONFIG", "GET", "maxmemory-policy"});
     out.answered = true;
     if (reply.is_error()) {
       out.error = "CONFIG GET refused: " + reply.text;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fleetcron/redis/client.h"
+#include "redis/reply.h"
 
 namespace fleetcron::redis::detail {
 

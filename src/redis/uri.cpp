@@ -6,12 +6,16 @@
 #include <charconv>
 #include <limits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "fleetcron/redis/uri.h"
+
+#include "core/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
-#include "core/percent_decoding.h"
-#include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "redis/commands.h"
 #include "fleetcron/redis/claimer.h"
 #include "redis_server.h"
 
@@ -66,10 +67,10 @@ TEST(RedisClaimer, ClaimsOnceKeepsTheKeyForItsTtlAndFencesIncrease) {
   const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_GT(first.fence, static_cast<std::uint64_t>(now_us - 60'000'000));
-  const Reply ttl = client->command({"PTTL", prefix + "report@2026-01-02T15:04:05Z"});
+  const Reply ttl = client->impl().command({"PTTL", prefix + "report@2026-01-02T15:04:05Z"});
   EXPECT_GT(ttl.integer, 85'000);
   EXPECT_LE(ttl.integer, 90'000);
-  EXPECT_EQ(client->command({"GET", prefix + "report@2026-01-02T15:04:05Z"}).text, std::to_string(first.fence));
+  EXPECT_EQ(client->impl().command({"GET", prefix + "report@2026-01-02T15:04:05Z"}).text, std::to_string(first.fence));
 
   const auto blank = claimer.claim("  ");
   EXPECT_EQ(blank.status, ClaimResult::Status::error);
@@ -80,7 +81,7 @@ TEST(RedisClaimer, AKeyWrittenByLibtnbCronCountsAsClaimed) {
   auto client = shared_client();
   const std::string prefix = test::unique_prefix();
   // libtnb/cron's Claimer: SET prefix+fireKey "1" NX PX ttl.
-  ASSERT_EQ(client->command({"SET", prefix + "nightly@2026-03-01T02:00:00Z", "1", "NX", "PX", "600000"}).text, "OK");
+  ASSERT_EQ(client->impl().command({"SET", prefix + "nightly@2026-03-01T02:00:00Z", "1", "NX", "PX", "600000"}).text, "OK");
   test::seed_store_epoch(test::shared_redis_uri(), prefix);
   Claimer claimer(client, {.claim_prefix = prefix});
   EXPECT_EQ(claimer.claim("nightly@2026-03-01T02:00:00Z").status, ClaimResult::Status::already_claimed);
@@ -131,7 +132,7 @@ TEST(RedisClaimer, SkewGuardRefusesWhileTheLocalClockIsTooFarOff) {
   EXPECT_NE(lagging.error.find("local clock is 6m"), std::string::npos) << lagging.error;
   EXPECT_NE(lagging.error.find("behind the Redis server's, beyond max_clock_skew 2m30s"), std::string::npos)
       << lagging.error;
-  EXPECT_TRUE(client->command({"GET", prefix + "b@2026-01-01T00:00:00Z"}).is_nil());  // nothing was claimed
+  EXPECT_TRUE(client->impl().command({"GET", prefix + "b@2026-01-01T00:00:00Z"}).is_nil());  // nothing was claimed
   offset = claimer.clock_offset();
   ASSERT_TRUE(offset);
   EXPECT_GT(offset->offset, 150s);
@@ -172,7 +173,7 @@ TEST(RedisClaimer, ScriptFlushKeepsClaimsAnEmptyRestartIsAStoreReset) {
   Claimer claimer(client);
   const auto before = claimer.claim("a@2026-01-01T00:00:00Z");
   ASSERT_EQ(before.status, ClaimResult::Status::claimed) << before.error;
-  ASSERT_EQ(client->command({"SCRIPT", "FLUSH"}).text, "OK");
+  ASSERT_EQ(client->impl().command({"SCRIPT", "FLUSH"}).text, "OK");
   const auto after_flush = claimer.claim_batch(std::vector<std::string>{"b@2026-01-01T00:00:00Z", "a@2026-01-01T00:00:00Z"});
   ASSERT_EQ(after_flush[0].status, ClaimResult::Status::claimed) << after_flush[0].error;  // NOSCRIPT, then EVAL
   EXPECT_EQ(after_flush[1].status, ClaimResult::Status::already_claimed);
@@ -195,7 +196,7 @@ TEST(RedisClaimer, ScriptFlushKeepsClaimsAnEmptyRestartIsAStoreReset) {
   EXPECT_NE(again.error.find("+ max_clock_skew 2m30s"), std::string::npos) << again.error;
   EXPECT_EQ(claimer.resets_found(), 1u);
   // Written anyway (value 0), so a libtnb/cron replica sees it taken.
-  EXPECT_EQ(client->command({"GET", "cron:claim:a@2026-01-01T00:00:00Z"}).text, "0");
+  EXPECT_EQ(client->impl().command({"GET", "cron:claim:a@2026-01-01T00:00:00Z"}).text, "0");
   const auto soon = claimer.claim(fire_key("c", std::chrono::time_point_cast<std::chrono::seconds>(
                                                     std::chrono::system_clock::now()) + 1min));
   EXPECT_EQ(soon.status, ClaimResult::Status::store_reset) << "inside the skew bound after the epoch";
@@ -217,8 +218,8 @@ TEST(RedisClaimer, AStoreThatWentBackIsAResetForEveryReplica) {
   const auto granted = a.claim("job@2026-01-01T00:00:00Z");
   ASSERT_EQ(granted.status, ClaimResult::Status::claimed) << granted.error;
   EXPECT_EQ(b.claim("job@2026-01-01T00:00:00Z").status, ClaimResult::Status::already_claimed);  // b saw the fence
-  ASSERT_EQ(client->command({"SET", prefix + "fence", "5"}).text, "OK");  // the writes are lost
-  ASSERT_EQ(client->command({"DEL", prefix + "job@2026-01-01T00:00:00Z"}).integer, 1);
+  ASSERT_EQ(client->impl().command({"SET", prefix + "fence", "5"}).text, "OK");  // the writes are lost
+  ASSERT_EQ(client->impl().command({"DEL", prefix + "job@2026-01-01T00:00:00Z"}).integer, 1);
   const auto replayed = b.claim("job@2026-01-01T00:00:00Z");
   ASSERT_EQ(replayed.status, ClaimResult::Status::store_reset) << replayed.error;
   EXPECT_EQ(b.resets_found(), 1u);

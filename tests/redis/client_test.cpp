@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "redis/commands.h"
 #include "fleetcron/redis/client.h"
 #include "redis_server.h"
 
@@ -29,22 +30,22 @@ std::shared_ptr<Client> connect(const std::string& uri, std::chrono::millisecond
 TEST(RedisClient, CommandsRepliesAndPipelines) {
   auto client = connect(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "k";
-  EXPECT_EQ(client->command({"SET", key, std::string("bin\0ary", 7)}).text, "OK");
-  EXPECT_EQ(client->command({"GET", key}).text, std::string("bin\0ary", 7));
-  EXPECT_TRUE(client->command({"GET", key + "missing"}).is_nil());
-  EXPECT_EQ(client->command({"INCRBY", key + "n", "41"}).integer, 41);
-  const Reply wrong = client->command({"INCR", key});
+  EXPECT_EQ(client->impl().command({"SET", key, std::string("bin\0ary", 7)}).text, "OK");
+  EXPECT_EQ(client->impl().command({"GET", key}).text, std::string("bin\0ary", 7));
+  EXPECT_TRUE(client->impl().command({"GET", key + "missing"}).is_nil());
+  EXPECT_EQ(client->impl().command({"INCRBY", key + "n", "41"}).integer, 41);
+  const Reply wrong = client->impl().command({"INCR", key});
   EXPECT_TRUE(wrong.is_error());
   EXPECT_TRUE(wrong.is_error("ERR"));
   EXPECT_FALSE(wrong.is_error("NOSCRIPT"));
 
   std::vector<std::vector<std::string>> commands;
   for (int i = 0; i < 1000; ++i) commands.push_back({"SET", key + std::to_string(i), std::to_string(i), "NX"});
-  const auto replies = client->pipeline(commands);
+  const auto replies = client->impl().pipeline(commands);
   ASSERT_EQ(replies.size(), 1000u);
   for (const auto& reply : replies) EXPECT_EQ(reply.text, "OK");
-  EXPECT_EQ(client->command({"GET", key + "999"}).text, "999");
-  const Reply array = client->command({"MGET", key + "1", key + "missing"});
+  EXPECT_EQ(client->impl().command({"GET", key + "999"}).text, "999");
+  const Reply array = client->impl().command({"MGET", key + "1", key + "missing"});
   ASSERT_EQ(array.type, Reply::Type::array);
   EXPECT_EQ(array.elements[0].text, "1");
   EXPECT_TRUE(array.elements[1].is_nil());
@@ -60,11 +61,11 @@ TEST(RedisClient, PoolIsSafeUnderConcurrentCallers) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 200; ++i) EXPECT_EQ(client.command({"INCR", key}).type, Reply::Type::integer);
+      for (int i = 0; i < 200; ++i) EXPECT_EQ(client.impl().command({"INCR", key}).type, Reply::Type::integer);
     });
   }
   for (auto& thread : threads) thread.join();
-  EXPECT_EQ(client.command({"GET", key}).text, "1600");
+  EXPECT_EQ(client.impl().command({"GET", key}).text, "1600");
   EXPECT_LE(client.stats().connects, 3u);  // never more connections than the pool allows
 }
 
@@ -73,15 +74,15 @@ TEST(RedisClient, ScriptsRunBySha1AndSurviveScriptFlush) {
   auto client = connect(server.uri());
   const Script script("return {KEYS[1], ARGV[1]}");
   const std::vector<std::string> keys{"a"}, args{"b"};
-  EXPECT_EQ(client->eval(script, keys, args).elements[1].text, "b");
-  EXPECT_EQ(client->command({"SCRIPT", "FLUSH"}).text, "OK");
-  const Reply again = client->eval(script, keys, args);  // NOSCRIPT, then EVAL
+  EXPECT_EQ(client->impl().eval(script, keys, args).elements[1].text, "b");
+  EXPECT_EQ(client->impl().command({"SCRIPT", "FLUSH"}).text, "OK");
+  const Reply again = client->impl().eval(script, keys, args);  // NOSCRIPT, then EVAL
   ASSERT_EQ(again.type, Reply::Type::array) << again.text;
   EXPECT_EQ(again.elements[0].text, "a");
-  EXPECT_EQ(client->command({"SCRIPT", "FLUSH"}).text, "OK");
+  EXPECT_EQ(client->impl().command({"SCRIPT", "FLUSH"}).text, "OK");
   const std::vector<std::vector<std::string>> calls{{"k1", "v1"}, {"k2", "v2"}, {"k3", "v3"}};
   const std::vector<std::size_t> key_counts{1, 1, 1};
-  const auto replies = client->eval_pipeline(script, key_counts, calls);
+  const auto replies = client->impl().eval_pipeline(script, key_counts, calls);
   ASSERT_EQ(replies.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(replies[i].elements[1].text, calls[i][1]);
 }
@@ -102,7 +103,7 @@ TEST(RedisClient, WrongPasswordIsAnAuthErrorThatNeverShowsThePassword) {
   }
   // No password at all: the server answers NOAUTH, a reply, not a hang.
   auto anonymous = connect(server.uri());
-  EXPECT_TRUE(anonymous->command({"GET", "x"}).is_error("NOAUTH"));
+  EXPECT_TRUE(anonymous->impl().command({"GET", "x"}).is_error("NOAUTH"));
   auto good = connect("redis://:right-horse-battery@127.0.0.1:" + std::to_string(server.port()));
   EXPECT_NO_THROW(good->ping());
 }
@@ -114,18 +115,18 @@ TEST(RedisClient, UnixSocketsCarryCommands) {
   const std::string socket = "/tmp/fleetcron-test-" + std::to_string(::getpid()) + "-" + std::to_string(test::free_port()) + ".sock";
   RedisServer server(RedisServer::Options{.password = "", .extra_args = {"--unixsocket", socket}});
   auto client = connect("unix:" + socket);
-  EXPECT_EQ(client->command({"SET", "k", "v"}).text, "OK");
-  EXPECT_EQ(client->command({"GET", "k"}).text, "v");
+  EXPECT_EQ(client->impl().command({"SET", "k", "v"}).text, "OK");
+  EXPECT_EQ(client->impl().command({"GET", "k"}).text, "v");
   std::remove(socket.c_str());
 }
 
 TEST(RedisClient, AclUserAndSelect) {
   RedisServer server;
   auto admin = connect(server.uri());
-  ASSERT_EQ(admin->command({"ACL", "SETUSER", "cron", "on", ">cron-pass", "~*", "+@all"}).text, "OK");
+  ASSERT_EQ(admin->impl().command({"ACL", "SETUSER", "cron", "on", ">cron-pass", "~*", "+@all"}).text, "OK");
   auto user = connect("redis://cron:cron-pass@127.0.0.1:" + std::to_string(server.port()) + "/5");
-  ASSERT_EQ(user->command({"SET", "in-db-5", "1"}).text, "OK");
-  EXPECT_TRUE(admin->command({"GET", "in-db-5"}).is_nil());  // admin is on db 0
+  ASSERT_EQ(user->impl().command({"SET", "in-db-5", "1"}).text, "OK");
+  EXPECT_TRUE(admin->impl().command({"GET", "in-db-5"}).is_nil());  // admin is on db 0
   auto wrong_user = connect("redis://cron:nope@127.0.0.1:" + std::to_string(server.port()));
   try {
     wrong_user->ping();
@@ -171,7 +172,7 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
   server.pause();  // SIGSTOP: the server accepts nothing and answers nothing
   const auto started = std::chrono::steady_clock::now();
   try {
-    (void)client->command({"GET", "k"});
+    (void)client->impl().command({"GET", "k"});
     FAIL() << "no timeout";
   } catch (const BackendError& e) {
     EXPECT_EQ(e.kind(), BackendError::Kind::timeout) << e.what();
@@ -185,7 +186,7 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
   EXPECT_NO_THROW(client->ping());
   server.pause();
   const auto again = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)client->command({"GET", "k"}), BackendError);
+  EXPECT_THROW((void)client->impl().command({"GET", "k"}), BackendError);
   EXPECT_LT(std::chrono::steady_clock::now() - again, 1000ms);
   server.resume();
 }

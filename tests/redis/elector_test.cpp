@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "redis/commands.h"
 #include "fleetcron/redis/elector.h"
 #include "redis_server.h"
 #include "support/eventually.h"
@@ -65,13 +66,13 @@ TEST(RedisElector, OneLeaderAmongThreeThenResignHandsOver) {
   const auto first = leaders();
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first, leaders());  // renewals keep it
-  EXPECT_EQ(client->command({"GET", key}).text, electors[first[0]]->identity());
+  EXPECT_EQ(client->impl().command({"GET", key}).text, electors[first[0]]->identity());
   const auto term = electors[first[0]]->is_leader().term;
   std::vector<std::uint64_t> lost;
   electors[first[0]]->on_leadership_lost([&](std::uint64_t t) { lost.push_back(t); });
   electors[first[0]]->resign();
   EXPECT_EQ(lost, std::vector<std::uint64_t>{term});
-  EXPECT_TRUE(client->command({"GET", key}).is_nil());
+  EXPECT_TRUE(client->impl().command({"GET", key}).is_nil());
   const std::size_t next = (first[0] + 1) % 3;
   const auto taken = electors[next]->is_leader();  // its next check
   ASSERT_EQ(taken.status, Leadership::Status::leader);
@@ -98,13 +99,13 @@ TEST(RedisElector, AForeignIdentityInTheKeyMakesEveryElectorAFollower) {
   auto client = client_for(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "leader";
   // A libtnb/cron replica holds the lease: its identity, its TTL.
-  ASSERT_EQ(client->command({"SET", key, "0123456789abcdef0123456789abcdef", "PX", "30000"}).text, "OK");
+  ASSERT_EQ(client->impl().command({"SET", key, "0123456789abcdef0123456789abcdef", "PX", "30000"}).text, "OK");
   for (int i = 0; i < 3; ++i) {
     Elector e(client, {.leader_key = key});
     EXPECT_EQ(e.is_leader().status, Leadership::Status::follower);
     e.resign();  // not ours: must not delete it
   }
-  EXPECT_EQ(client->command({"GET", key}).text, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(client->impl().command({"GET", key}).text, "0123456789abcdef0123456789abcdef");
 }
 
 TEST(RedisElector, KeepAliveHoldsLeadershipWithoutCalls) {
@@ -175,7 +176,7 @@ TEST(RedisElector, ACallbackMayCallBackIntoTheElector) {
     called = true;
   });
   ASSERT_EQ(a.is_leader().status, Leadership::Status::leader);
-  ASSERT_EQ(client->command({"SET", key, "someone-else"}).text, "OK");  // taken over
+  ASSERT_EQ(client->impl().command({"SET", key, "someone-else"}).text, "OK");  // taken over
   EXPECT_EQ(a.is_leader().status, Leadership::Status::follower);
   EXPECT_TRUE(called.load());
 }

@@ -1,4 +1,5 @@
 // The coordination contract for Redis, on real redis-server processes.
+#include "redis/commands.h"
 #include "conformance/coordination_contract.h"
 
 #include "fleetcron/redis/claimer.h"
@@ -25,7 +26,7 @@ class RedisFleet final : public ContractFleet {
                                                                             .lease_ttl = lease_ttl_});
   }
   std::chrono::nanoseconds claim_ttl() const override { return redis::ClaimerOptions{}.claim_ttl; }
-  void end_lease() override { (void)client()->command({"DEL", prefix_ + "leader"}); }
+  void end_lease() override { (void)client()->impl().command({"DEL", prefix_ + "leader"}); }
   void lose_store() override { server_->stop(); }
   std::chrono::milliseconds handover_bound() const override { return 5000ms; }
 

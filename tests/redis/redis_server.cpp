@@ -1,6 +1,7 @@
 #include "redis_server.h"
 
 #include "fleetcron/redis/client.h"
+#include "redis/commands.h"
 #include "support/child_process.h"
 
 #include <arpa/inet.h>
@@ -134,12 +135,12 @@ std::string unique_prefix() {
 
 void seed_store_epoch(const std::string& uri, const std::string& claim_prefix) {
   redis::Client client(redis::parse_uri(uri));
-  const std::string info = client.command({"INFO", "replication"}).text;
+  const std::string info = client.impl().command({"INFO", "replication"}).text;
   const auto at = info.find("master_replid:");
   if (at == std::string::npos) throw std::runtime_error("INFO replication has no master_replid");
   const auto begin = at + std::string_view("master_replid:").size();
   const std::string replid = info.substr(begin, info.find_first_of("\r\n", begin) - begin);
-  const auto reply = client.command({"SET", claim_prefix + "epoch", "1 " + replid});
+  const auto reply = client.impl().command({"SET", claim_prefix + "epoch", "1 " + replid});
   if (reply.text != "OK") throw std::runtime_error("SET epoch: " + reply.text);
 }
 

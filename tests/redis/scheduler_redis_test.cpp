@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "redis/commands.h"
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
@@ -119,7 +120,7 @@ TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
   options.claimer = std::make_shared<Claimer>(
       client, ClaimerOptions{.claim_prefix = prefix, .claim_ttl = std::chrono::hours{24 * 365 * 3},
                              .max_clock_skew = std::chrono::hours{24 * 365}});
-  ASSERT_EQ(client->command({"SET", prefix + "report@2026-01-02T15:05:00Z", "1", "NX", "PX", "600000"}).text, "OK");
+  ASSERT_EQ(client->impl().command({"SET", prefix + "report@2026-01-02T15:05:00Z", "1", "NX", "PX", "600000"}).text, "OK");
   test::seed_store_epoch(test::shared_redis_uri(), prefix);
   Scheduler scheduler(options);
   scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "report"});
@@ -225,9 +226,9 @@ TEST(RedisScheduler, LeaderGatedRunsAreFencedByTheTermAndStopResigns) {
   clock->advance(1min);
   ASSERT_TRUE(tally->wait([&] { return tally->completed == 1; }));
   EXPECT_EQ(fence.load(), elector->state().term);
-  EXPECT_EQ(client->command({"GET", key}).text, elector->identity());
+  EXPECT_EQ(client->impl().command({"GET", key}).text, elector->identity());
   EXPECT_TRUE(scheduler.stop(clock->steady_now() + 30s));
-  EXPECT_TRUE(client->command({"GET", key}).is_nil());  // resigned on stop: hand-over at once
+  EXPECT_TRUE(client->impl().command({"GET", key}).is_nil());  // resigned on stop: hand-over at once
 }
 
 // Review: after resign() a draining scheduler asked is_leader() for a fire
@@ -264,7 +265,7 @@ TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
     ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return busy; }));
   }
   std::thread draining([&] { scheduler.drain(clock->steady_now() + 30s); });
-  const auto freed = [&] { return client->command({"GET", key}).is_nil(); };
+  const auto freed = [&] { return client->impl().command({"GET", key}).is_nil(); };
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!freed() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
   ASSERT_TRUE(freed()) << "drain did not resign";
@@ -277,11 +278,11 @@ TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
   const auto drained = std::chrono::steady_clock::now();
   EXPECT_EQ(tally->skips[SkipReason::not_leader], 1u);  // the queued fire: resigned, so not ours
   EXPECT_EQ(elector->is_leader().status, Leadership::Status::follower);
-  const std::string holder = client->command({"GET", key}).text;
+  const std::string holder = client->impl().command({"GET", key}).text;
   EXPECT_NE(holder, elector->identity());
   ASSERT_TRUE(eventually_leader(other, 1500ms));
   EXPECT_LT(std::chrono::steady_clock::now() - drained, 1s);
-  EXPECT_EQ(client->command({"GET", key}).text, other.identity());
+  EXPECT_EQ(client->impl().command({"GET", key}).text, other.identity());
 }
 
 }  // namespace

@@ -3,10 +3,8 @@
 // expires; plus a fencing token and a clock-skew guard.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -62,40 +60,30 @@ class Claimer final : public fleetcron::Claimer {
   /// Throws std::invalid_argument for a null client or an option that
   /// rejects its value (the message names the option and the value).
   explicit Claimer(std::shared_ptr<Client> client, ClaimerOptions options = {});
+  ~Claimer() override;
+  Claimer(const Claimer&) = delete;
+  Claimer& operator=(const Claimer&) = delete;
 
   /// A blank fire key is an error result; any Redis failure is an error
   /// result (fail closed), never an exception.
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
   /// claim_ttl - 2 * max_clock_skew (5 min with the defaults).
-  [[nodiscard]] std::chrono::nanoseconds dedup_window() const override {
-    return options_.claim_ttl - 2 * *options_.max_clock_skew;
-  }
+  [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
 
   /// The last measured offset to the server's clock, measured again first
   /// if older than skew_refresh_interval; nullopt if the server cannot be
   /// reached and nothing was measured before.
   [[nodiscard]] std::optional<ClockOffset> clock_offset();
 
-  [[nodiscard]] const ClaimerOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const ClaimerOptions& options() const noexcept;
   /// How many of this claimer's calls found a store reset (and wrote a new
   /// epoch); for metrics and tests.
-  [[nodiscard]] std::uint64_t resets_found() const noexcept { return resets_found_.load(); }
+  [[nodiscard]] std::uint64_t resets_found() const noexcept;
 
  private:
-  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
-  void remember_fence(std::uint64_t fence);
-
-  std::shared_ptr<Client> client_;
-  ClaimerOptions options_;
-  std::string ttl_ms_;
-  std::string max_skew_us_;
-  std::mutex mutex_;  // guards offset_
-  std::optional<ClockOffset> offset_;
-  /// The highest fence counter this claimer saw: a store whose counter is
-  /// below it went back (lost writes), which the script treats as a reset.
-  std::atomic<std::uint64_t> fence_seen_{0};
-  std::atomic<std::uint64_t> resets_found_{0};
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace fleetcron::redis

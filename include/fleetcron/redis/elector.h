@@ -5,14 +5,11 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
@@ -92,42 +89,13 @@ class Elector final : public fleetcron::Elector {
   /// campaigns: another replica leads within a follower poll.
   void set_liveness(std::function<bool()> alive) override;
 
-  [[nodiscard]] const std::string& identity() const noexcept { return identity_; }
+  [[nodiscard]] const std::string& identity() const noexcept;
   [[nodiscard]] ElectorState state() const;
-  [[nodiscard]] const ElectorOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const ElectorOptions& options() const noexcept;
 
  private:
-  /// Deletes the lease if we hold it, demotes, reports the loss.
-  void release_lease();
-  Leadership campaign();
-  void keep_alive_main();
-  void stop_keep_alive();
-  /// Drops leadership locally; returns the term lost (0 if not leading).
-  std::uint64_t demote_locked();
-  void notify_lost(std::uint64_t term);
-
-  std::shared_ptr<Client> client_;
-  ElectorOptions options_;
-  std::shared_ptr<Clock> clock_;
-  std::string identity_;
-  std::string ttl_ms_;
-  std::chrono::nanoseconds valid_for_;  // lease_ttl - renew_margin
-
-  mutable std::mutex mutex_;  // guards the members below
-  std::condition_variable wake_;
-  bool leader_ = false;
-  bool fresh_term_ = false;  // the lease must be taken with a new term (after a local demotion)
-  std::uint64_t demotions_ = 0;  // counts demote_locked() calls that dropped a term
-  std::uint64_t term_ = 0;
-  Clock::SteadyTime valid_until_{};
-  std::string last_error_;
-  std::function<void(std::uint64_t)> lost_;
-  bool stopping_ = false;
-  bool resigned_ = false;
-  std::function<bool()> alive_;  // set_liveness()  // set by resign(): is_leader() answers follower from then on
-  std::mutex join_mutex_;  // serialises joining keep_alive_
-  std::thread keep_alive_;
-  std::mutex campaign_mutex_;  // one round trip at a time: answers apply in order
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace fleetcron::redis

@@ -1,0 +1,44 @@
+// fleetcron::redis — how to reach a Redis server: the client options,
+// their check and their description without secrets.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fleetcron::redis {
+
+/// Where and how to connect. Build it by hand or with parse_uri().
+struct ClientOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  /// Non-empty: connect to this Unix socket instead of host:port.
+  std::string unix_socket;
+  /// ACL user for `AUTH user password`; empty: `AUTH password` (or none).
+  std::string user;
+  /// Empty: no AUTH. Never printed.
+  std::string password;
+  /// SELECTed after every (re)connect, 0 .. 2^31-1.
+  int database = 0;
+  /// Bounds connecting (TCP handshake plus AUTH/SELECT), 1 ms .. 1 h.
+  std::chrono::milliseconds connect_timeout{1000};
+  /// Bounds every read and write of a command, 1 ms .. 1 h; applied again
+  /// after every reconnect (hiredis forgets it).
+  std::chrono::milliseconds request_timeout{1000};
+  /// Connections kept open at most, 1 .. 1024. A caller waits for a free one
+  /// for at most request_timeout.
+  std::size_t pool_size = 4;
+  /// After a failed connect, further connects wait this long, doubling per
+  /// failure up to reconnect_backoff_max; calls during the wait fail at once.
+  std::chrono::milliseconds reconnect_backoff_initial{50};
+  std::chrono::milliseconds reconnect_backoff_max{2000};
+};
+
+/// "redis://user:***@host:port/db" or "unix:/path": for logs, no secrets.
+[[nodiscard]] std::string describe(const ClientOptions& options);
+
+/// Throws std::invalid_argument naming the field and value.
+void validate(const ClientOptions& options);
+
+}  // namespace fleetcron::redis
