@@ -3,12 +3,11 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
-#include <vector>
 
 #include "fleetcron/time.h"
 
@@ -53,6 +52,9 @@ bool sleep_for(Clock& clock, std::chrono::nanoseconds duration, std::stop_token 
 class VirtualClock final : public Clock {
  public:
   explicit VirtualClock(Instant start);
+  ~VirtualClock() override;
+  VirtualClock(const VirtualClock&) = delete;
+  VirtualClock& operator=(const VirtualClock&) = delete;
 
   [[nodiscard]] Instant now() const noexcept override;
   [[nodiscard]] SteadyTime steady_now() const noexcept override;
@@ -72,21 +74,8 @@ class VirtualClock final : public Clock {
   [[nodiscard]] std::optional<SteadyTime> next_deadline() const;
 
  private:
-  struct Waiter {
-    std::uint64_t id;
-    std::condition_variable* cv;
-    std::mutex* mutex;
-    SteadyTime deadline;
-    int waking = 0;  // wake() calls about to lock `mutex`: the waiter must not leave before they are done
-  };
-  void wake(bool everyone);
-
-  mutable std::mutex mutex_;  // guards everything below
-  std::condition_variable woken_;  // signals waking counts dropping to 0
-  Instant wall_;
-  SteadyTime steady_;
-  std::uint64_t next_waiter_id_ = 1;
-  std::vector<Waiter> waiters_;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace fleetcron

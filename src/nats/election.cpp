@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -26,11 +28,6 @@ constexpr auto expiry_slack = std::chrono::milliseconds{20};
 
 }  // namespace
 
-struct Election::Callbacks {
-  bool won = false;
-  bool lost = false;
-};
-
 std::string_view to_string(State state) noexcept {
   switch (state) {
     case State::unknown: return "unknown";
@@ -40,7 +37,100 @@ std::string_view to_string(State state) noexcept {
   return "";
 }
 
+class Election::Impl {
+ public:
+  /// The callbacks a step owes, run after it without the lock.
+  struct Callbacks {
+    bool won = false;
+    bool lost = false;
+  };
+
+  Impl(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options);
+  void start(std::stop_token stop_token);
+  void stop();
+  void set_healthy(std::function<bool()> healthy);
+  bool is_leader() const;
+  State state() const;
+  std::uint64_t fencing_token() const;
+  std::string last_error() const;
+  std::pair<bool, std::uint64_t> leadership() const;
+  std::uint64_t last_lost_term() const;
+
+  std::chrono::nanoseconds ttl_{0}, interval_{0}, valid_for_{0};
+
+ private:
+  void campaign(Callbacks& after);
+  void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
+  void maintain(Callbacks& after, Clock::SteadyTime sent);
+  void take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent);
+  /// The server time (µs) of the write at `revision`; the local clock if it
+  /// cannot be read. Called without the mutex (a request).
+  std::uint64_t term_of(std::uint64_t revision);
+  void recreate_bucket(const BackendError& missing);
+  void reset_for_start();
+  /// Waits the start-up splay, or until stopped.
+  void wait_splay();
+  /// How long to wait before the next campaign, and whether we lead.
+  std::pair<std::chrono::nanoseconds, bool> next_wait();
+  void wait_watching(std::chrono::nanoseconds wait, bool leader);
+  /// The watcher of the key, created if there is none (nullptr: polling).
+  std::shared_ptr<Watcher> watch_key();
+  /// One change seen while waiting; true when the wait should end now.
+  bool wait_ends_on(const Entry& change, bool leader, std::uint64_t ours, Clock::SteadyTime& until);
+  void drop_watcher();
+  void deliver_pending_loss();
+  void resign(Callbacks& after);
+  void deadline_main(std::stop_token stop);
+  /// Leader to candidate; sets after.lost if leadership was announced.
+  void lose_locked(Callbacks& after);
+  void run(const Callbacks& after);
+  void log(const std::string& message) const noexcept;
+
+  std::string name_, key_;
+  std::shared_ptr<Bucket> bucket_;
+  ElectionOptions options_;
+  std::shared_ptr<Clock> clock_;
+
+  mutable std::mutex mutex_;  // guards the members below
+  std::condition_variable wake_;
+  bool started_ = false;
+  bool stopping_ = false;
+  bool finished_ = true;  // start() is past its loop: the deadline thread leaves
+  State state_ = State::unknown;
+  std::uint64_t last_revision_ = 0;  // 0: none (never a valid "last" for a CAS: 0 means "absent")
+  bool notify_next_ = false;         // won, not yet announced
+  bool announced_ = false;
+  std::uint64_t won_revision_ = 0;
+  std::uint64_t won_term_ = 0;  // term_of(the winning revision)
+  std::uint64_t losses_ = 0;  // counts lose_locked(): a renewal that raced a loss is a new win
+  Clock::SteadyTime valid_until_{};
+  int tries_ = 0;
+  std::string last_error_;
+  std::function<bool()> healthy_;  // set_healthy()
+  std::shared_ptr<Watcher> watcher_;  // while a candidate; shared so stop() can stop it outside the lock
+  bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
+  std::uint64_t lost_term_ = 0;
+  std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
+  bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a resignation
+  mutable std::recursive_mutex callback_mutex_;  // one callback at a time
+};
+
 Election::Election(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options)
+    : impl_(std::make_unique<Impl>(std::move(name), std::move(key), std::move(bucket), std::move(options))) {}
+Election::~Election() { impl_->stop(); }
+void Election::start(std::stop_token stop_token) { impl_->start(std::move(stop_token)); }
+void Election::stop() { impl_->stop(); }
+void Election::set_healthy(std::function<bool()> healthy) { impl_->set_healthy(std::move(healthy)); }
+bool Election::is_leader() const { return impl_->is_leader(); }
+State Election::state() const { return impl_->state(); }
+std::uint64_t Election::fencing_token() const { return impl_->fencing_token(); }
+std::chrono::nanoseconds Election::campaign_interval() const noexcept { return impl_->interval_; }
+std::chrono::nanoseconds Election::bucket_ttl() const noexcept { return impl_->ttl_; }
+std::string Election::last_error() const { return impl_->last_error(); }
+std::pair<bool, std::uint64_t> Election::leadership() const { return impl_->leadership(); }
+std::uint64_t Election::last_lost_term() const { return impl_->last_lost_term(); }
+
+Election::Impl::Impl(std::string name, std::string key, std::shared_ptr<Bucket> bucket, ElectionOptions options)
     : name_(std::move(name)), key_(std::move(key)), bucket_(std::move(bucket)), options_(std::move(options)) {
   if (!bucket_) throw std::invalid_argument("nats::Election: bucket is null");
   if (name_.empty() || name_.find('\0') != std::string::npos) {
@@ -73,9 +163,7 @@ Election::Election(std::string name, std::string key, std::shared_ptr<Bucket> bu
   log(fmt::format("Campaign interval: {}", format_duration(interval_)));
 }
 
-Election::~Election() { stop(); }
-
-void Election::log(const std::string& message) const noexcept {
+void Election::Impl::log(const std::string& message) const noexcept {
   if (!options_.debug) return;
   try {
     options_.debug(message);
@@ -84,7 +172,7 @@ void Election::log(const std::string& message) const noexcept {
   }
 }
 
-void Election::stop() {
+void Election::Impl::stop() {
   std::shared_ptr<Watcher> watcher;
   {
     std::lock_guard guard(mutex_);
@@ -97,39 +185,39 @@ void Election::stop() {
   if (watcher) watcher->stop();
 }
 
-bool Election::is_leader() const {
+bool Election::Impl::is_leader() const {
   std::lock_guard guard(mutex_);
   return state_ == State::leader && announced_ && clock_->steady_now() < valid_until_;
 }
 
-State Election::state() const {
+State Election::Impl::state() const {
   std::lock_guard guard(mutex_);
   if (state_ == State::leader && clock_->steady_now() >= valid_until_) return State::candidate;  // demotion under way
   return state_;
 }
 
-std::uint64_t Election::fencing_token() const {
+std::uint64_t Election::Impl::fencing_token() const {
   std::lock_guard guard(mutex_);
   return state_ == State::leader ? won_term_ : 0;
 }
 
-std::pair<bool, std::uint64_t> Election::leadership() const {
+std::pair<bool, std::uint64_t> Election::Impl::leadership() const {
   std::lock_guard guard(mutex_);
   const bool leader = state_ == State::leader && announced_ && clock_->steady_now() < valid_until_;
   return {leader, leader ? won_term_ : 0};
 }
 
-std::uint64_t Election::last_lost_term() const {
+std::uint64_t Election::Impl::last_lost_term() const {
   std::lock_guard guard(mutex_);
   return lost_term_;
 }
 
-std::string Election::last_error() const {
+std::string Election::Impl::last_error() const {
   std::lock_guard guard(mutex_);
   return last_error_;
 }
 
-void Election::run(const Callbacks& after) {
+void Election::Impl::run(const Callbacks& after) {
   if (!after.won && !after.lost) return;
   std::lock_guard one_at_a_time(callback_mutex_);
   try {
@@ -142,20 +230,49 @@ void Election::run(const Callbacks& after) {
   }
 }
 
-void Election::start(std::stop_token stop_token) {
-  {
-    std::lock_guard guard(mutex_);
-    if (started_) throw std::logic_error("election already running");
-    started_ = true;
-    stopping_ = false;
-    finished_ = false;
-    state_ = State::candidate;
-    last_revision_ = 0;
-    notify_next_ = announced_ = pending_lost_ = false;
-    won_revision_ = 0;
-    won_term_ = 0;
-    tries_ = 0;
+void Election::Impl::reset_for_start() {
+  std::lock_guard guard(mutex_);
+  if (started_) throw std::logic_error("election already running");
+  started_ = true;
+  stopping_ = false;
+  finished_ = false;
+  state_ = State::candidate;
+  last_revision_ = 0;
+  notify_next_ = announced_ = pending_lost_ = false;
+  won_revision_ = 0;
+  won_term_ = 0;
+  tries_ = 0;
+}
+
+void Election::Impl::wait_splay() {
+  if (options_.startup_splay <= std::chrono::nanoseconds::zero()) return;
+  std::mt19937_64 random(std::random_device{}());
+  std::uniform_int_distribution<std::int64_t> pick(0, options_.startup_splay.count() - 1);
+  const auto splay = std::chrono::nanoseconds{pick(random)};
+  log(fmt::format("Start-up splay: {}", format_duration(splay)));
+  std::unique_lock lock(mutex_);
+  const auto until = clock_->steady_now() + splay;
+  while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
+}
+
+std::pair<std::chrono::nanoseconds, bool> Election::Impl::next_wait() {
+  std::lock_guard guard(mutex_);
+  const bool leader = state_ == State::leader;
+  std::chrono::nanoseconds wait = interval_;
+  if (options_.backoff) {
+    // Zero or negative would spin: at least 1% of the interval.
+    wait = std::max(options_.backoff->duration(leader ? 0 : tries_), interval_ / 100);
   }
+  if (leader) {
+    // Never wait past the lease: renew before the local deadline.
+    const auto left = valid_until_ - clock_->steady_now();
+    wait = std::min(wait, left * 9 / 10);
+  }
+  return {std::max(wait, std::chrono::nanoseconds::zero()), leader};
+}
+
+void Election::Impl::start(std::stop_token stop_token) {
+  reset_for_start();
   // After the reset: a token stopped already stops this run at once.
   std::stop_callback on_stop(stop_token, [this] { stop(); });
   std::thread deadline;
@@ -172,44 +289,21 @@ void Election::start(std::stop_token stop_token) {
     state_ = State::candidate;
     started_ = false;
   };
+  const auto stopping = [this] {
+    std::lock_guard guard(mutex_);
+    return stopping_;
+  };
   try {
     deadline = std::thread([this] { deadline_main({}); });
-    if (options_.startup_splay > std::chrono::nanoseconds::zero()) {
-      std::mt19937_64 random(std::random_device{}());
-      std::uniform_int_distribution<std::int64_t> pick(0, options_.startup_splay.count() - 1);
-      const auto splay = std::chrono::nanoseconds{pick(random)};
-      log(fmt::format("Start-up splay: {}", format_duration(splay)));
-      std::unique_lock lock(mutex_);
-      const auto until = clock_->steady_now() + splay;
-      while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(wake_, lock, until);
-    }
-    while (true) {
-      {
-        std::lock_guard guard(mutex_);
-        if (stopping_) break;
-      }
+    wait_splay();
+    while (!stopping()) {
       deliver_pending_loss();  // a deadline demotion is announced before anything else
       Callbacks after;
       campaign(after);
       run(after);
       deliver_pending_loss();
-      std::chrono::nanoseconds wait = interval_;
-      bool leader = false;
-      {
-        std::lock_guard guard(mutex_);
-        if (stopping_) break;
-        leader = state_ == State::leader;
-        if (options_.backoff) {
-          // Zero or negative would spin: at least 1% of the interval.
-          wait = std::max(options_.backoff->duration(leader ? 0 : tries_), interval_ / 100);
-        }
-        if (leader) {
-          // Never wait past the lease: renew before the local deadline.
-          const auto left = valid_until_ - clock_->steady_now();
-          wait = std::min(wait, left * 9 / 10);
-        }
-      }
-      wait = std::max(wait, std::chrono::nanoseconds::zero());
+      if (stopping()) break;
+      const auto [wait, leader] = next_wait();
       wait_watching(wait, leader);
     }
     Callbacks after;
@@ -222,7 +316,7 @@ void Election::start(std::stop_token stop_token) {
   finish();
 }
 
-void Election::drop_watcher() {
+void Election::Impl::drop_watcher() {
   std::shared_ptr<Watcher> watcher;
   {
     std::lock_guard guard(mutex_);
@@ -232,7 +326,7 @@ void Election::drop_watcher() {
   if (watcher) watcher->stop();
 }
 
-void Election::deliver_pending_loss() {
+void Election::Impl::deliver_pending_loss() {
   Callbacks after;
   {
     std::lock_guard guard(mutex_);
@@ -241,33 +335,61 @@ void Election::deliver_pending_loss() {
   run(after);
 }
 
-void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
+std::shared_ptr<Watcher> Election::Impl::watch_key() {
+  std::shared_ptr<Watcher> watcher;
+  {
+    std::lock_guard guard(mutex_);
+    watcher = watcher_;
+  }
+  if (watcher) return watcher;
+  try {
+    watcher = bucket_->watch(key_);
+    leader_write_seen_.reset();  // a new watch replays the current value first
+    bool stopped = false;
+    {
+      std::lock_guard guard(mutex_);
+      watcher_ = watcher;
+      stopped = stopping_;
+    }
+    if (stopped) watcher->stop();
+  } catch (const BackendError& e) {
+    log(std::string("cannot watch the key, polling instead: ") + e.what());
+  }
+  return watcher;
+}
+
+bool Election::Impl::wait_ends_on(const Entry& change, bool leader, std::uint64_t ours, Clock::SteadyTime& until) {
+  if (leader) {
+    // Our own renewals (this revision or older) are expected; anything
+    // else means the key is no longer ours.
+    if (change.operation == Entry::Operation::put && change.value == name_ && change.revision <= ours) return false;
+    log(fmt::format("key {} changed by someone else at revision {}: renewing now", key_, change.revision));
+    return true;
+  }
+  if (change.operation != Entry::Operation::put || change.value == resigned_marker) {
+    log(fmt::format("key {} {} at revision {}: campaigning now", key_,
+                    change.operation == Entry::Operation::put ? "resigned" : "deleted", change.revision));
+    leader_write_seen_.reset();
+    // Only fleetcron's resignation (its marker carries a header) lets the
+    // winner announce at once: the leader announced its loss before
+    // deleting. Any other delete (an operator's, choria's) is followed by
+    // the usual announcement after a renewal.
+    deletion_seen_ = change.operation != Entry::Operation::put && bucket_->is_resignation(change.revision);
+    return true;
+  }
+  leader_write_seen_ = clock_->steady_now();
+  until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
+  return false;
+}
+
+void Election::Impl::wait_watching(std::chrono::nanoseconds wait, bool leader) {
   // Both roles wait on a watch of the key. A candidate campaigns at once on
   // a deletion or a resignation; a leader renews at once when anyone else
   // wrote or deleted the key, so it announces its loss within milliseconds
   // instead of at its next tick (the new winner announces only one
   // interval after its win: no two announced leaders even when ticks run
   // late). The watch is read on every wait, so it never piles up.
-  std::shared_ptr<Watcher> watcher;
-  {
-    std::lock_guard guard(mutex_);
-    watcher = watcher_;
-  }
-  if (!watcher) {
-    try {
-      watcher = bucket_->watch(key_);
-      leader_write_seen_.reset();  // a new watch replays the current value first
-      bool stopped = false;
-      {
-        std::lock_guard guard(mutex_);
-        watcher_ = watcher;
-        stopped = stopping_;
-      }
-      if (stopped) watcher->stop();
-    } catch (const BackendError& e) {
-      log(std::string("cannot watch the key, polling instead: ") + e.what());
-    }
-  }
+  std::shared_ptr<Watcher> watcher = watch_key();
   auto until = clock_->steady_now() + wait;
   // The leader's last write seen (local time): its key expires a TTL
   // later, which no watch reports, so campaign right then.
@@ -291,30 +413,7 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
       const auto slice = std::min<std::chrono::nanoseconds>(until - now, watch_slice);
       const auto change =
           watcher->next(std::max(std::chrono::ceil<std::chrono::milliseconds>(slice), std::chrono::milliseconds{1}));
-      if (leader) {
-        // Our own renewals (this revision or older) are expected; anything
-        // else means the key is no longer ours.
-        if (change && !(change->operation == Entry::Operation::put && change->value == name_ && change->revision <= ours)) {
-          log(fmt::format("key {} changed by someone else at revision {}: renewing now", key_, change->revision));
-          return;
-        }
-        continue;
-      }
-      if (change && (change->operation != Entry::Operation::put || change->value == resigned_marker)) {
-        log(fmt::format("key {} {} at revision {}: campaigning now", key_,
-                        change->operation == Entry::Operation::put ? "resigned" : "deleted", change->revision));
-        leader_write_seen_.reset();
-        // Only fleetcron's resignation (its marker carries a header) lets
-        // the winner announce at once: the leader announced its loss
-        // before deleting. Any other delete (an operator's, choria's) is
-        // followed by the usual announcement after a renewal.
-        deletion_seen_ = change->operation != Entry::Operation::put && bucket_->is_resignation(change->revision);
-        return;
-      }
-      if (change) {
-        leader_write_seen_ = clock_->steady_now();
-        until = std::min(until, *leader_write_seen_ + ttl_ + expiry_slack);
-      }
+      if (change && wait_ends_on(*change, leader, ours, until)) return;
     } catch (const BackendError& e) {
       log(std::string("watch failed, polling instead: ") + e.what());
       watcher.reset();
@@ -323,12 +422,12 @@ void Election::wait_watching(std::chrono::nanoseconds wait, bool leader) {
   }
 }
 
-void Election::set_healthy(std::function<bool()> healthy) {
+void Election::Impl::set_healthy(std::function<bool()> healthy) {
   std::lock_guard guard(mutex_);
   healthy_ = std::move(healthy);
 }
 
-void Election::campaign(Callbacks& after) {
+void Election::Impl::campaign(Callbacks& after) {
   State state = State::candidate;
   std::function<bool()> healthy;
   {
@@ -372,7 +471,7 @@ void Election::campaign(Callbacks& after) {
   }
 }
 
-std::uint64_t Election::term_of(std::uint64_t revision) {
+std::uint64_t Election::Impl::term_of(std::uint64_t revision) {
   std::chrono::sys_time<std::chrono::nanoseconds> at;
   try {
     at = bucket_->write_times(revision).written;
@@ -386,7 +485,7 @@ std::uint64_t Election::term_of(std::uint64_t revision) {
       std::max<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count(), 1));
 }
 
-void Election::take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent) {
+void Election::Impl::take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent) {
   if (clock_->steady_now() >= sent + valid_for_) announce_now = false;  // took too long: the deadline thread demotes
   state_ = State::leader;
   last_revision_ = revision;
@@ -400,7 +499,7 @@ void Election::take_over(std::uint64_t revision, std::uint64_t term, bool announ
   wake_.notify_all();  // the deadline thread re-arms
 }
 
-void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
+void Election::Impl::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
   // A resignation marker the watcher just saw: the old leader announced
   // its loss before writing it, so the winner may announce at once.
   const bool after_deletion = std::exchange(deletion_seen_, false);
@@ -449,7 +548,7 @@ void Election::campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent) {
   }
 }
 
-void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
+void Election::Impl::maintain(Callbacks& after, Clock::SteadyTime sent) {
   std::uint64_t last = 0, losses = 0;
   {
     std::lock_guard guard(mutex_);
@@ -499,7 +598,7 @@ void Election::maintain(Callbacks& after, Clock::SteadyTime sent) {
   lose_locked(after);
 }
 
-void Election::recreate_bucket(const BackendError& missing) {
+void Election::Impl::recreate_bucket(const BackendError& missing) {
   try {
     bucket_->recreate();
     log(fmt::format("bucket {} was missing ({}): created it again", bucket_->name(), missing.what()));
@@ -508,7 +607,7 @@ void Election::recreate_bucket(const BackendError& missing) {
   }
 }
 
-void Election::lose_locked(Callbacks& after) {
+void Election::Impl::lose_locked(Callbacks& after) {
   if (state_ != State::leader) return;
   lost_term_ = won_term_;
   state_ = State::candidate;
@@ -525,7 +624,7 @@ void Election::lose_locked(Callbacks& after) {
   }
 }
 
-void Election::resign(Callbacks& after) {
+void Election::Impl::resign(Callbacks& after) {
   std::uint64_t last = 0;
   bool reachable = true;
   {
@@ -552,7 +651,7 @@ void Election::resign(Callbacks& after) {
   }
 }
 
-void Election::deadline_main(std::stop_token) {  // ends when start() finishes
+void Election::Impl::deadline_main(std::stop_token) {  // ends when start() finishes
   std::unique_lock lock(mutex_);
   while (!finished_) {
     const auto now = clock_->steady_now();

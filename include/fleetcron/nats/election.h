@@ -6,11 +6,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -95,8 +93,8 @@ class Election {
   /// (docs/fencing.md). 0 unless leader.
   [[nodiscard]] std::uint64_t fencing_token() const;
   /// 75% of the bucket TTL.
-  [[nodiscard]] std::chrono::nanoseconds campaign_interval() const noexcept { return interval_; }
-  [[nodiscard]] std::chrono::nanoseconds bucket_ttl() const noexcept { return ttl_; }
+  [[nodiscard]] std::chrono::nanoseconds campaign_interval() const noexcept;
+  [[nodiscard]] std::chrono::nanoseconds bucket_ttl() const noexcept;
   /// The last campaign's error ("" after a clean campaign).
   [[nodiscard]] std::string last_error() const;
   /// is_leader() and fencing_token() read together (one lock).
@@ -110,53 +108,8 @@ class Election {
   static constexpr std::string_view resigned_marker = std::string_view("\0fleetcron-resigned\0", 20);
 
  private:
-  struct Callbacks;
-  void campaign(Callbacks& after);
-  void campaign_as_candidate(Callbacks& after, Clock::SteadyTime sent);
-  void maintain(Callbacks& after, Clock::SteadyTime sent);
-  void take_over(std::uint64_t revision, std::uint64_t term, bool announce_now, Clock::SteadyTime sent);
-  /// The server time (µs) of the write at `revision`; the local clock if it
-  /// cannot be read. Called without the mutex (a request).
-  std::uint64_t term_of(std::uint64_t revision);
-  void recreate_bucket(const BackendError& missing);
-  void wait_watching(std::chrono::nanoseconds wait, bool leader);
-  void drop_watcher();
-  void deliver_pending_loss();
-  void resign(Callbacks& after);
-  void deadline_main(std::stop_token stop);
-  /// Leader to candidate; sets after.lost if leadership was announced.
-  void lose_locked(Callbacks& after);
-  void run(const Callbacks& after);
-  void log(const std::string& message) const noexcept;
-
-  std::string name_, key_;
-  std::shared_ptr<Bucket> bucket_;
-  ElectionOptions options_;
-  std::shared_ptr<Clock> clock_;
-  std::chrono::nanoseconds ttl_{0}, interval_{0}, valid_for_{0};
-
-  mutable std::mutex mutex_;  // guards the members below
-  std::condition_variable wake_;
-  bool started_ = false;
-  bool stopping_ = false;
-  bool finished_ = true;  // start() is past its loop: the deadline thread leaves
-  State state_ = State::unknown;
-  std::uint64_t last_revision_ = 0;  // 0: none (never a valid "last" for a CAS: 0 means "absent")
-  bool notify_next_ = false;         // won, not yet announced
-  bool announced_ = false;
-  std::uint64_t won_revision_ = 0;
-  std::uint64_t won_term_ = 0;  // term_of(the winning revision)
-  std::uint64_t losses_ = 0;  // counts lose_locked(): a renewal that raced a loss is a new win
-  Clock::SteadyTime valid_until_{};
-  int tries_ = 0;
-  std::string last_error_;
-  std::function<bool()> healthy_;  // set_healthy()
-  std::shared_ptr<Watcher> watcher_;  // while a candidate; shared so stop() can stop it outside the lock
-  bool pending_lost_ = false;        // demoted by the deadline thread: on_lost still to run
-  std::uint64_t lost_term_ = 0;
-  std::optional<Clock::SteadyTime> leader_write_seen_;  // campaign thread only
-  bool deletion_seen_ = false;                          // campaign thread only: the watcher saw a resignation
-  mutable std::recursive_mutex callback_mutex_;  // one callback at a time
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// The reference's range of election bucket TTLs (ElectionOptions::validate_ttl).
