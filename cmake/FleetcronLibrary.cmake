@@ -1,7 +1,9 @@
 # fleetcron_library(TARGET NAME SOURCES...): one of fleetcron's libraries —
 # the target fleetcron_<name> with its alias fleetcron::<name>, the installed
 # file libfleetcron-<name>, the versioned SONAME, position-independent code,
-# the public headers and the private src/ include path, and the warnings.
+# hidden symbols (a shared library exports only what include/fleetcron/
+# marks FLEETCRON_API), the public headers and the private src/ include
+# path, and the warnings.
 function(fleetcron_library name)
   set(target fleetcron_${name})
   add_library(${target} ${ARGN})
@@ -11,7 +13,9 @@ function(fleetcron_library name)
     OUTPUT_NAME fleetcron-${name}
     VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
-    POSITION_INDEPENDENT_CODE ON)
+    POSITION_INDEPENDENT_CODE ON
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
   target_include_directories(${target}
     PUBLIC
       $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>

@@ -3,7 +3,8 @@
 #  1. g++ build (-Werror): unit tests, differential test, CLI tests, fuzz
 #     corpus replay, installed-package consumer test, Redis and NATS
 #     integration tests, end-to-end fleets of three daemons; a -O3 build of
-#     the library and program (-Werror); benchmark smoke run;
+#     the shared libraries, program and examples (-Werror; exported symbols
+#     checked, installed package tested); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
 #  3. g++ ThreadSanitizer build: the scheduler tests, the Redis tests and
@@ -40,10 +41,16 @@ step "g++ fleet runs: end to end and chaos (three daemons and their own server e
 (cd build/gcc && ctest --output-on-failure -j6 -L 'e2e|chaos')
 # Each fleet run's summary line: runs, duplicates, losses and their reasons.
 grep -hE '^ok( |:)' build/gcc/Testing/Temporary/LastTest.log || true
-step "g++ -O3 (Release) build of the library and program, -Werror (g++ 12 warns differently at -O3)"
+step "g++ -O3 (Release) shared libraries, program and examples, -Werror (g++ 12 warns differently at -O3)"
 cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
-  -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
+  -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF >/dev/null
 cmake --build build/gcc-release -j"$jobs"
+# Hidden visibility: the program and the examples link against the public
+# API alone, the libraries export no internals, and the installed shared
+# package serves consumers (exceptions caught across the boundary).
+bash tests/install/check_exports.sh build/gcc-release
+bash tests/install/run_install_test.sh build/gcc-release . build/gcc-release/install-test
+build/gcc-release/src/daemon/fleetcron next -n 1 '@daily' >/dev/null
 step "core-only build: the library without the backends or the program (FLEETCRON_REDIS/NATS/DAEMON=OFF)"
 cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON \
   -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \

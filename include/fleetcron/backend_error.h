@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron {
 
 /// A backend could not do what was asked. Outcomes that are part of
@@ -13,7 +15,7 @@ namespace fleetcron {
 /// results, never exceptions; Claimers and Electors turn these errors into
 /// failed results (fail closed). Catch BackendError for every kind, or the
 /// subclass of one kind.
-class BackendError : public std::runtime_error {
+class FLEETCRON_API BackendError : public std::runtime_error {
  public:
   enum class Kind {
     connect,   ///< could not connect (refused, unreachable, DNS, connect timeout), or backing off after a failure
@@ -36,35 +38,35 @@ class BackendError : public std::runtime_error {
   int code_;
 };
 
-class ConnectError final : public BackendError {
+class FLEETCRON_API ConnectError final : public BackendError {
  public:
   explicit ConnectError(const std::string& message, int code = 0) : BackendError(Kind::connect, message, code) {}
 };
-class TimeoutError final : public BackendError {
+class FLEETCRON_API TimeoutError final : public BackendError {
  public:
   explicit TimeoutError(const std::string& message, int code = 0) : BackendError(Kind::timeout, message, code) {}
 };
-class IoError final : public BackendError {
+class FLEETCRON_API IoError final : public BackendError {
  public:
   explicit IoError(const std::string& message, int code = 0) : BackendError(Kind::io, message, code) {}
 };
-class AuthError final : public BackendError {
+class FLEETCRON_API AuthError final : public BackendError {
  public:
   explicit AuthError(const std::string& message, int code = 0) : BackendError(Kind::auth, message, code) {}
 };
-class ProtocolError final : public BackendError {
+class FLEETCRON_API ProtocolError final : public BackendError {
  public:
   explicit ProtocolError(const std::string& message, int code = 0) : BackendError(Kind::protocol, message, code) {}
 };
-class ClosedError final : public BackendError {
+class FLEETCRON_API ClosedError final : public BackendError {
  public:
   explicit ClosedError(const std::string& message, int code = 0) : BackendError(Kind::closed, message, code) {}
 };
 
 /// "connect", "timeout", "io", "auth", "protocol", "closed".
-[[nodiscard]] std::string_view to_string(BackendError::Kind kind) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(BackendError::Kind kind) noexcept;
 
 /// Throws the subclass for `kind`.
-[[noreturn]] void throw_backend_error(BackendError::Kind kind, const std::string& message, int code = 0);
+[[noreturn]] FLEETCRON_API void throw_backend_error(BackendError::Kind kind, const std::string& message, int code = 0);
 
 }  // namespace fleetcron

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "fleetcron/api.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -16,7 +17,7 @@ namespace fleetcron {
 /// Where the scheduler reads time and how it waits. Wall time (now()) gives
 /// fire instants and lateness; every wait is on the steady timeline, so
 /// wall-clock steps never stretch or shorten a sleep.
-class Clock {
+class FLEETCRON_API Clock {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
 
@@ -39,17 +40,17 @@ class Clock {
 };
 
 /// The process's real clocks (std::chrono::system_clock and steady_clock).
-[[nodiscard]] std::shared_ptr<Clock> system_clock();
+[[nodiscard]] FLEETCRON_API std::shared_ptr<Clock> system_clock();
 
 /// Sleeps `duration` on `clock`'s steady timeline, ending early when `stop`
 /// is requested: false then, true if the whole duration passed. For jobs
 /// that wait, and for the scheduler's jitter and retry delays.
-bool sleep_for(Clock& clock, std::chrono::nanoseconds duration, std::stop_token stop);
+FLEETCRON_API bool sleep_for(Clock& clock, std::chrono::nanoseconds duration, std::stop_token stop);
 
 /// A clock that moves only when told to. advance() moves wall and steady
 /// time together and wakes every waiter whose deadline has passed;
 /// jump_wall() moves only the wall clock (an NTP step) and wakes everyone.
-class VirtualClock final : public Clock {
+class FLEETCRON_API VirtualClock final : public Clock {
  public:
   explicit VirtualClock(Instant start);
   ~VirtualClock() override;

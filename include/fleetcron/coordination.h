@@ -10,13 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
 
 /// The answer to Claimer::claim().
-struct ClaimResult {
+struct FLEETCRON_API ClaimResult {
   enum class Status {
     claimed,          ///< this process runs the fire; `fence` is its token
     already_claimed,  ///< another replica has it (normal contention)
@@ -41,7 +42,7 @@ struct ClaimResult {
 
 /// How far the local wall clock is from a store's (Redis's TIME, the
 /// timestamps NATS gives writes), as the claimers' skew guards measure it.
-struct ClockOffset {
+struct FLEETCRON_API ClockOffset {
   /// Server time minus local time (positive: the local clock is behind).
   std::chrono::microseconds offset{0};
   /// When it was measured, on the local steady clock.
@@ -52,7 +53,7 @@ struct ClockOffset {
 /// fire, with the fire key (see fire_key()), from a worker thread; it must
 /// be thread-safe and bounded in time. A claim is kept until its TTL ends,
 /// never released early, so a late replica cannot run the fire again.
-class Claimer {
+class FLEETCRON_API Claimer {
  public:
   virtual ~Claimer() = default;
   [[nodiscard]] virtual ClaimResult claim(std::string_view fire_key) = 0;
@@ -84,7 +85,7 @@ class Claimer {
 };
 
 /// The answer to Elector::is_leader().
-struct Leadership {
+struct FLEETCRON_API Leadership {
   enum class Status { leader, follower, error };
   Status status = Status::error;
   /// The leadership term: increases every time leadership changes hands.
@@ -100,7 +101,7 @@ struct Leadership {
 /// Decides whether this process is the leader. is_leader() is called once
 /// per automatic fire from a worker thread: it must be cheap, thread-safe
 /// and bounded in time.
-class Elector {
+class FLEETCRON_API Elector {
  public:
   virtual ~Elector() = default;
   [[nodiscard]] virtual Leadership is_leader() = 0;
@@ -130,11 +131,11 @@ class Elector {
 /// nanoseconds and trailing zeros trimmed`, byte for byte libtnb/cron
 /// v0.6's format, e.g. "hourly-report@2026-01-02T15:04:05Z" or
 /// "k@2026-01-02T15:04:05.5Z".
-[[nodiscard]] std::string fire_key(std::string_view key, Instant scheduled_at);
+[[nodiscard]] FLEETCRON_API std::string fire_key(std::string_view key, Instant scheduled_at);
 
 /// The scheduled instant of a fire key made by fire_key(): the RFC 3339
 /// text after its last '@'; nullopt if there is none. Backends use it to
 /// refuse fires from before a store reset (ClaimResult::Status::store_reset).
-[[nodiscard]] std::optional<Instant> fire_key_instant(std::string_view fire_key);
+[[nodiscard]] FLEETCRON_API std::optional<Instant> fire_key_instant(std::string_view fire_key);
 
 }  // namespace fleetcron

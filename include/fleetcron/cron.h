@@ -4,6 +4,7 @@
 #include <optional>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/parse_error.h"
 #include "fleetcron/schedule.h"
 #include "fleetcron/time_zone.h"
@@ -33,18 +34,18 @@ enum class DstOverlap {
 /// Daylight-saving policy of a spec whose hour field is restricted. A spec
 /// whose hour field matches every hour is periodic: it fires at every instant
 /// whose wall time matches and ignores this policy (see docs/time-engine.md).
-struct DstPolicy {
+struct FLEETCRON_API DstPolicy {
   DstGap gap = DstGap::shift;
   DstOverlap overlap = DstOverlap::first;
   friend bool operator==(const DstPolicy&, const DstPolicy&) = default;
 };
 
-[[nodiscard]] std::string_view to_string(DstGap gap) noexcept;
-[[nodiscard]] std::string_view to_string(DstOverlap overlap) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(DstGap gap) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(DstOverlap overlap) noexcept;
 /// "shift" / "skip", or std::nullopt.
-[[nodiscard]] std::optional<DstGap> dst_gap_from_string(std::string_view text) noexcept;
+[[nodiscard]] FLEETCRON_API std::optional<DstGap> dst_gap_from_string(std::string_view text) noexcept;
 /// "first" / "last" / "both", or std::nullopt.
-[[nodiscard]] std::optional<DstOverlap> dst_overlap_from_string(std::string_view text) noexcept;
+[[nodiscard]] FLEETCRON_API std::optional<DstOverlap> dst_overlap_from_string(std::string_view text) noexcept;
 
 /// Where `@every D` counts from.
 enum class EveryAnchor {
@@ -53,7 +54,7 @@ enum class EveryAnchor {
 };
 
 /// How specs are read.
-struct ParseOptions {
+struct FLEETCRON_API ParseOptions {
   SecondsField seconds = SecondsField::none;
   /// Zone of specs without a TZ=/CRON_TZ= prefix.
   TimeZone zone = TimeZone::utc();
@@ -77,6 +78,6 @@ inline constexpr std::size_t max_spec_bytes = 4096;
 /// Day rule (Vixie cron): if either day field has a term `*` or `?` (also
 /// with a step, `*/2`) a day must match both, otherwise either. A TZ=
 /// prefix does not combine with `@every`. Throws ParseError.
-[[nodiscard]] SchedulePtr parse_schedule(std::string_view spec, const ParseOptions& options = {});
+[[nodiscard]] FLEETCRON_API SchedulePtr parse_schedule(std::string_view spec, const ParseOptions& options = {});
 
 }  // namespace fleetcron

@@ -7,11 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron {
 
 /// A duration that does not parse: what() names the text, the 0-based
 /// offset and the reason, e.g. `duration "5x": at offset 1: unknown unit "x"`.
-class DurationError : public std::invalid_argument {
+class FLEETCRON_API DurationError : public std::invalid_argument {
  public:
   DurationError(std::string_view text, std::size_t position, std::string reason);
   [[nodiscard]] std::size_t position() const noexcept { return position_; }
@@ -26,9 +28,9 @@ class DurationError : public std::invalid_argument {
 /// "1.5h", "500ms". Units: ns, us (or µs), ms, s, m, h, d (24 h). No sign,
 /// no spaces, a unit on every term; "0" alone is zero. The total must not
 /// exceed 100 years. Throws DurationError.
-[[nodiscard]] std::chrono::nanoseconds parse_duration(std::string_view text);
+[[nodiscard]] FLEETCRON_API std::chrono::nanoseconds parse_duration(std::string_view text);
 
 /// Formats like Go's Duration.String(): "1h30m0s", "500ms", "1.5s", "0s".
-[[nodiscard]] std::string format_duration(std::chrono::nanoseconds duration);
+[[nodiscard]] FLEETCRON_API std::string format_duration(std::chrono::nanoseconds duration);
 
 }  // namespace fleetcron

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <variant>
 
+#include "fleetcron/api.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -15,7 +16,7 @@ namespace fleetcron {
 using EntryId = std::uint64_t;
 
 /// Who an event is about. Shared, immutable for the life of the entry.
-struct EntryIdentity {
+struct FLEETCRON_API EntryIdentity {
   EntryId id = 0;
   std::string name;
   std::string key;
@@ -28,7 +29,7 @@ enum class MissedFirePolicy {
   skip,      ///< run nothing; continue with the next instant after now
   run_all,   ///< run each missed instant, the newest 1,000 at most, oldest first
 };
-[[nodiscard]] std::string_view to_string(MissedFirePolicy policy) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(MissedFirePolicy policy) noexcept;
 
 /// Why an automatic fire did not run.
 enum class SkipReason {
@@ -41,7 +42,7 @@ enum class SkipReason {
   stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
   store_reset,      ///< the claimer refused: scheduled before the store's reset epoch + skew bound
 };
-[[nodiscard]] std::string_view to_string(SkipReason reason) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(SkipReason reason) noexcept;
 
 /// Why a fire was dropped before its job started.
 enum class CancelReason {
@@ -50,7 +51,7 @@ enum class CancelReason {
   entry_paused,          ///< pause() while the fire was queued
   stopped_before_start,  ///< its run was asked to stop during jitter, before the claim or before the job
 };
-[[nodiscard]] std::string_view to_string(CancelReason reason) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(CancelReason reason) noexcept;
 
 /// How a run ended.
 enum class RunStatus {
@@ -59,16 +60,16 @@ enum class RunStatus {
   timed_out,  ///< the entry's timeout, or the last attempt's attempt_timeout, requested stop first
   cancelled,  ///< stop(), leadership loss or removal requested stop first
 };
-[[nodiscard]] std::string_view to_string(RunStatus status) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(RunStatus status) noexcept;
 
 /// A fire was planned: the entry's next instant (on add, update, resume and
 /// after each committed fire).
-struct ScheduledEvent {
+struct FLEETCRON_API ScheduledEvent {
   EntryRef entry;
   Instant next;
 };
 /// An attempt of a run began.
-struct JobStartedEvent {
+struct FLEETCRON_API JobStartedEvent {
   EntryRef entry;
   std::string fire_key;
   Instant scheduled_at;
@@ -79,7 +80,7 @@ struct JobStartedEvent {
 };
 /// An attempt failed or timed out, and the retry policy runs another after
 /// `retry_in` (the last attempt's end is the JobCompletedEvent).
-struct JobAttemptFailedEvent {
+struct FLEETCRON_API JobAttemptFailedEvent {
   EntryRef entry;
   std::string fire_key;
   Instant scheduled_at;
@@ -90,7 +91,7 @@ struct JobAttemptFailedEvent {
 };
 
 /// A run ended (after its last attempt).
-struct JobCompletedEvent {
+struct FLEETCRON_API JobCompletedEvent {
   EntryRef entry;
   std::string fire_key;
   Instant scheduled_at;
@@ -103,7 +104,7 @@ struct JobCompletedEvent {
 /// A popped fire was later than the tolerance. `missed` instants in
 /// [first_missed, last_missed] were due (counted up to 1,000; beyond that
 /// `missed_is_lower_bound` is set); the policy ran `runs` of them.
-struct MissedFireEvent {
+struct FLEETCRON_API MissedFireEvent {
   EntryRef entry;
   Instant first_missed;
   Instant last_missed;
@@ -114,7 +115,7 @@ struct MissedFireEvent {
   MissedFirePolicy policy = MissedFirePolicy::run_once;
 };
 /// A fire found no room: the run queue was full.
-struct RejectedFireEvent {
+struct FLEETCRON_API RejectedFireEvent {
   EntryRef entry;
   Instant scheduled_at;
   bool manual = false;
@@ -123,7 +124,7 @@ struct RejectedFireEvent {
 /// removed or paused while queued, scheduler stopped with it queued).
 /// `claimed`: a claimer had granted it to this replica, so no replica will
 /// run it — a loss to report, not a skip.
-struct CancelledFireEvent {
+struct FLEETCRON_API CancelledFireEvent {
   EntryRef entry;
   Instant scheduled_at;
   std::string cause;
@@ -131,7 +132,7 @@ struct CancelledFireEvent {
   bool claimed = false;
 };
 /// An automatic fire was skipped by coordination.
-struct SkippedFireEvent {
+struct FLEETCRON_API SkippedFireEvent {
   EntryRef entry;
   std::string fire_key;
   Instant scheduled_at;
@@ -139,14 +140,14 @@ struct SkippedFireEvent {
   std::string error;  ///< for election_error, claim_error, clock_skew and stale
 };
 /// Fires queued for a worker plus fires running, after each change.
-struct QueueDepthEvent {
+struct FLEETCRON_API QueueDepthEvent {
   std::size_t queued = 0;
   std::size_t running = 0;
 };
 /// This replica led, but its claims kept failing (errors, clock skew) for
 /// `failing_for`: it stopped leading (Elector::set_liveness) and stays out
 /// of the election for `hold`, so a replica that can claim takes over.
-struct LeadershipStepDownEvent {
+struct FLEETCRON_API LeadershipStepDownEvent {
   std::chrono::nanoseconds failing_for{0};
   std::chrono::nanoseconds hold{0};
   std::string last_error;
@@ -154,7 +155,7 @@ struct LeadershipStepDownEvent {
 /// Observers could not keep up; `dropped` events were discarded so far.
 /// The recorder gets one per dropped event; the observers get one when the
 /// queue has room again, before the events that follow the gap.
-struct ObserverDropEvent {
+struct FLEETCRON_API ObserverDropEvent {
   std::uint64_t dropped = 0;
 };
 
@@ -168,7 +169,7 @@ using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, M
 /// the event (the loop included): it must be fast, thread-safe and must not
 /// block — it is meant for counters and histograms. Exceptions thrown by
 /// either are caught and logged.
-class Observer {
+class FLEETCRON_API Observer {
  public:
   virtual ~Observer() = default;
   virtual void on_event(const Event& event) = 0;

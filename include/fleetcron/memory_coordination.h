@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 
@@ -16,7 +17,7 @@ namespace fleetcron {
 /// with fencing tokens from one counter. Expired claims are purged as new
 /// ones arrive, so memory stays bounded by the claims of one TTL. Share one
 /// instance between schedulers to make them one "fleet".
-class MemoryClaimer final : public Claimer {
+class FLEETCRON_API MemoryClaimer final : public Claimer {
  public:
   static constexpr std::chrono::nanoseconds default_claim_ttl = std::chrono::minutes{10};
   explicit MemoryClaimer(std::shared_ptr<Clock> clock, std::chrono::nanoseconds claim_ttl = default_claim_ttl);
@@ -35,7 +36,7 @@ class MemoryClaimer final : public Claimer {
 /// One lease shared by the electors made from it: the in-memory stand-in
 /// for a Redis key or a NATS KV entry. The lease lasts `lease_ttl`
 /// (default 30 s, at least 1 ms) after the holder's last is_leader() call.
-class MemoryLease {
+class FLEETCRON_API MemoryLease {
  public:
   static constexpr std::chrono::nanoseconds default_lease_ttl = std::chrono::seconds{30};
   explicit MemoryLease(std::shared_ptr<Clock> clock, std::chrono::nanoseconds lease_ttl = default_lease_ttl);

@@ -6,12 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron {
 
 /// A spec (or other text) that does not parse. what() reads like
 ///   parse "61 * * * *": field minute at offset 0: 61 above maximum 59
 /// and the parts are available separately.
-class ParseError : public std::invalid_argument {
+class FLEETCRON_API ParseError : public std::invalid_argument {
  public:
   ParseError(std::string spec, std::string field, std::size_t position, std::string reason);
 
@@ -36,6 +38,6 @@ class ParseError : public std::invalid_argument {
 /// Renders `text` for an error message: printable ASCII as is, anything else
 /// as \xNN, cut to `max_bytes` with "..." appended. Never leaks control
 /// characters into logs.
-[[nodiscard]] std::string quote_for_message(std::string_view text, std::size_t max_bytes = 200);
+[[nodiscard]] FLEETCRON_API std::string quote_for_message(std::string_view text, std::size_t max_bytes = 200);
 
 }  // namespace fleetcron

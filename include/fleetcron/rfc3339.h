@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/time.h"
 #include "fleetcron/time_zone.h"
 
@@ -13,11 +14,11 @@ namespace fleetcron {
 /// "2026-03-08T03:00:00-04:00"; UTC prints "Z". Fractional seconds appear
 /// only when nonzero, without trailing zeros ("…:05.5Z"), like Go's
 /// RFC3339Nano, so fire keys formatted in UTC match libtnb/cron's.
-[[nodiscard]] std::string format_rfc3339(Instant at, TimeZone zone = TimeZone::utc());
+[[nodiscard]] FLEETCRON_API std::string format_rfc3339(Instant at, TimeZone zone = TimeZone::utc());
 
 /// Parses "YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)" ('t', 'z' and a space
 /// for 'T' are accepted). The offset is required. Throws ParseError with
 /// field "time" and the offset of the first wrong character.
-[[nodiscard]] Instant parse_rfc3339(std::string_view text);
+[[nodiscard]] FLEETCRON_API Instant parse_rfc3339(std::string_view text);
 
 }  // namespace fleetcron

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/api.h"
 #include "fleetcron/time.h"
 #include "fleetcron/time_zone.h"
 
@@ -16,7 +17,7 @@ namespace fleetcron {
 
 /// A rule that yields fire instants. Implementations are immutable: next()
 /// never allocates, never throws, and is safe to call from many threads.
-class Schedule {
+class FLEETCRON_API Schedule {
  public:
   virtual ~Schedule() = default;
 
@@ -58,28 +59,28 @@ inline constexpr std::chrono::nanoseconds max_interval = std::chrono::hours{100 
 /// yields start+interval, start+2·interval, … — anchored at its start.
 /// `@every <duration>` parses to this. Throws std::invalid_argument when
 /// `interval` is outside [min_interval, max_interval].
-[[nodiscard]] SchedulePtr every(std::chrono::nanoseconds interval);
+[[nodiscard]] FLEETCRON_API SchedulePtr every(std::chrono::nanoseconds interval);
 
 /// Fires at anchor + k·interval for every integer k (so also before the
 /// anchor). Throws std::invalid_argument when `interval` is below
 /// min_interval or `anchor` is outside the supported range.
-[[nodiscard]] SchedulePtr every(std::chrono::nanoseconds interval, Instant anchor);
+[[nodiscard]] FLEETCRON_API SchedulePtr every(std::chrono::nanoseconds interval, Instant anchor);
 
 /// Fires at every multiple of `interval` since the Unix epoch, so replicas
 /// started at different moments agree (24h fires at 00:00 UTC).
 /// Throws std::invalid_argument when `interval` is below min_interval.
-[[nodiscard]] SchedulePtr aligned_every(std::chrono::nanoseconds interval);
+[[nodiscard]] FLEETCRON_API SchedulePtr aligned_every(std::chrono::nanoseconds interval);
 
 /// Fires once, at `at`.
-[[nodiscard]] SchedulePtr once_at(Instant at);
+[[nodiscard]] FLEETCRON_API SchedulePtr once_at(Instant at);
 
 /// Never fires by itself; for jobs that only run when triggered.
-[[nodiscard]] SchedulePtr manual();
+[[nodiscard]] FLEETCRON_API SchedulePtr manual();
 
 /// Fires at every instant of any of `schedules`; an instant several of them
 /// share fires once. Throws std::invalid_argument for an empty list or a null
 /// member.
-[[nodiscard]] SchedulePtr union_of(std::vector<SchedulePtr> schedules);
+[[nodiscard]] FLEETCRON_API SchedulePtr union_of(std::vector<SchedulePtr> schedules);
 
 /// The limit on candidates filter() inspects per next() call.
 inline constexpr std::size_t filter_scan_limit = 100'000;
@@ -88,17 +89,17 @@ inline constexpr std::size_t filter_scan_limit = 100'000;
 /// must be thread-safe and must not throw. next() inspects at most
 /// filter_scan_limit candidates and then returns std::nullopt. Throws
 /// std::invalid_argument for a null schedule or an empty `keep`.
-[[nodiscard]] SchedulePtr filter(SchedulePtr schedule, std::function<bool(Instant)> keep);
+[[nodiscard]] FLEETCRON_API SchedulePtr filter(SchedulePtr schedule, std::function<bool(Instant)> keep);
 
 /// The limit on how many instants next_n() and between() return.
 inline constexpr std::size_t enumerate_limit = 1'000'000;
 
 /// The next `count` instants after `from`, fewer if the schedule ends.
 /// Throws std::invalid_argument when `count` exceeds enumerate_limit.
-[[nodiscard]] std::vector<Instant> next_n(const Schedule& schedule, Instant from, std::size_t count);
+[[nodiscard]] FLEETCRON_API std::vector<Instant> next_n(const Schedule& schedule, Instant from, std::size_t count);
 
 /// The instants in the window (from, to]. Throws std::length_error when
 /// there are more than enumerate_limit of them.
-[[nodiscard]] std::vector<Instant> between(const Schedule& schedule, Instant from, Instant to);
+[[nodiscard]] FLEETCRON_API std::vector<Instant> between(const Schedule& schedule, Instant from, Instant to);
 
 }  // namespace fleetcron

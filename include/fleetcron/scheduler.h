@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/cron.h"
@@ -21,7 +22,7 @@
 namespace fleetcron {
 
 /// What a job learns about the run it is part of.
-struct FireContext {
+struct FLEETCRON_API FireContext {
   EntryRef entry;
   /// entry key + "@" + scheduled instant (see fire_key()); for manual runs
   /// the instant is the trigger time.
@@ -46,7 +47,7 @@ using Job = std::function<void(const FireContext& context, std::stop_token stop)
 
 /// Retries after a failed attempt: delay_n = min(initial_delay ·
 /// multiplier^(n-1), max_delay) ± jitter_fraction · delay_n.
-struct RetryPolicy {
+struct FLEETCRON_API RetryPolicy {
   int max_retries = 0;                                   ///< 0 = no retry; at most 1,000
   std::chrono::nanoseconds initial_delay = std::chrono::seconds{1};  ///< > 0
   double multiplier = 2.0;                               ///< >= 1
@@ -62,7 +63,7 @@ enum class OverlapPolicy {
   skip,   ///< skipped (SkippedFireEvent, SkipReason::overlap), not claimed
   queue,  ///< waits, unclaimed, for the running one (holding a worker); at most one waits, others skip
 };
-[[nodiscard]] std::string_view to_string(OverlapPolicy policy) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(OverlapPolicy policy) noexcept;
 
 /// What running leader-gated jobs do when leadership is lost.
 enum class LeadershipLossPolicy {
@@ -75,7 +76,7 @@ using Logger = std::function<void(LogLevel level, std::string_view message)>;
 
 /// Scheduler-wide settings. Scheduler's constructor validates them and
 /// throws std::invalid_argument naming the option and the value.
-struct SchedulerOptions {
+struct FLEETCRON_API SchedulerOptions {
   /// Zone of specs without TZ=; seconds field (5 or 6 fields when true).
   TimeZone zone = TimeZone::utc();
   bool seconds_field = false;
@@ -115,7 +116,7 @@ struct SchedulerOptions {
 };
 
 /// Per-entry settings; unset optionals inherit the scheduler's.
-struct EntryOptions {
+struct FLEETCRON_API EntryOptions {
   std::string name;  ///< label for logs and trigger_by_name(); any text
   /// Identity for fire keys (trimmed; unique per scheduler; required with a
   /// claimer). Up to 1,024 bytes, no '@' or control characters.
@@ -143,7 +144,7 @@ struct EntryOptions {
 };
 
 /// A snapshot of one entry.
-struct EntrySnapshot {
+struct FLEETCRON_API EntrySnapshot {
   EntryId id = 0;
   std::string name;
   std::string key;
@@ -154,7 +155,7 @@ struct EntrySnapshot {
 };
 
 /// The outcome of trigger_and_wait().
-struct RunOutcome {
+struct FLEETCRON_API RunOutcome {
   RunStatus status = RunStatus::succeeded;
   int attempts = 0;
   std::string error;
@@ -162,7 +163,7 @@ struct RunOutcome {
 
 /// Errors from Scheduler methods (besides ParseError from add() with a spec
 /// and std::invalid_argument for bad options).
-class SchedulerError : public std::runtime_error {
+class FLEETCRON_API SchedulerError : public std::runtime_error {
  public:
   enum class Code {
     entry_not_found,
@@ -184,7 +185,7 @@ class SchedulerError : public std::runtime_error {
 /// inside a job. Nothing fires before start(). The loop thread never runs
 /// jobs, observers or backend calls (the recorder excepted); jobs run on
 /// `max_concurrent` worker threads. See docs/scheduler.md.
-class Scheduler {
+class FLEETCRON_API Scheduler {
  public:
   explicit Scheduler(SchedulerOptions options = {});
   /// Stops (as stop() with no deadline) if still running.

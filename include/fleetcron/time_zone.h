@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -22,7 +23,7 @@ class ZoneRules;
 /// so every query is lock-free, allocation-free and safe from any thread.
 ///
 /// Limit: tzdata changes take effect on the next process start.
-class TimeZone {
+class FLEETCRON_API TimeZone {
  public:
   /// UTC (also what "UTC" and "Etc/UTC" locate to).
   [[nodiscard]] static TimeZone utc() noexcept;

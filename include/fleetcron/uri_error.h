@@ -3,11 +3,13 @@
 
 #include <stdexcept>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron {
 
 /// A bad URI: the message names the part and its offset, with every
 /// password or token in the URI shown as "***".
-class UriError : public std::invalid_argument {
+class FLEETCRON_API UriError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };

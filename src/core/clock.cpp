@@ -28,7 +28,7 @@ std::shared_ptr<Clock> system_clock() {
   return clock;
 }
 
-struct VirtualClock::State {
+struct FLEETCRON_LOCAL VirtualClock::State {
   struct Waiter {
     std::uint64_t id;
     std::condition_variable* cv;

@@ -23,7 +23,7 @@ void check_ttl(std::string_view owner, std::string_view option, std::chrono::nan
 
 }  // namespace
 
-struct MemoryClaimer::State {
+struct FLEETCRON_LOCAL MemoryClaimer::State {
   std::shared_ptr<Clock> clock;
   std::chrono::nanoseconds claim_ttl;
   mutable std::mutex mutex;  // guards the members below
@@ -69,7 +69,7 @@ std::size_t MemoryClaimer::size() const {
   return state_->claims.size();
 }
 
-struct MemoryLease::State {
+struct FLEETCRON_LOCAL MemoryLease::State {
   std::shared_ptr<Clock> clock;
   std::chrono::nanoseconds lease_ttl;
   mutable std::mutex mutex;  // guards the members below
@@ -87,7 +87,7 @@ struct MemoryLease::State {
   }
 };
 
-class MemoryLease::Replica final : public Elector {
+class FLEETCRON_LOCAL MemoryLease::Replica final : public Elector {
  public:
   Replica(std::shared_ptr<MemoryLease::State> lease, std::uint64_t candidate)
       : lease_(std::move(lease)), candidate_(candidate) {}

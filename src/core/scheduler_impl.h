@@ -43,7 +43,7 @@ namespace fleetcron {
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
 /// observers, the recorder, the logger), except that Schedule::next() runs
 /// under mutex_.
-class Scheduler::Impl {
+class FLEETCRON_LOCAL Scheduler::Impl {
  public:
   explicit Impl(SchedulerOptions options);
   ~Impl();

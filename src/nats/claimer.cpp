@@ -24,7 +24,7 @@ bool blank(std::string_view text) {
 
 }  // namespace
 
-struct Claimer::Impl {
+struct FLEETCRON_LOCAL Claimer::Impl {
   Impl(std::shared_ptr<Bucket> bucket, ClaimerOptions options);
   ClaimResult claim(std::string_view fire_key);
   ClaimResult claim_once(std::string_view fire_key, const std::string& key, bool may_recreate);

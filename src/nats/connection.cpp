@@ -138,7 +138,7 @@ std::string describe(const ConnectionOptions& options) {
 
 // ---- Connection
 
-struct Connection::Impl {
+struct FLEETCRON_LOCAL Connection::Impl {
   ConnectionOptions options;
   std::string description;
   std::shared_ptr<void> library;  // holds nats.c open
@@ -163,7 +163,7 @@ struct Connection::Impl {
   }
 };
 
-struct Bucket::Impl {
+struct FLEETCRON_LOCAL Bucket::Impl {
   std::shared_ptr<Connection> connection;  // outlives the handle
   std::string name;
   std::optional<BucketConfig> config;      // set when bound by configuration
@@ -180,7 +180,7 @@ struct Bucket::Impl {
   }
 };
 
-struct Watcher::Impl {
+struct FLEETCRON_LOCAL Watcher::Impl {
   std::shared_ptr<Connection> connection;
   kvWatcher* watcher = nullptr;
   ~Impl() { kvWatcher_Destroy(watcher); }

@@ -37,7 +37,7 @@ std::string_view to_string(State state) noexcept {
   return "";
 }
 
-class Election::Impl {
+class FLEETCRON_LOCAL Election::Impl {
  public:
   /// The callbacks a step owes, run after it without the lock.
   struct Callbacks {

@@ -27,7 +27,7 @@ std::string default_name() {
 
 }  // namespace
 
-struct Elector::Impl {
+struct FLEETCRON_LOCAL Elector::Impl {
   std::string name;
   std::unique_ptr<Election> election;
   std::mutex mutex;  // guards lost

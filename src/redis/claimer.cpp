@@ -59,7 +59,7 @@ std::string skew_message(std::chrono::microseconds offset, const ClaimerOptions&
 
 }  // namespace
 
-class Claimer::Impl {
+class FLEETCRON_LOCAL Claimer::Impl {
  public:
   Impl(std::shared_ptr<Client> client, ClaimerOptions options);
   std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);

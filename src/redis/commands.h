@@ -40,7 +40,7 @@ class Script {
   mutable std::string sha_;
 };
 
-class Client::Impl {
+class FLEETCRON_LOCAL Client::Impl {
  public:
   explicit Impl(ClientOptions options);
   ~Impl();

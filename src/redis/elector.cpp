@@ -58,7 +58,7 @@ std::string trim(std::string_view text) {
 
 }  // namespace
 
-class Elector::Impl {
+class FLEETCRON_LOCAL Elector::Impl {
  public:
   Impl(std::shared_ptr<Client> client, ElectorOptions options);
   ~Impl();

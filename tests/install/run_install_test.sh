@@ -4,7 +4,7 @@
 # pkg-config, and runs both; then builds it against the build tree.
 # Usage: run_install_test.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
-build=$1 source=$2 scratch=$3
+build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) scratch=$3
 rm -rf "$scratch" && mkdir -p "$scratch"
 prefix=$scratch/prefix
 expected="2026-03-08T03:00:00-04:00"
@@ -17,6 +17,8 @@ echo "find_package consumer: $out"
 [[ $out == "$expected "* ]] || { echo "FAIL: expected $expected"; exit 1; }
 
 pcdir=$(dirname "$(find "$prefix" -name fleetcron.pc | head -n 1)")
+# A shared build's libraries: pkg-config gives no run path.
+export LD_LIBRARY_PATH="$(dirname "$pcdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron)
 c++ "$source/tests/install/consumer/main.cpp" -o "$scratch/pc-consumer" $flags
 out=$("$scratch/pc-consumer")

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/nats/connection.h"
@@ -18,9 +19,9 @@ namespace fleetcron::nats {
 /// collision-free: letters, digits, '-', '_' and '/' stay; every other
 /// byte (including '=', '.', '@', ':') becomes '=' and two uppercase hex
 /// digits. "job@2026-01-02T15:04:05.5Z" -> "job=402026-01-02T15=3A04=3A05=2E5Z".
-[[nodiscard]] std::string encode_key(std::string_view fire_key);
+[[nodiscard]] FLEETCRON_API std::string encode_key(std::string_view fire_key);
 
-struct ClaimerOptions {
+struct FLEETCRON_API ClaimerOptions {
   /// Prepended to every encoded fire key; must be valid in a NATS key.
   std::string claim_prefix;
   /// Claims are refused (ClaimResult::Status::clock_skew) while the local
@@ -39,7 +40,7 @@ struct ClaimerOptions {
 /// The dedup window of claims with this TTL and skew guard: claim_ttl - 2
 /// * max_clock_skew (Redis's rule; 5 min for a 10 min TTL and its default
 /// guard).
-[[nodiscard]] std::chrono::nanoseconds dedup_window_for(std::chrono::nanoseconds claim_ttl,
+[[nodiscard]] FLEETCRON_API std::chrono::nanoseconds dedup_window_for(std::chrono::nanoseconds claim_ttl,
                                                         std::chrono::nanoseconds max_clock_skew);
 
 /// Claims on a bucket whose TTL is the claim TTL (claims expire with it).
@@ -54,7 +55,7 @@ struct ClaimerOptions {
 ///    lost volume or a deletion) after a claim on it could have been made.
 /// A bucket found missing (no responders) is created again with the
 /// configuration it was bound with, and the claim is tried once more.
-class Claimer final : public fleetcron::Claimer {
+class FLEETCRON_API Claimer final : public fleetcron::Claimer {
  public:
   /// Takes the bucket's TTL (the configured one: no request for a bucket
   /// bound by configuration): std::invalid_argument if it is 0 (claims

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fleetcron/api.h"
 #include "fleetcron/backend_error.h"
 #include "fleetcron/nats/connection_options.h"
 
@@ -21,7 +22,7 @@ enum class Storage { file, memory };
 
 /// What a bucket must be. `ttl` is the age at which every value expires
 /// (the stream's MaxAge); 0 means never.
-struct BucketConfig {
+struct FLEETCRON_API BucketConfig {
   std::string name;
   std::chrono::nanoseconds ttl{0};
   Storage storage = Storage::file;
@@ -31,13 +32,13 @@ struct BucketConfig {
 
 /// When the server stored a write, and when the bucket's stream was
 /// created, both on the server's clock.
-struct WriteTimes {
+struct FLEETCRON_API WriteTimes {
   std::chrono::sys_time<std::chrono::nanoseconds> written;
   std::chrono::sys_time<std::chrono::nanoseconds> stream_created;
 };
 
 /// One value of a key.
-struct Entry {
+struct FLEETCRON_API Entry {
   enum class Operation { put, remove, purge };
   std::string key;
   std::string value;
@@ -51,7 +52,7 @@ class Watcher;
 /// A JetStream key-value bucket. Thread-safe; every call is one or more
 /// requests bounded by request_timeout. Outcomes that are part of normal
 /// contention are results, not exceptions; failures throw BackendError.
-class Bucket {
+class FLEETCRON_API Bucket {
  public:
   ~Bucket();
   Bucket(const Bucket&) = delete;
@@ -102,7 +103,7 @@ class Bucket {
 };
 
 /// Changes to watched keys, delivered to the caller's thread by next().
-class Watcher {
+class FLEETCRON_API Watcher {
  public:
   ~Watcher();
   Watcher(const Watcher&) = delete;
@@ -129,7 +130,7 @@ class Watcher {
 /// connected, nats.c reconnects by itself (max_reconnects). nats.c's
 /// process-wide threads are shut down (nats_CloseAndWait) when the last
 /// Connection is gone.
-class Connection : public std::enable_shared_from_this<Connection> {
+class FLEETCRON_API Connection : public std::enable_shared_from_this<Connection> {
  public:
   /// Validates the options (std::invalid_argument) and reads the files
   /// they name (BackendError if a credentials, key or TLS file does not

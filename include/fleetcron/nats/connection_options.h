@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron::nats {
 
-struct TlsOptions {
+struct FLEETCRON_API TlsOptions {
   bool enabled = false;   ///< also implied by a tls:// server URL
   std::string ca_file;    ///< trusted CAs (PEM); empty: the system's
   std::string cert_file;  ///< client certificate chain (PEM), with key_file
@@ -18,7 +20,7 @@ struct TlsOptions {
 inline constexpr std::chrono::milliseconds default_connect_timeout{2000};
 inline constexpr std::chrono::milliseconds default_request_timeout{2000};
 
-struct ConnectionOptions {
+struct FLEETCRON_API ConnectionOptions {
   /// One or more server URLs (nats://host:port, tls://host:port); at least one.
   std::vector<std::string> servers{"nats://127.0.0.1:4222"};
   std::string user, password;    ///< user/password authentication (password never printed)
@@ -42,8 +44,8 @@ struct ConnectionOptions {
 };
 
 /// "nats://host:port,…" plus the authentication method used, no secrets.
-[[nodiscard]] std::string describe(const ConnectionOptions& options);
+[[nodiscard]] FLEETCRON_API std::string describe(const ConnectionOptions& options);
 /// Throws std::invalid_argument naming the field and value.
-void validate(const ConnectionOptions& options);
+FLEETCRON_API void validate(const ConnectionOptions& options);
 
 }  // namespace fleetcron::nats

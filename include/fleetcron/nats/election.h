@@ -15,6 +15,7 @@
 #include <string_view>
 #include <utility>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/nats/connection.h"
 
@@ -22,17 +23,17 @@ namespace fleetcron::nats {
 
 enum class State { unknown, candidate, leader };
 /// "unknown", "candidate", "leader".
-[[nodiscard]] std::string_view to_string(State state) noexcept;
+[[nodiscard]] FLEETCRON_API std::string_view to_string(State state) noexcept;
 
 /// The wait before the n-th campaign (n = consecutive failed campaigns;
 /// 0 for a leader). Replaces the default interval (75% of the bucket TTL).
-class Backoff {
+class FLEETCRON_API Backoff {
  public:
   virtual ~Backoff() = default;
   [[nodiscard]] virtual std::chrono::nanoseconds duration(int n) const = 0;
 };
 
-struct ElectionOptions {
+struct FLEETCRON_API ElectionOptions {
   /// Before each campaign, with the state it campaigns in.
   std::function<void(State)> on_campaign;
   /// Leadership announced: after the first renewal that follows the win
@@ -60,7 +61,7 @@ struct ElectionOptions {
 /// identity: unique among the candidates). Thread-safe. Callbacks run on
 /// the election's threads, one at a time, never under its lock: they may
 /// call is_leader(), state() or stop().
-class Election {
+class FLEETCRON_API Election {
  public:
   /// Reads the bucket's TTL (one request). Throws std::invalid_argument
   /// ("bucket TTL should be 10 seconds or more", "bucket TTL should be less
@@ -116,6 +117,6 @@ class Election {
 inline constexpr std::chrono::nanoseconds min_election_ttl = std::chrono::seconds{10};
 inline constexpr std::chrono::nanoseconds max_election_ttl = std::chrono::hours{1};
 /// Throws std::invalid_argument unless min_election_ttl <= ttl <= max_election_ttl.
-void check_election_ttl(std::chrono::nanoseconds ttl);
+FLEETCRON_API void check_election_ttl(std::chrono::nanoseconds ttl);
 
 }  // namespace fleetcron::nats

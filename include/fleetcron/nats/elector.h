@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/nats/election.h"
 
@@ -18,7 +19,7 @@ inline constexpr std::string_view default_leader_key = "cron_leader";
 /// The leader bucket's TTL fleetcron's daemon uses (the election's lease).
 inline constexpr std::chrono::nanoseconds default_leader_ttl = std::chrono::seconds{10};
 
-struct ElectorOptions {
+struct FLEETCRON_API ElectorOptions {
   /// The key contended for in the bucket; a valid NATS key (check_key()).
   std::string leader_key{default_leader_key};
   /// This replica's identity; empty: "<hostname>-<pid>-<8 random hex>".
@@ -32,7 +33,7 @@ struct ElectorOptions {
 /// Leadership from an Election campaigning on its own thread from
 /// construction until resign() or destruction. The term (fencing token) is
 /// the revision at which the leadership was won.
-class Elector final : public fleetcron::Elector {
+class FLEETCRON_API Elector final : public fleetcron::Elector {
  public:
   /// Throws what Election's constructor throws.
   Elector(std::shared_ptr<Bucket> bucket, ElectorOptions options = {});
@@ -60,6 +61,6 @@ class Elector final : public fleetcron::Elector {
 /// Throws std::invalid_argument naming `key` unless it is a valid NATS key
 /// (non-empty; letters, digits, _ - / = . and \; no leading, trailing or
 /// doubled '.').
-void check_key(std::string_view key);
+FLEETCRON_API void check_key(std::string_view key);
 
 }  // namespace fleetcron::nats

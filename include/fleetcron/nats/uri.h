@@ -6,13 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/nats/connection_options.h"
 #include "fleetcron/uri_error.h"
 
 namespace fleetcron::nats {
 
 /// What a NATS URI says: how to connect, and the names it sets.
-struct UriOptions {
+struct FLEETCRON_API UriOptions {
   ConnectionOptions connection;
   std::optional<std::string> claim_bucket;   ///< ?bucket=
   std::optional<std::string> leader_bucket;  ///< ?leader_bucket=
@@ -29,6 +30,6 @@ struct UriOptions {
 /// key (the coordination's names), connect_timeout, request_timeout
 /// (durations such as 500ms). Throws UriError naming the part, the URI
 /// shown with its secrets as "***".
-[[nodiscard]] UriOptions parse_uri(std::string_view uri, ConnectionOptions base = {});
+[[nodiscard]] FLEETCRON_API UriOptions parse_uri(std::string_view uri, ConnectionOptions base = {});
 
 }  // namespace fleetcron::nats

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/redis/client.h"
@@ -20,7 +21,7 @@ inline constexpr std::chrono::nanoseconds default_claim_ttl = std::chrono::minut
 /// Namespaces fire claims in Redis.
 inline constexpr std::string_view default_claim_prefix = "cron:claim:";
 
-struct ClaimerOptions {
+struct FLEETCRON_API ClaimerOptions {
   /// Claims are stored at claim_prefix + fire key. Empty is allowed.
   std::string claim_prefix{default_claim_prefix};
   /// At least 1 ms; sent as PX in whole milliseconds (rounded up).
@@ -55,7 +56,7 @@ using fleetcron::ClockOffset;
 /// libtnb/cron's Claimer writes it (it stores "1"; fleetcron stores the
 /// fence): a Go replica and a fleetcron replica on the same Redis never
 /// both run one fire. Claims are never deleted.
-class Claimer final : public fleetcron::Claimer {
+class FLEETCRON_API Claimer final : public fleetcron::Claimer {
  public:
   /// Throws std::invalid_argument for a null client or an option that
   /// rejects its value (the message names the option and the value).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "fleetcron/api.h"
 #include "fleetcron/backend_error.h"
 #include "fleetcron/redis/client_options.h"
 #include "fleetcron/redis/uri.h"
@@ -17,7 +18,7 @@
 namespace fleetcron::redis {
 
 /// Counters since construction, for metrics.
-struct ClientStats {
+struct FLEETCRON_API ClientStats {
   std::uint64_t commands = 0;          // commands sent (each command of a pipeline counts)
   std::uint64_t failures = 0;          // calls that threw BackendError
   std::uint64_t connects = 0;          // successful (re)connects
@@ -26,7 +27,7 @@ struct ClientStats {
 
 /// Thread-safe: every call borrows a pooled connection. Connects lazily, on
 /// first use; a broken connection is dropped and the next call reconnects.
-class Client {
+class FLEETCRON_API Client {
  public:
   /// Validates the options (std::invalid_argument); does not connect.
   explicit Client(ClientOptions options);

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "fleetcron/api.h"
+
 namespace fleetcron::redis {
 
 /// Where and how to connect. Build it by hand or with parse_uri().
-struct ClientOptions {
+struct FLEETCRON_API ClientOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   /// Non-empty: connect to this Unix socket instead of host:port.
@@ -36,9 +38,9 @@ struct ClientOptions {
 };
 
 /// "redis://user:***@host:port/db" or "unix:/path": for logs, no secrets.
-[[nodiscard]] std::string describe(const ClientOptions& options);
+[[nodiscard]] FLEETCRON_API std::string describe(const ClientOptions& options);
 
 /// Throws std::invalid_argument naming the field and value.
-void validate(const ClientOptions& options);
+FLEETCRON_API void validate(const ClientOptions& options);
 
 }  // namespace fleetcron::redis

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/redis/client.h"
@@ -22,7 +23,7 @@ inline constexpr std::string_view default_leader_key = "cron:leader";
 /// The leadership lease. Failover can take one TTL.
 inline constexpr std::chrono::nanoseconds default_leader_ttl = std::chrono::seconds{30};
 
-struct ElectorOptions {
+struct FLEETCRON_API ElectorOptions {
   /// Trimmed; empty is rejected.
   std::string leader_key{default_leader_key};
   /// At least 1 ms; sent as PX in whole milliseconds (rounded up).
@@ -48,7 +49,7 @@ struct ElectorOptions {
 };
 
 /// What this elector knows, for metrics and `fleetcron status`.
-struct ElectorState {
+struct FLEETCRON_API ElectorState {
   bool leader = false;
   std::uint64_t term = 0;  // the term led (or last led); 0 if never
   std::optional<Clock::SteadyTime> valid_until;  // local renew deadline while leading
@@ -64,7 +65,7 @@ struct ElectorState {
 /// value is at least the server's TIME in microseconds, so terms keep
 /// growing even after Redis loses its data); the term is the fencing token
 /// of leader-gated runs. A Go replica taking the lease does not count a term.
-class Elector final : public fleetcron::Elector {
+class FLEETCRON_API Elector final : public fleetcron::Elector {
  public:
   /// Throws std::invalid_argument for a null client or a rejected option,
   /// std::runtime_error if the OS random source fails.

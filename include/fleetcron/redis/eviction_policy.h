@@ -5,12 +5,13 @@
 
 #include <string>
 
+#include "fleetcron/api.h"
 #include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {
 
 /// What CONFIG GET maxmemory-policy answered.
-struct EvictionPolicy {
+struct FLEETCRON_API EvictionPolicy {
   /// The policy ("noeviction", "allkeys-lru", …); empty if it could not be
   /// read (then `error` says why: CONFIG disabled or renamed, as managed
   /// services often do; the server unreachable).
@@ -25,6 +26,6 @@ struct EvictionPolicy {
 };
 
 /// One round trip; never throws.
-[[nodiscard]] EvictionPolicy read_eviction_policy(Client& client);
+[[nodiscard]] FLEETCRON_API EvictionPolicy read_eviction_policy(Client& client);
 
 }  // namespace fleetcron::redis

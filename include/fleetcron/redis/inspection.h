@@ -10,12 +10,13 @@
 #include <string>
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {
 
 /// The leadership lease as the store holds it.
-struct LeaseRecord {
+struct FLEETCRON_API LeaseRecord {
   /// The holder's identity; nullopt when nobody holds the lease.
   std::optional<std::string> holder;
   /// The term counter's value as stored (absent before the first term, or
@@ -28,13 +29,13 @@ struct LeaseRecord {
 /// Reads leader_key, its PTTL and term_key (empty: leader_key + ":term").
 /// Throws BackendError: AuthError for NOAUTH/NOPERM/WRONGPASS replies,
 /// ProtocolError for other error replies.
-[[nodiscard]] LeaseRecord read_lease(Client& client, std::string_view leader_key, std::string_view term_key = {});
+[[nodiscard]] FLEETCRON_API LeaseRecord read_lease(Client& client, std::string_view leader_key, std::string_view term_key = {});
 
 /// Calls visit(fire_key) for the claims under claim_prefix (the prefix
 /// stripped; keys without '@' are skipped), scanning at most `limit` keys
 /// with SCAN so the server is never blocked. Returns the keys scanned.
 /// Throws BackendError as read_lease() does.
-std::size_t scan_claims(Client& client, std::string_view claim_prefix,
+FLEETCRON_API std::size_t scan_claims(Client& client, std::string_view claim_prefix,
                         const std::function<void(std::string_view fire_key)>& visit, std::size_t limit = 1'000'000);
 
 }  // namespace fleetcron::redis

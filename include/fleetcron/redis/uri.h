@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "fleetcron/api.h"
 #include "fleetcron/redis/client_options.h"
 #include "fleetcron/uri_error.h"
 
@@ -18,6 +19,6 @@ namespace fleetcron::redis {
 /// accepted for it too; durations such as
 /// 500ms), pool_size, password and user (unix). rediss:// is refused:
 /// hiredis 0.14 has no TLS. Throws UriError.
-[[nodiscard]] ClientOptions parse_uri(std::string_view uri, ClientOptions base = {});
+[[nodiscard]] FLEETCRON_API ClientOptions parse_uri(std::string_view uri, ClientOptions base = {});
 
 }  // namespace fleetcron::redis
