@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -189,34 +190,57 @@ TEST(NatsElection, TenCandidatesUnderKeyKillsNeverHaveTwoAnnouncedLeaders) {
   EXPECT_EQ(other_losses, 0);
 }
 
-TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
-  auto connection = connect(test::shared_nats_url());
-  // A reference-sized TTL: without resignation and the watch, a handover
-  // would take up to 10 s plus a campaign interval.
-  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s});
+// Two candidates on a bucket with the reference's smallest TTL (10 s):
+// "a" leads and has announced it (one campaign interval, 7.5 s), "b" is a
+// candidate. The destructor stops both and joins their threads.
+class LeaderAndCandidate {
+ public:
+  explicit LeaderAndCandidate(const std::shared_ptr<Connection>& connection)
+      : bucket(connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s})) {}
+  ~LeaderAndCandidate() {
+    for (Election* election : {a.get(), b.get()}) {
+      if (election) election->stop();
+    }
+    for (std::thread* thread : {&a_thread, &b_thread}) {
+      if (thread->joinable()) thread->join();
+    }
+  }
+
+  /// Check with ASSERT_NO_FATAL_FAILURE.
+  void start() {
+    auto options = fast();
+    options.validate_ttl = true;
+    options.on_won = [this] { ++a_wins; };
+    a = std::make_unique<Election>("a", "election", bucket, options);
+    a_thread = std::thread([this] { a->start(); });
+    ASSERT_TRUE(eventually([&] { return a->state() == State::leader; }, 3000ms));
+    options.on_won = [this] { ++b_wins; };
+    b = std::make_unique<Election>("b", "election", bucket, options);
+    b_thread = std::thread([this] { b->start(); });
+    ASSERT_TRUE(eventually([&] { return b->state() == State::candidate; }, 3000ms));
+    ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));  // one interval (7.5 s)
+  }
+
+  std::shared_ptr<Bucket> bucket;
   std::atomic<int> a_wins{0}, b_wins{0};
-  auto a_options = fast();
-  a_options.validate_ttl = true;
-  a_options.on_won = [&] { ++a_wins; };
-  auto b_options = a_options;
-  b_options.on_won = [&] { ++b_wins; };
-  Election a("a", "election", bucket, a_options);
-  std::thread a_thread([&] { a.start(); });
-  ASSERT_TRUE(eventually([&] { return a.state() == State::leader; }, 3000ms));
-  Election b("b", "election", bucket, b_options);
-  std::thread b_thread([&] { b.start(); });
-  ASSERT_TRUE(eventually([&] { return b.state() == State::candidate; }, 3000ms));
-  ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));  // one interval (7.5 s)
+  std::unique_ptr<Election> a, b;
+
+ private:
+  std::thread a_thread, b_thread;
+};
+
+TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
+  // Without resignation and the watch, a handover would take up to the
+  // 10 s TTL plus a campaign interval.
+  LeaderAndCandidate fleet(connect(test::shared_nats_url()));
+  ASSERT_NO_FATAL_FAILURE(fleet.start());
   const auto stopped = std::chrono::steady_clock::now();
-  a.stop();
-  ASSERT_TRUE(eventually([&] { return b_wins.load() == 1; }, 5000ms));
+  fleet.a->stop();
+  ASSERT_TRUE(eventually([&] { return fleet.b_wins.load() == 1; }, 5000ms));
   const auto handover = std::chrono::steady_clock::now() - stopped;
   EXPECT_LT(handover, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(handover).count() << " ms";
-  EXPECT_TRUE(b.is_leader());
-  EXPECT_GT(b.fencing_token(), 0u);
-  b.stop();
-  a_thread.join();
-  b_thread.join();
+  EXPECT_TRUE(fleet.b->is_leader());
+  EXPECT_GT(fleet.b->fencing_token(), 0u);
 }
 
 // Only a resignation (its delete marker carries Fleetcron-Resigned) lets
@@ -224,30 +248,13 @@ TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {
 // `nats kv del`) the old leader may not have announced its loss yet, so
 // the winner announces after its next renewal, as after any win.
 TEST(NatsElection, AnOperatorsDeleteIsNotTakenForAResignation) {
-  auto connection = connect(test::shared_nats_url());
-  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s});
-  std::atomic<int> a_wins{0}, b_wins{0};
-  auto a_options = fast();
-  a_options.validate_ttl = true;
-  a_options.on_won = [&] { ++a_wins; };
-  auto b_options = a_options;
-  b_options.on_won = [&] { ++b_wins; };
-  Election a("a", "election", bucket, a_options);
-  std::thread a_thread([&] { a.start(); });
-  ASSERT_TRUE(eventually([&] { return a.state() == State::leader; }, 3000ms));
-  Election b("b", "election", bucket, b_options);
-  std::thread b_thread([&] { b.start(); });
-  ASSERT_TRUE(eventually([&] { return b.state() == State::candidate; }, 3000ms));
-  ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));
-  bucket->remove("election");  // not a resignation
-  ASSERT_TRUE(eventually([&] { return b.state() == State::leader; }, 3000ms));  // b took the key...
-  EXPECT_FALSE(b.is_leader());                                                 // ...but does not announce yet
-  EXPECT_EQ(b_wins.load(), 0);
-  EXPECT_TRUE(eventually([&] { return !a.is_leader(); }, 1000ms));  // a saw the delete and lost at once
-  a.stop();
-  b.stop();
-  a_thread.join();
-  b_thread.join();
+  LeaderAndCandidate fleet(connect(test::shared_nats_url()));
+  ASSERT_NO_FATAL_FAILURE(fleet.start());
+  fleet.bucket->remove("election");  // not a resignation
+  ASSERT_TRUE(eventually([&] { return fleet.b->state() == State::leader; }, 3000ms));  // b took the key...
+  EXPECT_FALSE(fleet.b->is_leader());                                                 // ...but does not announce yet
+  EXPECT_EQ(fleet.b_wins.load(), 0);
+  EXPECT_TRUE(eventually([&] { return !fleet.a->is_leader(); }, 1000ms));  // a saw the delete and lost at once
 }
 
 TEST(NatsElection, AnElectorResignedBeforeItsThreadStartedDoesNotHang) {
