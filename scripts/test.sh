@@ -43,7 +43,7 @@ step "g++ fleet runs: end to end and chaos (three daemons and their own server e
 grep -hE '^ok( |:)' build/gcc/Testing/Temporary/LastTest.log || true
 step "g++ -O3 (Release) shared libraries, program and examples, -Werror (g++ 12 warns differently at -O3)"
 cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
-  -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF >/dev/null
+  -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=ON -DFLEETCRON_INSTALL=ON >/dev/null
 cmake --build build/gcc-release -j"$jobs"
 # Hidden visibility: the program and the examples link against the public
 # API alone, the libraries export no internals, and the installed shared

@@ -2,8 +2,8 @@
 // are built with hidden visibility (-fvisibility=hidden, inlines hidden):
 // only the public API below include/fleetcron/ is in their dynamic symbol
 // tables, so internals can change without breaking a consumer's link, and
-// the dynamic linker has fewer symbols to resolve. Static libraries are
-// unaffected.
+// the dynamic linker has fewer symbols to resolve. The static archives are
+// compiled the same way; a program that links them is unaffected.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

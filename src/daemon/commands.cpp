@@ -50,7 +50,7 @@ Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
 }
 
-int redis_status(const Settings& settings, std::ostream& out) {
+int redis_status(const Settings& settings, std::ostream& out) try {
   redis::Client client(redis_options(settings));
   const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
   const redis::LeaseRecord lease = redis::read_lease(client, leader_key);
@@ -84,6 +84,10 @@ int redis_status(const Settings& settings, std::ostream& out) {
     out << fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
   }
   return 0;
+} catch (const BackendError& e) {
+  // The message carries the server's reply text (NOAUTH, NOPERM, …):
+  // escaped, like everything else read from the store.
+  throw std::runtime_error(terminal_safe(e.what()));
 }
 
 int nats_status(const Settings& given, std::ostream& out) {
@@ -168,7 +172,7 @@ int run_status_command(const Settings& settings, std::ostream& out, std::ostream
     if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) return nats_status(settings, out);
     return redis_status(settings, out);
   } catch (const std::exception& e) {
-    err << "status: " << terminal_safe(e.what()) << '\n';
+    err << "status: " << e.what() << '\n';
     return 1;
   }
 }

@@ -16,6 +16,17 @@ Reply checked(Reply reply, const Client::Impl& client) {
   throw ProtocolError(message);
 }
 
+// The prefix as a literal in a SCAN MATCH pattern: glob characters escaped.
+std::string glob_literal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 LeaseRecord read_lease(Client& client, std::string_view leader_key, std::string_view term_key) {
@@ -34,7 +45,7 @@ LeaseRecord read_lease(Client& client, std::string_view leader_key, std::string_
 std::size_t scan_claims(Client& client, std::string_view claim_prefix,
                         const std::function<void(std::string_view fire_key)>& visit, std::size_t limit) {
   Client::Impl& redis = client.impl();
-  const std::string pattern = std::string(claim_prefix) + "*@*";
+  const std::string pattern = glob_literal(claim_prefix) + "*@*";
   std::string cursor = "0";
   std::size_t scanned = 0;
   do {

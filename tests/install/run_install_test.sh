@@ -4,7 +4,7 @@
 # pkg-config, and runs both; then builds it against the build tree.
 # Usage: run_install_test.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
-build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) scratch=$3
+build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) scratch=$(mkdir -p "$3" && cd "$3" && pwd)
 rm -rf "$scratch" && mkdir -p "$scratch"
 prefix=$scratch/prefix
 expected="2026-03-08T03:00:00-04:00"

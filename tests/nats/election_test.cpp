@@ -192,19 +192,13 @@ TEST(NatsElection, TenCandidatesUnderKeyKillsNeverHaveTwoAnnouncedLeaders) {
 
 // Two candidates on a bucket with the reference's smallest TTL (10 s):
 // "a" leads and has announced it (one campaign interval, 7.5 s), "b" is a
-// candidate. The destructor stops both and joins their threads.
+// candidate. Their threads are jthreads: destroyed first, they stop the
+// elections through the stop token (which, unlike stop(), also ends a
+// start() that had not begun yet) and join.
 class LeaderAndCandidate {
  public:
   explicit LeaderAndCandidate(const std::shared_ptr<Connection>& connection)
       : bucket(connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10s})) {}
-  ~LeaderAndCandidate() {
-    for (Election* election : {a.get(), b.get()}) {
-      if (election) election->stop();
-    }
-    for (std::thread* thread : {&a_thread, &b_thread}) {
-      if (thread->joinable()) thread->join();
-    }
-  }
 
   /// Check with ASSERT_NO_FATAL_FAILURE.
   void start() {
@@ -212,11 +206,11 @@ class LeaderAndCandidate {
     options.validate_ttl = true;
     options.on_won = [this] { ++a_wins; };
     a = std::make_unique<Election>("a", "election", bucket, options);
-    a_thread = std::thread([this] { a->start(); });
+    a_thread = std::jthread([this](std::stop_token stop) { a->start(stop); });
     ASSERT_TRUE(eventually([&] { return a->state() == State::leader; }, 3000ms));
     options.on_won = [this] { ++b_wins; };
     b = std::make_unique<Election>("b", "election", bucket, options);
-    b_thread = std::thread([this] { b->start(); });
+    b_thread = std::jthread([this](std::stop_token stop) { b->start(stop); });
     ASSERT_TRUE(eventually([&] { return b->state() == State::candidate; }, 3000ms));
     ASSERT_TRUE(eventually([&] { return a_wins.load() == 1; }, 10000ms));  // one interval (7.5 s)
   }
@@ -226,7 +220,7 @@ class LeaderAndCandidate {
   std::unique_ptr<Election> a, b;
 
  private:
-  std::thread a_thread, b_thread;
+  std::jthread a_thread, b_thread;  // last: stopped and joined before the elections go
 };
 
 TEST(NatsElection, GracefulHandoverAnnouncesTheNextLeaderWellUnderASecond) {

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "redis/commands.h"
 #include "fleetcron/redis/claimer.h"
+#include "redis/commands.h"
 #include "redis_server.h"
 
 namespace fleetcron::redis {

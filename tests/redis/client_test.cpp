@@ -10,8 +10,8 @@
 #include <chrono>
 #include <thread>
 
-#include "redis/commands.h"
 #include "fleetcron/redis/client.h"
+#include "redis/commands.h"
 #include "redis_server.h"
 
 namespace fleetcron::redis {

@@ -5,8 +5,8 @@
 #include <atomic>
 #include <thread>
 
-#include "redis/commands.h"
 #include "fleetcron/redis/elector.h"
+#include "redis/commands.h"
 #include "redis_server.h"
 #include "support/eventually.h"
 

@@ -1,10 +1,10 @@
 // The coordination contract for Redis, on real redis-server processes.
-#include "redis/commands.h"
 #include "conformance/coordination_contract.h"
 
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/elector.h"
+#include "redis/commands.h"
 #include "redis_server.h"
 
 namespace fleetcron::test {

@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "redis/commands.h"
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
+#include "redis/commands.h"
 #include "redis_server.h"
 #include "support/tally.h"
 #include "support/time.h"

@@ -98,7 +98,7 @@ class FLEETCRON_API Bucket {
 
  private:
   friend class Connection;
-  explicit Bucket(std::unique_ptr<Impl> impl);
+  FLEETCRON_LOCAL explicit Bucket(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -118,7 +118,7 @@ class FLEETCRON_API Watcher {
 
  private:
   friend class Bucket;
-  explicit Watcher(std::unique_ptr<Impl> impl);
+  FLEETCRON_LOCAL explicit Watcher(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -165,7 +165,7 @@ class FLEETCRON_API Connection : public std::enable_shared_from_this<Connection>
 
  private:
   explicit Connection(ConnectionOptions options);
-  static void bind_now(Bucket::Impl& bucket, bool must_exist);
+  FLEETCRON_LOCAL static void bind_now(Bucket::Impl& bucket, bool must_exist);
   std::unique_ptr<Impl> impl_;
   friend class Bucket;
   friend class Watcher;

@@ -31,10 +31,11 @@ struct FLEETCRON_API LeaseRecord {
 /// ProtocolError for other error replies.
 [[nodiscard]] FLEETCRON_API LeaseRecord read_lease(Client& client, std::string_view leader_key, std::string_view term_key = {});
 
-/// Calls visit(fire_key) for the claims under claim_prefix (the prefix
-/// stripped; keys without '@' are skipped), scanning at most `limit` keys
-/// with SCAN so the server is never blocked. Returns the keys scanned.
-/// Throws BackendError as read_lease() does.
+/// Calls visit(fire_key) for the claims under claim_prefix (taken
+/// literally, glob characters included; the prefix stripped; keys without
+/// '@' are skipped), scanning at most `limit` keys with SCAN so the server
+/// is never blocked. Returns the keys scanned. Throws BackendError as
+/// read_lease() does, also when SCAN is refused (an ACL without it).
 FLEETCRON_API std::size_t scan_claims(Client& client, std::string_view claim_prefix,
                         const std::function<void(std::string_view fire_key)>& visit, std::size_t limit = 1'000'000);
 
