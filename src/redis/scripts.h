@@ -119,4 +119,40 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 )lua";
 
+// The fleet state's cursors (docs/fleet-state.md): "<instant µs> <schedule
+// digest> <version>", the version from one counter (KEYS[2]) so that a
+// record expired and written again never repeats a version a reader holds.
+// KEYS: the cursor, the version counter. ARGV: instant µs, digest, keep ms.
+// Returns 1 if the cursor moved, 0 if it was already there or past it (its
+// expiry is refreshed either way); an error if the key holds something else.
+inline constexpr const char* advance_cursor_script = R"lua(
+local current = redis.call('GET', KEYS[1])
+if current then
+  local at = tonumber(string.match(current, '^(%-?%d+) %d+ %d+$'))
+  if not at then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
+  if at >= tonumber(ARGV[1]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return 0
+  end
+end
+local version = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version), 'PX', ARGV[3])
+return 1
+)lua";
+
+// KEYS: the cursor, the version counter. ARGV: the version read ('' when
+// it was absent), instant µs, digest, keep ms. Returns {1, new value} when
+// the cursor was still as read, else {0, current value or ''}.
+inline constexpr const char* catch_up_script = R"lua(
+local current = redis.call('GET', KEYS[1])
+local version = current and string.match(current, ' (%d+)$') or ''
+if (ARGV[1] == '' and current) or (ARGV[1] ~= '' and version ~= ARGV[1]) then
+  return {0, current or ''}
+end
+local next = redis.call('INCR', KEYS[2])
+local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%.0f', next)
+redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
+return {1, value}
+)lua";
+
 }  // namespace fleetcron::redis::detail

@@ -1,9 +1,14 @@
-// The coordination contract for Redis, on real redis-server processes.
+// The coordination and fleet-state contracts for Redis, on real
+// redis-server processes.
+#include <thread>
+
 #include "conformance/coordination_contract.h"
+#include "conformance/fleet_state_contract.h"
 
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/elector.h"
+#include "fleetcron/redis/fleet_state.h"
 #include "redis/commands.h"
 #include "redis_server.h"
 
@@ -48,6 +53,27 @@ const ContractBackend redis_backend{"redis", [](bool private_store) { return std
 INSTANTIATE_TEST_SUITE_P(Redis, CoordinationContract, ::testing::Values(redis_backend),
                          [](const auto& test) { return test.param.name; });
 INSTANTIATE_TEST_SUITE_P(Redis, StoreLossContract, ::testing::Values(redis_backend),
+                         [](const auto& test) { return test.param.name; });
+
+// Replicas of one fleet: each its own client, one fleet prefix. Expiry is
+// the server's (PX), so the test waits real time for it.
+class RedisStateFleet final : public FleetStateFleet {
+ public:
+  RedisStateFleet() : prefix_(unique_prefix() + "fleet:") {}
+  std::shared_ptr<FleetState> replica() override {
+    auto client = std::make_shared<redis::Client>(redis::parse_uri(shared_redis_uri()));
+    return std::make_shared<redis::FleetState>(client, redis::FleetStateOptions{.fleet_prefix = prefix_});
+  }
+  std::chrono::nanoseconds short_keep_for() const override { return 2s; }  // margins of 500 ms around the expiry
+  void let_pass(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
+
+ private:
+  std::string prefix_;
+};
+
+const FleetStateBackend redis_state_backend{"redis", [] { return std::make_unique<RedisStateFleet>(); }};
+
+INSTANTIATE_TEST_SUITE_P(Redis, FleetStateContract, ::testing::Values(redis_state_backend),
                          [](const auto& test) { return test.param.name; });
 
 }  // namespace

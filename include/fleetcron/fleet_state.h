@@ -1,0 +1,112 @@
+// fleetcron — the fleet state: what the fleet remembers across replicas
+// and restarts, kept in the coordination store (docs/fleet-state.md).
+// This first part is each job's cursor: the newest instant the fleet has
+// handled, and the compare-and-set through which missed instants are
+// caught up exactly once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/api.h"
+#include "fleetcron/time.h"
+
+namespace fleetcron {
+
+/// A job's cursor as the store holds it.
+struct FLEETCRON_API JobCursor {
+  /// The newest instant of the job the fleet has handled (claimed,
+  /// decided, or dropped before the claim).
+  Instant instant{};
+  /// Identifies the schedule the cursor was written for: a cursor written
+  /// for another schedule does not catch up (the caller compares it).
+  std::uint64_t schedule_digest = 0;
+  /// The store's version of the record, changed by every write: the token
+  /// of claim_catch_up()'s compare-and-set. Opaque to callers.
+  std::uint64_t version = 0;
+};
+
+/// The answer to FleetState::read_cursor().
+struct FLEETCRON_API CursorRead {
+  enum class Status {
+    found,   ///< `cursor` holds it
+    absent,  ///< no cursor: a job new to the store (or expired, or lost)
+    error,   ///< the store failed; `error` says how (callers fail closed)
+  };
+  Status status = Status::error;
+  std::optional<JobCursor> cursor;
+  std::string error;
+};
+
+/// The answer to FleetState::advance_cursor().
+struct FLEETCRON_API CursorAdvance {
+  enum class Status {
+    advanced,  ///< the cursor is now at least the instant given
+    error,     ///< the store failed; the cursor may or may not have moved
+  };
+  Status status = Status::error;
+  std::string error;
+};
+
+/// The answer to FleetState::claim_catch_up().
+struct FLEETCRON_API CatchUpClaim {
+  enum class Status {
+    claimed,     ///< this caller's compare-and-set won: it handles the range
+    superseded,  ///< the cursor moved since it was read; `current` is its value
+    error,       ///< the store failed: nothing is claimed (fail closed)
+  };
+  Status status = Status::error;
+  /// The cursor after the call: the new one when claimed, the one found
+  /// when superseded (nullopt if there is none).
+  std::optional<JobCursor> current;
+  std::string error;
+};
+
+/// Where a fleet keeps its state. Implementations: MemoryFleetState (one
+/// process); the Redis and NATS ones follow (docs/fleet-state.md). Every
+/// call is thread-safe, bounded in time, and answers with a result, never
+/// an exception for a store failure.
+class FLEETCRON_API FleetState {
+ public:
+  virtual ~FleetState() = default;
+
+  /// The job's cursor.
+  [[nodiscard]] virtual CursorRead read_cursor(std::string_view job_key) = 0;
+
+  /// Moves the job's cursor to `instant` unless it is already there or
+  /// past it (a maximum: replicas racing to advance never move it back).
+  /// The record then expires `keep_for` after this call unless written
+  /// again; `schedule_digest` replaces the stored one when the cursor moves.
+  [[nodiscard]] virtual CursorAdvance advance_cursor(std::string_view job_key, Instant instant,
+                                                     std::uint64_t schedule_digest,
+                                                     std::chrono::nanoseconds keep_for) = 0;
+
+  /// The compare-and-set of catch-up: sets the cursor to `instant` only if
+  /// it is still exactly `seen` (same version), or still absent when
+  /// `seen` is nullopt. Of several callers with the same `seen`, exactly
+  /// one is answered `claimed`; it alone may run the missed instants in
+  /// (seen, instant]. `instant` must be later than `seen`'s.
+  [[nodiscard]] virtual CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
+                                                    Instant instant, std::uint64_t schedule_digest,
+                                                    std::chrono::nanoseconds keep_for) = 0;
+
+ protected:
+  FleetState() = default;
+};
+
+/// Throws std::invalid_argument if `job_key` is blank.
+FLEETCRON_API void check_job_key(std::string_view job_key);
+
+/// Throws std::invalid_argument naming the argument unless `job_key` is
+/// not blank, `keep_for` is at least 1 ms and (for claim_catch_up)
+/// `instant` is later than `seen`'s. Every implementation checks its
+/// arguments with these, so bad arguments fail the same way on every
+/// backend.
+FLEETCRON_API void check_cursor_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for,
+                                          const std::optional<JobCursor>& seen = std::nullopt,
+                                          std::optional<Instant> instant = std::nullopt);
+
+}  // namespace fleetcron

@@ -1,0 +1,52 @@
+// fleetcron::redis::FleetState — the fleet state on Redis
+// (docs/fleet-state.md), under its own prefix: libtnb/cron's keys
+// (cron:claim:…, cron:leader) keep their meaning.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/api.h"
+#include "fleetcron/fleet_state.h"
+#include "fleetcron/redis/client.h"
+
+namespace fleetcron::redis {
+
+inline constexpr std::string_view default_fleet_prefix = "cron:fleet:";
+
+struct FLEETCRON_API FleetStateOptions {
+  /// Every key of the fleet state starts with it; not empty. A job's
+  /// cursor is fleet_prefix + "cursor:{" + job key + "}" (one hash tag per
+  /// job), the version counter fleet_prefix + "version".
+  std::string fleet_prefix{default_fleet_prefix};
+};
+
+/// Thread-safe; each operation is one Lua script, so it is atomic on the
+/// server. A Redis failure is an error result, never an exception.
+class FLEETCRON_API FleetState final : public fleetcron::FleetState {
+ public:
+  /// Throws std::invalid_argument for a null client or an empty prefix.
+  explicit FleetState(std::shared_ptr<Client> client, FleetStateOptions options = {});
+  ~FleetState() override;
+  FleetState(const FleetState&) = delete;
+  FleetState& operator=(const FleetState&) = delete;
+
+  [[nodiscard]] CursorRead read_cursor(std::string_view job_key) override;
+  [[nodiscard]] CursorAdvance advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
+                                             std::chrono::nanoseconds keep_for) override;
+  [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
+                                            Instant instant, std::uint64_t schedule_digest,
+                                            std::chrono::nanoseconds keep_for) override;
+
+  [[nodiscard]] const FleetStateOptions& options() const noexcept;
+  /// The key holding `job_key`'s cursor.
+  [[nodiscard]] std::string cursor_key(std::string_view job_key) const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetcron::redis

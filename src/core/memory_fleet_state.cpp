@@ -1,0 +1,122 @@
+#include "fleetcron/memory_fleet_state.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+namespace fleetcron {
+
+struct FLEETCRON_LOCAL MemoryFleetState::State {
+  using ExpiryOrder = std::multimap<Clock::SteadyTime, std::string>;
+  struct Record {
+    JobCursor cursor;
+    std::optional<ExpiryOrder::iterator> expiry;  // this record's place in expiry_order
+  };
+
+  std::shared_ptr<Clock> clock;
+  std::size_t max_cursors = 0;
+  mutable std::mutex mutex;  // guards the members below
+  std::unordered_map<std::string, Record> cursors;
+  ExpiryOrder expiry_order;  // one entry per record
+  std::uint64_t versions = 0;
+
+  void purge_expired(Clock::SteadyTime now) {
+    while (!expiry_order.empty() && expiry_order.begin()->first <= now) {
+      cursors.erase(expiry_order.begin()->second);
+      expiry_order.erase(expiry_order.begin());
+    }
+  }
+
+  /// The live record of `job_key`, or nullptr.
+  Record* find(std::string_view job_key, Clock::SteadyTime now) {
+    purge_expired(now);
+    const auto it = cursors.find(std::string(job_key));
+    return it == cursors.end() ? nullptr : &it->second;
+  }
+
+  void expire_at(Record& record, std::string job_key, Clock::SteadyTime at) {  // a copy: the old entry goes first
+    if (record.expiry) expiry_order.erase(*record.expiry);
+    record.expiry = expiry_order.emplace(at, std::move(job_key));
+  }
+
+  /// Writes the cursor; an error message if a new job would pass the bound.
+  std::string write(std::string_view job_key, Instant instant, std::uint64_t digest, Clock::SteadyTime expires_at) {
+    auto it = cursors.find(std::string(job_key));
+    if (it == cursors.end()) {
+      if (cursors.size() >= max_cursors) {
+        return fmt::format("fleet state: {} cursors live, the limit (max_cursors); job \"{}\" not recorded",
+                           cursors.size(), job_key);
+      }
+      it = cursors.emplace(std::string(job_key), Record{}).first;
+    }
+    it->second.cursor = JobCursor{instant, digest, ++versions};
+    expire_at(it->second, it->first, expires_at);
+    return {};
+  }
+};
+
+MemoryFleetState::MemoryFleetState(std::shared_ptr<Clock> clock, std::size_t max_cursors)
+    : state_(std::make_unique<State>()) {
+  if (!clock) throw std::invalid_argument("MemoryFleetState: clock is null");
+  if (max_cursors == 0) throw std::invalid_argument("MemoryFleetState: max_cursors 0 is below the minimum of 1");
+  state_->clock = std::move(clock);
+  state_->max_cursors = max_cursors;
+}
+
+MemoryFleetState::~MemoryFleetState() = default;
+
+CursorRead MemoryFleetState::read_cursor(std::string_view job_key) {
+  check_job_key(job_key);
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  const State::Record* record = state_->find(job_key, now);
+  if (record == nullptr) return {CursorRead::Status::absent, std::nullopt, {}};
+  return {CursorRead::Status::found, record->cursor, {}};
+}
+
+CursorAdvance MemoryFleetState::advance_cursor(std::string_view job_key, Instant instant,
+                                               std::uint64_t schedule_digest, std::chrono::nanoseconds keep_for) {
+  check_cursor_arguments(job_key, keep_for);
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  State::Record* record = state_->find(job_key, now);
+  if (record != nullptr && record->cursor.instant >= instant) {
+    // Already there or past it: only the expiry is refreshed.
+    state_->expire_at(*record, std::string(job_key), now + keep_for);
+    return {CursorAdvance::Status::advanced, {}};
+  }
+  std::string error = state_->write(job_key, instant, schedule_digest, now + keep_for);
+  if (!error.empty()) return {CursorAdvance::Status::error, std::move(error)};
+  return {CursorAdvance::Status::advanced, {}};
+}
+
+CatchUpClaim MemoryFleetState::claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
+                                              Instant instant, std::uint64_t schedule_digest,
+                                              std::chrono::nanoseconds keep_for) {
+  check_cursor_arguments(job_key, keep_for, seen, instant);
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  const State::Record* record = state_->find(job_key, now);
+  const bool unchanged = seen ? record != nullptr && record->cursor.version == seen->version : record == nullptr;
+  if (!unchanged) {
+    return {CatchUpClaim::Status::superseded,
+            record != nullptr ? std::optional<JobCursor>(record->cursor) : std::nullopt, {}};
+  }
+  std::string error = state_->write(job_key, instant, schedule_digest, now + keep_for);
+  if (!error.empty()) return {CatchUpClaim::Status::error, std::nullopt, std::move(error)};
+  return {CatchUpClaim::Status::claimed, state_->cursors.at(std::string(job_key)).cursor, {}};
+}
+
+std::size_t MemoryFleetState::size() const {
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  state_->purge_expired(now);
+  return state_->cursors.size();
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,42 @@
+// The fleet-state contract, written once (docs/fleet-state.md): what every
+// FleetState must do, as parameterized tests instantiated for each backend
+// (memory in the scheduler tests; Redis and NATS as their FleetState
+// lands).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "fleetcron/fleet_state.h"
+
+namespace fleetcron::test {
+
+/// One fleet-state namespace on one store: the FleetStates made from it
+/// are replicas of one fleet.
+class FleetStateFleet {
+ public:
+  virtual ~FleetStateFleet() = default;
+  /// A new replica's fleet state.
+  virtual std::shared_ptr<FleetState> replica() = 0;
+  /// A keep_for short enough to wait out in a test.
+  [[nodiscard]] virtual std::chrono::nanoseconds short_keep_for() const = 0;
+  /// Lets `duration` pass on the store's clock (memory: the virtual clock
+  /// moves; a server: real time passes).
+  virtual void let_pass(std::chrono::nanoseconds duration) = 0;
+};
+
+struct FleetStateBackend {
+  std::string name;
+  std::function<std::unique_ptr<FleetStateFleet>()> make;
+};
+
+inline std::ostream& operator<<(std::ostream& out, const FleetStateBackend& backend) { return out << backend.name; }
+
+class FleetStateContract : public ::testing::TestWithParam<FleetStateBackend> {};
+
+}  // namespace fleetcron::test
