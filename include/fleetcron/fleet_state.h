@@ -16,7 +16,13 @@
 
 namespace fleetcron {
 
-/// A job's cursor as the store holds it.
+/// Cursors keep instants to the microsecond (rounded down), as the stores
+/// do; `keep_for` is at most this.
+inline constexpr std::chrono::nanoseconds max_cursor_keep_for = std::chrono::hours{24 * 400};
+
+/// A job's cursor as the store holds it. claim_catch_up() compares all of
+/// it, so a cursor that expired and was written again with the same
+/// content stands for the same state of the job, whatever happened between.
 struct FLEETCRON_API JobCursor {
   /// The newest instant of the job the fleet has handled (claimed,
   /// decided, or dropped before the claim).
@@ -24,9 +30,14 @@ struct FLEETCRON_API JobCursor {
   /// Identifies the schedule the cursor was written for: a cursor written
   /// for another schedule does not catch up (the caller compares it).
   std::uint64_t schedule_digest = 0;
-  /// The store's version of the record, changed by every write: the token
-  /// of claim_catch_up()'s compare-and-set. Opaque to callers.
+  /// Counts the record's writes (1 for a new one).
   std::uint64_t version = 0;
+  /// The claimant of the claim_catch_up() that wrote it; empty when an
+  /// advance did. A caller whose claim_catch_up() failed with an error
+  /// (the store may have applied it) recognises its own win by it.
+  std::string claimant;
+
+  friend bool operator==(const JobCursor&, const JobCursor&) = default;
 };
 
 /// The answer to FleetState::read_cursor().
@@ -44,10 +55,13 @@ struct FLEETCRON_API CursorRead {
 /// The answer to FleetState::advance_cursor().
 struct FLEETCRON_API CursorAdvance {
   enum class Status {
-    advanced,  ///< the cursor is now at least the instant given
-    error,     ///< the store failed; the cursor may or may not have moved
+    moved,         ///< the cursor moved to the instant given
+    already_past,  ///< it was there or past it already (only its expiry was refreshed)
+    error,         ///< the store failed; the cursor may or may not have moved
   };
   Status status = Status::error;
+  /// The cursor after the call (not for error).
+  std::optional<JobCursor> current;
   std::string error;
 };
 
@@ -56,7 +70,9 @@ struct FLEETCRON_API CatchUpClaim {
   enum class Status {
     claimed,     ///< this caller's compare-and-set won: it handles the range
     superseded,  ///< the cursor moved since it was read; `current` is its value
-    error,       ///< the store failed: nothing is claimed (fail closed)
+    error,       ///< the store failed: the caller must not run the range (fail closed); the
+                 ///< store may still have applied it: read the cursor, and if it holds this
+                 ///< caller's claimant and instant, the win is the caller's
   };
   Status status = Status::error;
   /// The cursor after the call: the new one when claimed, the one found
@@ -78,35 +94,43 @@ class FLEETCRON_API FleetState {
 
   /// Moves the job's cursor to `instant` unless it is already there or
   /// past it (a maximum: replicas racing to advance never move it back).
-  /// The record then expires `keep_for` after this call unless written
-  /// again; `schedule_digest` replaces the stored one when the cursor moves.
+  /// The record then lives at least `keep_for` after this call (a backend
+  /// whose expiry is per store, as NATS's per bucket, may keep it longer);
+  /// `schedule_digest` replaces the stored one when the cursor moves.
   [[nodiscard]] virtual CursorAdvance advance_cursor(std::string_view job_key, Instant instant,
                                                      std::uint64_t schedule_digest,
                                                      std::chrono::nanoseconds keep_for) = 0;
 
   /// The compare-and-set of catch-up: sets the cursor to `instant` only if
-  /// it is still exactly `seen` (same version), or still absent when
-  /// `seen` is nullopt. Of several callers with the same `seen`, exactly
-  /// one is answered `claimed`; it alone may run the missed instants in
-  /// (seen, instant]. `instant` must be later than `seen`'s.
+  /// it is still exactly `seen` (every field), or still absent when `seen`
+  /// is nullopt. Of several callers with the same `seen`, exactly one is
+  /// answered `claimed`; it alone may run the missed instants in
+  /// (seen, instant]. `instant` must be later than `seen`'s; `claimant`
+  /// (1 to 64 characters, no space) names the caller in the new record.
   [[nodiscard]] virtual CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                                     Instant instant, std::uint64_t schedule_digest,
-                                                    std::chrono::nanoseconds keep_for) = 0;
+                                                    std::chrono::nanoseconds keep_for, std::string_view claimant) = 0;
 
  protected:
   FleetState() = default;
 };
 
-/// Throws std::invalid_argument if `job_key` is blank.
+/// Throws std::invalid_argument if `job_key` is blank (only whitespace).
 FLEETCRON_API void check_job_key(std::string_view job_key);
 
 /// Throws std::invalid_argument naming the argument unless `job_key` is
-/// not blank, `keep_for` is at least 1 ms and (for claim_catch_up)
-/// `instant` is later than `seen`'s. Every implementation checks its
-/// arguments with these, so bad arguments fail the same way on every
-/// backend.
-FLEETCRON_API void check_cursor_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for,
-                                          const std::optional<JobCursor>& seen = std::nullopt,
-                                          std::optional<Instant> instant = std::nullopt);
+/// not blank and `keep_for` is within 1 ms .. max_cursor_keep_for.
+FLEETCRON_API void check_cursor_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for);
+
+/// check_cursor_arguments(), and `instant` (to the microsecond) is later
+/// than `seen`'s, and `claimant` is 1 to 64 characters without whitespace.
+/// Every implementation checks its arguments with these, so bad arguments
+/// fail the same way on every backend.
+FLEETCRON_API void check_catch_up_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for,
+                                            const std::optional<JobCursor>& seen, Instant instant,
+                                            std::string_view claimant);
+
+/// `at` rounded down to the microsecond: what a cursor keeps.
+[[nodiscard]] FLEETCRON_API Instant cursor_instant(Instant at) noexcept;
 
 }  // namespace fleetcron

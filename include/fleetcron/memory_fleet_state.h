@@ -31,7 +31,7 @@ class FLEETCRON_API MemoryFleetState final : public FleetState {
                                              std::chrono::nanoseconds keep_for) override;
   [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                             Instant instant, std::uint64_t schedule_digest,
-                                            std::chrono::nanoseconds keep_for) override;
+                                            std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
   /// Live (unexpired) cursors right now.
   [[nodiscard]] std::size_t size() const;

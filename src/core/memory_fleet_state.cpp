@@ -23,7 +23,6 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
   mutable std::mutex mutex;  // guards the members below
   std::unordered_map<std::string, Record> cursors;
   ExpiryOrder expiry_order;  // one entry per record
-  std::uint64_t versions = 0;
 
   void purge_expired(Clock::SteadyTime now) {
     while (!expiry_order.empty() && expiry_order.begin()->first <= now) {
@@ -44,19 +43,22 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
     record.expiry = expiry_order.emplace(at, std::move(job_key));
   }
 
-  /// Writes the cursor; an error message if a new job would pass the bound.
-  std::string write(std::string_view job_key, Instant instant, std::uint64_t digest, Clock::SteadyTime expires_at) {
+  /// Writes the cursor (its version one more than the record's); the
+  /// record, or an error message if a new job would pass the bound.
+  std::pair<Record*, std::string> write(std::string_view job_key, Instant instant, std::uint64_t digest,
+                                        std::string_view claimant, Clock::SteadyTime expires_at) {
     auto it = cursors.find(std::string(job_key));
     if (it == cursors.end()) {
       if (cursors.size() >= max_cursors) {
-        return fmt::format("fleet state: {} cursors live, the limit (max_cursors); job \"{}\" not recorded",
-                           cursors.size(), job_key);
+        return {nullptr, fmt::format("fleet state: {} cursors live, the limit (max_cursors); job \"{}\" not recorded",
+                                     cursors.size(), job_key)};
       }
       it = cursors.emplace(std::string(job_key), Record{}).first;
     }
-    it->second.cursor = JobCursor{instant, digest, ++versions};
+    JobCursor& cursor = it->second.cursor;
+    cursor = JobCursor{cursor_instant(instant), digest, cursor.version + 1, std::string(claimant)};
     expire_at(it->second, it->first, expires_at);
-    return {};
+    return {&it->second, {}};
   }
 };
 
@@ -85,31 +87,30 @@ CursorAdvance MemoryFleetState::advance_cursor(std::string_view job_key, Instant
   const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
   State::Record* record = state_->find(job_key, now);
-  if (record != nullptr && record->cursor.instant >= instant) {
-    // Already there or past it: only the expiry is refreshed.
-    state_->expire_at(*record, std::string(job_key), now + keep_for);
-    return {CursorAdvance::Status::advanced, {}};
+  if (record != nullptr && record->cursor.instant >= cursor_instant(instant)) {
+    state_->expire_at(*record, std::string(job_key), now + keep_for);  // only the expiry is refreshed
+    return {CursorAdvance::Status::already_past, record->cursor, {}};
   }
-  std::string error = state_->write(job_key, instant, schedule_digest, now + keep_for);
-  if (!error.empty()) return {CursorAdvance::Status::error, std::move(error)};
-  return {CursorAdvance::Status::advanced, {}};
+  auto [written, error] = state_->write(job_key, instant, schedule_digest, {}, now + keep_for);
+  if (written == nullptr) return {CursorAdvance::Status::error, std::nullopt, std::move(error)};
+  return {CursorAdvance::Status::moved, written->cursor, {}};
 }
 
 CatchUpClaim MemoryFleetState::claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                               Instant instant, std::uint64_t schedule_digest,
-                                              std::chrono::nanoseconds keep_for) {
-  check_cursor_arguments(job_key, keep_for, seen, instant);
+                                              std::chrono::nanoseconds keep_for, std::string_view claimant) {
+  check_catch_up_arguments(job_key, keep_for, seen, instant, claimant);
   const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
   const State::Record* record = state_->find(job_key, now);
-  const bool unchanged = seen ? record != nullptr && record->cursor.version == seen->version : record == nullptr;
+  const bool unchanged = seen ? record != nullptr && record->cursor == *seen : record == nullptr;
   if (!unchanged) {
     return {CatchUpClaim::Status::superseded,
             record != nullptr ? std::optional<JobCursor>(record->cursor) : std::nullopt, {}};
   }
-  std::string error = state_->write(job_key, instant, schedule_digest, now + keep_for);
-  if (!error.empty()) return {CatchUpClaim::Status::error, std::nullopt, std::move(error)};
-  return {CatchUpClaim::Status::claimed, state_->cursors.at(std::string(job_key)).cursor, {}};
+  auto [written, error] = state_->write(job_key, instant, schedule_digest, claimant, now + keep_for);
+  if (written == nullptr) return {CatchUpClaim::Status::error, std::nullopt, std::move(error)};
+  return {CatchUpClaim::Status::claimed, written->cursor, {}};
 }
 
 std::size_t MemoryFleetState::size() const {

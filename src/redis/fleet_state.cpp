@@ -23,9 +23,7 @@ const Script& catch_up_script() {
   return script;
 }
 
-std::int64_t micros_of(Instant at) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch()).count();
-}
+std::int64_t micros_of(Instant at) { return cursor_instant(at).time_since_epoch().count() / 1000; }
 
 std::string keep_ms(std::chrono::nanoseconds keep_for) {
   return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(keep_for).count());
@@ -37,20 +35,39 @@ bool parse_number(std::string_view text, Number& out) {
   return error == std::errc{} && end == text.data() + text.size();
 }
 
-// "<instant µs> <digest> <version>"; nullopt if it is not that.
+// "<instant µs> <digest> <version> <claimant or ->"; nullopt if it is not that.
 std::optional<JobCursor> parse_cursor(std::string_view value) {
-  const auto first = value.find(' ');
-  const auto second = first == std::string_view::npos ? first : value.find(' ', first + 1);
-  if (second == std::string_view::npos) return std::nullopt;
+  std::array<std::string_view, 4> fields;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const auto space = value.find(' ');
+    if ((space == std::string_view::npos) != (i + 1 == fields.size())) return std::nullopt;
+    fields[i] = value.substr(0, space);
+    if (space != std::string_view::npos) value.remove_prefix(space + 1);
+  }
   std::int64_t micros = 0;
   JobCursor cursor;
-  if (!parse_number(value.substr(0, first), micros) ||
-      !parse_number(value.substr(first + 1, second - first - 1), cursor.schedule_digest) ||
-      !parse_number(value.substr(second + 1), cursor.version)) {
+  if (!parse_number(fields[0], micros) || !parse_number(fields[1], cursor.schedule_digest) ||
+      !parse_number(fields[2], cursor.version) || fields[3].empty()) {
     return std::nullopt;
   }
   cursor.instant = Instant{std::chrono::microseconds{micros}};
+  if (fields[3] != "-") cursor.claimant = fields[3];
   return cursor;
+}
+
+// The stored form of `cursor`, as the scripts write it.
+std::string format_cursor(const JobCursor& cursor) {
+  return fmt::format("{} {} {} {}", micros_of(cursor.instant), cursor.schedule_digest, cursor.version,
+                     cursor.claimant.empty() ? std::string("-") : cursor.claimant);
+}
+
+// A script's {flag, value} answer; nullopt if it is not that.
+std::optional<std::pair<bool, std::string>> flagged(const Reply& reply) {
+  if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
+      reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::string) {
+    return std::nullopt;
+  }
+  return std::pair{reply.elements[0].integer == 1, reply.elements[1].text};
 }
 
 }  // namespace
@@ -58,7 +75,7 @@ std::optional<JobCursor> parse_cursor(std::string_view value) {
 class FLEETCRON_LOCAL FleetState::Impl {
  public:
   Impl(std::shared_ptr<Client> client, FleetStateOptions options)
-      : client_(std::move(client)), options_(std::move(options)), version_key_(options_.fleet_prefix + "version") {}
+      : client_(std::move(client)), options_(std::move(options)) {}
 
   std::string cursor_key(std::string_view job_key) const {
     return fmt::format("{}cursor:{{{}}}", options_.fleet_prefix, job_key);
@@ -67,7 +84,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
   /// Runs `script` on the job's cursor; the reply, or an error message.
   std::pair<Reply, std::string> run(const Script& script, std::string_view job_key,
                                     std::span<const std::string> args) {
-    const std::array<std::string, 2> keys{cursor_key(job_key), version_key_};
+    const std::array<std::string, 1> keys{cursor_key(job_key)};
     try {
       Reply reply = client_->impl().eval(script, keys, args);
       if (reply.is_error()) return {{}, fmt::format("{}: {}", client_->describe(), reply.text)};
@@ -80,13 +97,13 @@ class FLEETCRON_LOCAL FleetState::Impl {
   /// The cursor in `value`, or an error naming the key.
   std::pair<std::optional<JobCursor>, std::string> decode(std::string_view job_key, std::string_view value) const {
     if (std::optional<JobCursor> cursor = parse_cursor(value)) return {cursor, {}};
-    return {std::nullopt, fmt::format("{}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version>\")",
-                                      client_->describe(), cursor_key(job_key), value.substr(0, 64))};
+    return {std::nullopt,
+            fmt::format("{}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
+                        client_->describe(), cursor_key(job_key), value.substr(0, 64))};
   }
 
   std::shared_ptr<Client> client_;
   FleetStateOptions options_;
-  std::string version_key_;
 };
 
 FleetState::FleetState(std::shared_ptr<Client> client, FleetStateOptions options) {
@@ -126,33 +143,35 @@ CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant insta
   const std::array<std::string, 3> args{std::to_string(micros_of(instant)), std::to_string(schedule_digest),
                                         keep_ms(keep_for)};
   auto [reply, error] = impl_->run(advance_script(), job_key, args);
-  if (!error.empty()) return {CursorAdvance::Status::error, std::move(error)};
-  if (reply.type != Reply::Type::integer) {
-    return {CursorAdvance::Status::error,
+  if (!error.empty()) return {CursorAdvance::Status::error, std::nullopt, std::move(error)};
+  const auto answer = flagged(reply);
+  if (!answer) {
+    return {CursorAdvance::Status::error, std::nullopt,
             fmt::format("{}: the cursor script answered {}", impl_->client_->describe(), to_string(reply.type))};
   }
-  return {CursorAdvance::Status::advanced, {}};
+  auto [cursor, decode_error] = impl_->decode(job_key, answer->second);
+  if (!cursor) return {CursorAdvance::Status::error, std::nullopt, std::move(decode_error)};
+  return {answer->first ? CursorAdvance::Status::moved : CursorAdvance::Status::already_past, cursor, {}};
 }
 
 CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                         Instant instant, std::uint64_t schedule_digest,
-                                        std::chrono::nanoseconds keep_for) {
-  check_cursor_arguments(job_key, keep_for, seen, instant);
-  const std::array<std::string, 4> args{seen ? std::to_string(seen->version) : std::string(),
+                                        std::chrono::nanoseconds keep_for, std::string_view claimant) {
+  check_catch_up_arguments(job_key, keep_for, seen, instant, claimant);
+  const std::array<std::string, 5> args{seen ? format_cursor(*seen) : std::string(),
                                         std::to_string(micros_of(instant)), std::to_string(schedule_digest),
-                                        keep_ms(keep_for)};
+                                        keep_ms(keep_for), std::string(claimant)};
   auto [reply, error] = impl_->run(catch_up_script(), job_key, args);
   if (!error.empty()) return {CatchUpClaim::Status::error, std::nullopt, std::move(error)};
-  if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
-      reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::string) {
+  const auto answer = flagged(reply);
+  if (!answer) {
     return {CatchUpClaim::Status::error, std::nullopt,
             fmt::format("{}: the catch-up script answered {}", impl_->client_->describe(), to_string(reply.type))};
   }
-  const bool won = reply.elements[0].integer == 1;
-  if (!won && reply.elements[1].text.empty()) return {CatchUpClaim::Status::superseded, std::nullopt, {}};
-  auto [cursor, decode_error] = impl_->decode(job_key, reply.elements[1].text);
+  if (!answer->first && answer->second.empty()) return {CatchUpClaim::Status::superseded, std::nullopt, {}};
+  auto [cursor, decode_error] = impl_->decode(job_key, answer->second);
   if (!cursor) return {CatchUpClaim::Status::error, std::nullopt, std::move(decode_error)};
-  return {won ? CatchUpClaim::Status::claimed : CatchUpClaim::Status::superseded, cursor, {}};
+  return {answer->first ? CatchUpClaim::Status::claimed : CatchUpClaim::Status::superseded, cursor, {}};
 }
 
 }  // namespace fleetcron::redis

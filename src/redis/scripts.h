@@ -120,37 +120,43 @@ return 0
 )lua";
 
 // The fleet state's cursors (docs/fleet-state.md): "<instant µs> <schedule
-// digest> <version>", the version from one counter (KEYS[2]) so that a
-// record expired and written again never repeats a version a reader holds.
-// KEYS: the cursor, the version counter. ARGV: instant µs, digest, keep ms.
-// Returns 1 if the cursor moved, 0 if it was already there or past it (its
-// expiry is refreshed either way); an error if the key holds something else.
+// digest> <version> <claimant, or - after an advance>", the version counting
+// the record's writes. The digest and claimant pass through as strings; the
+// instant is compared as a Lua number (exact to 2^53 µs, the year 2255).
+// A key holding anything else is refused (NOTCURSOR), never overwritten.
+// KEYS: the cursor. ARGV: instant µs, digest, keep ms. Returns {1, new
+// value} if the cursor moved, {0, value} if it was already there or past it
+// (its expiry is refreshed either way).
 inline constexpr const char* advance_cursor_script = R"lua(
 local current = redis.call('GET', KEYS[1])
+local version = 0
 if current then
-  local at = tonumber(string.match(current, '^(%-?%d+) %d+ %d+$'))
+  local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+$')
   if not at then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
-  if at >= tonumber(ARGV[1]) then
+  if tonumber(at) >= tonumber(ARGV[1]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return 0
+    return {0, current}
   end
+  version = tonumber(written)
 end
-local version = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version), 'PX', ARGV[3])
-return 1
+local value = ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version + 1) .. ' -'
+redis.call('SET', KEYS[1], value, 'PX', ARGV[3])
+return {1, value}
 )lua";
 
-// KEYS: the cursor, the version counter. ARGV: the version read ('' when
-// it was absent), instant µs, digest, keep ms. Returns {1, new value} when
-// the cursor was still as read, else {0, current value or ''}.
+// KEYS: the cursor. ARGV: the cursor read, as stored ('' when it was
+// absent), instant µs, digest, keep ms, claimant. Returns {1, new value}
+// when the cursor was still exactly as read, else {0, current value or ''}.
 inline constexpr const char* catch_up_script = R"lua(
 local current = redis.call('GET', KEYS[1])
-local version = current and string.match(current, ' (%d+)$') or ''
-if (ARGV[1] == '' and current) or (ARGV[1] ~= '' and version ~= ARGV[1]) then
-  return {0, current or ''}
+local version = 0
+if current then
+  local written = string.match(current, '^%-?%d+ %d+ (%d+) %S+$')
+  if not written then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
+  version = tonumber(written)
 end
-local next = redis.call('INCR', KEYS[2])
-local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%.0f', next)
+if (current or '') ~= ARGV[1] then return {0, current or ''} end
+local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%.0f', version + 1) .. ' ' .. ARGV[5]
 redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
 return {1, value}
 )lua";

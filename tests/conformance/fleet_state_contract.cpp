@@ -1,6 +1,7 @@
 #include "conformance/fleet_state_contract.h"
 
 #include <atomic>
+#include <limits>
 #include <barrier>
 #include <optional>
 #include <thread>
@@ -43,7 +44,7 @@ TEST_P(FleetStateContract, ACursorIsAbsentUntilWrittenThenReadByEveryReplica) {
   const CursorRead none = a->read_cursor(key);
   ASSERT_EQ(none.status, CursorRead::Status::absent) << none.error;
   EXPECT_FALSE(none.cursor);
-  ASSERT_EQ(a->advance_cursor(key, minute(1), 42, keep).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(a->advance_cursor(key, minute(1), 42, keep).status, CursorAdvance::Status::moved);
   const JobCursor seen = found(*b, key);
   EXPECT_EQ(seen.instant, minute(1));
   EXPECT_EQ(seen.schedule_digest, 42u);
@@ -53,10 +54,14 @@ TEST_P(FleetStateContract, AdvancingIsAMaximumAndNeverMovesTheCursorBack) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica();
   const std::string key = job("max");
-  ASSERT_EQ(a->advance_cursor(key, minute(5), 1, keep).status, CursorAdvance::Status::advanced);
-  ASSERT_EQ(b->advance_cursor(key, minute(3), 1, keep).status, CursorAdvance::Status::advanced);  // a late replica
-  EXPECT_EQ(found(*a, key).instant, minute(5));
-  ASSERT_EQ(b->advance_cursor(key, minute(6), 2, keep).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(a->advance_cursor(key, minute(5), 1, keep).status, CursorAdvance::Status::moved);
+  const CursorAdvance late = b->advance_cursor(key, minute(3), 9, keep);  // a late replica
+  ASSERT_EQ(late.status, CursorAdvance::Status::already_past) << late.error;
+  ASSERT_TRUE(late.current);
+  EXPECT_EQ(late.current->instant, minute(5));
+  EXPECT_EQ(late.current->schedule_digest, 1u);  // the digest stays with the instant
+  EXPECT_EQ(found(*a, key), *late.current);
+  ASSERT_EQ(b->advance_cursor(key, minute(6), 2, keep).status, CursorAdvance::Status::moved);
   const JobCursor now = found(*a, key);
   EXPECT_EQ(now.instant, minute(6));
   EXPECT_EQ(now.schedule_digest, 2u);
@@ -68,7 +73,7 @@ TEST_P(FleetStateContract, OfReplicasCatchingUpFromOneCursorExactlyOneWins) {
   constexpr int replicas = 8;
   std::vector<std::shared_ptr<FleetState>> states;
   for (int i = 0; i < replicas; ++i) states.push_back(fleet->replica());
-  ASSERT_EQ(states[0]->advance_cursor(key, minute(0), 7, keep).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(states[0]->advance_cursor(key, minute(0), 7, keep).status, CursorAdvance::Status::moved);
   const JobCursor seen = found(*states[0], key);
   std::vector<CatchUpClaim> results(replicas);
   std::barrier start(replicas);
@@ -77,14 +82,17 @@ TEST_P(FleetStateContract, OfReplicasCatchingUpFromOneCursorExactlyOneWins) {
     threads.emplace_back([&, i] {
       const auto replica = static_cast<std::size_t>(i);
       start.arrive_and_wait();
-      results[replica] = states[replica]->claim_catch_up(key, seen, minute(60), 7, keep);
+      results[replica] = states[replica]->claim_catch_up(key, seen, minute(60), 7, keep, "r" + std::to_string(i));
     });
   }
   for (auto& thread : threads) thread.join();
   int won = 0;
+  std::string winner;
   for (const CatchUpClaim& result : results) {
     if (result.status == CatchUpClaim::Status::claimed) {
       ++won;
+      ASSERT_TRUE(result.current);
+      winner = result.current->claimant;
     } else {
       ASSERT_EQ(result.status, CatchUpClaim::Status::superseded) << result.error;
       ASSERT_TRUE(result.current);
@@ -92,18 +100,20 @@ TEST_P(FleetStateContract, OfReplicasCatchingUpFromOneCursorExactlyOneWins) {
     }
   }
   EXPECT_EQ(won, 1);
-  EXPECT_EQ(found(*states[0], key).instant, minute(60));
+  const JobCursor after = found(*states[0], key);
+  EXPECT_EQ(after.instant, minute(60));
+  EXPECT_EQ(after.claimant, winner);
 }
 
 TEST_P(FleetStateContract, CatchingUpAJobNewToTheStoreHasOneWinnerToo) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica();
   const std::string key = job("new");
-  const CatchUpClaim first = a->claim_catch_up(key, std::nullopt, minute(10), 3, keep);
+  const CatchUpClaim first = a->claim_catch_up(key, std::nullopt, minute(10), 3, keep, "replica");
   ASSERT_EQ(first.status, CatchUpClaim::Status::claimed) << first.error;
   ASSERT_TRUE(first.current);
   EXPECT_EQ(first.current->instant, minute(10));
-  const CatchUpClaim second = b->claim_catch_up(key, std::nullopt, minute(10), 3, keep);
+  const CatchUpClaim second = b->claim_catch_up(key, std::nullopt, minute(10), 3, keep, "replica");
   ASSERT_EQ(second.status, CatchUpClaim::Status::superseded) << second.error;
   ASSERT_TRUE(second.current);
   EXPECT_EQ(second.current->instant, minute(10));
@@ -116,16 +126,60 @@ TEST_P(FleetStateContract, AnAdvanceSinceTheReadSupersedesTheCatchUp) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica();
   const std::string key = job("stale");
-  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep).status, CursorAdvance::Status::moved);
   const JobCursor seen = found(*a, key);
-  ASSERT_EQ(b->advance_cursor(key, minute(2), 1, keep).status, CursorAdvance::Status::advanced);
-  const CatchUpClaim late = a->claim_catch_up(key, seen, minute(30), 1, keep);
+  ASSERT_EQ(b->advance_cursor(key, minute(2), 1, keep).status, CursorAdvance::Status::moved);
+  const CatchUpClaim late = a->claim_catch_up(key, seen, minute(30), 1, keep, "replica");
   ASSERT_EQ(late.status, CatchUpClaim::Status::superseded) << late.error;
   ASSERT_TRUE(late.current);
   EXPECT_EQ(late.current->instant, minute(2));
   EXPECT_EQ(found(*b, key).instant, minute(2));  // untouched by the loser
   // From what it read now, it may catch up.
-  EXPECT_EQ(a->claim_catch_up(key, late.current, minute(30), 1, keep).status, CatchUpClaim::Status::claimed);
+  EXPECT_EQ(a->claim_catch_up(key, late.current, minute(30), 1, keep, "replica").status, CatchUpClaim::Status::claimed);
+}
+
+TEST_P(FleetStateContract, ACallerRecognisesItsOwnWinByItsClaimant) {
+  // A claim whose answer was lost (an error after the store applied it):
+  // the caller asks again and finds its claimant and instant there.
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const std::string key = job("mine");
+  ASSERT_EQ(a->claim_catch_up(key, std::nullopt, minute(10), 1, keep, "replica-a").status,
+            CatchUpClaim::Status::claimed);
+  const CatchUpClaim again = a->claim_catch_up(key, std::nullopt, minute(10), 1, keep, "replica-a");
+  ASSERT_EQ(again.status, CatchUpClaim::Status::superseded) << again.error;
+  ASSERT_TRUE(again.current);
+  EXPECT_EQ(again.current->claimant, "replica-a");
+  EXPECT_EQ(again.current->instant, minute(10));
+  ASSERT_EQ(a->advance_cursor(key, minute(11), 1, keep).status, CursorAdvance::Status::moved);
+  EXPECT_EQ(found(*a, key).claimant, "");  // an advance names no claimant
+}
+
+TEST_P(FleetStateContract, EveryFieldRoundTripsAtTheLimitsOfItsType) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::string key = job("limits");
+  const Instant before_epoch = Instant{} - std::chrono::hours{24} - std::chrono::microseconds{7};
+  const std::uint64_t digest = std::numeric_limits<std::uint64_t>::max();
+  ASSERT_EQ(a->advance_cursor(key, before_epoch + 999ns, digest, keep).status, CursorAdvance::Status::moved);
+  const JobCursor read = found(*b, key);
+  EXPECT_EQ(read.instant, before_epoch);  // kept to the microsecond, rounded down
+  EXPECT_EQ(read.schedule_digest, digest);
+  EXPECT_EQ(b->claim_catch_up(key, read, minute(0), digest - 1, keep, "b").status, CatchUpClaim::Status::claimed);
+  EXPECT_EQ(found(*a, key).schedule_digest, digest - 1);
+}
+
+TEST_P(FleetStateContract, ACursorThatExpiredSinceTheReadSupersedesTheCatchUp) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const std::string key = job("gone");
+  const auto keep_for = fleet->short_keep_for();
+  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::moved);
+  const JobCursor seen = found(*a, key);
+  fleet->let_pass(keep_for + keep_for / 4);
+  const CatchUpClaim late = a->claim_catch_up(key, seen, minute(30), 1, keep, "a");
+  ASSERT_EQ(late.status, CatchUpClaim::Status::superseded) << late.error;
+  EXPECT_FALSE(late.current);  // absent: the job is new to the store again
 }
 
 TEST_P(FleetStateContract, ACursorExpiresKeepForAfterItsLastWrite) {
@@ -133,9 +187,9 @@ TEST_P(FleetStateContract, ACursorExpiresKeepForAfterItsLastWrite) {
   auto a = fleet->replica();
   const std::string key = job("expiry");
   const auto keep_for = fleet->short_keep_for();
-  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::moved);
   fleet->let_pass(keep_for / 2);
-  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::advanced);  // refreshes
+  ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::already_past);  // refreshes
   fleet->let_pass(keep_for * 3 / 4);
   EXPECT_EQ(a->read_cursor(key).status, CursorRead::Status::found);  // 5/4 after the first write, 3/4 after the last
   fleet->let_pass(keep_for / 2 + 1ms);
@@ -148,14 +202,18 @@ TEST_P(FleetStateContract, BadArgumentsAreRefusedTheSameWayEverywhere) {
   EXPECT_THROW((void)a->read_cursor(" "), std::invalid_argument);
   EXPECT_THROW((void)a->advance_cursor("job", minute(1), 1, 0ms), std::invalid_argument);
   const std::string key = job("args");
-  ASSERT_EQ(a->advance_cursor(key, minute(5), 1, keep).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(a->advance_cursor(key, minute(5), 1, keep).status, CursorAdvance::Status::moved);
   const JobCursor seen = found(*a, key);
   try {
-    (void)a->claim_catch_up(key, seen, minute(5), 1, keep);
+    (void)a->claim_catch_up(key, seen, minute(5), 1, keep, "replica");
     FAIL() << "a catch-up to the cursor itself was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("is not after the cursor"), std::string::npos) << e.what();
   }
+  EXPECT_THROW((void)a->claim_catch_up(key, seen, minute(6), 1, keep, "two words"), std::invalid_argument);
+  EXPECT_THROW((void)a->claim_catch_up(key, seen, minute(6), 1, keep, ""), std::invalid_argument);
+  EXPECT_THROW((void)a->advance_cursor(key, minute(6), 1, max_cursor_keep_for + 1ns), std::invalid_argument);
+  EXPECT_THROW((void)a->read_cursor("\n"), std::invalid_argument);
 }
 
 }  // namespace fleetcron::test

@@ -34,16 +34,16 @@ TEST(MemoryFleetState, TheBoundOnLiveCursorsIsAnErrorNamingIt) {
   auto clock = std::make_shared<VirtualClock>(real_now());
   MemoryFleetState state(clock, 2);
   const Instant at = real_now();
-  ASSERT_EQ(state.advance_cursor("a", at, 1, 1h).status, CursorAdvance::Status::advanced);
-  ASSERT_EQ(state.advance_cursor("b", at, 1, 2h).status, CursorAdvance::Status::advanced);
+  ASSERT_EQ(state.advance_cursor("a", at, 1, 1h).status, CursorAdvance::Status::moved);
+  ASSERT_EQ(state.advance_cursor("b", at, 1, 2h).status, CursorAdvance::Status::moved);
   const CursorAdvance third = state.advance_cursor("c", at, 1, 1h);
   ASSERT_EQ(third.status, CursorAdvance::Status::error);
   EXPECT_NE(third.error.find("max_cursors"), std::string::npos) << third.error;
-  EXPECT_EQ(state.claim_catch_up("c", std::nullopt, at, 1, 1h).status, CatchUpClaim::Status::error);
-  EXPECT_EQ(state.advance_cursor("a", at + 1min, 1, 1h).status, CursorAdvance::Status::advanced);  // known jobs go on
+  EXPECT_EQ(state.claim_catch_up("c", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
+  EXPECT_EQ(state.advance_cursor("a", at + 1min, 1, 1h).status, CursorAdvance::Status::moved);  // known jobs go on
   clock->advance(1h);  // "a" expires: room for "c"
   EXPECT_EQ(state.size(), 1u);
-  EXPECT_EQ(state.advance_cursor("c", at, 1, 1h).status, CursorAdvance::Status::advanced);
+  EXPECT_EQ(state.advance_cursor("c", at, 1, 1h).status, CursorAdvance::Status::moved);
   EXPECT_THROW(MemoryFleetState(clock, 0), std::invalid_argument);
   EXPECT_THROW(MemoryFleetState(nullptr), std::invalid_argument);
 }

@@ -27,7 +27,7 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
   const CursorAdvance advance = state.advance_cursor("job", at, 1, 1h);
   ASSERT_EQ(advance.status, CursorAdvance::Status::error);
   EXPECT_NE(advance.error.find("NOTCURSOR"), std::string::npos) << advance.error;
-  EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h).status, CatchUpClaim::Status::error);
+  EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
   EXPECT_EQ(client->impl().command({"GET", key}).text, "not a cursor");  // nothing overwrote it
 }
 
@@ -39,7 +39,7 @@ TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {
   EXPECT_EQ(read.status, CursorRead::Status::error);
   EXPECT_NE(read.error.find("127.0.0.1:1"), std::string::npos) << read.error;
   EXPECT_EQ(state.advance_cursor("job", at, 1, 1h).status, CursorAdvance::Status::error);
-  EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h).status, CatchUpClaim::Status::error);
+  EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
 }
 
 TEST(RedisFleetState, OptionsAreCheckedAndKeysLiveUnderTheFleetPrefix) {

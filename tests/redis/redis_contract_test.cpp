@@ -64,7 +64,7 @@ class RedisStateFleet final : public FleetStateFleet {
     auto client = std::make_shared<redis::Client>(redis::parse_uri(shared_redis_uri()));
     return std::make_shared<redis::FleetState>(client, redis::FleetStateOptions{.fleet_prefix = prefix_});
   }
-  std::chrono::nanoseconds short_keep_for() const override { return 2s; }  // margins of 500 ms around the expiry
+  std::chrono::nanoseconds short_keep_for() const override { return 3s; }  // margins of 750 ms around the expiry
   void let_pass(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
 
  private:

@@ -19,7 +19,7 @@ inline constexpr std::string_view default_fleet_prefix = "cron:fleet:";
 struct FLEETCRON_API FleetStateOptions {
   /// Every key of the fleet state starts with it; not empty. A job's
   /// cursor is fleet_prefix + "cursor:{" + job key + "}" (one hash tag per
-  /// job), the version counter fleet_prefix + "version".
+  /// job), holding "<instant µs> <schedule digest> <version> <claimant or ->".
   std::string fleet_prefix{default_fleet_prefix};
 };
 
@@ -38,7 +38,7 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
                                              std::chrono::nanoseconds keep_for) override;
   [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                             Instant instant, std::uint64_t schedule_digest,
-                                            std::chrono::nanoseconds keep_for) override;
+                                            std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
   /// The key holding `job_key`'s cursor.
