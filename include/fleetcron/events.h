@@ -101,9 +101,11 @@ struct FLEETCRON_API JobCompletedEvent {
   std::string error;  ///< the last attempt's error; empty on success
   bool manual = false;
 };
-/// A popped fire was later than the tolerance. `missed` instants in
-/// [first_missed, last_missed] were due (counted up to 1,000; beyond that
-/// `missed_is_lower_bound` is set); the policy ran `runs` of them.
+/// A popped fire was later than the tolerance, or (`catch_up`) the fleet
+/// state's cursor showed instants that the whole fleet missed while it was
+/// down. `missed` instants in [first_missed, last_missed] were due (counted
+/// up to 1,000; beyond that `missed_is_lower_bound` is set); the policy ran
+/// `runs` of them. A catch-up is published by the one replica that won it.
 struct FLEETCRON_API MissedFireEvent {
   EntryRef entry;
   Instant first_missed;
@@ -113,6 +115,7 @@ struct FLEETCRON_API MissedFireEvent {
   std::uint64_t runs = 0;
   std::chrono::nanoseconds lateness{0};
   MissedFirePolicy policy = MissedFirePolicy::run_once;
+  bool catch_up = false;
 };
 /// A fire found no room: the run queue was full.
 struct FLEETCRON_API RejectedFireEvent {

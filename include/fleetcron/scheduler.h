@@ -17,6 +17,7 @@
 #include "fleetcron/coordination.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/events.h"
+#include "fleetcron/fleet_state.h"
 #include "fleetcron/schedule.h"
 
 namespace fleetcron {
@@ -109,6 +110,19 @@ struct FLEETCRON_API SchedulerOptions {
   std::shared_ptr<Claimer> claimer;
   std::shared_ptr<Elector> elector;
   LeadershipLossPolicy on_leadership_lost = LeadershipLossPolicy::cancel;
+  /// Where the fleet keeps each entry's cursor (docs/fleet-state.md): the
+  /// newest instant it handled. With one set, every keyed entry's cursor
+  /// advances before each of its fires runs, and the instants missed while
+  /// the whole fleet was down (between the cursor and the entry's first
+  /// fire here) go through the entry's missed-fire policy once across the
+  /// fleet, when the entry is added or the scheduler starts. None by default.
+  std::shared_ptr<FleetState> fleet_state;
+  /// How far back that catch-up reaches: instants older than this are not
+  /// run (0 turns catch-up and the cursor off; at most 366 days; default 7 days).
+  std::chrono::nanoseconds catch_up_reach = std::chrono::hours{24 * 7};
+  /// Names this replica in the fleet state (1 to 64 characters, no
+  /// whitespace); default: "replica-" and 16 random hex digits.
+  std::string replica_id;
   /// Time source; default system_clock().
   std::shared_ptr<Clock> clock;
   /// Seed for jitter and retry jitter (0: from std::random_device).
@@ -136,6 +150,8 @@ struct FLEETCRON_API EntryOptions {
   /// The last instant known to have run (e.g. persisted before a restart):
   /// the first fire is next(last_run), so missed fires are caught up.
   std::optional<Instant> last_run;
+  /// The scheduler's catch_up_reach unless set (0: no cursor, no catch-up).
+  std::optional<std::chrono::nanoseconds> catch_up_reach;
   /// nullopt: the scheduler's claimer; nullptr: no claimer for this entry.
   std::optional<std::shared_ptr<Claimer>> claimer;
   /// Automatic fires while a run of this entry is still going (manual

@@ -125,6 +125,8 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
       report_cancel(fire, "entry paused", CancelReason::entry_paused);
     } else if (refused) {
       report_skip(fire, *refused, error);
+    } else if (std::string pending = catch_up_pending(fire); !pending.empty()) {
+      report_skip(fire, SkipReason::claim_error, std::move(pending));
     } else if (!entry.settings->claimer) {
       fire.grant = election.grant;
       fire.state = FireState::granted;
@@ -162,7 +164,8 @@ void Scheduler::Impl::claim(std::span<Fire> fires) {
     // Checked again on the answer: a claim written after the window (a
     // slow store, a pause between the check and the request) may sit
     // beside an expired one. The fire is lost, never run twice.
-    if (std::string stale = staleness(answered, fire.scheduled_at, claimer); !stale.empty()) {
+    std::string stale = fire.catch_up ? std::string() : staleness(answered, fire.scheduled_at, claimer);
+    if (!stale.empty()) {
       report_skip(fire, SkipReason::stale, "claimed, but " + stale);
       continue;
     }

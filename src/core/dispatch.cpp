@@ -141,6 +141,7 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   screen(batch, elect());
   release_unwanted();
   claim(batch);
+  advance_cursors(batch);
   release_unwanted();
   std::erase_if(batch, [](const Fire& f) { return f.state == FireState::dropped; });
   const bool runs = !batch.empty();

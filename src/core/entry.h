@@ -23,6 +23,7 @@ struct EntrySettings {
   MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
   std::shared_ptr<Claimer> claimer;
   OverlapPolicy overlap = OverlapPolicy::allow;
+  std::chrono::nanoseconds catch_up_reach{0};
 };
 
 /// Overlap bookkeeping of one entry: its automatic runs past the overlap
@@ -33,6 +34,21 @@ struct OverlapState {
   std::condition_variable_any cv;
   int active = 0;
   bool waiting = false;
+};
+
+/// The fleet state's cursor of one keyed entry (catch_up.cpp), when the
+/// scheduler has a fleet state and the entry's catch-up reach is not 0.
+struct CursorTracking {
+  std::mutex mutex;  // held by whoever catches the entry up (one at a time)
+  std::atomic<bool> caught_up{false};
+  /// The entry's first instant on this replica's loop: catch-up covers the
+  /// instants after the cursor and before it. Written under the
+  /// scheduler's mutex_ by add(); read after.
+  Instant first_loop_instant{};
+  /// The digest of the entry's schedule and how long its cursor must live
+  /// (updated by update()).
+  std::atomic<std::uint64_t> digest{0};
+  std::atomic<std::chrono::nanoseconds::rep> keep_for{0};
 };
 
 /// An entry. identity, job and settings never change after add(); the rest
@@ -51,6 +67,8 @@ struct Entry {
   Job job;
   /// Set when settings->overlap is not allow (most entries need none).
   std::unique_ptr<OverlapState> overlap;
+  /// Set when the entry keeps a cursor in the fleet state.
+  std::unique_ptr<CursorTracking> cursor;
   /// The latest automatic fire that ran (ns since the epoch; min = none).
   /// Atomic so a finishing run never waits for the loop's lock.
   std::atomic<Instant::rep> prev{no_instant.time_since_epoch().count()};

@@ -58,6 +58,9 @@ struct Fire {
   bool reserved = false;  // granted by another worker's claim batch, queued with a worker reserved for it
   FireState state = FireState::queued;
   Grant grant = {};
+  /// Granted by a catch-up (catch_up.cpp): its instant is older than the
+  /// dedup window by design, and the cursor is already past it.
+  bool catch_up = false;
 };
 
 }  // namespace fleetcron::detail

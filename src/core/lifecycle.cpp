@@ -54,6 +54,10 @@ void Scheduler::Impl::start() {
   workers_.reserve(options_.max_concurrent);
   for (const auto& slot : slots_) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
   watchdog_thread_ = std::thread([this] { watchdog_main(); });
+  if (options_.fleet_state) {
+    for (const auto& [id, entry] : entries_) queue_catch_up(entry);
+    catch_up_thread_ = std::thread([this] { catch_up_main(); });
+  }
   loop_thread_ = std::thread([this] { loop_main(); });
 }
 
@@ -69,6 +73,11 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     if (state_ == State::running) state_ = State::stopping;
   }
   loop_cv_.notify_all();
+  {
+    std::lock_guard guard(catch_up_mutex_);
+    catch_up_stopping_ = true;
+  }
+  catch_up_cv_.notify_all();
   {
     std::lock_guard guard(join_mutex_);
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
@@ -128,6 +137,7 @@ void Scheduler::Impl::join_threads_once() {
   watchdog_cv_.notify_all();
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (catch_up_thread_.joinable()) catch_up_thread_.join();
   resign_once();
   events_.flush_and_stop();
   joined_ = true;

@@ -98,7 +98,8 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   if (fire.state == FireState::granted) {
     // Its worker was reserved, so it starts at once; should it still be
     // older than the window here (a pause), it is lost, not run twice.
-    if (std::string stale = staleness_now(fire); !stale.empty()) {
+    std::string stale = fire.catch_up ? std::string() : staleness_now(fire);
+    if (!stale.empty()) {
       report_skip(fire, SkipReason::stale, "claimed, but it could not start in time: " + stale);
       return false;
     }
@@ -140,6 +141,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   const std::span<Fire> alone(&fire, 1);
   screen(alone, election);
   claim(alone);
+  advance_cursors(alone);
   return fire.state == FireState::granted;
 }
 

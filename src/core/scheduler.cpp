@@ -110,7 +110,7 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
   const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() &&
                                    options.attempt_timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
                                    !options.retry && !options.missed_fire && !options.claimer &&
-                                   options.overlap == OverlapPolicy::allow;
+                                   !options.catch_up_reach && options.overlap == OverlapPolicy::allow;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,
@@ -154,6 +154,7 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
   const Instant now = clock_->now();
   std::vector<Event> events;
   EntryId id = 0;
+  bool running = false;
   {
     std::lock_guard guard(mutex_);
     if (state_ == State::stopping || state_ == State::stopped) {
@@ -172,9 +173,12 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     if (options.last_run) entry->prev = options.last_run->time_since_epoch().count();
     const auto first = entry->schedule->next(options.last_run.value_or(now));
     entry->next = first.value_or(Entry::no_instant);
+    track_cursor(*entry, now);
     entries_.emplace(id, entry);
     push_heap(entry, events_.active() ? &events : nullptr);
+    running = state_ == State::running;
   }
+  if (running) queue_catch_up(entry);  // else start() does
   loop_cv_.notify_one();
   for (auto& event : events) publish(std::move(event));
   return id;
@@ -242,6 +246,7 @@ void Scheduler::Impl::remove(EntryId id) {
     compact_heap();
   }
   request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
+  write_tombstone(*entry);
 }
 
 void Scheduler::Impl::set_paused(EntryId id, bool paused) {
@@ -285,7 +290,9 @@ void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
     if (has_heap_item(entry)) ++stale_heap_items_;
     entry.schedule = std::move(schedule);
     ++entry.generation;
-    entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
+    const Instant now = clock_->now();
+    entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
+    refresh_cursor_settings(entry, now);
     push_heap(it->second, events_.active() ? &events : nullptr);
     compact_heap();
   }

@@ -24,6 +24,7 @@
 #include "core/event_bus.h"
 #include "core/fire.h"
 #include "core/fire_queue.h"
+#include "core/missed_fires.h"
 #include "core/run_state.h"
 #include "fleetcron/scheduler.h"
 
@@ -35,10 +36,13 @@ namespace fleetcron {
 ///
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):
-///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex (joining threads that take them)
+///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_,
+///                             CursorTracking::mutex (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
 ///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
+///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
+///   CursorTracking::mutex  -> mutex_, queue_mutex_ (a catch-up reading the schedule, queueing its fires)
 /// Entry::overlap_mutex, random_mutex_ and liveness_mutex_ are leaves. No
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
 /// observers, the recorder, the logger), except that Schedule::next() runs
@@ -136,6 +140,41 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// errors and clock-skew refusals last claim_failure_step_down.
   void note_leader_claim(const ClaimResult& claim);
   bool term_lost_locked(std::uint64_t term) const;
+
+  // ---- the fleet state's cursors and catch-up (catch_up.cpp)
+  /// Gives a keyed entry its cursor tracking when the scheduler has a
+  /// fleet state (add(), under mutex_, after the entry's first instant).
+  void track_cursor(detail::Entry& entry, Instant now);
+  /// The digest and keep-for of the entry's current schedule (mutex_ held).
+  void refresh_cursor_settings(detail::Entry& entry, Instant now);
+  /// Hands the entry to the catch-up thread, unless it is caught up.
+  void queue_catch_up(const std::shared_ptr<detail::Entry>& entry);
+  /// The catch-up thread: catches up the entries handed to it, retrying
+  /// each failure after a backoff (1 s doubling to 30 s).
+  void catch_up_main();
+  struct CatchUpOutcome {
+    bool done = false;
+    std::string error;
+    bool waiting_for_leadership = false;  // a follower: the leader catches up
+  };
+  /// Catches the entry up, once: reads its cursor, and if the fleet missed
+  /// instants before this replica's first one, wins the compare-and-set
+  /// for them (or learns that another replica did) and queues those its
+  /// missed-fire policy runs.
+  CatchUpOutcome catch_up(const std::shared_ptr<detail::Entry>& entry);
+  /// What the policy runs of the instants after `seen` and before the
+  /// entry's first instant here, within its reach; nullopt if none.
+  std::optional<detail::MissedPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
+  void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const detail::MissedPlan& plan,
+                    const detail::Grant& grant);
+  /// Empty when the fire's entry is caught up (catching it up first if it
+  /// is not); otherwise why the fire must not be claimed yet.
+  std::string catch_up_pending(const detail::Fire& fire);
+  /// Advances the cursors of the granted automatic fires before they run;
+  /// drops (and reports) those whose cursor fails (fail closed).
+  void advance_cursors(std::span<detail::Fire> fires);
+  /// Marks a removed entry's cursor removed, at now (remove()).
+  void write_tombstone(const detail::Entry& entry);
 
   // ---- runs (run.cpp)
   /// From a worker's fire to its end: registration, the claim path for a
@@ -272,6 +311,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   std::atomic<bool> resigned_{false};
 
+  // ---- the catch-up thread (catch_up.cpp), when there is a fleet state
+  struct PendingCatchUp {
+    std::weak_ptr<detail::Entry> entry;
+    Clock::SteadyTime due;
+    std::chrono::nanoseconds backoff;
+  };
+  std::mutex catch_up_mutex_;  // guards catch_up_queue_, catch_up_stopping_
+  std::condition_variable catch_up_cv_;
+  std::vector<PendingCatchUp> catch_up_queue_;
+  bool catch_up_stopping_ = false;
+  std::thread catch_up_thread_;
+
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 
   // ---- randomness for jitter
@@ -293,6 +344,15 @@ void check_entry_options(EntryOptions& entry);
 /// An entry's settings after inheriting the scheduler's.
 std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry);
 void validate_retry(std::string_view owner, const RetryPolicy& retry);
+/// Identifies a schedule in a cursor: its spec and zone (0-like for
+/// schedules built in code, which have no spec).
+std::uint64_t schedule_digest(const Schedule& schedule);
+/// How long an entry's cursor lives after each write: the catch-up reach
+/// plus twice the schedule's gap between fires, 30 to 400 days.
+inline constexpr std::chrono::nanoseconds cursor_min_keep_for = std::chrono::hours{24 * 30};
+std::chrono::nanoseconds cursor_keep_for(const Schedule& schedule, Instant now, std::chrono::nanoseconds reach);
+/// "replica-" and 16 random hex digits.
+std::string random_replica_id();
 }  // namespace detail
 
 }  // namespace fleetcron

@@ -2,6 +2,8 @@
 // option and the value.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <stdexcept>
@@ -93,6 +95,13 @@ void validate(SchedulerOptions& options) {
   for (std::size_t i = 0; i < options.observers.size(); ++i) {
     if (!options.observers[i]) reject(owner, "observers", fmt::format("[{}]", i), "is null");
   }
+  check_duration(owner, "catch_up_reach", options.catch_up_reach, true);
+  if (options.replica_id.size() > 64 ||
+      std::any_of(options.replica_id.begin(), options.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
+    reject(owner, "replica_id", "\"" + quote_for_message(options.replica_id, 80) + "\"",
+           "must be 1 to 64 characters without whitespace");
+  }
+  if (options.replica_id.empty()) options.replica_id = random_replica_id();
   if (!options.clock) options.clock = system_clock();
   if (!options.logger) options.logger = default_logger;
 }
@@ -110,6 +119,7 @@ void check_entry_options(EntryOptions& entry) {
   check_duration(owner, "attempt_timeout", entry.attempt_timeout, true);
   if (entry.jitter) check_duration(owner, "jitter", *entry.jitter, true);
   if (entry.retry) validate_retry(owner, *entry.retry);
+  if (entry.catch_up_reach) check_duration(owner, "catch_up_reach", *entry.catch_up_reach, true);
 }
 
 std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry) {
@@ -122,6 +132,8 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->missed_fire = entry.missed_fire.value_or(scheduler.missed_fire);
   settings->claimer = entry.claimer ? *entry.claimer : scheduler.claimer;
   settings->overlap = entry.overlap;
+  settings->catch_up_reach = scheduler.fleet_state ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
+                                                   : std::chrono::nanoseconds::zero();
   return settings;
 }
 

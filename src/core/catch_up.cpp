@@ -1,0 +1,288 @@
+// The fleet state's cursors in the scheduler (docs/fleet-state.md): every
+// fire of a keyed entry advances the entry's cursor before it runs, and the
+// instants the whole fleet missed while it was down are caught up once
+// across the fleet, through FleetState::claim_catch_up(), when the entry is
+// added or the scheduler starts.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+
+#include "core/missed_fires.h"
+#include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+using detail::CursorTracking;
+using detail::Entry;
+using detail::Fire;
+using detail::FireState;
+using std::chrono::nanoseconds;
+
+namespace {
+
+constexpr nanoseconds first_retry{std::chrono::seconds{1}};
+constexpr nanoseconds max_retry{std::chrono::seconds{30}};
+// Rounds of read, compare-and-set, read again before a catch-up is retried
+// later: each lost round means another replica moved the cursor.
+constexpr int max_catch_up_rounds = 8;
+// The digest of a removed entry's cursor: no schedule's, so a job added
+// again later catches up nothing.
+constexpr std::uint64_t tombstone_digest = 0x7e3b'0000'0000'dead;
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) {
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+// Why a call into the fleet state failed; it answers with results, but a
+// throw (a bad argument, a broken implementation) must fail closed too.
+template <typename Call>
+auto guarded(Call&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (...) {
+    decltype(call()) failed;
+    failed.error = detail::describe_exception(std::current_exception());
+    return failed;
+  }
+}
+
+}  // namespace
+
+std::uint64_t detail::schedule_digest(const Schedule& schedule) {
+  std::uint64_t hash = fnv1a(schedule.spec(), 14695981039346656037ULL);
+  hash = fnv1a("\n", hash);
+  return fnv1a(schedule.zone().name(), hash);
+}
+
+nanoseconds detail::cursor_keep_for(const Schedule& schedule, Instant now, nanoseconds reach) {
+  // The cursor must outlive the longest gap between two fires (or a monthly
+  // job's would expire between its fires) plus the reach, and a fleet down
+  // for weeks should still find it: at least cursor_min_keep_for.
+  nanoseconds gap = std::chrono::hours{24};
+  if (const auto a = schedule.next(now)) {
+    if (const auto b = schedule.next(*a)) {
+      gap = *b - *a;
+      if (const auto c = schedule.next(*b)) gap = std::max(gap, nanoseconds{*c - *b});
+    }
+  }
+  gap = std::min(gap, max_cursor_keep_for);
+  return std::clamp(reach + 2 * gap, detail::cursor_min_keep_for, max_cursor_keep_for);
+}
+
+std::string detail::random_replica_id() {
+  std::random_device device;
+  const std::uint64_t bits = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  return fmt::format("replica-{:016x}", bits);
+}
+
+void Scheduler::Impl::track_cursor(Entry& entry, Instant now) {
+  if (!options_.fleet_state || entry.identity.key.empty()) return;
+  if (entry.settings->catch_up_reach <= nanoseconds::zero()) return;
+  entry.cursor = std::make_unique<CursorTracking>();
+  entry.cursor->first_loop_instant = entry.next == Entry::no_instant ? now + nanoseconds{1} : entry.next;
+  refresh_cursor_settings(entry, now);
+}
+
+void Scheduler::Impl::refresh_cursor_settings(Entry& entry, Instant now) {
+  if (!entry.cursor) return;
+  entry.cursor->digest = detail::schedule_digest(*entry.schedule);
+  entry.cursor->keep_for = detail::cursor_keep_for(*entry.schedule, now, entry.settings->catch_up_reach).count();
+}
+
+void Scheduler::Impl::queue_catch_up(const std::shared_ptr<Entry>& entry) {
+  if (!entry->cursor || entry->cursor->caught_up.load()) return;
+  {
+    std::lock_guard guard(catch_up_mutex_);
+    catch_up_queue_.push_back({entry, clock_->steady_now(), first_retry});
+  }
+  catch_up_cv_.notify_one();
+}
+
+void Scheduler::Impl::catch_up_main() {
+  std::unique_lock lock(catch_up_mutex_);
+  while (!catch_up_stopping_) {
+    const auto now = clock_->steady_now();
+    const auto due = std::min_element(catch_up_queue_.begin(), catch_up_queue_.end(),
+                                      [](const auto& a, const auto& b) { return a.due < b.due; });
+    if (due == catch_up_queue_.end() || due->due > now) {
+      const auto until = due == catch_up_queue_.end() ? now + std::chrono::hours{1} : due->due;
+      clock_->wait_until(catch_up_cv_, lock, until);
+      continue;
+    }
+    PendingCatchUp pending = std::move(*due);
+    catch_up_queue_.erase(due);
+    const std::shared_ptr<Entry> entry = pending.entry.lock();
+    if (!entry) continue;
+    lock.unlock();
+    const CatchUpOutcome outcome = catch_up(entry);
+    if (!outcome.done && !outcome.waiting_for_leadership && options_.log_events) {
+      log(LogLevel::warning, fmt::format("entry \"{}\": catch-up failed, retried in {}: {}", entry->identity.key,
+                                         format_duration(pending.backoff), outcome.error));
+    }
+    lock.lock();
+    if (outcome.done || entry->removed.load()) continue;
+    pending.due = clock_->steady_now() + pending.backoff;
+    pending.backoff = std::min(2 * pending.backoff, max_retry);
+    catch_up_queue_.push_back(std::move(pending));
+  }
+}
+
+std::string Scheduler::Impl::catch_up_pending(const Fire& fire) {
+  const auto& tracking = fire.entry->cursor;
+  if (!tracking || tracking->caught_up.load()) return {};
+  const CatchUpOutcome outcome = catch_up(fire.entry);
+  if (outcome.done) return {};
+  return fmt::format("the entry's catch-up of the instants the fleet missed has not completed ({}); running this fire "
+                     "first would move its cursor past them",
+                     outcome.error);
+}
+
+Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<Entry>& entry) {
+  CursorTracking& tracking = *entry->cursor;
+  std::lock_guard guard(tracking.mutex);
+  if (tracking.caught_up.load() || entry->removed.load()) return {true};
+  const detail::Election election = elect();
+  if (election.refused) {
+    CatchUpOutcome outcome{false, election.error.empty() ? std::string(to_string(*election.refused)) : election.error};
+    outcome.waiting_for_leadership = *election.refused == SkipReason::not_leader;
+    return outcome;
+  }
+  const std::string& key = entry->identity.key;
+  CursorRead read = guarded([&] { return options_.fleet_state->read_cursor(key); });
+  if (read.status == CursorRead::Status::error) return {false, "reading the cursor: " + read.error};
+  std::optional<JobCursor> seen = read.cursor;
+  if (!seen) {
+    log(LogLevel::info, fmt::format("entry \"{}\": no cursor in the fleet state (a job new to the fleet, or gone "
+                                    "longer than its cursor lives, {}); nothing is caught up",
+                                    key, format_duration(nanoseconds{tracking.keep_for})));
+  }
+  for (int round = 0; seen && round < max_catch_up_rounds; ++round) {
+    const std::optional<detail::MissedPlan> plan = plan_catch_up(*entry, *seen);
+    if (!plan) break;
+    const Instant target = plan->last_missed;
+    CatchUpClaim answer = guarded([&] {
+      return options_.fleet_state->claim_catch_up(key, seen, target, tracking.digest, nanoseconds{tracking.keep_for},
+                                                  options_.replica_id);
+    });
+    if (answer.status == CatchUpClaim::Status::error) {
+      // The store may have applied it: our claimant and instant say so.
+      read = guarded([&] { return options_.fleet_state->read_cursor(key); });
+      const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
+                        read.cursor->instant == cursor_instant(target);
+      if (!ours) return {false, "claiming the catch-up: " + answer.error};
+      answer.status = CatchUpClaim::Status::claimed;
+    }
+    if (answer.status == CatchUpClaim::Status::claimed) {
+      run_catch_up(entry, *seen, *plan, election.grant);
+      break;
+    }
+    seen = answer.current;  // another replica moved it: what is left after its value?
+    if (round + 1 == max_catch_up_rounds) return {false, "the cursor kept moving under the compare-and-set"};
+  }
+  tracking.caught_up = true;
+  return {true};
+}
+
+std::optional<detail::MissedPlan> Scheduler::Impl::plan_catch_up(const Entry& entry, const JobCursor& seen) {
+  const CursorTracking& tracking = *entry.cursor;
+  if (seen.schedule_digest != tracking.digest) {
+    log(LogLevel::info, fmt::format("entry \"{}\": its cursor was written for another schedule (or by its removal); "
+                                    "nothing is caught up",
+                                    entry.identity.key));
+    return std::nullopt;
+  }
+  SchedulePtr schedule;
+  {
+    std::lock_guard guard(mutex_);
+    schedule = entry.schedule;
+  }
+  const Instant now = clock_->now();
+  const Instant reach_start = now - entry.settings->catch_up_reach;
+  const Instant after = std::max(seen.instant, reach_start - nanoseconds{1});
+  const Instant limit = std::min(tracking.first_loop_instant - nanoseconds{1}, now);
+  const auto first = schedule->next(after);
+  if (!first || *first > limit) return std::nullopt;
+  return detail::plan_missed(*schedule, *first, limit, entry.settings->missed_fire);
+}
+
+void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen,
+                                   const detail::MissedPlan& plan, const detail::Grant& grant) {
+  const Instant first = plan.runs.empty() ? plan.last_missed : plan.runs.front();
+  const auto policy = entry->settings->missed_fire;
+  if (options_.log_events) {
+    log(LogLevel::warning,
+        fmt::format("entry \"{}\": the fleet missed {}{} fire(s) up to {} while it was down (its cursor was at {}); "
+                    "policy {} runs {}, once across the fleet",
+                    entry->identity.key, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(plan.last_missed),
+                    format_rfc3339(seen.instant), to_string(policy), plan.runs.size()));
+  }
+  publish(MissedFireEvent{Entry::ref(entry), first, plan.last_missed, plan.missed, plan.count_capped,
+                          plan.runs.size(), clock_->now() - plan.last_missed, policy, true});
+  std::vector<Fire> fires;
+  for (const Instant at : plan.runs) {
+    Fire fire{entry, at, false, nullptr};
+    fire.catch_up = true;
+    fire.grant = grant;
+    fire.state = entry->settings->claimer ? FireState::claiming : FireState::granted;
+    fires.push_back(std::move(fire));
+  }
+  // Claimed like any fire (the dedup window aside): an instant young
+  // enough for a replica's loop to reach late is then run once either way.
+  if (entry->settings->claimer) claim(fires);
+  std::erase_if(fires, [](const Fire& f) { return f.state != FireState::granted; });
+  enqueue(fires);
+}
+
+void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
+  for (Fire& fire : fires) {
+    if (fire.state != FireState::granted || fire.manual || fire.catch_up || !fire.entry->cursor) continue;
+    const CursorTracking& tracking = *fire.entry->cursor;
+    const CursorAdvance advance = guarded([&] {
+      return options_.fleet_state->advance_cursor(fire.entry->identity.key, fire.scheduled_at, tracking.digest,
+                                                  nanoseconds{tracking.keep_for});
+    });
+    if (advance.status == CursorAdvance::Status::error) {
+      const bool was_claimed = claimed(fire);
+      fire.state = FireState::dropped;
+      report_skip(fire, SkipReason::claim_error,
+                  fmt::format("{}the fleet state's cursor could not be advanced, so the fire does not run (fail "
+                              "closed): {}",
+                              was_claimed ? "claimed, but " : "", advance.error));
+      continue;
+    }
+    // Leader-gated without a claimer: a catch-up by the next leader that
+    // already covers this instant took it (docs/fleet-state.md, rule 3).
+    const bool covered = advance.status == CursorAdvance::Status::already_past && advance.current &&
+                         !advance.current->claimant.empty() && fire.grant.leader_gated &&
+                         !fire.entry->settings->claimer;
+    if (covered) {
+      fire.state = FireState::dropped;
+      report_skip(fire, SkipReason::not_leader,
+                  fmt::format("the catch-up of {} already covers this instant", advance.current->claimant));
+    }
+  }
+}
+
+void Scheduler::Impl::write_tombstone(const Entry& entry) {
+  if (!entry.cursor) return;
+  // A job added again later catches up nothing (another digest). A
+  // replica still running it writes its digest back on its next fire.
+  const CursorAdvance advance = guarded([&] {
+    return options_.fleet_state->advance_cursor(entry.identity.key, clock_->now(), tombstone_digest,
+                                                nanoseconds{entry.cursor->keep_for});
+  });
+  if (advance.status == CursorAdvance::Status::error) {
+    log(LogLevel::warning, fmt::format("entry \"{}\" removed, but its cursor could not be marked removed (if it is "
+                                       "added again within its catch-up reach, it may catch up the time it was gone): {}",
+                                       entry.identity.key, advance.error));
+  }
+}
+
+}  // namespace fleetcron

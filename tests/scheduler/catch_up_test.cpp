@@ -1,0 +1,340 @@
+// Catch-up across restarts (docs/fleet-state.md): a fleet whose replicas
+// all stopped runs the instants it missed once across the fleet, per the
+// missed-fire policy, however long it was down. Memory stores on a virtual
+// clock; the same runs on Redis are in tests/e2e/.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "scheduler/harness.h"
+
+namespace fleetcron::test {
+namespace {
+
+// A fleet of schedulers sharing one claimer (or lease) and one fleet state,
+// each with one job; records which instants ran where.
+class Fleet {
+ public:
+  enum class Mode { claim, leader, none };
+
+  explicit Fleet(Mode mode = Mode::claim) : mode_(mode) {}
+
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>(at("2026-01-02T02:59:00Z"));  // a Friday
+  std::shared_ptr<MemoryClaimer> claimer = std::make_shared<MemoryClaimer>(clock, 10min);
+  std::shared_ptr<MemoryLease> lease = std::make_shared<MemoryLease>(clock, 30s);
+  std::shared_ptr<FleetState> state = std::make_shared<MemoryFleetState>(clock);
+  std::shared_ptr<EventLog> log = std::make_shared<EventLog>();
+
+  /// Starts `replicas` schedulers, each with `spec` as job "job".
+  void start(int replicas, std::string_view spec, EntryOptions entry = {}) {
+    entry.key = "job";
+    for (int i = 0; i < replicas; ++i) {
+      SchedulerOptions options;
+      options.clock = clock;
+      options.recorder = log;
+      options.fleet_state = state;
+      options.replica_id = "r" + std::to_string(generation_) + "-" + std::to_string(i);
+      options.max_concurrent = 2;
+      options.logger = [](LogLevel, std::string_view) {};
+      if (mode_ == Mode::claim) options.claimer = claimer;
+      if (mode_ == Mode::leader) options.elector = lease->make_elector();
+      replicas_.push_back(std::make_unique<Scheduler>(options));
+      replicas_.back()->add(spec, [this](const FireContext& c, std::stop_token) {
+        std::lock_guard guard(mutex_);
+        ++runs_[c.scheduled_at];
+      }, entry);
+    }
+    ++generation_;
+    for (auto& replica : replicas_) replica->start();
+    settle();
+  }
+
+  /// Waits until every replica's loop, watchdog and catch-up thread wait
+  /// on the clock again: every catch-up has been decided.
+  void settle() {
+    const std::size_t waiters = 3 * replicas_.size();
+    ASSERT_TRUE(Harness::eventually([&] { return clock->due_waiter_count() == 0 && clock->waiter_count() >= waiters; }))
+        << "waiters " << clock->waiter_count();
+  }
+
+  void advance_to(Instant instant) { clock->advance(instant - clock->now()); }
+
+  void stop_all() {
+    for (auto& replica : replicas_) EXPECT_TRUE(replica->stop(clock->steady_now() + 10s));
+    replicas_.clear();
+  }
+
+  std::map<Instant, int> runs() {
+    std::lock_guard guard(mutex_);
+    return runs_;
+  }
+
+  std::vector<MissedFireEvent> catch_ups() {
+    std::vector<MissedFireEvent> out;
+    for (const auto& event : log->all<MissedFireEvent>()) {
+      if (event.catch_up) out.push_back(event);
+    }
+    return out;
+  }
+
+  /// Runs the daily job once (Friday 03:00), then stops the whole fleet.
+  void run_friday_then_stop(std::string_view spec, EntryOptions entry = {}) {
+    start(1, spec, entry);
+    clock->advance(1min);
+    ASSERT_TRUE(log->wait_count<JobCompletedEvent>(1));
+    stop_all();
+  }
+
+ private:
+  Mode mode_;
+  int generation_ = 0;
+  std::vector<std::unique_ptr<Scheduler>> replicas_;
+  std::mutex mutex_;
+  std::map<Instant, int> runs_;
+};
+
+constexpr std::string_view daily = "0 3 * * *";
+
+TEST(CatchUp, AWeekendOutageRunsTheDailyJobOnceAcrossTheFleet) {
+  Fleet fleet;
+  fleet.run_friday_then_stop(daily);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));  // Monday: Sat, Sun and Mon 03:00 were missed
+  fleet.start(3, daily);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(2));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1}, {at("2026-01-05T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  ASSERT_EQ(fleet.catch_ups().size(), 1U);  // one replica won; the others saw the cursor past
+  const MissedFireEvent event = fleet.catch_ups().front();
+  EXPECT_EQ(event.missed, 3U);
+  EXPECT_EQ(event.runs, 1U);
+  EXPECT_EQ(event.last_missed, at("2026-01-05T03:00:00Z"));
+  EXPECT_EQ(fleet.log->count<CancelledFireEvent>(), 0U);
+  for (const auto& skipped : fleet.log->all<SkippedFireEvent>()) {
+    ADD_FAILURE() << "skipped " << skipped.fire_key << ": " << skipped.error;
+  }
+}
+
+TEST(CatchUp, RunAllRunsEachMissedInstantOnceAndFarBeyondTheClaimTtl) {
+  Fleet fleet;
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  fleet.run_friday_then_stop(daily, entry);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(3, daily, entry);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(4));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1},
+                                        {at("2026-01-03T03:00:00Z"), 1},
+                                        {at("2026-01-04T03:00:00Z"), 1},
+                                        {at("2026-01-05T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  EXPECT_EQ(fleet.log->count<SkippedFireEvent>(), 0U);  // none refused as stale, though days old
+}
+
+TEST(CatchUp, SkipRunsNothingButReportsTheMissedInstantsOnce) {
+  Fleet fleet;
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::skip};
+  fleet.run_friday_then_stop(daily, entry);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(3, daily, entry);
+  fleet.stop_all();
+  EXPECT_EQ(fleet.runs().size(), 1U);
+  ASSERT_EQ(fleet.catch_ups().size(), 1U);
+  EXPECT_EQ(fleet.catch_ups().front().missed, 3U);
+  EXPECT_EQ(fleet.catch_ups().front().runs, 0U);
+}
+
+TEST(CatchUp, ReachesBackOnlyAsFarAsTheEntrySays) {
+  Fleet fleet;
+  EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  entry.catch_up_reach = std::chrono::hours{24 * 2};
+  fleet.run_friday_then_stop(daily, entry);
+  fleet.advance_to(at("2026-01-12T09:00:00Z"));  // ten days later
+  fleet.start(2, daily, entry);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(3));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1},
+                                        {at("2026-01-11T03:00:00Z"), 1},
+                                        {at("2026-01-12T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+}
+
+TEST(CatchUp, AJobNewToTheStoreOrWithAnotherScheduleCatchesUpNothing) {
+  Fleet fleet;
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(2, daily);  // no cursor yet
+  fleet.stop_all();
+  EXPECT_TRUE(fleet.runs().empty());
+  EXPECT_TRUE(fleet.catch_ups().empty());
+
+  Fleet edited;
+  edited.run_friday_then_stop(daily);
+  edited.advance_to(at("2026-01-05T09:00:00Z"));
+  edited.start(2, "0 4 * * *");  // the schedule changed while the fleet was down
+  edited.stop_all();
+  EXPECT_EQ(edited.runs().size(), 1U);
+  EXPECT_TRUE(edited.catch_ups().empty());
+}
+
+TEST(CatchUp, OnlyTheLeaderCatchesUpInLeaderMode) {
+  Fleet fleet(Fleet::Mode::leader);
+  fleet.run_friday_then_stop(daily);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(3, daily);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(2));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1}, {at("2026-01-05T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  EXPECT_EQ(fleet.catch_ups().size(), 1U);
+}
+
+TEST(CatchUp, FiresThatRanAreNeverCaughtUpAgain) {
+  // A minutely job runs on a fleet, which stops and comes back: only the
+  // instants while it was down are caught up, never one that ran.
+  Fleet fleet;
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  fleet.start(3, "* * * * *", entry);
+  for (int i = 0; i < 5; ++i) {
+    fleet.clock->advance(1min);
+    ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(static_cast<std::size_t>(i + 1)));
+  }
+  fleet.settle();
+  fleet.stop_all();
+  fleet.clock->advance(30min);  // 30 instants missed, well past the claim TTL
+  fleet.start(3, "* * * * *", entry);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(35));
+  fleet.stop_all();
+  const auto runs = fleet.runs();
+  EXPECT_EQ(runs.size(), 35U);
+  for (const auto& [instant, count] : runs) EXPECT_EQ(count, 1) << format_rfc3339(instant);
+}
+
+// A fleet state that fails while `failing` is set.
+class FlakyFleetState final : public FleetState {
+ public:
+  explicit FlakyFleetState(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> failing{true};
+
+  CursorRead read_cursor(std::string_view job) override {
+    if (failing) return {CursorRead::Status::error, std::nullopt, "store down"};
+    return inner_->read_cursor(job);
+  }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
+    if (failing) return {CursorAdvance::Status::error, std::nullopt, "store down"};
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    if (failing) return {CatchUpClaim::Status::error, std::nullopt, "store down"};
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+
+ private:
+  std::shared_ptr<FleetState> inner_;
+};
+
+// A fleet state whose reads wait until `readers` callers read, so their
+// compare-and-sets race from the same cursor.
+class BarrierFleetState final : public FleetState {
+ public:
+  BarrierFleetState(std::shared_ptr<FleetState> inner, int readers) : inner_(std::move(inner)), readers_(readers) {}
+
+  CursorRead read_cursor(std::string_view job) override {
+    CursorRead read = inner_->read_cursor(job);
+    std::unique_lock lock(mutex_);
+    if (--readers_ <= 0) cv_.notify_all();
+    cv_.wait_for(lock, 10s, [&] { return readers_ <= 0; });
+    return read;
+  }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+
+ private:
+  std::shared_ptr<FleetState> inner_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int readers_;
+};
+
+TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
+  // No claimer and no elector: the compare-and-set alone keeps it once.
+  Fleet fleet(Fleet::Mode::none);
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  fleet.run_friday_then_stop(daily, entry);
+  fleet.state = std::make_shared<BarrierFleetState>(fleet.state, 3);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(3, daily, entry);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(4));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1},
+                                        {at("2026-01-03T03:00:00Z"), 1},
+                                        {at("2026-01-04T03:00:00Z"), 1},
+                                        {at("2026-01-05T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  EXPECT_EQ(fleet.catch_ups().size(), 1U);
+}
+
+TEST(CatchUp, AStoreDownAtStartFailsClosedAndTheCatchUpIsRetried) {
+  constexpr std::string_view hourly = "0 * * * *";
+  Fleet fleet;
+  fleet.run_friday_then_stop(hourly);
+  auto flaky = std::make_shared<FlakyFleetState>(fleet.state);
+  fleet.state = flaky;
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(2, hourly);
+  fleet.clock->advance(1h);  // 10:00 is due while the catch-up is pending: skipped, not run
+  ASSERT_TRUE(fleet.log->wait_count<SkippedFireEvent>(2));
+  EXPECT_EQ(fleet.runs().size(), 1U);
+  for (const auto& skipped : fleet.log->all<SkippedFireEvent>()) {
+    EXPECT_EQ(skipped.reason, SkipReason::claim_error);
+    EXPECT_NE(skipped.error.find("catch-up"), std::string::npos) << skipped.error;
+  }
+  flaky->failing = false;
+  fleet.clock->advance(30s);  // past the retry backoff
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(2));
+  fleet.settle();
+  fleet.stop_all();
+  // Monday 09:00 (run-once), once; 10:00 was skipped without moving the cursor.
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1}, {at("2026-01-05T09:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  EXPECT_EQ(fleet.catch_ups().size(), 1U);
+}
+
+TEST(CatchUp, ARemovedJobReturningLaterCatchesUpNothing) {
+  Fleet fleet;
+  fleet.run_friday_then_stop(daily);
+  SchedulerOptions options;
+  options.clock = fleet.clock;
+  options.fleet_state = fleet.state;
+  Scheduler scheduler(options);
+  const EntryId id = scheduler.add(daily, [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "job"});
+  fleet.advance_to(at("2026-01-03T12:00:00Z"));
+  scheduler.remove(id);  // the removal leaves a tombstone at its instant
+  const CursorRead read = fleet.state->read_cursor("job");
+  ASSERT_EQ(read.status, CursorRead::Status::found);
+  EXPECT_EQ(read.cursor->instant, at("2026-01-03T12:00:00Z"));
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(2, daily);
+  fleet.stop_all();
+  EXPECT_EQ(fleet.runs().size(), 1U);  // Friday's only: not Saturday's, Sunday's or Monday's
+  EXPECT_TRUE(fleet.catch_ups().empty());
+}
+
+TEST(CatchUp, OptionsAreValidated) {
+  SchedulerOptions options;
+  options.replica_id = "two words";
+  EXPECT_THROW(Scheduler{options}, std::invalid_argument);
+  options.replica_id = "ok";
+  options.catch_up_reach = -1s;
+  EXPECT_THROW(Scheduler{options}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fleetcron::test
