@@ -120,6 +120,13 @@ struct FLEETCRON_API SchedulerOptions {
   /// How far back that catch-up reaches: instants older than this are not
   /// run (0 turns catch-up and the cursor off; at most 366 days; default 7 days).
   std::chrono::nanoseconds catch_up_reach = std::chrono::hours{24 * 7};
+  /// Whether catch-up reaches instants older than the claimer's dedup
+  /// window. Those are run on the cursor's word alone: a replica that
+  /// claims without moving the cursor (libtnb/cron's Go replicas) may have
+  /// run them while every replica of this kind was down. False keeps
+  /// catch-up within the window, where claims keep every instant once
+  /// whoever runs it; with an elector and no claimer it turns catch-up off.
+  bool catch_up_beyond_dedup_window = true;
   /// Names this replica in the fleet state (1 to 64 characters, no
   /// whitespace); default: "replica-" and 16 random hex digits.
   std::string replica_id;

@@ -204,7 +204,12 @@ std::optional<detail::MissedPlan> Scheduler::Impl::plan_catch_up(const Entry& en
     schedule = entry.schedule;
   }
   const Instant now = clock_->now();
-  const Instant reach_start = now - entry.settings->catch_up_reach;
+  Instant reach_start = now - entry.settings->catch_up_reach;
+  if (!options_.catch_up_beyond_dedup_window) {
+    const auto& claimer = entry.settings->claimer;
+    if (!claimer) return std::nullopt;  // leader mode: nothing but the cursor keeps an instant once
+    reach_start = std::max(reach_start, now - std::min(claimer->dedup_window(), entry.settings->catch_up_reach));
+  }
   const Instant after = std::max(seen.instant, reach_start - nanoseconds{1});
   const Instant limit = std::min(tracking.first_loop_instant - nanoseconds{1}, now);
   const auto first = schedule->next(after);
@@ -214,7 +219,6 @@ std::optional<detail::MissedPlan> Scheduler::Impl::plan_catch_up(const Entry& en
 
 void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen,
                                    const detail::MissedPlan& plan, const detail::Grant& grant) {
-  const Instant first = plan.runs.empty() ? plan.last_missed : plan.runs.front();
   const auto policy = entry->settings->missed_fire;
   if (options_.log_events) {
     log(LogLevel::warning,
@@ -223,7 +227,7 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
                     entry->identity.key, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(plan.last_missed),
                     format_rfc3339(seen.instant), to_string(policy), plan.runs.size()));
   }
-  publish(MissedFireEvent{Entry::ref(entry), first, plan.last_missed, plan.missed, plan.count_capped,
+  publish(MissedFireEvent{Entry::ref(entry), plan.first_missed, plan.last_missed, plan.missed, plan.count_capped,
                           plan.runs.size(), clock_->now() - plan.last_missed, policy, true});
   std::vector<Fire> fires;
   for (const Instant at : plan.runs) {

@@ -164,7 +164,7 @@ void Scheduler::Impl::claim(std::span<Fire> fires) {
     // Checked again on the answer: a claim written after the window (a
     // slow store, a pause between the check and the request) may sit
     // beside an expired one. The fire is lost, never run twice.
-    std::string stale = fire.catch_up ? std::string() : staleness(answered, fire.scheduled_at, claimer);
+    std::string stale = beyond_window(fire) ? std::string() : staleness(answered, fire.scheduled_at, claimer);
     if (!stale.empty()) {
       report_skip(fire, SkipReason::stale, "claimed, but " + stale);
       continue;
@@ -178,6 +178,10 @@ std::string Scheduler::Impl::staleness_now(const Fire& fire) const {
   const auto& claimer = fire.entry->settings->claimer;
   if (!claimer) return {};
   return staleness(clock_->now(), fire.scheduled_at, *claimer);
+}
+
+bool Scheduler::Impl::beyond_window(const Fire& fire) const {
+  return fire.catch_up && options_.catch_up_beyond_dedup_window;
 }
 
 bool Scheduler::Impl::claimed(const Fire& fire) {

@@ -41,6 +41,7 @@ Instant latest_at_or_before(const Schedule& schedule, Instant first_due, Instant
 
 MissedPlan plan_missed(const Schedule& schedule, Instant first_due, Instant now, MissedFirePolicy policy) {
   MissedPlan plan;
+  plan.first_missed = first_due;
   // Count (bounded), keeping the newest run_all_limit instants.
   std::deque<Instant> newest;
   Instant cursor = first_due;

@@ -20,6 +20,7 @@ struct MissedPlan {
   std::vector<Instant> runs;  ///< oldest first
   std::uint64_t missed = 0;   ///< instants in [first_due, now]; capped at missed_count_limit
   bool count_capped = false;
+  Instant first_missed{};  ///< first_due
   Instant last_missed{};
 };
 

@@ -98,7 +98,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   if (fire.state == FireState::granted) {
     // Its worker was reserved, so it starts at once; should it still be
     // older than the window here (a pause), it is lost, not run twice.
-    std::string stale = fire.catch_up ? std::string() : staleness_now(fire);
+    std::string stale = beyond_window(fire) ? std::string() : staleness_now(fire);
     if (!stale.empty()) {
       report_skip(fire, SkipReason::stale, "claimed, but it could not start in time: " + stale);
       return false;

@@ -128,6 +128,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Why the fire is already too old to claim (older than its claimer's
   /// dedup window); empty if it is not, or has no claimer.
   std::string staleness_now(const detail::Fire& fire) const;
+  /// Whether the fire is a catch-up's that may be older than the dedup
+  /// window (SchedulerOptions::catch_up_beyond_dedup_window).
+  bool beyond_window(const detail::Fire& fire) const;
   /// Whether a claimer granted the fire to this replica.
   static bool claimed(const detail::Fire& fire);
   /// Empty if the elector still says leader of `granted.term` (or the fire

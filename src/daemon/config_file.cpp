@@ -44,6 +44,16 @@ std::size_t count_value(const std::string& path, const std::string& name, const 
 
 void apply_table(const toml::table& table, const std::string& path, Settings& settings);
 
+// A catch-up reach: 0 (off) up to 366 days.
+std::chrono::nanoseconds catch_up_value(const std::string& path, const std::string& name, const toml::node& node) {
+  const std::string text = string_value(path, name, node);
+  try {
+    return parse_catch_up(text);
+  } catch (const std::invalid_argument& e) {
+    throw SettingsError(fmt::format("{}: {} \"{}\": {}", where(path, node), name, text, e.what()));
+  }
+}
+
 SettingsError parse_failure(const std::string& path, const toml::parse_error& e) {
   const auto& begin = e.source().begin;
   if (begin.line == 0) return SettingsError(fmt::format("{}: {}", path, e.description()));
@@ -89,6 +99,14 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       settings.claim_prefix = string_value(path, full, sub_node);
     } else if (name == "claim" && sub == "bucket") {
       settings.claim_bucket = string_value(path, full, sub_node);
+    } else if (name == "fleet" && sub == "prefix") {
+      settings.fleet_prefix = string_value(path, full, sub_node);
+    } else if (name == "fleet" && sub == "catch_up") {
+      settings.catch_up = catch_up_value(path, full, sub_node);
+    } else if (name == "fleet" && sub == "catch_up_beyond_claim_ttl") {
+      const auto* value = sub_node.as_boolean();
+      if (value == nullptr) throw SettingsError(fmt::format("{}: {} must be true or false", where(path, sub_node), full));
+      settings.catch_up_beyond_claim_ttl = value->get();
     } else if (name == "leader" && sub == "ttl") {
       settings.leader_ttl = duration_value(path, full, sub_node);
     } else if (name == "leader" && sub == "key") {
@@ -97,7 +115,9 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       settings.leader_bucket = string_value(path, full, sub_node);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
-                                      name == "claim" ? "ttl, max_clock_skew, prefix, bucket" : "ttl, key, bucket"));
+                                      name == "claim"   ? "ttl, max_clock_skew, prefix, bucket"
+                                      : name == "fleet" ? "prefix, catch_up, catch_up_beyond_claim_ttl"
+                                                        : "ttl, key, bucket"));
     }
   }
 }
@@ -149,12 +169,12 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       settings.max_concurrent = count_value(path, name, node, 4096);
     } else if (name == "max_output_bytes") {
       settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
-    } else if (name == "claim" || name == "leader") {
+    } else if (name == "claim" || name == "leader" || name == "fleet") {
       apply_section(name, node, path, settings);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
-                                      "max_output_bytes, [claim], [leader])",
+                                      "max_output_bytes, [claim], [leader], [fleet])",
                                       where(path, node), name));
     }
   }

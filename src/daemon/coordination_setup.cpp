@@ -10,6 +10,7 @@
 #include "fleetcron/nats/uri.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
+#include "fleetcron/redis/fleet_state.h"
 
 namespace fleetcron::daemon {
 
@@ -224,6 +225,10 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
       options.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
       options.keep_alive = true;
       elector = std::make_shared<redis::Elector>(client, options);
+    }
+    if (settings.catch_up > std::chrono::nanoseconds::zero()) {
+      out.fleet_state = std::make_shared<redis::FleetState>(
+          client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
     }
     out.eviction_policy = [client] { return redis::read_eviction_policy(*client); };
     out.reachable = [client] {

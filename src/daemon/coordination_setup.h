@@ -10,6 +10,7 @@
 #include "daemon/metrics.h"
 #include "daemon/settings.h"
 #include "fleetcron/coordination.h"
+#include "fleetcron/fleet_state.h"
 #include "fleetcron/nats/connection.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/eviction_policy.h"
@@ -19,6 +20,8 @@ namespace fleetcron::daemon {
 struct Coordination {
   std::shared_ptr<Claimer> claimer;  // set for claim and both
   std::shared_ptr<Elector> elector;  // set for leader and both
+  /// The fleet state (Redis only so far); null when catch-up is off.
+  std::shared_ptr<FleetState> fleet_state;
   std::string description;           // no secrets
   /// True while the backend answers (readiness).
   std::function<bool()> reachable;

@@ -42,12 +42,16 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
                "(use --coordinator redis://… or nats://… for a fleet)");
   }
+  log_catch_up();
   SchedulerOptions options;
   options.zone = parse_options_.zone;
   options.seconds_field = settings_.seconds;
   options.max_concurrent = settings_.max_concurrent;
   options.claimer = coordination_.claimer;
   options.elector = coordination_.elector;
+  options.fleet_state = coordination_.fleet_state;
+  options.catch_up_reach = settings_.catch_up;
+  options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
                                    ? LeadershipLossPolicy::cancel
                                    : LeadershipLossPolicy::let_finish;
@@ -90,6 +94,25 @@ Daemon::~Daemon() {
   // any member goes (the runner's worst case is kill_grace plus 1 s of output).
   if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
   scheduler_.reset();
+}
+
+void Daemon::log_catch_up() {
+  if (settings_.catch_up <= std::chrono::nanoseconds::zero()) {
+    log_.write("info", "catch-up", "off (--catch-up 0): a restarted fleet does not run what it missed");
+  } else if (!coordination_.fleet_state) {
+    log_.write("info", "catch-up",
+               settings_.coordinator == "memory"
+                   ? "not across restarts on the memory coordinator: its state ends with the process"
+                   : "not available on NATS yet (docs/fleet-state.md): a restarted fleet does not run what it missed");
+  } else if (!settings_.catch_up_beyond_claim_ttl) {
+    log_.write("info", "catch-up",
+               fmt::format("fires the whole fleet missed are caught up within the claim TTL ({}) only; "
+                           "--catch-up-beyond-claim-ttl reaches back {} in a fleet without libtnb/cron replicas",
+                           format_duration(settings_.claim_ttl), format_duration(settings_.catch_up)));
+  } else {
+    log_.write("info", "catch-up", fmt::format("fires the whole fleet missed are caught up {} back, once across the fleet",
+                                               format_duration(settings_.catch_up)));
+  }
 }
 
 bool Daemon::ready() const { return loaded_ && backend_reachable_.load(); }

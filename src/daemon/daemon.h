@@ -64,6 +64,8 @@ class Daemon {
   // Every second: the backend check /readyz answers from (not a round trip
   // per request) and, as PID 1, reaping orphaned grandchildren of the jobs.
   void check_backend_loop();
+  /// Says at start how far catch-up across restarts reaches, or why not.
+  void log_catch_up();
   /// Redis: reads maxmemory-policy, exports it, logs a change; under
   /// --require-noeviction a bad one stops the daemon (exit 1). Returns it.
   /// `running`: the scheduler runs (stop it with SIGTERM), else run()

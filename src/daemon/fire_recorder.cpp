@@ -97,6 +97,15 @@ void FireRecorder::skipped(const SkippedFireEvent& event) {
 
 void FireRecorder::missed(const MissedFireEvent& event) {
   metrics_.missed(event.missed);
+  if (event.catch_up) {
+    log_.write("warn", "catch-up",
+               fmt::format("the fleet missed {}{} fire(s) from {} to {} while it was down; policy {} runs {}, once "
+                           "across the fleet",
+                           event.missed, event.missed_is_lower_bound ? "+" : "", format_rfc3339(event.first_missed),
+                           format_rfc3339(event.last_missed), to_string(event.policy), event.runs),
+               key_of(event.entry));
+    return;
+  }
   log_.write("warn", "fires-missed",
              fmt::format("{}{} fire(s) from {} to {} missed ({} late); policy {} runs {}", event.missed,
                          event.missed_is_lower_bound ? "+" : "", format_rfc3339(event.first_missed),

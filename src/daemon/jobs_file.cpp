@@ -1,5 +1,7 @@
 #include "daemon/jobs_file.h"
 
+#include "daemon/settings.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,7 +67,7 @@ std::optional<std::pair<std::string, std::string>> parse_assignment(const Line& 
 struct Directive {
   int line = 0;
   std::optional<std::string> key;
-  std::optional<std::chrono::nanoseconds> timeout, jitter;
+  std::optional<std::chrono::nanoseconds> timeout, jitter, catch_up;
   std::optional<int> retries;
   std::optional<Overlap> overlap;
   std::optional<MissedFirePolicy> missed;
@@ -145,6 +147,13 @@ Directive parse_directive(const Line& line, std::string_view body) {
       if (!directive.missed) {
         line.fail(value_at, fmt::format("missed: expected run-once, skip or run-all, got \"{}\"", quote_for_message(value)));
       }
+    } else if (name == "catch-up") {
+      once(directive.catch_up.has_value());
+      try {
+        directive.catch_up = parse_catch_up(value);
+      } catch (const std::invalid_argument& e) {
+        line.fail(value_at, fmt::format("catch-up: {}", e.what()));
+      }
     } else if (name == "dst-gap") {
       once(directive.gap.has_value());
       directive.gap = dst_gap_from_string(value);
@@ -157,7 +166,7 @@ Directive parse_directive(const Line& line, std::string_view body) {
       }
     } else {
       line.fail(at, fmt::format("unknown directive option \"{}\" (known: key, timeout, jitter, retries, overlap, "
-                                "missed, dst-gap, dst-overlap)",
+                                "missed, catch-up, dst-gap, dst-overlap)",
                                 quote_for_message(name)));
     }
     i = end;
@@ -187,6 +196,7 @@ std::string_view to_string(Overlap overlap) noexcept {
 bool JobDefinition::same_definition(const JobDefinition& other) const {
   return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
+         catch_up == other.catch_up &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment;
 }
@@ -211,6 +221,7 @@ EntryOptions entry_options(const JobDefinition& job) {
   options.attempt_timeout = job.attempt_timeout;
   options.jitter = job.jitter;
   options.missed_fire = job.missed;
+  options.catch_up_reach = job.catch_up;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
   switch (job.overlap) {
     case Overlap::skip: options.overlap = OverlapPolicy::skip; break;
@@ -329,6 +340,7 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.retries = directive->retries.value_or(0);
   job.overlap = directive->overlap.value_or(Overlap::skip);
   job.missed = directive->missed;
+  job.catch_up = directive->catch_up;
 }
 
 void FileParser::check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin) {

@@ -49,6 +49,8 @@ struct JobDefinition {
   int retries = 0;
   Overlap overlap = Overlap::skip;
   std::optional<MissedFirePolicy> missed;
+  /// `catch-up=`: how far back its catch-up reaches (nullopt: --catch-up).
+  std::optional<std::chrono::nanoseconds> catch_up;
   std::optional<DstPolicy> dst;
   /// The file's NAME=value lines above this job, in order.
   std::vector<std::pair<std::string, std::string>> environment;

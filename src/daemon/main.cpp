@@ -33,10 +33,11 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
-      leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
+      fleet_prefix, catch_up, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
   bool require_noeviction = false;
+  bool catch_up_beyond_claim_ttl = false;
 };
 
 void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
@@ -55,6 +56,12 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "Claims are refused while the local clock is further than this from the store's (default 5s)");
   command->add_option("--claim-prefix", flags.claim_prefix, "Redis claim key prefix (default cron:claim:)");
   command->add_option("--claim-bucket", flags.claim_bucket, "NATS claims bucket (default FLEETCRON_CLAIMS)");
+  command->add_option("--fleet-prefix", flags.fleet_prefix,
+                      "Redis prefix of the fleet state (default: the claim prefix with claim: as fleet:)");
+  command->add_option("--catch-up", flags.catch_up,
+                      "How far back fires missed while the whole fleet was down are caught up (default 7d; 0: off)");
+  command->add_flag("--catch-up-beyond-claim-ttl", flags.catch_up_beyond_claim_ttl,
+                    "Catch up past the claim TTL too: only for a fleet without libtnb/cron replicas");
   command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
   command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
   command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
@@ -95,6 +102,15 @@ Settings build_settings(const Flags& flags) {
   if (flags.max_clock_skew) settings.max_clock_skew = flag_duration("--max-clock-skew", *flags.max_clock_skew);
   if (flags.claim_prefix) settings.claim_prefix = *flags.claim_prefix;
   if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;
+  if (flags.fleet_prefix) settings.fleet_prefix = *flags.fleet_prefix;
+  if (flags.catch_up) {
+    try {
+      settings.catch_up = fleetcron::daemon::parse_catch_up(*flags.catch_up);
+    } catch (const std::invalid_argument& e) {
+      throw fleetcron::daemon::SettingsError("option --catch-up \"" + *flags.catch_up + "\": " + e.what());
+    }
+  }
+  if (flags.catch_up_beyond_claim_ttl) settings.catch_up_beyond_claim_ttl = true;
   if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
   if (flags.leader_key) settings.leader_key = *flags.leader_key;
   if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;

@@ -39,6 +39,26 @@ std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text)
   return std::nullopt;
 }
 
+std::chrono::nanoseconds parse_catch_up(std::string_view text) {
+  std::chrono::nanoseconds value{0};
+  try {
+    value = parse_duration(text);
+  } catch (const DurationError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  if (value < std::chrono::nanoseconds::zero()) throw std::invalid_argument("must not be negative");
+  if (value > std::chrono::hours{24 * 366}) throw std::invalid_argument("is above the maximum of 366 days");
+  return value;
+}
+
+std::string effective_fleet_prefix(const Settings& settings) {
+  if (!settings.fleet_prefix.empty()) return settings.fleet_prefix;
+  constexpr std::string_view claim = "claim:";
+  const std::string_view prefix = settings.claim_prefix;
+  if (prefix.ends_with(claim)) return std::string(prefix.substr(0, prefix.size() - claim.size())) + "fleet:";
+  return std::string(prefix) + "fleet:";
+}
+
 ListenAddress parse_listen_address(const std::string& text) {
   const auto colon = text.rfind(':');
   ListenAddress address;

@@ -43,6 +43,13 @@ struct Settings {
   std::chrono::nanoseconds claim_ttl = redis::default_claim_ttl;  // libtnb/cron's, for every backend
   std::string claim_prefix{redis::default_claim_prefix};
   std::string claim_bucket = "FLEETCRON_CLAIMS";
+  /// The fleet state (docs/fleet-state.md): Redis key prefix (empty:
+  /// derived from claim_prefix, see effective_fleet_prefix()), how far back
+  /// catch-up reaches (0: no cursors, no catch-up), and whether it reaches
+  /// past the claim TTL (only for a fleet without libtnb/cron replicas).
+  std::string fleet_prefix;
+  std::chrono::nanoseconds catch_up = std::chrono::hours{24 * 7};
+  bool catch_up_beyond_claim_ttl = false;
   /// The claimers' clock-skew guard (Redis and NATS); nullopt:
   /// default_max_clock_skew(claim_ttl). See max_clock_skew().
   std::optional<std::chrono::nanoseconds> max_clock_skew;
@@ -65,6 +72,16 @@ struct Settings {
   std::size_t max_concurrent = 64;
   std::size_t max_output_bytes = 1 << 20;
 };
+
+/// The Redis prefix of the fleet state: fleet_prefix if set; else
+/// claim_prefix with a trailing "claim:" replaced by "fleet:" (the
+/// default cron:claim: gives cron:fleet:), or with "fleet:" appended. So
+/// two fleets kept apart by their claim prefixes keep their cursors apart.
+[[nodiscard]] std::string effective_fleet_prefix(const Settings& settings);
+
+/// A catch-up reach as written in flags, TOML and the catch-up= directive:
+/// a duration from 0 (off) to 366 days. Throws std::invalid_argument.
+[[nodiscard]] std::chrono::nanoseconds parse_catch_up(std::string_view text);
 
 /// on_leadership_loss with its default for the coordination mode.
 [[nodiscard]] LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept;

@@ -71,6 +71,30 @@ TEST(Settings, LeadershipLossFinishesInBothModeAndCancelsInLeaderMode) {
 // Regression (found by fuzz/coordinator_uri_fuzz): the query was split off
 // at the first '?' before the userinfo, so a password with '?' ended up in
 // the host list and the "unknown option" error.
+TEST(Settings, TheFleetSectionAndTheFleetPrefixFollowingTheClaimPrefix) {
+  Settings settings;
+  EXPECT_EQ(effective_fleet_prefix(settings), "cron:fleet:");
+  EXPECT_EQ(settings.catch_up, std::chrono::hours{24 * 7});
+  EXPECT_FALSE(settings.catch_up_beyond_claim_ttl);
+  settings.claim_prefix = "teamA:claim:";
+  EXPECT_EQ(effective_fleet_prefix(settings), "teamA:fleet:");  // two fleets apart by claim prefix stay apart
+  settings.claim_prefix = "teamB:";
+  EXPECT_EQ(effective_fleet_prefix(settings), "teamB:fleet:");
+  apply_config_text("[fleet]\nprefix = \"x:\"\ncatch_up = \"36h\"\ncatch_up_beyond_claim_ttl = true\n", "c.toml", settings);
+  EXPECT_EQ(effective_fleet_prefix(settings), "x:");
+  EXPECT_EQ(settings.catch_up, std::chrono::hours{36});
+  EXPECT_TRUE(settings.catch_up_beyond_claim_ttl);
+  apply_config_text("[fleet]\ncatch_up = \"0\"\n", "c.toml", settings);
+  EXPECT_EQ(settings.catch_up, std::chrono::nanoseconds::zero());
+  try {
+    apply_config_text("[fleet]\ncatch_up = \"-1h\"\n", "c.toml", settings);
+    ADD_FAILURE() << "a negative catch_up was accepted";
+  } catch (const SettingsError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.toml:2:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fleet.catch_up"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
   Settings settings;
   const auto options = parse_nats_uri("nats://alice:pa?ss/wo,rd@127.0.0.1:4222,127.0.0.1:4223?bucket=B", settings);

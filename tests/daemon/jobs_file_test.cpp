@@ -108,12 +108,26 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"CRON_TZ=Mars/Olympus\n", "jobs.cron:1:9: unknown time zone \"Mars/Olympus\""},
       {"TZ=Europe/Berlin 0 9 * * * x\n", "jobs.cron:1:4: TZ takes one zone name"},
       {"NAME=\"unterminated\n", "jobs.cron:1:6: unterminated quoted value"},
+      {"# fleetcron: catch-up=400d\n0 * * * * x\n", "jobs.cron:1:23: catch-up: is above the maximum of 366 days"},
+      {"# fleetcron: catch-up=later\n0 * * * * x\n", "jobs.cron:1:23: catch-up: duration"},
       {"0 0 30 feb * x\n0 0 * * * y\n", "(no error)"},  // never fires: accepted (validate shows it)
   };
   for (const auto& c : cases) {
     const std::string error = error_of(c.text);
     EXPECT_EQ(error.find(c.error), 0u) << c.text << "\n  got: " << error;
   }
+}
+
+TEST(JobsFile, CatchUpReachesAsTheDirectiveSays) {
+  const auto file = parse("# fleetcron: key=a catch-up=2d\n0 3 * * * x\n# fleetcron: key=b catch-up=0\n0 4 * * * y\n0 5 * * * z\n");
+  ASSERT_EQ(file.jobs.size(), 3U);
+  EXPECT_EQ(file.jobs[0].catch_up, std::chrono::hours{48});
+  EXPECT_EQ(file.jobs[1].catch_up, std::chrono::nanoseconds::zero());
+  EXPECT_FALSE(file.jobs[2].catch_up.has_value());  // the daemon's --catch-up
+  EXPECT_EQ(entry_options(file.jobs[0]).catch_up_reach, std::chrono::hours{48});
+  auto changed = file.jobs[0];
+  changed.catch_up = std::chrono::hours{1};
+  EXPECT_FALSE(changed.same_definition(file.jobs[0]));  // a reload re-adds it
 }
 
 TEST(JobsFile, MissingFileAndLimits) {

@@ -26,6 +26,7 @@ class Fleet {
   std::shared_ptr<MemoryLease> lease = std::make_shared<MemoryLease>(clock, 30s);
   std::shared_ptr<FleetState> state = std::make_shared<MemoryFleetState>(clock);
   std::shared_ptr<EventLog> log = std::make_shared<EventLog>();
+  bool within_window_only = false;
 
   /// Starts `replicas` schedulers, each with `spec` as job "job".
   void start(int replicas, std::string_view spec, EntryOptions entry = {}) {
@@ -38,6 +39,7 @@ class Fleet {
       options.replica_id = "r" + std::to_string(generation_) + "-" + std::to_string(i);
       options.max_concurrent = 2;
       options.logger = [](LogLevel, std::string_view) {};
+      options.catch_up_beyond_dedup_window = !within_window_only;
       if (mode_ == Mode::claim) options.claimer = claimer;
       if (mode_ == Mode::leader) options.elector = lease->make_elector();
       replicas_.push_back(std::make_unique<Scheduler>(options));
@@ -325,6 +327,33 @@ TEST(CatchUp, ARemovedJobReturningLaterCatchesUpNothing) {
   fleet.stop_all();
   EXPECT_EQ(fleet.runs().size(), 1U);  // Friday's only: not Saturday's, Sunday's or Monday's
   EXPECT_TRUE(fleet.catch_ups().empty());
+}
+
+TEST(CatchUp, WithinTheDedupWindowOnlyWhenTheFleetMayHaveGoReplicas) {
+  // A fleet that declares nothing beyond its claims catches up only what
+  // claims still guard: the weekend is not replayed, the last minutes are.
+  Fleet fleet;
+  fleet.within_window_only = true;
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  fleet.start(2, "*/2 * * * *", entry);
+  fleet.clock->advance(1min);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(1));  // 03:00
+  fleet.settle();
+  fleet.stop_all();
+  fleet.clock->advance(13min);  // 03:13: 03:02 .. 03:12 missed; the claims guard the last 10 min
+  fleet.start(2, "*/2 * * * *", entry);
+  fleet.stop_all();
+  std::set<Instant> ran;
+  for (const auto& [instant, count] : fleet.runs()) {
+    EXPECT_EQ(count, 1);
+    ran.insert(instant);
+  }
+  EXPECT_TRUE(ran.contains(at("2026-01-02T03:12:00Z")));
+  EXPECT_TRUE(ran.contains(at("2026-01-02T03:04:00Z")));
+  EXPECT_FALSE(ran.contains(at("2026-01-02T03:02:00Z")));  // older than the window: not run on the cursor's word
+  for (const auto& skipped : fleet.log->all<SkippedFireEvent>()) {
+    if (skipped.reason != SkipReason::already_claimed) ADD_FAILURE() << skipped.fire_key << ": " << skipped.error;
+  }
 }
 
 TEST(CatchUp, OptionsAreValidated) {
