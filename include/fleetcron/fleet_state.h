@@ -130,6 +130,12 @@ FLEETCRON_API void check_catch_up_arguments(std::string_view job_key, std::chron
                                             const std::optional<JobCursor>& seen, Instant instant,
                                             std::string_view claimant);
 
+/// A cursor as Redis and NATS store it: "<instant µs> <schedule digest>
+/// <version> <claimant or ->", e.g. "1767322800000000 42 3 -".
+[[nodiscard]] FLEETCRON_API std::string format_cursor_record(const JobCursor& cursor);
+/// The cursor in that text; nullopt if the text is not one.
+[[nodiscard]] FLEETCRON_API std::optional<JobCursor> parse_cursor_record(std::string_view text);
+
 /// `at` rounded down to the microsecond: what a cursor keeps.
 [[nodiscard]] FLEETCRON_API Instant cursor_instant(Instant at) noexcept;
 

@@ -3,13 +3,50 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <charconv>
 #include <stdexcept>
 
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron {
+
+namespace {
+
+template <typename Number>
+bool parse_number(std::string_view text, Number& out) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return error == std::errc{} && end == text.data() + text.size();
+}
+
+}  // namespace
+
+std::string format_cursor_record(const JobCursor& cursor) {
+  const auto micros = std::chrono::floor<std::chrono::microseconds>(cursor.instant).time_since_epoch().count();
+  return fmt::format("{} {} {} {}", micros, cursor.schedule_digest, cursor.version,
+                     cursor.claimant.empty() ? std::string("-") : cursor.claimant);
+}
+
+std::optional<JobCursor> parse_cursor_record(std::string_view text) {
+  std::array<std::string_view, 4> fields;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const auto space = text.find(' ');
+    if ((space == std::string_view::npos) != (i + 1 == fields.size())) return std::nullopt;
+    fields[i] = text.substr(0, space);
+    if (space != std::string_view::npos) text.remove_prefix(space + 1);
+  }
+  std::int64_t micros = 0;
+  JobCursor cursor;
+  if (!parse_number(fields[0], micros) || !parse_number(fields[1], cursor.schedule_digest) ||
+      !parse_number(fields[2], cursor.version) || fields[3].empty()) {
+    return std::nullopt;
+  }
+  cursor.instant = Instant{std::chrono::microseconds{micros}};
+  if (fields[3] != "-") cursor.claimant = fields[3];
+  return cursor;
+}
 
 Instant cursor_instant(Instant at) noexcept { return std::chrono::floor<std::chrono::microseconds>(at); }
 

@@ -101,6 +101,8 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       settings.claim_bucket = string_value(path, full, sub_node);
     } else if (name == "fleet" && sub == "prefix") {
       settings.fleet_prefix = string_value(path, full, sub_node);
+    } else if (name == "fleet" && sub == "bucket") {
+      settings.fleet_bucket = string_value(path, full, sub_node);
     } else if (name == "fleet" && sub == "catch_up") {
       settings.catch_up = catch_up_value(path, full, sub_node);
     } else if (name == "fleet" && sub == "catch_up_beyond_claim_ttl") {
@@ -116,7 +118,7 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
                                       name == "claim"   ? "ttl, max_clock_skew, prefix, bucket"
-                                      : name == "fleet" ? "prefix, catch_up, catch_up_beyond_claim_ttl"
+                                      : name == "fleet" ? "prefix, bucket, catch_up, catch_up_beyond_claim_ttl"
                                                         : "ttl, key, bucket"));
     }
   }

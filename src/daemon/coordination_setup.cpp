@@ -7,6 +7,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/memory_coordination.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/nats/uri.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
@@ -88,6 +89,7 @@ struct NatsCoordination {
   std::shared_ptr<nats::Connection> connection;
   std::shared_ptr<nats::Claimer> claimer;
   std::shared_ptr<nats::Elector> elector;
+  std::shared_ptr<nats::FleetState> fleet_state;
 };
 
 NatsCoordination make_nats(const nats::ConnectionOptions& options, const Settings& settings) {
@@ -105,6 +107,10 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
     const auto ttl = settings.leader_ttl.value_or(nats::default_leader_ttl);
     out.elector = std::make_shared<nats::Elector>(
         out.connection->bucket(nats::BucketConfig{.name = settings.leader_bucket, .ttl = ttl}), elector_options);
+  }
+  if (settings.catch_up > std::chrono::nanoseconds::zero()) {
+    out.fleet_state = std::make_shared<nats::FleetState>(
+        out.connection->bucket(nats::state_bucket_config(effective_fleet_bucket(settings))));
   }
   return out;
 }
@@ -195,6 +201,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
     auto nats = std::make_shared<NatsCoordination>(make_nats(options, settings));
     claimer = nats->claimer;
     elector = nats->elector;
+    out.fleet_state = nats->fleet_state;
     out.reachable = [nats] {
       try {
         nats->connection->ping();  // connects if need be

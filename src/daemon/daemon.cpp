@@ -100,15 +100,16 @@ void Daemon::log_catch_up() {
   if (settings_.catch_up <= std::chrono::nanoseconds::zero()) {
     log_.write("info", "catch-up", "off (--catch-up 0): a restarted fleet does not run what it missed");
   } else if (!coordination_.fleet_state) {
+    log_.write("info", "catch-up", "not across restarts on the memory coordinator: its state ends with the process");
+  } else if (!settings_.catch_up_beyond_claim_ttl && !coordination_.claimer) {
     log_.write("info", "catch-up",
-               settings_.coordinator == "memory"
-                   ? "not across restarts on the memory coordinator: its state ends with the process"
-                   : "not available on NATS yet (docs/fleet-state.md): a restarted fleet does not run what it missed");
+               "leader mode has no claims to keep a caught-up fire once: a restarted fleet catches up only with "
+               "--catch-up-beyond-claim-ttl (a fleet without libtnb/cron replicas)");
   } else if (!settings_.catch_up_beyond_claim_ttl) {
     log_.write("info", "catch-up",
-               fmt::format("fires the whole fleet missed are caught up within the claim TTL ({}) only; "
+               fmt::format("fires the whole fleet missed are caught up within the claims' dedup window ({}) only; "
                            "--catch-up-beyond-claim-ttl reaches back {} in a fleet without libtnb/cron replicas",
-                           format_duration(settings_.claim_ttl), format_duration(settings_.catch_up)));
+                           format_duration(coordination_.claimer->dedup_window()), format_duration(settings_.catch_up)));
   } else {
     log_.write("info", "catch-up", fmt::format("fires the whole fleet missed are caught up {} back, once across the fleet",
                                                format_duration(settings_.catch_up)));

@@ -33,7 +33,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
-      fleet_prefix, catch_up, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
+      fleet_prefix, fleet_bucket, catch_up, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent;
   bool seconds = false;
   bool require_noeviction = false;
@@ -58,6 +58,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--claim-bucket", flags.claim_bucket, "NATS claims bucket (default FLEETCRON_CLAIMS)");
   command->add_option("--fleet-prefix", flags.fleet_prefix,
                       "Redis prefix of the fleet state (default: the claim prefix with claim: as fleet:)");
+  command->add_option("--fleet-bucket", flags.fleet_bucket,
+                      "NATS bucket of the fleet state (default: the claims bucket with CLAIMS as STATE)");
   command->add_option("--catch-up", flags.catch_up,
                       "How far back fires missed while the whole fleet was down are caught up (default 7d; 0: off)");
   command->add_flag("--catch-up-beyond-claim-ttl", flags.catch_up_beyond_claim_ttl,
@@ -103,6 +105,7 @@ Settings build_settings(const Flags& flags) {
   if (flags.claim_prefix) settings.claim_prefix = *flags.claim_prefix;
   if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;
   if (flags.fleet_prefix) settings.fleet_prefix = *flags.fleet_prefix;
+  if (flags.fleet_bucket) settings.fleet_bucket = *flags.fleet_bucket;
   if (flags.catch_up) {
     try {
       settings.catch_up = fleetcron::daemon::parse_catch_up(*flags.catch_up);

@@ -59,6 +59,14 @@ std::string effective_fleet_prefix(const Settings& settings) {
   return std::string(prefix) + "fleet:";
 }
 
+std::string effective_fleet_bucket(const Settings& settings) {
+  if (!settings.fleet_bucket.empty()) return settings.fleet_bucket;
+  constexpr std::string_view claims = "CLAIMS";
+  const std::string_view bucket = settings.claim_bucket;
+  if (bucket.ends_with(claims)) return std::string(bucket.substr(0, bucket.size() - claims.size())) + "STATE";
+  return std::string(bucket) + "_STATE";
+}
+
 ListenAddress parse_listen_address(const std::string& text) {
   const auto colon = text.rfind(':');
   ListenAddress address;

@@ -48,6 +48,7 @@ struct Settings {
   /// catch-up reaches (0: no cursors, no catch-up), and whether it reaches
   /// past the claim TTL (only for a fleet without libtnb/cron replicas).
   std::string fleet_prefix;
+  std::string fleet_bucket;  // NATS; empty: see effective_fleet_bucket()
   std::chrono::nanoseconds catch_up = std::chrono::hours{24 * 7};
   bool catch_up_beyond_claim_ttl = false;
   /// The claimers' clock-skew guard (Redis and NATS); nullopt:
@@ -78,6 +79,10 @@ struct Settings {
 /// default cron:claim: gives cron:fleet:), or with "fleet:" appended. So
 /// two fleets kept apart by their claim prefixes keep their cursors apart.
 [[nodiscard]] std::string effective_fleet_prefix(const Settings& settings);
+/// The NATS bucket of the fleet state: fleet_bucket if set; else
+/// claim_bucket with a trailing "CLAIMS" replaced by "STATE" (the default
+/// FLEETCRON_CLAIMS gives FLEETCRON_STATE), or with "_STATE" appended.
+[[nodiscard]] std::string effective_fleet_bucket(const Settings& settings);
 
 /// A catch-up reach as written in flags, TOML and the catch-up= directive:
 /// a duration from 0 (off) to 366 days. Throws std::invalid_argument.

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <charconv>
 #include <stdexcept>
 
 #include "redis/commands.h"
@@ -27,38 +26,6 @@ std::int64_t micros_of(Instant at) { return cursor_instant(at).time_since_epoch(
 
 std::string keep_ms(std::chrono::nanoseconds keep_for) {
   return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(keep_for).count());
-}
-
-template <typename Number>
-bool parse_number(std::string_view text, Number& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc{} && end == text.data() + text.size();
-}
-
-// "<instant µs> <digest> <version> <claimant or ->"; nullopt if it is not that.
-std::optional<JobCursor> parse_cursor(std::string_view value) {
-  std::array<std::string_view, 4> fields;
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    const auto space = value.find(' ');
-    if ((space == std::string_view::npos) != (i + 1 == fields.size())) return std::nullopt;
-    fields[i] = value.substr(0, space);
-    if (space != std::string_view::npos) value.remove_prefix(space + 1);
-  }
-  std::int64_t micros = 0;
-  JobCursor cursor;
-  if (!parse_number(fields[0], micros) || !parse_number(fields[1], cursor.schedule_digest) ||
-      !parse_number(fields[2], cursor.version) || fields[3].empty()) {
-    return std::nullopt;
-  }
-  cursor.instant = Instant{std::chrono::microseconds{micros}};
-  if (fields[3] != "-") cursor.claimant = fields[3];
-  return cursor;
-}
-
-// The stored form of `cursor`, as the scripts write it.
-std::string format_cursor(const JobCursor& cursor) {
-  return fmt::format("{} {} {} {}", micros_of(cursor.instant), cursor.schedule_digest, cursor.version,
-                     cursor.claimant.empty() ? std::string("-") : cursor.claimant);
 }
 
 // A script's {flag, value} answer; nullopt if it is not that.
@@ -96,7 +63,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
 
   /// The cursor in `value`, or an error naming the key.
   std::pair<std::optional<JobCursor>, std::string> decode(std::string_view job_key, std::string_view value) const {
-    if (std::optional<JobCursor> cursor = parse_cursor(value)) return {cursor, {}};
+    if (std::optional<JobCursor> cursor = parse_cursor_record(value)) return {cursor, {}};
     return {std::nullopt,
             fmt::format("{}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
                         client_->describe(), cursor_key(job_key), value.substr(0, 64))};
@@ -158,7 +125,7 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
                                         Instant instant, std::uint64_t schedule_digest,
                                         std::chrono::nanoseconds keep_for, std::string_view claimant) {
   check_catch_up_arguments(job_key, keep_for, seen, instant, claimant);
-  const std::array<std::string, 5> args{seen ? format_cursor(*seen) : std::string(),
+  const std::array<std::string, 5> args{seen ? format_cursor_record(*seen) : std::string(),
                                         std::to_string(micros_of(instant)), std::to_string(schedule_digest),
                                         keep_ms(keep_for), std::string(claimant)};
   auto [reply, error] = impl_->run(catch_up_script(), job_key, args);

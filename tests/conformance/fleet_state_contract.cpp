@@ -171,20 +171,20 @@ TEST_P(FleetStateContract, EveryFieldRoundTripsAtTheLimitsOfItsType) {
 
 TEST_P(FleetStateContract, ACursorThatExpiredSinceTheReadSupersedesTheCatchUp) {
   auto fleet = GetParam().make();
-  auto a = fleet->replica();
+  auto a = fleet->replica_for_expiry();
   const std::string key = job("gone");
   const auto keep_for = fleet->short_keep_for();
   ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::moved);
   const JobCursor seen = found(*a, key);
   fleet->let_pass(keep_for + keep_for / 4);
-  const CatchUpClaim late = a->claim_catch_up(key, seen, minute(30), 1, keep, "a");
+  const CatchUpClaim late = a->claim_catch_up(key, seen, minute(30), 1, keep_for, "a");
   ASSERT_EQ(late.status, CatchUpClaim::Status::superseded) << late.error;
   EXPECT_FALSE(late.current);  // absent: the job is new to the store again
 }
 
 TEST_P(FleetStateContract, ACursorExpiresKeepForAfterItsLastWrite) {
   auto fleet = GetParam().make();
-  auto a = fleet->replica();
+  auto a = fleet->replica_for_expiry();
   const std::string key = job("expiry");
   const auto keep_for = fleet->short_keep_for();
   ASSERT_EQ(a->advance_cursor(key, minute(1), 1, keep_for).status, CursorAdvance::Status::moved);

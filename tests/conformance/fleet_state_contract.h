@@ -25,6 +25,10 @@ class FleetStateFleet {
   virtual std::shared_ptr<FleetState> replica() = 0;
   /// A keep_for short enough to wait out in a test.
   [[nodiscard]] virtual std::chrono::nanoseconds short_keep_for() const = 0;
+  /// A replica whose records can live as short as short_keep_for(): the
+  /// same as replica() where expiry is per record (memory, Redis); on a
+  /// store whose expiry is per bucket (NATS), one on a bucket with that TTL.
+  virtual std::shared_ptr<FleetState> replica_for_expiry() { return replica(); }
   /// Lets `duration` pass on the store's clock (memory: the virtual clock
   /// moves; a server: real time passes).
   virtual void let_pass(std::chrono::nanoseconds duration) = 0;

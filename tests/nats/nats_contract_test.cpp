@@ -1,11 +1,14 @@
 // The coordination contract for NATS JetStream KV, on real nats-server
 // processes.
 #include "conformance/coordination_contract.h"
+#include "conformance/fleet_state_contract.h"
 
 #include <atomic>
+#include <thread>
 
 #include "fleetcron/nats/connection.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/fleet_state.h"
 #include "nats_server.h"
 
 namespace fleetcron::test {
@@ -50,9 +53,37 @@ INSTANTIATE_TEST_SUITE_P(Nats, CoordinationContract, ::testing::Values(nats_back
                          [](const auto& test) { return test.param.name; });
 INSTANTIATE_TEST_SUITE_P(Nats, StoreLossContract, ::testing::Values(nats_backend),
                          [](const auto& test) { return test.param.name; });
-// The fleet-state contract is linked in too; it is instantiated here when
-// nats::FleetState lands (docs/fleet-state.md, implementation order).
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FleetStateContract);
+// Replicas of one fleet: one connection (as NatsFleet; a second one costs
+// nats.c's 2 s shutdown wait per test), one state bucket with the
+// production TTL; the expiry tests get a bucket whose TTL is
+// short_keep_for (a KV bucket has one TTL). Expiry is the server's: real
+// time passes.
+class NatsStateFleet final : public FleetStateFleet {
+ public:
+  NatsStateFleet()
+      : connection_(nats::Connection::connect(nats::ConnectionOptions{.servers = {shared_nats_url()}})),
+        bucket_(unique_bucket()),
+        short_bucket_(unique_bucket()) {}
+  std::shared_ptr<FleetState> replica() override {
+    return std::make_shared<nats::FleetState>(connection_->bucket(nats::state_bucket_config(bucket_)));
+  }
+  std::shared_ptr<FleetState> replica_for_expiry() override {
+    return std::make_shared<nats::FleetState>(
+        connection_->bucket(nats::BucketConfig{.name = short_bucket_, .ttl = short_keep_for()}));
+  }
+  std::chrono::nanoseconds short_keep_for() const override { return 3s; }
+  void let_pass(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
+
+ private:
+  std::shared_ptr<nats::Connection> connection_;
+  std::string bucket_;
+  std::string short_bucket_;
+};
+
+const FleetStateBackend nats_state_backend{"nats", [] { return std::make_unique<NatsStateFleet>(); }};
+
+INSTANTIATE_TEST_SUITE_P(Nats, FleetStateContract, ::testing::Values(nats_state_backend),
+                         [](const auto& test) { return test.param.name; });
 
 }  // namespace
 }  // namespace fleetcron::test

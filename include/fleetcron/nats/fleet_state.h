@@ -1,0 +1,59 @@
+// fleetcron::nats::FleetState — the fleet state on NATS JetStream KV
+// (docs/fleet-state.md), in a bucket of its own, so the claims and leader
+// buckets keep their meaning.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "fleetcron/api.h"
+#include "fleetcron/fleet_state.h"
+#include "fleetcron/nats/connection.h"
+
+namespace fleetcron::nats {
+
+inline constexpr std::string_view default_state_bucket = "FLEETCRON_STATE";
+
+/// The configuration the state bucket is created with: a KV bucket has one
+/// TTL for all its values, so every cursor lives max_cursor_keep_for (400
+/// days) after its last write, whatever keep_for a call asks for.
+[[nodiscard]] FLEETCRON_API BucketConfig state_bucket_config(std::string name = std::string(default_state_bucket));
+
+/// Thread-safe. A job's cursor is the key "cursor." + encode_key(job key),
+/// holding format_cursor_record()'s text. Each operation is a read and a
+/// compare-and-swap on the key's revision, retried while other writers win
+/// (at most 16 rounds): advance_cursor is a maximum, claim_catch_up a
+/// compare-and-set on the record's content. A NATS failure is an error
+/// result, never an exception; a bucket found missing is created again
+/// once (its cursors are gone: nothing is caught up, as for a new job).
+class FLEETCRON_API FleetState final : public fleetcron::FleetState {
+ public:
+  /// Throws std::invalid_argument for a null bucket.
+  explicit FleetState(std::shared_ptr<Bucket> bucket);
+  ~FleetState() override;
+  FleetState(const FleetState&) = delete;
+  FleetState& operator=(const FleetState&) = delete;
+
+  [[nodiscard]] CursorRead read_cursor(std::string_view job_key) override;
+  /// Also rewrites an unchanged record when it is already past, so that
+  /// it lives the bucket's TTL from this call.
+  [[nodiscard]] CursorAdvance advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
+                                             std::chrono::nanoseconds keep_for) override;
+  [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
+                                            Instant instant, std::uint64_t schedule_digest,
+                                            std::chrono::nanoseconds keep_for, std::string_view claimant) override;
+
+  /// The key holding `job_key`'s cursor.
+  [[nodiscard]] static std::string cursor_key(std::string_view job_key);
+  /// Longest cursor key: the server drops connections whose protocol line
+  /// is too long (as for claims).
+  static constexpr std::size_t max_key_bytes = 2048;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetcron::nats

@@ -1,0 +1,182 @@
+#include "fleetcron/nats/fleet_state.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "fleetcron/duration.h"
+#include "fleetcron/nats/claimer.h"
+#include "nats/status.h"
+
+namespace fleetcron::nats {
+
+namespace {
+
+// Compare-and-swap rounds before an operation gives up: each lost round
+// means another replica wrote the cursor in between.
+constexpr int max_rounds = 16;
+
+JobCursor record(Instant instant, std::uint64_t digest, std::uint64_t version, std::string_view claimant) {
+  return JobCursor{cursor_instant(instant), digest, version, std::string(claimant)};
+}
+
+}  // namespace
+
+BucketConfig state_bucket_config(std::string name) {
+  return BucketConfig{.name = std::move(name), .ttl = max_cursor_keep_for};
+}
+
+class FLEETCRON_LOCAL FleetState::Impl {
+ public:
+  explicit Impl(std::shared_ptr<Bucket> state_bucket) : bucket(std::move(state_bucket)) {}
+
+  /// A job's key as it is read: the entry (nullopt: absent) and its cursor.
+  struct Read {
+    std::optional<Entry> entry;
+    std::optional<JobCursor> cursor;
+    std::string error;  // not empty: the read failed, or the value is not a cursor
+  };
+
+  /// Runs `operation` on the bucket; a bucket found missing is created
+  /// again and the operation tried once more. Failures throw BackendError.
+  template <typename Operation>
+  auto on_bucket(Operation&& operation) -> decltype(operation()) {
+    try {
+      return operation();
+    } catch (const BackendError& e) {
+      if (!detail::missing(e)) throw;
+      bucket->recreate();
+      return operation();
+    }
+  }
+
+  Read read(const std::string& key) {
+    Read out;
+    try {
+      out.entry = on_bucket([&] { return bucket->get(key); });
+    } catch (const BackendError& e) {
+      // A get on a deleted stream times out instead of finding no
+      // responders: recreate (a no-op if it exists) and read once more.
+      if (e.kind() != BackendError::Kind::timeout) {
+        out.error = e.what();
+        return out;
+      }
+      try {
+        bucket->recreate();
+        out.entry = bucket->get(key);
+      } catch (const std::exception& again) {
+        out.error = fmt::format("{} (and again after making sure the bucket exists: {})", e.what(), again.what());
+        return out;
+      }
+    } catch (const std::exception& e) {
+      out.error = e.what();
+      return out;
+    }
+    if (!out.entry) return out;
+    out.cursor = parse_cursor_record(out.entry->value);
+    if (!out.cursor) {
+      out.error = fmt::format("bucket {}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
+                              bucket->name(), key, out.entry->value.substr(0, 64));
+    }
+    return out;
+  }
+
+  /// Writes `value` if the key is still at `read` (absent: created); the
+  /// new revision, nullopt if another writer came first.
+  std::optional<std::uint64_t> write(const std::string& key, const Read& read, const std::string& value) {
+    return on_bucket([&] {
+      return read.entry ? bucket->update(key, value, read.entry->revision) : bucket->create(key, value);
+    });
+  }
+
+  /// Why this key or keep_for cannot be kept in the bucket; empty if it can.
+  std::string refuse(const std::string& key, std::chrono::nanoseconds keep_for) {
+    if (key.size() > max_key_bytes) {
+      return fmt::format("bucket {}: the cursor key encodes to {} bytes, above the {}-byte limit for NATS keys",
+                         bucket->name(), key.size(), max_key_bytes);
+    }
+    try {
+      const auto ttl = bucket->ttl();
+      if (ttl > std::chrono::nanoseconds::zero() && ttl < keep_for) {
+        return fmt::format("bucket {} keeps values {}, less than the {} this cursor must live: create it with {}",
+                           bucket->name(), format_duration(ttl), format_duration(keep_for),
+                           format_duration(max_cursor_keep_for));
+      }
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return {};
+  }
+
+  std::shared_ptr<Bucket> bucket;
+};
+
+FleetState::FleetState(std::shared_ptr<Bucket> bucket) {
+  if (!bucket) throw std::invalid_argument("nats::FleetState: bucket is null");
+  impl_ = std::make_unique<Impl>(std::move(bucket));
+}
+
+FleetState::~FleetState() = default;
+
+std::string FleetState::cursor_key(std::string_view job_key) { return "cursor." + encode_key(job_key); }
+
+CursorRead FleetState::read_cursor(std::string_view job_key) {
+  check_job_key(job_key);
+  const Impl::Read read = impl_->read(cursor_key(job_key));
+  if (!read.error.empty()) return {CursorRead::Status::error, std::nullopt, read.error};
+  if (!read.entry) return {CursorRead::Status::absent, std::nullopt, {}};
+  return {CursorRead::Status::found, read.cursor, {}};
+}
+
+CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
+                                         std::chrono::nanoseconds keep_for) {
+  check_cursor_arguments(job_key, keep_for);
+  const std::string key = cursor_key(job_key);
+  if (std::string refused = impl_->refuse(key, keep_for); !refused.empty()) {
+    return {CursorAdvance::Status::error, std::nullopt, std::move(refused)};
+  }
+  try {
+    for (int round = 0; round < max_rounds; ++round) {
+      const Impl::Read read = impl_->read(key);
+      if (!read.error.empty()) return {CursorAdvance::Status::error, std::nullopt, read.error};
+      if (read.cursor && read.cursor->instant >= cursor_instant(instant)) {
+        // Already past: the same record again, so it lives the TTL from now.
+        if (impl_->write(key, read, read.entry->value)) return {CursorAdvance::Status::already_past, read.cursor, {}};
+        continue;
+      }
+      const JobCursor next = record(instant, schedule_digest, read.cursor ? read.cursor->version + 1 : 1, {});
+      if (impl_->write(key, read, format_cursor_record(next))) return {CursorAdvance::Status::moved, next, {}};
+    }
+  } catch (const std::exception& e) {
+    return {CursorAdvance::Status::error, std::nullopt, e.what()};
+  }
+  return {CursorAdvance::Status::error, std::nullopt,
+          fmt::format("bucket {}: {} kept changing under {} compare-and-swaps", impl_->bucket->name(), key, max_rounds)};
+}
+
+CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
+                                        Instant instant, std::uint64_t schedule_digest,
+                                        std::chrono::nanoseconds keep_for, std::string_view claimant) {
+  check_catch_up_arguments(job_key, keep_for, seen, instant, claimant);
+  const std::string key = cursor_key(job_key);
+  if (std::string refused = impl_->refuse(key, keep_for); !refused.empty()) {
+    return {CatchUpClaim::Status::error, std::nullopt, std::move(refused)};
+  }
+  try {
+    for (int round = 0; round < max_rounds; ++round) {
+      const Impl::Read read = impl_->read(key);
+      if (!read.error.empty()) return {CatchUpClaim::Status::error, std::nullopt, read.error};
+      // The whole record, not the revision: a refresh rewrites the same
+      // content under a new revision and must not look like a move.
+      if (read.cursor != seen) return {CatchUpClaim::Status::superseded, read.cursor, {}};
+      const JobCursor next = record(instant, schedule_digest, seen ? seen->version + 1 : 1, claimant);
+      if (impl_->write(key, read, format_cursor_record(next))) return {CatchUpClaim::Status::claimed, next, {}};
+    }
+  } catch (const std::exception& e) {
+    return {CatchUpClaim::Status::error, std::nullopt, e.what()};
+  }
+  return {CatchUpClaim::Status::error, std::nullopt,
+          fmt::format("bucket {}: {} kept changing under {} compare-and-swaps", impl_->bucket->name(), key, max_rounds)};
+}
+
+}  // namespace fleetcron::nats
