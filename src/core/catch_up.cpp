@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
+#include <iterator>
 #include <random>
 
 #include "core/missed_fires.h"
@@ -121,8 +123,8 @@ void Scheduler::Impl::catch_up_main() {
     const std::shared_ptr<Entry> entry = pending.entry.lock();
     if (!entry) continue;
     lock.unlock();
-    const CatchUpOutcome outcome = catch_up(entry);
-    if (!outcome.done && !outcome.waiting_for_leadership && options_.log_events) {
+    const CatchUpOutcome outcome = catch_up(entry, nanoseconds::max());
+    if (!outcome.done && !outcome.quiet) {  // not an event: logged whatever log_events says
       log(LogLevel::warning, fmt::format("entry \"{}\": catch-up failed, retried in {}: {}", entry->identity.key,
                                          format_duration(pending.backoff), outcome.error));
     }
@@ -137,22 +139,27 @@ void Scheduler::Impl::catch_up_main() {
 std::string Scheduler::Impl::catch_up_pending(const Fire& fire) {
   const auto& tracking = fire.entry->cursor;
   if (!tracking || tracking->caught_up.load()) return {};
-  const CatchUpOutcome outcome = catch_up(fire.entry);
+  const CatchUpOutcome outcome = catch_up(fire.entry, catch_up_wait);
   if (outcome.done) return {};
   return fmt::format("the entry's catch-up of the instants the fleet missed has not completed ({}); running this fire "
                      "first would move its cursor past them",
                      outcome.error);
 }
 
-Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<Entry>& entry) {
+Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<Entry>& entry, nanoseconds wait) {
   CursorTracking& tracking = *entry->cursor;
-  std::lock_guard guard(tracking.mutex);
+  std::unique_lock lock(tracking.mutex, std::defer_lock);
+  if (wait == nanoseconds::max()) {
+    lock.lock();
+  } else if (!lock.try_lock_for(wait)) {
+    return {false, "another thread is catching the entry up"};
+  }
   if (tracking.caught_up.load() || entry->removed.load()) return {true};
+  if (entry->paused.load()) return {false, "the entry is paused", true};
   const detail::Election election = elect();
   if (election.refused) {
-    CatchUpOutcome outcome{false, election.error.empty() ? std::string(to_string(*election.refused)) : election.error};
-    outcome.waiting_for_leadership = *election.refused == SkipReason::not_leader;
-    return outcome;
+    return {false, election.error.empty() ? std::string(to_string(*election.refused)) : election.error,
+            *election.refused == SkipReason::not_leader};
   }
   const std::string& key = entry->identity.key;
   CursorRead read = guarded([&] { return options_.fleet_state->read_cursor(key); });
@@ -164,18 +171,19 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
                                     key, format_duration(nanoseconds{tracking.keep_for})));
   }
   for (int round = 0; seen && round < max_catch_up_rounds; ++round) {
-    const std::optional<detail::MissedPlan> plan = plan_catch_up(*entry, *seen);
+    const std::optional<CatchUpPlan> plan = plan_catch_up(*entry, *seen);
     if (!plan) break;
-    const Instant target = plan->last_missed;
+    // Won now, the range would be cancelled: leave it to whoever runs.
+    if (entry->removed.load() || runs_state_.load() != RunsState::open) return {false, "stopping", true};
     CatchUpClaim answer = guarded([&] {
-      return options_.fleet_state->claim_catch_up(key, seen, target, tracking.digest, nanoseconds{tracking.keep_for},
-                                                  options_.replica_id);
+      return options_.fleet_state->claim_catch_up(key, seen, plan->missed.last_missed, plan->digest,
+                                                  nanoseconds{tracking.keep_for}, options_.replica_id);
     });
     if (answer.status == CatchUpClaim::Status::error) {
       // The store may have applied it: our claimant and instant say so.
       read = guarded([&] { return options_.fleet_state->read_cursor(key); });
       const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
-                        read.cursor->instant == cursor_instant(target);
+                        read.cursor->instant == cursor_instant(plan->missed.last_missed);
       if (!ours) return {false, "claiming the catch-up: " + answer.error};
       answer.status = CatchUpClaim::Status::claimed;
     }
@@ -190,47 +198,55 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   return {true};
 }
 
-std::optional<detail::MissedPlan> Scheduler::Impl::plan_catch_up(const Entry& entry, const JobCursor& seen) {
+std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const Entry& entry, const JobCursor& seen) {
   const CursorTracking& tracking = *entry.cursor;
-  if (seen.schedule_digest != tracking.digest) {
+  CatchUpPlan plan;
+  SchedulePtr schedule;
+  {
+    std::lock_guard guard(mutex_);  // update() replaces both together
+    schedule = entry.schedule;
+    plan.digest = tracking.digest;
+  }
+  if (seen.schedule_digest != plan.digest) {
     log(LogLevel::info, fmt::format("entry \"{}\": its cursor was written for another schedule (or by its removal); "
                                     "nothing is caught up",
                                     entry.identity.key));
     return std::nullopt;
   }
-  SchedulePtr schedule;
-  {
-    std::lock_guard guard(mutex_);
-    schedule = entry.schedule;
-  }
   const Instant now = clock_->now();
-  Instant reach_start = now - entry.settings->catch_up_reach;
-  if (!options_.catch_up_beyond_dedup_window) {
-    const auto& claimer = entry.settings->claimer;
-    if (!claimer) return std::nullopt;  // leader mode: nothing but the cursor keeps an instant once
-    reach_start = std::max(reach_start, now - std::min(claimer->dedup_window(), entry.settings->catch_up_reach));
-  }
-  const Instant after = std::max(seen.instant, reach_start - nanoseconds{1});
+  const Instant after = std::max(seen.instant, now - entry.settings->catch_up_reach - nanoseconds{1});
   const Instant limit = std::min(tracking.first_loop_instant - nanoseconds{1}, now);
   const auto first = schedule->next(after);
   if (!first || *first > limit) return std::nullopt;
-  return detail::plan_missed(*schedule, *first, limit, entry.settings->missed_fire);
+  plan.missed = detail::plan_missed(*schedule, *first, limit, entry.settings->missed_fire);
+  if (!options_.catch_up_beyond_dedup_window) {
+    // Reported, but run only where claims still keep each instant once
+    // (nowhere without a claimer: leader mode).
+    const auto& claimer = entry.settings->claimer;
+    const Instant window_start = claimer ? now - claimer->dedup_window() : Instant::max();
+    const auto before = plan.missed.runs.size();
+    std::erase_if(plan.missed.runs, [&](Instant at) { return at < window_start; });
+    plan.withheld = before - plan.missed.runs.size();
+  }
+  return plan;
 }
 
-void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen,
-                                   const detail::MissedPlan& plan, const detail::Grant& grant) {
+void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
+                                   const detail::Grant& grant) {
+  const detail::MissedPlan& missed = plan.missed;
   const auto policy = entry->settings->missed_fire;
   if (options_.log_events) {
     log(LogLevel::warning,
         fmt::format("entry \"{}\": the fleet missed {}{} fire(s) up to {} while it was down (its cursor was at {}); "
-                    "policy {} runs {}, once across the fleet",
-                    entry->identity.key, plan.missed, plan.count_capped ? "+" : "", format_rfc3339(plan.last_missed),
-                    format_rfc3339(seen.instant), to_string(policy), plan.runs.size()));
+                    "policy {} runs {}, once across the fleet{}",
+                    entry->identity.key, missed.missed, missed.count_capped ? "+" : "", format_rfc3339(missed.last_missed),
+                    format_rfc3339(seen.instant), to_string(policy), missed.runs.size(),
+                    plan.withheld == 0 ? "" : fmt::format(" ({} older than the claims' dedup window not run)", plan.withheld)));
   }
-  publish(MissedFireEvent{Entry::ref(entry), plan.first_missed, plan.last_missed, plan.missed, plan.count_capped,
-                          plan.runs.size(), clock_->now() - plan.last_missed, policy, true});
+  publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
+                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true});
   std::vector<Fire> fires;
-  for (const Instant at : plan.runs) {
+  for (const Instant at : missed.runs) {
     Fire fire{entry, at, false, nullptr};
     fire.catch_up = true;
     fire.grant = grant;
@@ -241,6 +257,14 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
   // enough for a replica's loop to reach late is then run once either way.
   if (entry->settings->claimer) claim(fires);
   std::erase_if(fires, [](const Fire& f) { return f.state != FireState::granted; });
+  if (entry->overlap && fires.size() > 1) {
+    // The entry limits overlap: its instants run one after another, each
+    // queued when the one before it ends (execute()).
+    auto rest = std::make_shared<std::deque<Fire>>(std::make_move_iterator(fires.begin() + 1),
+                                                   std::make_move_iterator(fires.end()));
+    fires.resize(1);
+    fires.front().chain = std::move(rest);
+  }
   enqueue(fires);
 }
 
@@ -260,6 +284,15 @@ void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
                               "closed): {}",
                               was_claimed ? "claimed, but " : "", advance.error));
       continue;
+    }
+    // Advanced after its window (a pause between the claim and here): a
+    // catch-up that read the cursor before this advance may run it too.
+    if (claimed(fire) && !beyond_window(fire)) {
+      if (std::string stale = staleness_now(fire); !stale.empty()) {
+        fire.state = FireState::dropped;
+        report_skip(fire, SkipReason::stale, "claimed, but its cursor advanced too late: " + stale);
+        continue;
+      }
     }
     // Leader-gated without a claimer: a catch-up by the next leader that
     // already covers this instant took it (docs/fleet-state.md, rule 3).

@@ -47,6 +47,7 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   // batch, and waking every idle worker for each enqueue is a herd.
   for (std::size_t i = 0; i < std::min(added, workers_.size()); ++i) queue_cv_.notify_one();
   for (auto& fire : rejected) {
+    drop_chain(fire, stopping);
     if (stopping) {
       report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
     } else {
@@ -60,6 +61,18 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
   }
   if (events_.active()) publish(QueueDepthEvent{queued, running});
   return stopping;
+}
+
+void Scheduler::Impl::drop_chain(Fire& fire, bool stopping) {
+  if (!fire.chain) return;
+  for (const Fire& later : *fire.chain) {
+    if (stopping) {
+      report_cancel(later, "scheduler stopped", CancelReason::scheduler_stopped);
+    } else {
+      publish(RejectedFireEvent{Entry::ref(later.entry), later.scheduled_at, false});
+    }
+  }
+  fire.chain.reset();
 }
 
 bool Scheduler::Impl::can_take_locked() const {

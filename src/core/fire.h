@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,9 @@ struct Fire {
   /// Granted by a catch-up (catch_up.cpp): its instant is older than the
   /// dedup window by design, and the cursor is already past it.
   bool catch_up = false;
+  /// The catch-up's later instants of an entry that limits overlap,
+  /// queued one by one as each run ends (execute()).
+  std::shared_ptr<std::deque<Fire>> chain;
 };
 
 }  // namespace fleetcron::detail

@@ -105,6 +105,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   }
   lock.unlock();
   for (auto& fire : cancelled) {
+    drop_chain(fire, true);
     report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
     if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
   }

@@ -48,6 +48,27 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
     detail::WorkerSlot& slot_;
     bool ended_ = false;
   };
+  // A catch-up's next instant is queued when this one ends, however it
+  // ends (declared first: it runs after the overlap slot is released).
+  class NextInChain {
+   public:
+    NextInChain(Impl& impl, std::shared_ptr<std::deque<Fire>> rest) : impl_(impl), rest_(std::move(rest)) {}
+    NextInChain(const NextInChain&) = delete;
+    NextInChain& operator=(const NextInChain&) = delete;
+    ~NextInChain() {
+      if (!rest_ || rest_->empty()) return;
+      std::vector<Fire> next;
+      next.push_back(std::move(rest_->front()));
+      rest_->pop_front();
+      next.front().chain = std::move(rest_);
+      impl_.enqueue(next);  // what does not fit is reported (rejected or cancelled)
+    }
+
+   private:
+    Impl& impl_;
+    std::shared_ptr<std::deque<Fire>> rest_;
+  };
+  const NextInChain next_in_chain(*this, std::move(fire.chain));
   Run run;
   run.entry_id = entry.identity.id;
   const bool stopping = register_run(run, slot);
@@ -103,7 +124,8 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
       report_skip(fire, SkipReason::stale, "claimed, but it could not start in time: " + stale);
       return false;
     }
-    return hold_term(fire, run, slot);
+    if (!hold_term(fire, run, slot)) return false;
+    return !fire.catch_up || pass_overlap(fire, run, overlap);  // a batch's fires allow overlap
   }
   // Leadership is decided at the scheduled instant, not after this
   // replica's own jitter (a handover inside the jitter window would run the
@@ -125,15 +147,8 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   }
   fire.grant = election.grant;
   if (!hold_term(fire, run, slot)) return false;
-  if (fire.entry->overlap) {  // before the claim: a replica that will not run it leaves it to the others
-    switch (enter_overlap(*fire.entry, run.stop.get_token())) {
-      case OverlapCheck::skip: report_skip(fire, SkipReason::overlap, "the previous run is still going"); return false;
-      case OverlapCheck::stopped:
-        report_cancel(fire, "stopped while waiting for the previous run", CancelReason::stopped_before_start);
-        return false;
-      case OverlapCheck::entered: overlap.hold(*fire.entry->overlap); break;
-    }
-  }
+  // Before the claim: a replica that will not run it leaves it to the others.
+  if (!pass_overlap(fire, run, overlap)) return false;
   if (settings.claimer && run.stop.stop_requested()) {
     report_cancel(fire, "stopped before the claim", CancelReason::stopped_before_start);
     return false;
@@ -143,6 +158,18 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   claim(alone);
   advance_cursors(alone);
   return fire.state == FireState::granted;
+}
+
+bool Scheduler::Impl::pass_overlap(const Fire& fire, Run& run, OverlapSlot& overlap) {
+  if (!fire.entry->overlap) return true;
+  switch (enter_overlap(*fire.entry, run.stop.get_token())) {
+    case OverlapCheck::skip: report_skip(fire, SkipReason::overlap, "the previous run is still going"); return false;
+    case OverlapCheck::stopped:
+      report_cancel(fire, "stopped while waiting for the previous run", CancelReason::stopped_before_start);
+      return false;
+    case OverlapCheck::entered: overlap.hold(*fire.entry->overlap); break;
+  }
+  return true;
 }
 
 bool Scheduler::Impl::hold_term(const Fire& fire, Run& run, detail::WorkerSlot& slot) {

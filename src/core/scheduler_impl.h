@@ -42,11 +42,16 @@ namespace fleetcron {
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
 ///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
-///   CursorTracking::mutex  -> mutex_, queue_mutex_ (a catch-up reading the schedule, queueing its fires)
+///   CursorTracking::mutex  -> mutex_, queue_mutex_, runs_mutex_ (a catch-up reading the schedule, claiming
+///                             and queueing its fires), the Clock's and the EventBus's locks
+///   catch_up_mutex_        -> the Clock's own lock
 /// Entry::overlap_mutex, random_mutex_ and liveness_mutex_ are leaves. No
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
 /// observers, the recorder, the logger), except that Schedule::next() runs
-/// under mutex_.
+/// under mutex_, and that an entry's CursorTracking::mutex is held across
+/// its catch-up's calls (elector, fleet state, claimer, recorder, logger):
+/// it keeps the entry's own fires from passing its cursor meanwhile, and
+/// a fire waits for it at most catch_up_wait.
 class FLEETCRON_LOCAL Scheduler::Impl {
  public:
   explicit Impl(SchedulerOptions options);
@@ -96,6 +101,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// scheduler is stopping. Returns true if it was stopping.
   bool enqueue(std::vector<detail::Fire>& fires);
   void worker_main(detail::WorkerSlot& slot);
+  /// Reports the fires chained after `fire` (a catch-up's, run one after
+  /// another) as cancelled (stopping) or rejected, and drops them.
+  void drop_chain(detail::Fire& fire, bool stopping);
   /// Whether an idle worker may take the queue's front (queue_mutex_ held).
   bool can_take_locked() const;
   /// Whether a fire may share a claim round trip with the fires due with
@@ -158,17 +166,25 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   struct CatchUpOutcome {
     bool done = false;
     std::string error;
-    bool waiting_for_leadership = false;  // a follower: the leader catches up
+    bool quiet = false;  // an expected wait (a follower, a paused entry, a stop): retried without a warning
   };
   /// Catches the entry up, once: reads its cursor, and if the fleet missed
   /// instants before this replica's first one, wins the compare-and-set
   /// for them (or learns that another replica did) and queues those its
-  /// missed-fire policy runs.
-  CatchUpOutcome catch_up(const std::shared_ptr<detail::Entry>& entry);
-  /// What the policy runs of the instants after `seen` and before the
-  /// entry's first instant here, within its reach; nullopt if none.
-  std::optional<detail::MissedPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
-  void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const detail::MissedPlan& plan,
+  /// missed-fire policy runs. Waits at most `wait` for another thread
+  /// catching the same entry up.
+  CatchUpOutcome catch_up(const std::shared_ptr<detail::Entry>& entry, std::chrono::nanoseconds wait);
+  /// How long a fire waits for its entry's catch-up under way elsewhere.
+  static constexpr std::chrono::nanoseconds catch_up_wait = std::chrono::seconds{1};
+  struct CatchUpPlan {
+    detail::MissedPlan missed;  // every instant missed within the reach; `runs` what runs here
+    std::size_t withheld = 0;   // runs left out: older than the dedup window (catch_up_beyond_dedup_window off)
+    std::uint64_t digest = 0;   // of the schedule the plan was made with
+  };
+  /// The instants after `seen` and before the entry's first instant here,
+  /// within its reach, and which of them run; nullopt if there are none.
+  std::optional<CatchUpPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
+  void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
                     const detail::Grant& grant);
   /// Empty when the fire's entry is caught up (catching it up first if it
   /// is not); otherwise why the fire must not be claimed yet.
@@ -188,6 +204,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// overlap, then screen() and claim() as a batch of one. False if the
   /// fire was skipped or cancelled (and reported).
   bool decide(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, detail::OverlapSlot& overlap);
+  /// The overlap check of an automatic fire of an entry that limits
+  /// overlap; false (reported) if it is skipped or stopped.
+  bool pass_overlap(const detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
   /// Registers the run's leadership term; false (reported) if it was lost.
   bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
   /// The end of a run: the warning for a failure, the entry's last run,

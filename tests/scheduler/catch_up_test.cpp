@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "scheduler/harness.h"
 
@@ -27,6 +28,7 @@ class Fleet {
   std::shared_ptr<FleetState> state = std::make_shared<MemoryFleetState>(clock);
   std::shared_ptr<EventLog> log = std::make_shared<EventLog>();
   bool within_window_only = false;
+  std::chrono::milliseconds job_takes{0};
 
   /// Starts `replicas` schedulers, each with `spec` as job "job".
   void start(int replicas, std::string_view spec, EntryOptions entry = {}) {
@@ -44,8 +46,14 @@ class Fleet {
       if (mode_ == Mode::leader) options.elector = lease->make_elector();
       replicas_.push_back(std::make_unique<Scheduler>(options));
       replicas_.back()->add(spec, [this](const FireContext& c, std::stop_token) {
+        {
+          std::lock_guard guard(mutex_);
+          ++runs_[c.scheduled_at];
+          max_active_ = std::max(max_active_, ++active_);
+        }
+        if (job_takes > 0ms) std::this_thread::sleep_for(job_takes);  // the job's own length, not a wait for it
         std::lock_guard guard(mutex_);
-        ++runs_[c.scheduled_at];
+        --active_;
       }, entry);
     }
     ++generation_;
@@ -63,14 +71,20 @@ class Fleet {
 
   void advance_to(Instant instant) { clock->advance(instant - clock->now()); }
 
+  /// Lets every queued and running fire finish, then stops.
   void stop_all() {
-    for (auto& replica : replicas_) EXPECT_TRUE(replica->stop(clock->steady_now() + 10s));
+    for (auto& replica : replicas_) EXPECT_TRUE(replica->drain(clock->steady_now() + 10s));
     replicas_.clear();
   }
 
   std::map<Instant, int> runs() {
     std::lock_guard guard(mutex_);
     return runs_;
+  }
+
+  int max_active() {
+    std::lock_guard guard(mutex_);
+    return max_active_;
   }
 
   std::vector<MissedFireEvent> catch_ups() {
@@ -95,6 +109,8 @@ class Fleet {
   std::vector<std::unique_ptr<Scheduler>> replicas_;
   std::mutex mutex_;
   std::map<Instant, int> runs_;
+  int active_ = 0;
+  int max_active_ = 0;
 };
 
 constexpr std::string_view daily = "0 3 * * *";
@@ -133,6 +149,21 @@ TEST(CatchUp, RunAllRunsEachMissedInstantOnceAndFarBeyondTheClaimTtl) {
                                         {at("2026-01-05T03:00:00Z"), 1}};
   EXPECT_EQ(fleet.runs(), expected);
   EXPECT_EQ(fleet.log->count<SkippedFireEvent>(), 0U);  // none refused as stale, though days old
+  EXPECT_EQ(fleet.log->count<CancelledFireEvent>(), 0U);
+}
+
+TEST(CatchUp, AnEntryThatLimitsOverlapRunsItsCaughtUpInstantsOneAfterAnother) {
+  Fleet fleet;
+  fleet.job_takes = 20ms;
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all, .overlap = OverlapPolicy::skip};
+  fleet.run_friday_then_stop(daily, entry);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));
+  fleet.start(2, daily, entry);
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(4));
+  fleet.stop_all();
+  EXPECT_EQ(fleet.runs().size(), 4U);  // each of Sat, Sun, Mon: none skipped as overlapping the one before
+  EXPECT_EQ(fleet.max_active(), 1);
+  EXPECT_EQ(fleet.log->count<SkippedFireEvent>(), 0U);
 }
 
 TEST(CatchUp, SkipRunsNothingButReportsTheMissedInstantsOnce) {
@@ -263,6 +294,13 @@ class BarrierFleetState final : public FleetState {
   std::mutex mutex_;
   std::condition_variable cv_;
   int readers_;
+
+ public:
+  /// Whether every reader arrived (else the race the test wants did not happen).
+  bool all_arrived() {
+    std::lock_guard guard(mutex_);
+    return readers_ <= 0;
+  }
 };
 
 TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
@@ -270,11 +308,13 @@ TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
   Fleet fleet(Fleet::Mode::none);
   const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
   fleet.run_friday_then_stop(daily, entry);
-  fleet.state = std::make_shared<BarrierFleetState>(fleet.state, 3);
+  auto barrier = std::make_shared<BarrierFleetState>(fleet.state, 3);
+  fleet.state = barrier;
   fleet.advance_to(at("2026-01-05T09:00:00Z"));
   fleet.start(3, daily, entry);
   ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(4));
   fleet.stop_all();
+  EXPECT_TRUE(barrier->all_arrived());
   const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1},
                                         {at("2026-01-03T03:00:00Z"), 1},
                                         {at("2026-01-04T03:00:00Z"), 1},
@@ -351,9 +391,51 @@ TEST(CatchUp, WithinTheDedupWindowOnlyWhenTheFleetMayHaveGoReplicas) {
   EXPECT_TRUE(ran.contains(at("2026-01-02T03:12:00Z")));
   EXPECT_TRUE(ran.contains(at("2026-01-02T03:04:00Z")));
   EXPECT_FALSE(ran.contains(at("2026-01-02T03:02:00Z")));  // older than the window: not run on the cursor's word
+  ASSERT_EQ(fleet.catch_ups().size(), 1U);
+  EXPECT_EQ(fleet.catch_ups().front().missed, 6U);  // reported: 03:02 .. 03:12
+  EXPECT_EQ(fleet.catch_ups().front().runs, 5U);    // run: 03:04 .. 03:12
   for (const auto& skipped : fleet.log->all<SkippedFireEvent>()) {
     if (skipped.reason != SkipReason::already_claimed) ADD_FAILURE() << skipped.fire_key << ": " << skipped.error;
   }
+}
+
+// A fleet state whose advance takes `delay` of the virtual clock.
+class SlowAdvanceFleetState final : public FleetState {
+ public:
+  SlowAdvanceFleetState(std::shared_ptr<FleetState> inner, std::shared_ptr<VirtualClock> clock)
+      : inner_(std::move(inner)), clock_(std::move(clock)) {}
+  std::atomic<bool> slow{false};
+
+  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
+    if (slow.exchange(false)) clock_->advance(11min);  // a pause between the claim and the advance
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+
+ private:
+  std::shared_ptr<FleetState> inner_;
+  std::shared_ptr<VirtualClock> clock_;
+};
+
+TEST(CatchUp, AFireWhoseCursorAdvancedAfterItsDedupWindowIsNotRun) {
+  // Another replica's catch-up may have read the cursor before the late
+  // advance and claimed the fire after its first claim expired.
+  Fleet fleet;
+  auto slow = std::make_shared<SlowAdvanceFleetState>(fleet.state, fleet.clock);
+  fleet.state = slow;
+  fleet.start(1, "* * * * *");
+  slow->slow = true;
+  fleet.clock->advance(1min);
+  ASSERT_TRUE(fleet.log->wait_count<SkippedFireEvent>(1));
+  const SkippedFireEvent skipped = fleet.log->all<SkippedFireEvent>().front();
+  EXPECT_EQ(skipped.reason, SkipReason::stale);
+  EXPECT_NE(skipped.error.find("cursor advanced too late"), std::string::npos) << skipped.error;
+  fleet.stop_all();
+  EXPECT_FALSE(fleet.runs().contains(at("2026-01-02T03:00:00Z")));  // later instants run as the loop reaches them
 }
 
 TEST(CatchUp, OptionsAreValidated) {
