@@ -239,6 +239,9 @@ class FLEETCRON_API Scheduler {
   /// Stops automatic fires; trigger() still works. Idempotent.
   void pause(EntryId id);
   /// Resumes from now: nothing missed while paused is replayed. Idempotent.
+  /// A pause is this process's: with a fleet state, instants that every
+  /// replica skipped while paused do not move the cursor, so a replica
+  /// started later (not paused) may catch them up.
   void resume(EntryId id);
   /// Replaces the schedule; keeps id, options and the previous fire. The
   /// next fire is computed from now.
