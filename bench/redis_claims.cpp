@@ -3,7 +3,9 @@
 //     decided by Claimer::claim_batch() (one pipelined round trip);
 //  2. the added latency per fire: one claim() round trip, p50/p99/mean;
 //  3. end to end: three schedulers sharing the server, 10,000 entries due
-//     at the same instant each, until all 30,000 fires are decided.
+//     at the same instant each, until all 30,000 fires are decided — first
+//     without a fleet state, then with each entry's cursor kept in Redis
+//     (redis::FleetState, as the daemon runs), and the ratio of the two.
 // Usage: redis_claims REDIS_URI [fires=10000] [rounds=10]
 // bench/redis_bench.sh starts a server, runs redis-benchmark -P 16 next to
 // this program and prints the ratio.
@@ -15,10 +17,12 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/redis/claimer.h"
+#include "fleetcron/redis/fleet_state.h"
 
 namespace {
 
@@ -105,7 +109,34 @@ class Decided final : public Observer {
   std::size_t count = 0;
 };
 
-void end_to_end(const std::string& uri, std::size_t fires) {
+// Counts cursor reads: each entry's catch-up reads its cursor once at
+// start, so the measurement begins after every replica has read them all.
+class CountingFleetState final : public FleetState {
+ public:
+  explicit CountingFleetState(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
+  CursorRead read_cursor(std::string_view job) override {
+    CursorRead read = inner_->read_cursor(job);
+    reads.fetch_add(1);
+    return read;
+  }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, nanoseconds keep) override {
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  std::vector<CursorAdvance> advance_cursors(std::span<const CursorAdvanceRequest> requests) override {
+    return inner_->advance_cursors(requests);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              nanoseconds keep, std::string_view claimant) override {
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+  std::atomic<std::size_t> reads{0};
+
+ private:
+  std::shared_ptr<FleetState> inner_;
+};
+
+// All fires decided per second.
+double end_to_end(const std::string& uri, std::size_t fires, bool with_cursors) {
   // The schedulers' virtual clock an hour ahead (past a new store's reset
   // bound); the claimers keep the real one for the skew guard.
   auto clock = std::make_shared<VirtualClock>(
@@ -114,9 +145,15 @@ void end_to_end(const std::string& uri, std::size_t fires) {
   auto decided = std::make_shared<Decided>();
   std::atomic<std::size_t> ran{0};
   std::vector<std::unique_ptr<Scheduler>> replicas;
+  std::vector<std::shared_ptr<CountingFleetState>> states;
   for (int r = 0; r < 3; ++r) {
     SchedulerOptions options;
     options.clock = clock;
+    if (with_cursors) {
+      states.push_back(std::make_shared<CountingFleetState>(std::make_shared<redis::FleetState>(
+          std::make_shared<redis::Client>(redis::parse_uri(uri)), redis::FleetStateOptions{.fleet_prefix = prefix + "fleet:"})));
+      options.fleet_state = states.back();
+    }
     options.recorder = decided;
     options.max_queued = fires;
     options.claimer = std::make_shared<redis::Claimer>(std::make_shared<redis::Client>(redis::parse_uri(uri)),
@@ -129,6 +166,9 @@ void end_to_end(const std::string& uri, std::size_t fires) {
     scheduler->start();
     replicas.push_back(std::move(scheduler));
   }
+  for (const auto& state : states) {
+    while (state->reads.load() < fires) std::this_thread::sleep_for(milliseconds{10});  // start-up, not measured
+  }
   const auto start = steady_clock::now();
   clock->advance(seconds{1});
   {
@@ -137,10 +177,12 @@ void end_to_end(const std::string& uri, std::size_t fires) {
   }
   const double elapsed = seconds_since(start);
   for (auto& scheduler : replicas) scheduler->stop(clock->steady_now() + seconds{30});
-  std::printf("end to end: 3 schedulers x %zu entries due at one instant: %zu runs (each fire once), all %zu fires "
-              "decided in %.1f ms = %.0f claims/s\n",
-              fires, ran.load(), 3 * fires, elapsed * 1e3, static_cast<double>(3 * fires) / elapsed);
+  const double rate = static_cast<double>(3 * fires) / elapsed;
+  std::printf("end to end%s: 3 schedulers x %zu entries due at one instant: %zu runs (each fire once), all %zu fires "
+              "decided in %.1f ms = %.0f fires/s\n",
+              with_cursors ? " with cursors" : "", fires, ran.load(), 3 * fires, elapsed * 1e3, rate);
   if (ran.load() != fires) std::exit(1);
+  return rate;
 }
 
 }  // namespace
@@ -158,7 +200,9 @@ int main(int argc, char** argv) {
     client->ping();
     batch_path(client, fires, rounds);
     latency(client, std::max(rounds * 200, 100));
-    end_to_end(uri, fires);
+    const double without = end_to_end(uri, fires, false);
+    const double with = end_to_end(uri, fires, true);
+    std::printf("ratio: end to end with cursors / without = %.2f\n", with / without);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redis_claims: %s\n", e.what());
     return 1;

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fleetcron/api.h"
 #include "fleetcron/time.h"
@@ -81,6 +83,14 @@ struct FLEETCRON_API CatchUpClaim {
   std::string error;
 };
 
+/// One advance of FleetState::advance_cursors(): advance_cursor()'s arguments.
+struct FLEETCRON_API CursorAdvanceRequest {
+  std::string_view job_key;
+  Instant instant{};
+  std::uint64_t schedule_digest = 0;
+  std::chrono::nanoseconds keep_for{0};
+};
+
 /// Where a fleet keeps its state. Implementations: MemoryFleetState (one
 /// process); the Redis and NATS ones follow (docs/fleet-state.md). Every
 /// call is thread-safe, bounded in time, and answers with a result, never
@@ -100,6 +110,12 @@ class FLEETCRON_API FleetState {
   [[nodiscard]] virtual CursorAdvance advance_cursor(std::string_view job_key, Instant instant,
                                                      std::uint64_t schedule_digest,
                                                      std::chrono::nanoseconds keep_for) = 0;
+
+  /// advance_cursor() for each request: one answer per request, in order.
+  /// The scheduler calls it for the fires of one claim batch, so a
+  /// networked store can advance them in one round trip (Redis pipelines
+  /// them). The default calls advance_cursor() for each.
+  [[nodiscard]] virtual std::vector<CursorAdvance> advance_cursors(std::span<const CursorAdvanceRequest> requests);
 
   /// The compare-and-set of catch-up: sets the cursor to `instant` only if
   /// it is still exactly `seen` (every field), or still absent when `seen`

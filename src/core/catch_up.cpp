@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
 #include <iterator>
 #include <random>
 
@@ -154,7 +155,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   } else if (!lock.try_lock_for(wait)) {
     return {false, "another thread is catching the entry up"};
   }
-  if (tracking.caught_up.load() || entry->removed.load()) return {true};
+  if (tracking.caught_up.load() || entry->removed.load()) return {true, {}, false};
   if (entry->paused.load()) return {false, "the entry is paused", true};
   const detail::Election election = elect();
   if (election.refused) {
@@ -195,7 +196,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
     if (round + 1 == max_catch_up_rounds) return {false, "the cursor kept moving under the compare-and-set"};
   }
   tracking.caught_up = true;
-  return {true};
+  return {true, {}, false};
 }
 
 std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const Entry& entry, const JobCursor& seen) {
@@ -268,14 +269,37 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
   enqueue(fires);
 }
 
+std::vector<CursorAdvance> Scheduler::Impl::ask_fleet_state(std::span<Fire* const> fires) {
+  std::vector<CursorAdvanceRequest> requests;
+  requests.reserve(fires.size());
+  for (const Fire* fire : fires) {
+    const CursorTracking& tracking = *fire->entry->cursor;
+    requests.push_back({fire->entry->identity.key, fire->scheduled_at, tracking.digest, nanoseconds{tracking.keep_for}});
+  }
+  std::vector<CursorAdvance> answers;
+  try {
+    answers = options_.fleet_state->advance_cursors(requests);
+    if (answers.size() != requests.size()) {
+      throw std::runtime_error(fmt::format("advance_cursors returned {} answers for {} cursors", answers.size(),
+                                           requests.size()));
+    }
+  } catch (...) {
+    answers.assign(requests.size(), CursorAdvance{CursorAdvance::Status::error, std::nullopt,
+                                                  detail::describe_exception(std::current_exception())});
+  }
+  return answers;
+}
+
 void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
+  std::vector<Fire*> moving;
   for (Fire& fire : fires) {
-    if (fire.state != FireState::granted || fire.manual || fire.catch_up || !fire.entry->cursor) continue;
-    const CursorTracking& tracking = *fire.entry->cursor;
-    const CursorAdvance advance = guarded([&] {
-      return options_.fleet_state->advance_cursor(fire.entry->identity.key, fire.scheduled_at, tracking.digest,
-                                                  nanoseconds{tracking.keep_for});
-    });
+    if (fire.state == FireState::granted && !fire.manual && !fire.catch_up && fire.entry->cursor) moving.push_back(&fire);
+  }
+  if (moving.empty()) return;
+  const std::vector<CursorAdvance> answers = ask_fleet_state(moving);  // one round trip for a claim batch
+  for (std::size_t i = 0; i < moving.size(); ++i) {
+    Fire& fire = *moving[i];
+    const CursorAdvance& advance = answers[i];
     if (advance.status == CursorAdvance::Status::error) {
       const bool was_claimed = claimed(fire);
       fire.state = FireState::dropped;

@@ -64,7 +64,7 @@ struct Fire {
   bool catch_up = false;
   /// The catch-up's later instants of an entry that limits overlap,
   /// queued one by one as each run ends (execute()).
-  std::shared_ptr<std::deque<Fire>> chain;
+  std::shared_ptr<std::deque<Fire>> chain = nullptr;
 };
 
 }  // namespace fleetcron::detail

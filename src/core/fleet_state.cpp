@@ -48,6 +48,15 @@ std::optional<JobCursor> parse_cursor_record(std::string_view text) {
   return cursor;
 }
 
+std::vector<CursorAdvance> FleetState::advance_cursors(std::span<const CursorAdvanceRequest> requests) {
+  std::vector<CursorAdvance> answers;
+  answers.reserve(requests.size());
+  for (const auto& request : requests) {
+    answers.push_back(advance_cursor(request.job_key, request.instant, request.schedule_digest, request.keep_for));
+  }
+  return answers;
+}
+
 Instant cursor_instant(Instant at) noexcept { return std::chrono::floor<std::chrono::microseconds>(at); }
 
 void check_job_key(std::string_view job_key) {

@@ -165,7 +165,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void catch_up_main();
   struct CatchUpOutcome {
     bool done = false;
-    std::string error;
+    std::string error{};
     bool quiet = false;  // an expected wait (a follower, a paused entry, a stop): retried without a warning
   };
   /// Catches the entry up, once: reads its cursor, and if the fleet missed
@@ -189,9 +189,13 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Empty when the fire's entry is caught up (catching it up first if it
   /// is not); otherwise why the fire must not be claimed yet.
   std::string catch_up_pending(const detail::Fire& fire);
-  /// Advances the cursors of the granted automatic fires before they run;
-  /// drops (and reports) those whose cursor fails (fail closed).
+  /// Advances the cursors of the granted automatic fires before they run
+  /// (one advance_cursors() call); drops (and reports) those whose cursor
+  /// fails (fail closed), or advanced after the fire's dedup window.
   void advance_cursors(std::span<detail::Fire> fires);
+  /// FleetState::advance_cursors() for these fires; a throw or a wrong
+  /// number of answers fails every one.
+  std::vector<CursorAdvance> ask_fleet_state(std::span<detail::Fire* const> fires);
   /// Marks a removed entry's cursor removed, at now (remove()).
   void write_tombstone(const detail::Entry& entry);
 

@@ -69,6 +69,21 @@ class FLEETCRON_LOCAL FleetState::Impl {
                         client_->describe(), cursor_key(job_key), value.substr(0, 64))};
   }
 
+  /// The advance script's answer as a result.
+  CursorAdvance advanced(std::string_view job_key, const Reply& reply) const {
+    if (reply.is_error()) {
+      return {CursorAdvance::Status::error, std::nullopt, fmt::format("{}: {}", client_->describe(), reply.text)};
+    }
+    const auto answer = flagged(reply);
+    if (!answer) {
+      return {CursorAdvance::Status::error, std::nullopt,
+              fmt::format("{}: the cursor script answered {}", client_->describe(), to_string(reply.type))};
+    }
+    auto [cursor, decode_error] = decode(job_key, answer->second);
+    if (!cursor) return {CursorAdvance::Status::error, std::nullopt, std::move(decode_error)};
+    return {answer->first ? CursorAdvance::Status::moved : CursorAdvance::Status::already_past, cursor, {}};
+  }
+
   std::shared_ptr<Client> client_;
   FleetStateOptions options_;
 };
@@ -106,19 +121,30 @@ CursorRead FleetState::read_cursor(std::string_view job_key) {
 
 CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
                                          std::chrono::nanoseconds keep_for) {
-  check_cursor_arguments(job_key, keep_for);
-  const std::array<std::string, 3> args{std::to_string(micros_of(instant)), std::to_string(schedule_digest),
-                                        keep_ms(keep_for)};
-  auto [reply, error] = impl_->run(advance_script(), job_key, args);
-  if (!error.empty()) return {CursorAdvance::Status::error, std::nullopt, std::move(error)};
-  const auto answer = flagged(reply);
-  if (!answer) {
-    return {CursorAdvance::Status::error, std::nullopt,
-            fmt::format("{}: the cursor script answered {}", impl_->client_->describe(), to_string(reply.type))};
+  const CursorAdvanceRequest request{job_key, instant, schedule_digest, keep_for};
+  return advance_cursors(std::span(&request, 1)).front();
+}
+
+std::vector<CursorAdvance> FleetState::advance_cursors(std::span<const CursorAdvanceRequest> requests) {
+  std::vector<std::size_t> key_counts(requests.size(), 1);
+  std::vector<std::vector<std::string>> calls;
+  calls.reserve(requests.size());
+  for (const auto& request : requests) {
+    check_cursor_arguments(request.job_key, request.keep_for);
+    calls.push_back({impl_->cursor_key(request.job_key), std::to_string(micros_of(request.instant)),
+                     std::to_string(request.schedule_digest), keep_ms(request.keep_for)});
   }
-  auto [cursor, decode_error] = impl_->decode(job_key, answer->second);
-  if (!cursor) return {CursorAdvance::Status::error, std::nullopt, std::move(decode_error)};
-  return {answer->first ? CursorAdvance::Status::moved : CursorAdvance::Status::already_past, cursor, {}};
+  std::vector<CursorAdvance> answers;
+  answers.reserve(requests.size());
+  std::vector<Reply> replies;
+  try {
+    replies = impl_->client_->impl().eval_pipeline(advance_script(), key_counts, calls);
+  } catch (const std::exception& e) {
+    answers.assign(requests.size(), CursorAdvance{CursorAdvance::Status::error, std::nullopt, e.what()});
+    return answers;
+  }
+  for (std::size_t i = 0; i < requests.size(); ++i) answers.push_back(impl_->advanced(requests[i].job_key, replies[i]));
+  return answers;
 }
 
 CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,

@@ -36,6 +36,8 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] CursorRead read_cursor(std::string_view job_key) override;
   [[nodiscard]] CursorAdvance advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
                                              std::chrono::nanoseconds keep_for) override;
+  /// One pipelined round trip for all of them.
+  [[nodiscard]] std::vector<CursorAdvance> advance_cursors(std::span<const CursorAdvanceRequest> requests) override;
   [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
                                             Instant instant, std::uint64_t schedule_digest,
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
