@@ -51,20 +51,25 @@ std::chrono::nanoseconds parse_catch_up(std::string_view text) {
   return value;
 }
 
+namespace {
+
+// `name` with `suffix` replaced by `replacement`, or `joined` appended.
+std::string derived_name(std::string_view name, std::string_view suffix, std::string_view replacement,
+                         std::string_view joined) {
+  if (name.ends_with(suffix)) return std::string(name.substr(0, name.size() - suffix.size())) + std::string(replacement);
+  return std::string(name) + std::string(joined);
+}
+
+}  // namespace
+
 std::string effective_fleet_prefix(const Settings& settings) {
   if (!settings.fleet_prefix.empty()) return settings.fleet_prefix;
-  constexpr std::string_view claim = "claim:";
-  const std::string_view prefix = settings.claim_prefix;
-  if (prefix.ends_with(claim)) return std::string(prefix.substr(0, prefix.size() - claim.size())) + "fleet:";
-  return std::string(prefix) + "fleet:";
+  return derived_name(settings.claim_prefix, "claim:", "fleet:", "fleet:");
 }
 
 std::string effective_fleet_bucket(const Settings& settings) {
   if (!settings.fleet_bucket.empty()) return settings.fleet_bucket;
-  constexpr std::string_view claims = "CLAIMS";
-  const std::string_view bucket = settings.claim_bucket;
-  if (bucket.ends_with(claims)) return std::string(bucket.substr(0, bucket.size() - claims.size())) + "STATE";
-  return std::string(bucket) + "_STATE";
+  return derived_name(settings.claim_bucket, "CLAIMS", "STATE", "_STATE");
 }
 
 ListenAddress parse_listen_address(const std::string& text) {

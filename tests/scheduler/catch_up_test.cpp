@@ -244,10 +244,27 @@ TEST(CatchUp, FiresThatRanAreNeverCaughtUpAgain) {
   for (const auto& [instant, count] : runs) EXPECT_EQ(count, 1) << format_rfc3339(instant);
 }
 
-// A fleet state that fails while `failing` is set.
-class FlakyFleetState final : public FleetState {
+// Forwards every call to another fleet state; tests override what they change.
+class ForwardingFleetState : public FleetState {
  public:
-  explicit FlakyFleetState(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
+  explicit ForwardingFleetState(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
+  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+
+ protected:
+  std::shared_ptr<FleetState> inner_;
+};
+
+// A fleet state that fails while `failing` is set.
+class FlakyFleetState final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
   std::atomic<bool> failing{true};
 
   CursorRead read_cursor(std::string_view job) override {
@@ -263,16 +280,14 @@ class FlakyFleetState final : public FleetState {
     if (failing) return {CatchUpClaim::Status::error, std::nullopt, "store down"};
     return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
   }
-
- private:
-  std::shared_ptr<FleetState> inner_;
 };
 
 // A fleet state whose reads wait until `readers` callers read, so their
 // compare-and-sets race from the same cursor.
-class BarrierFleetState final : public FleetState {
+class BarrierFleetState final : public ForwardingFleetState {
  public:
-  BarrierFleetState(std::shared_ptr<FleetState> inner, int readers) : inner_(std::move(inner)), readers_(readers) {}
+  BarrierFleetState(std::shared_ptr<FleetState> inner, int readers)
+      : ForwardingFleetState(std::move(inner)), readers_(readers) {}
 
   CursorRead read_cursor(std::string_view job) override {
     CursorRead read = inner_->read_cursor(job);
@@ -281,26 +296,16 @@ class BarrierFleetState final : public FleetState {
     cv_.wait_for(lock, 10s, [&] { return readers_ <= 0; });
     return read;
   }
-  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
-    return inner_->advance_cursor(job, at, digest, keep);
-  }
-  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
-                              std::chrono::nanoseconds keep, std::string_view claimant) override {
-    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
-  }
-
- private:
-  std::shared_ptr<FleetState> inner_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int readers_;
-
- public:
   /// Whether every reader arrived (else the race the test wants did not happen).
   bool all_arrived() {
     std::lock_guard guard(mutex_);
     return readers_ <= 0;
   }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int readers_;
 };
 
 TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
@@ -400,24 +405,18 @@ TEST(CatchUp, WithinTheDedupWindowOnlyWhenTheFleetMayHaveGoReplicas) {
 }
 
 // A fleet state whose advance takes `delay` of the virtual clock.
-class SlowAdvanceFleetState final : public FleetState {
+class SlowAdvanceFleetState final : public ForwardingFleetState {
  public:
   SlowAdvanceFleetState(std::shared_ptr<FleetState> inner, std::shared_ptr<VirtualClock> clock)
-      : inner_(std::move(inner)), clock_(std::move(clock)) {}
+      : ForwardingFleetState(std::move(inner)), clock_(std::move(clock)) {}
   std::atomic<bool> slow{false};
 
-  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
   CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
     if (slow.exchange(false)) clock_->advance(11min);  // a pause between the claim and the advance
     return inner_->advance_cursor(job, at, digest, keep);
   }
-  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
-                              std::chrono::nanoseconds keep, std::string_view claimant) override {
-    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
-  }
 
  private:
-  std::shared_ptr<FleetState> inner_;
   std::shared_ptr<VirtualClock> clock_;
 };
 
