@@ -331,6 +331,14 @@ void Elector::Impl::resign() {
 
 void Elector::Impl::release_lease() {
   std::unique_lock one_at_a_time(campaign_mutex_);
+  // Demoted here before the key goes: once the server deletes it another
+  // replica may lead, and this one must not answer leader meanwhile (the
+  // wedged-scheduler test caught the window under ASan).
+  std::uint64_t lost = 0;
+  {
+    std::lock_guard guard(mutex_);
+    lost = demote_locked();
+  }
   std::string error;
   try {
     const std::array<std::string, 1> keys{options_.leader_key};
@@ -342,11 +350,9 @@ void Elector::Impl::release_lease() {
   } catch (...) {
     error = client_->describe() + ": resign failed";
   }
-  std::uint64_t lost = 0;
-  {
+  if (!error.empty()) {
     std::lock_guard guard(mutex_);
-    if (!error.empty()) last_error_ = error;
-    lost = demote_locked();
+    last_error_ = error;
   }
   one_at_a_time.unlock();
   notify_lost(lost);
