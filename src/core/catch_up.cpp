@@ -149,12 +149,34 @@ std::string Scheduler::Impl::catch_up_pending(const Fire& fire) {
 
 Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<Entry>& entry, nanoseconds wait) {
   CursorTracking& tracking = *entry->cursor;
-  std::unique_lock lock(tracking.mutex, std::defer_lock);
-  if (wait == nanoseconds::max()) {
-    lock.lock();
-  } else if (!lock.try_lock_for(wait)) {
-    return {false, "another thread is catching the entry up"};
+  {
+    std::unique_lock lock(tracking.mutex);
+    const auto idle = [&] { return !tracking.busy; };
+    if (wait == nanoseconds::max()) {
+      tracking.idle.wait(lock, idle);
+    } else if (!tracking.idle.wait_for(lock, wait, idle)) {
+      return {false, "another thread is catching the entry up", false};
+    }
+    tracking.busy = true;
   }
+  // Released however this returns.
+  class Busy {
+   public:
+    explicit Busy(CursorTracking& tracking) : tracking_(tracking) {}
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+    ~Busy() {
+      {
+        std::lock_guard guard(tracking_.mutex);
+        tracking_.busy = false;
+      }
+      tracking_.idle.notify_all();
+    }
+
+   private:
+    CursorTracking& tracking_;
+  };
+  const Busy busy(tracking);
   if (tracking.caught_up.load() || entry->removed.load()) return {true, {}, false};
   if (entry->paused.load()) return {false, "the entry is paused", true};
   const detail::Election election = elect();

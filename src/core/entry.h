@@ -39,7 +39,11 @@ struct OverlapState {
 /// The fleet state's cursor of one keyed entry (catch_up.cpp), when the
 /// scheduler has a fleet state and the entry's catch-up reach is not 0.
 struct CursorTracking {
-  std::timed_mutex mutex;  // held by whoever catches the entry up (one at a time)
+  std::mutex mutex;  // guards busy
+  std::condition_variable idle;
+  /// Someone is catching the entry up (one at a time). A flag rather than
+  /// a timed mutex: ThreadSanitizer does not see pthread_mutex_clocklock.
+  bool busy = false;
   std::atomic<bool> caught_up{false};
   /// The entry's first instant on this replica's loop: catch-up covers the
   /// instants after the cursor and before it. Written under the

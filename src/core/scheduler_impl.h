@@ -37,18 +37,20 @@ namespace fleetcron {
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):
 ///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_,
-///                             CursorTracking::mutex (joining threads that take them)
+///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
 ///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
-///   CursorTracking::mutex  -> mutex_, queue_mutex_, runs_mutex_ (a catch-up reading the schedule, claiming
-///                             and queueing its fires), the Clock's and the EventBus's locks
+///   CursorTracking::busy (a flag held like a lock, across one catch-up)
+///                          -> mutex_, queue_mutex_, runs_mutex_ (reading the schedule, claiming and
+///                             queueing its fires), the Clock's and the EventBus's locks
 ///   catch_up_mutex_        -> the Clock's own lock
-/// Entry::overlap_mutex, random_mutex_ and liveness_mutex_ are leaves. No
+/// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
+/// liveness_mutex_ are leaves. No
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
 /// observers, the recorder, the logger), except that Schedule::next() runs
-/// under mutex_, and that an entry's CursorTracking::mutex is held across
+/// under mutex_, and that an entry's CursorTracking::busy is held across
 /// its catch-up's calls (elector, fleet state, claimer, recorder, logger):
 /// it keeps the entry's own fires from passing its cursor meanwhile, and
 /// a fire waits for it at most catch_up_wait.
