@@ -814,9 +814,11 @@ TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
     std::mutex mutex;
     std::condition_variable cv;
     bool open = false;
+    bool entered = false;
     std::vector<std::size_t> kinds;
     void on_event(const Event& e) override {
       std::unique_lock lock(mutex);
+      entered = true;
       cv.wait(lock, [this] { return open; });
       kinds.push_back(e.index());
     }
@@ -826,7 +828,15 @@ TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
   options.observers = {slow};
   options.observer_queue = 2;
   Scheduler s(options);
-  for (int i = 0; i < 10; ++i) s.add("* * * * *", noop());  // 10 ScheduledEvents into a queue of 2
+  // The observer holds the first event before the rest arrive, so the
+  // queue of 2 takes two more and every later one is dropped: no event
+  // gets in after a drop before the queue has drained.
+  s.add("* * * * *", noop());
+  ASSERT_TRUE(Harness::eventually([&] {
+    std::lock_guard guard(slow->mutex);
+    return slow->entered;
+  }));
+  for (int i = 1; i < 10; ++i) s.add("* * * * *", noop());  // 9 more ScheduledEvents
   ASSERT_TRUE(h.log->wait_count<ObserverDropEvent>(1));
   {
     std::lock_guard guard(slow->mutex);
@@ -834,6 +844,7 @@ TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
   }
   slow->cv.notify_all();
   const std::size_t dropped = h.log->all<ObserverDropEvent>().back().dropped;
+  EXPECT_EQ(dropped, 7u);  // one held, two queued
   const auto scheduled_index = Event(ScheduledEvent{}).index();
   const auto scheduled = [&] {
     std::lock_guard guard(slow->mutex);
