@@ -129,6 +129,10 @@ class CountingFleetState final : public FleetState {
                               nanoseconds keep, std::string_view claimant) override {
     return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
   }
+  std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
+    return inner_->record_fires(writes);
+  }
+  LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
   std::atomic<std::size_t> reads{0};
 
  private:

@@ -1,8 +1,8 @@
 // fleetcron — the fleet state: what the fleet remembers across replicas
-// and restarts, kept in the coordination store (docs/fleet-state.md).
-// This first part is each job's cursor: the newest instant the fleet has
-// handled, and the compare-and-set through which missed instants are
-// caught up exactly once.
+// and restarts, kept in the coordination store (docs/fleet-state.md):
+// each job's cursor (the newest instant the fleet has handled, and the
+// compare-and-set through which missed instants are caught up exactly
+// once) and each job's ledger (what became of its recent fires).
 #pragma once
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fleetcron/api.h"
+#include "fleetcron/fire_record.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -91,6 +92,35 @@ struct FLEETCRON_API CursorAdvanceRequest {
   std::chrono::nanoseconds keep_for{0};
 };
 
+/// One write of FleetState::record_fires(): a record and the bounds of
+/// its job's ledger.
+struct FLEETCRON_API LedgerWrite {
+  FireRecord record;
+  LedgerRetention retention;
+};
+
+/// The answer to one LedgerWrite.
+struct FLEETCRON_API LedgerWriteResult {
+  enum class Status {
+    written,    ///< the record is the fire's entry now
+    outranked,  ///< the fire's entry already held a record of this rank or higher (ledger_rank); kept
+    error,      ///< the store failed; the record may or may not be kept
+  };
+  Status status = Status::error;
+  std::string error;
+};
+
+/// The answer to FleetState::read_fires().
+struct FLEETCRON_API LedgerRead {
+  enum class Status {
+    found,  ///< `records` holds the ledger's newest (none when the job has no ledger)
+    error,  ///< the store failed, or holds something that is not a record; `error` says which
+  };
+  Status status = Status::error;
+  std::vector<FireRecord> records;  ///< newest scheduled instant first
+  std::string error;
+};
+
 /// Where a fleet keeps its state. Implementations: MemoryFleetState (one
 /// process); the Redis and NATS ones follow (docs/fleet-state.md). Every
 /// call is thread-safe, bounded in time, and answers with a result, never
@@ -127,6 +157,20 @@ class FLEETCRON_API FleetState {
                                                     Instant instant, std::uint64_t schedule_digest,
                                                     std::chrono::nanoseconds keep_for, std::string_view claimant) = 0;
 
+  /// Writes each record into its job's ledger, under its fire key, unless
+  /// the entry there ranks as high or higher (ledger_rank()), and applies
+  /// the write's retention to that ledger: the newest `keep_count` records
+  /// stay, a record scheduled more than `keep_for` before the ledger's
+  /// newest goes, and the whole ledger expires `keep_for` after its last write.
+  /// One answer per write, in order; a networked store sends them in one
+  /// round trip. Throws std::invalid_argument (check_fire_record(),
+  /// check_ledger_retention()) before it writes anything.
+  [[nodiscard]] virtual std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) = 0;
+
+  /// The job's newest `limit` records (1 to LedgerRetention::max_keep_count),
+  /// newest scheduled instant first.
+  [[nodiscard]] virtual LedgerRead read_fires(std::string_view job_key, std::size_t limit) = 0;
+
  protected:
   FleetState() = default;
 };
@@ -145,6 +189,21 @@ FLEETCRON_API void check_cursor_arguments(std::string_view job_key, std::chrono:
 FLEETCRON_API void check_catch_up_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for,
                                             const std::optional<JobCursor>& seen, Instant instant,
                                             std::string_view claimant);
+
+/// Throws std::invalid_argument naming the write unless every record and
+/// retention passes check_fire_record() and check_ledger_retention().
+FLEETCRON_API void check_ledger_writes(std::span<const LedgerWrite> writes);
+/// Throws std::invalid_argument unless `job_key` is not blank and `limit`
+/// is 1 to LedgerRetention::max_keep_count.
+FLEETCRON_API void check_ledger_read(std::string_view job_key, std::size_t limit);
+
+/// The ledger's rules for a store that keeps a job's ledger as one value
+/// (memory, NATS): applies `writes` (all for the job of `ledger`) to
+/// `ledger`, its records newest scheduled instant first (ties: greater
+/// fire key first), as record_fires() describes — rank, then retention.
+/// Instants are kept to the microsecond. One answer per write.
+[[nodiscard]] FLEETCRON_API std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
+                                                                              std::span<const LedgerWrite> writes);
 
 /// A cursor as Redis and NATS store it: "<instant µs> <schedule digest>
 /// <version> <claimant or ->", e.g. "1767322800000000 42 3 -".

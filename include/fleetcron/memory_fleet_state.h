@@ -13,10 +13,10 @@
 
 namespace fleetcron {
 
-/// Cursors in a map, each expiring `keep_for` after its last write (on the
-/// clock's steady timeline). Bounded: at most `max_cursors` live cursors
-/// (default 100,000); past that, writes of new jobs fail with an error
-/// naming the limit. Share one instance between schedulers to make them
+/// Cursors and ledgers in maps, each expiring `keep_for` after its last
+/// write (on the clock's steady timeline). Bounded: at most `max_cursors`
+/// live cursors and as many live ledgers (default 100,000 each); past
+/// that, writes of new jobs fail with an error naming the limit. Share one instance between schedulers to make them
 /// one fleet.
 class FLEETCRON_API MemoryFleetState final : public FleetState {
  public:
@@ -33,6 +33,11 @@ class FLEETCRON_API MemoryFleetState final : public FleetState {
                                             Instant instant, std::uint64_t schedule_digest,
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
+  [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
+  [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+
+  /// Live (unexpired) ledgers right now.
+  [[nodiscard]] std::size_t ledgers() const;
   /// Live (unexpired) cursors right now.
   [[nodiscard]] std::size_t size() const;
 

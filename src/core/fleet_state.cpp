@@ -74,6 +74,69 @@ void check_cursor_arguments(std::string_view job_key, std::chrono::nanoseconds k
   }
 }
 
+void check_ledger_writes(std::span<const LedgerWrite> writes) {
+  for (const auto& write : writes) {
+    check_fire_record(write.record);
+    check_ledger_retention(write.retention);
+  }
+}
+
+void check_ledger_read(std::string_view job_key, std::size_t limit) {
+  check_job_key(job_key);
+  if (limit < 1 || limit > LedgerRetention::max_keep_count) {
+    throw std::invalid_argument(fmt::format("fleet state: ledger read of job \"{}\": limit {} is outside 1..{}",
+                                            job_key, limit, LedgerRetention::max_keep_count));
+  }
+}
+
+namespace {
+
+FireRecord to_the_microsecond(FireRecord record) {
+  const auto floor = [](Instant at) { return std::chrono::floor<std::chrono::microseconds>(at); };
+  record.scheduled_at = floor(record.scheduled_at);
+  for (auto* at : {&record.started_at, &record.finished_at, &record.last_missed}) {
+    if (*at) **at = floor(**at);
+  }
+  return record;
+}
+
+bool newer(const FireRecord& a, const FireRecord& b) {
+  return a.scheduled_at != b.scheduled_at ? a.scheduled_at > b.scheduled_at : a.fire_key > b.fire_key;
+}
+
+void apply_retention(std::vector<FireRecord>& ledger, const LedgerRetention& retention) {
+  if (ledger.empty()) return;
+  const Instant oldest = ledger.front().scheduled_at - std::chrono::duration_cast<Instant::duration>(retention.keep_for);
+  const auto past = std::find_if(ledger.begin(), ledger.end(), [&](const FireRecord& r) { return r.scheduled_at < oldest; });
+  ledger.erase(past, ledger.end());
+  if (ledger.size() > retention.keep_count) ledger.resize(retention.keep_count);
+}
+
+}  // namespace
+
+std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
+                                                   std::span<const LedgerWrite> writes) {
+  std::vector<LedgerWriteResult> results;
+  results.reserve(writes.size());
+  for (const auto& write : writes) {
+    FireRecord record = to_the_microsecond(write.record);
+    const auto same = std::find_if(ledger.begin(), ledger.end(),
+                                   [&](const FireRecord& kept) { return kept.fire_key == record.fire_key; });
+    if (same != ledger.end()) {
+      if (ledger_rank(*same) >= ledger_rank(record)) {
+        results.push_back({LedgerWriteResult::Status::outranked, {}});
+        continue;
+      }
+      ledger.erase(same);
+    }
+    const auto at = std::find_if(ledger.begin(), ledger.end(), [&](const FireRecord& kept) { return newer(record, kept); });
+    ledger.insert(at, std::move(record));
+    apply_retention(ledger, write.retention);
+    results.push_back({LedgerWriteResult::Status::written, {}});
+  }
+  return results;
+}
+
 void check_catch_up_arguments(std::string_view job_key, std::chrono::nanoseconds keep_for,
                               const std::optional<JobCursor>& seen, Instant instant, std::string_view claimant) {
   check_cursor_arguments(job_key, keep_for);

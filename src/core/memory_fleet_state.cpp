@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/memory_ledger.h"
+
 namespace fleetcron {
 
 struct FLEETCRON_LOCAL MemoryFleetState::State {
@@ -23,6 +25,7 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
   mutable std::mutex mutex;  // guards the members below
   std::unordered_map<std::string, Record> cursors;
   ExpiryOrder expiry_order;  // one entry per record
+  std::unique_ptr<detail::MemoryLedgers> ledgers;
 
   void purge_expired(Clock::SteadyTime now) {
     while (!expiry_order.empty() && expiry_order.begin()->first <= now) {
@@ -68,6 +71,7 @@ MemoryFleetState::MemoryFleetState(std::shared_ptr<Clock> clock, std::size_t max
   if (max_cursors == 0) throw std::invalid_argument("MemoryFleetState: max_cursors 0 is below the minimum of 1");
   state_->clock = std::move(clock);
   state_->max_cursors = max_cursors;
+  state_->ledgers = std::make_unique<detail::MemoryLedgers>(max_cursors);
 }
 
 MemoryFleetState::~MemoryFleetState() = default;
@@ -111,6 +115,29 @@ CatchUpClaim MemoryFleetState::claim_catch_up(std::string_view job_key, const st
   auto [written, error] = state_->write(job_key, instant, schedule_digest, claimant, now + keep_for);
   if (written == nullptr) return {CatchUpClaim::Status::error, std::nullopt, std::move(error)};
   return {CatchUpClaim::Status::claimed, written->cursor, {}};
+}
+
+std::vector<LedgerWriteResult> MemoryFleetState::record_fires(std::span<const LedgerWrite> writes) {
+  check_ledger_writes(writes);
+  const auto now = state_->clock->steady_now();
+  std::vector<LedgerWriteResult> results;
+  results.reserve(writes.size());
+  std::lock_guard guard(state_->mutex);
+  for (const auto& write : writes) results.push_back(state_->ledgers->write(write, now));
+  return results;
+}
+
+LedgerRead MemoryFleetState::read_fires(std::string_view job_key, std::size_t limit) {
+  check_ledger_read(job_key, limit);
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  return {LedgerRead::Status::found, state_->ledgers->read(job_key, limit, now), {}};
+}
+
+std::size_t MemoryFleetState::ledgers() const {
+  const auto now = state_->clock->steady_now();
+  std::lock_guard guard(state_->mutex);
+  return state_->ledgers->size(now);
 }
 
 std::size_t MemoryFleetState::size() const {

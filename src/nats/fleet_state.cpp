@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "fleetcron/duration.h"
@@ -50,8 +51,26 @@ class FLEETCRON_LOCAL FleetState::Impl {
     }
   }
 
+  /// A key's entry (nullopt: absent), or an error message.
+  struct Fetched {
+    std::optional<Entry> entry;
+    std::string error;
+  };
+
   Read read(const std::string& key) {
-    Read out;
+    Fetched fetched = fetch(key);
+    Read out{std::move(fetched.entry), std::nullopt, std::move(fetched.error)};
+    if (!out.error.empty() || !out.entry) return out;
+    out.cursor = parse_cursor_record(out.entry->value);
+    if (!out.cursor) {
+      out.error = fmt::format("bucket {}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
+                              bucket->name(), key, out.entry->value.substr(0, 64));
+    }
+    return out;
+  }
+
+  Fetched fetch(const std::string& key) {
+    Fetched out;
     try {
       out.entry = on_bucket([&] { return bucket->get(key); });
     } catch (const BackendError& e) {
@@ -70,24 +89,55 @@ class FLEETCRON_LOCAL FleetState::Impl {
       }
     } catch (const std::exception& e) {
       out.error = e.what();
-      return out;
-    }
-    if (!out.entry) return out;
-    out.cursor = parse_cursor_record(out.entry->value);
-    if (!out.cursor) {
-      out.error = fmt::format("bucket {}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
-                              bucket->name(), key, out.entry->value.substr(0, 64));
     }
     return out;
   }
 
-  /// Writes `value` if the key is still at `read` (absent: created); the
-  /// new revision, nullopt if another writer came first.
-  std::optional<std::uint64_t> write(const std::string& key, const Read& read, const std::string& value) {
+  /// Writes `value` if the key is still at `entry` (nullopt: absent, so
+  /// created); the new revision, nullopt if another writer came first.
+  std::optional<std::uint64_t> write(const std::string& key, const std::optional<Entry>& entry,
+                                     const std::string& value) {
     return on_bucket([&] {
-      return read.entry ? bucket->update(key, value, read.entry->revision) : bucket->create(key, value);
+      return entry ? bucket->update(key, value, entry->revision) : bucket->create(key, value);
     });
   }
+  std::optional<std::uint64_t> write(const std::string& key, const Read& read, const std::string& value) {
+    return write(key, read.entry, value);
+  }
+
+  /// The records of the ledger value `value` of `key`, or an error.
+  std::pair<std::vector<FireRecord>, std::string> parse_ledger(const std::string& key, std::string_view value) const {
+    std::vector<FireRecord> records;
+    while (!value.empty()) {
+      const auto end = value.find('\n');
+      const std::string_view line = value.substr(0, end);
+      std::optional<FireRecord> record = parse_fire_record(line);
+      if (!record) {
+        return {{}, fmt::format("bucket {}: {} holds \"{}\", not a fire record", bucket->name(), key,
+                                line.substr(0, 64))};
+      }
+      records.push_back(std::move(*record));
+      value.remove_prefix(end == std::string_view::npos ? value.size() : end + 1);
+    }
+    return {std::move(records), {}};
+  }
+
+  /// `records` as one value, newest first; the oldest are left out as
+  /// long as it would be longer than max_ledger_value_bytes.
+  static std::string format_ledger(std::vector<FireRecord>& records) {
+    std::vector<std::string> lines;
+    std::size_t bytes = 0;
+    for (const auto& record : records) {
+      std::string line = format_fire_record(record);
+      if (bytes + line.size() + 1 > FleetState::max_ledger_value_bytes) break;
+      bytes += line.size() + 1;
+      lines.push_back(std::move(line));
+    }
+    records.resize(lines.size());
+    return fmt::format("{}", fmt::join(lines, "\n"));
+  }
+
+  std::vector<LedgerWriteResult> record_job(const std::string& key, std::span<const LedgerWrite> writes);
 
   /// Why this key or keep_for cannot be kept in the bucket; empty if it can.
   std::string refuse(const std::string& key, std::chrono::nanoseconds keep_for) {
@@ -110,6 +160,34 @@ class FLEETCRON_LOCAL FleetState::Impl {
 
   std::shared_ptr<Bucket> bucket;
 };
+
+std::vector<LedgerWriteResult> FleetState::Impl::record_job(const std::string& key,
+                                                            std::span<const LedgerWrite> writes) {
+  const auto failed = [&](std::string error) {
+    return std::vector<LedgerWriteResult>(writes.size(), LedgerWriteResult{LedgerWriteResult::Status::error, error});
+  };
+  if (key.size() > max_key_bytes) {
+    return failed(fmt::format("bucket {}: the ledger key encodes to {} bytes, above the {}-byte limit for NATS keys",
+                              bucket->name(), key.size(), max_key_bytes));
+  }
+  try {
+    for (int round = 0; round < max_rounds; ++round) {
+      Fetched fetched = fetch(key);
+      if (!fetched.error.empty()) return failed(std::move(fetched.error));
+      auto [records, error] = fetched.entry ? parse_ledger(key, fetched.entry->value)
+                                            : std::pair<std::vector<FireRecord>, std::string>{};
+      if (!error.empty()) return failed(std::move(error));
+      std::vector<LedgerWriteResult> results = apply_ledger_writes(records, writes);
+      const bool changed = std::any_of(results.begin(), results.end(), [](const LedgerWriteResult& r) {
+        return r.status == LedgerWriteResult::Status::written;
+      });
+      if (!changed || write(key, fetched.entry, format_ledger(records))) return results;
+    }
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  }
+  return failed(fmt::format("bucket {}: {} kept changing under {} compare-and-swaps", bucket->name(), key, max_rounds));
+}
 
 FleetState::FleetState(std::shared_ptr<Bucket> bucket) {
   if (!bucket) throw std::invalid_argument("nats::FleetState: bucket is null");
@@ -177,6 +255,41 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
   }
   return {CatchUpClaim::Status::error, std::nullopt,
           fmt::format("bucket {}: {} kept changing under {} compare-and-swaps", impl_->bucket->name(), key, max_rounds)};
+}
+
+std::string FleetState::ledger_key(std::string_view job_key) { return "ledger." + encode_key(job_key); }
+
+std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWrite> writes) {
+  check_ledger_writes(writes);
+  // Each job's writes in one compare-and-swap of its ledger, in the order given.
+  std::vector<LedgerWriteResult> results(writes.size());
+  std::vector<bool> done(writes.size(), false);
+  for (std::size_t first = 0; first < writes.size(); ++first) {
+    if (done[first]) continue;
+    std::vector<std::size_t> indexes;
+    std::vector<LedgerWrite> job_writes;
+    for (std::size_t i = first; i < writes.size(); ++i) {
+      if (done[i] || writes[i].record.job_key != writes[first].record.job_key) continue;
+      done[i] = true;
+      indexes.push_back(i);
+      job_writes.push_back(writes[i]);
+    }
+    const auto job_results = impl_->record_job(ledger_key(writes[first].record.job_key), job_writes);
+    for (std::size_t i = 0; i < indexes.size(); ++i) results[indexes[i]] = job_results[i];
+  }
+  return results;
+}
+
+LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
+  check_ledger_read(job_key, limit);
+  const std::string key = ledger_key(job_key);
+  Impl::Fetched fetched = impl_->fetch(key);
+  if (!fetched.error.empty()) return {LedgerRead::Status::error, {}, std::move(fetched.error)};
+  if (!fetched.entry) return {LedgerRead::Status::found, {}, {}};
+  auto [records, error] = impl_->parse_ledger(key, fetched.entry->value);
+  if (!error.empty()) return {LedgerRead::Status::error, {}, std::move(error)};
+  if (records.size() > limit) records.resize(limit);
+  return {LedgerRead::Status::found, std::move(records), {}};
 }
 
 }  // namespace fleetcron::nats

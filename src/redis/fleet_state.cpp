@@ -22,10 +22,24 @@ const Script& catch_up_script() {
   return script;
 }
 
+const Script& record_fire_script() {
+  static const Script script(detail::record_fire_script);
+  return script;
+}
+
+const Script& read_fires_script() {
+  static const Script script(detail::read_fires_script);
+  return script;
+}
+
 std::int64_t micros_of(Instant at) { return cursor_instant(at).time_since_epoch().count() / 1000; }
 
 std::string keep_ms(std::chrono::nanoseconds keep_for) {
   return std::to_string(std::chrono::ceil<std::chrono::milliseconds>(keep_for).count());
+}
+
+std::string keep_us(std::chrono::nanoseconds keep_for) {
+  return std::to_string(std::chrono::floor<std::chrono::microseconds>(keep_for).count());
 }
 
 // A script's {flag, value} answer; nullopt if it is not that.
@@ -46,6 +60,25 @@ class FLEETCRON_LOCAL FleetState::Impl {
 
   std::string cursor_key(std::string_view job_key) const {
     return fmt::format("{}cursor:{{{}}}", options_.fleet_prefix, job_key);
+  }
+  std::string ledger_index_key(std::string_view job_key) const {
+    return fmt::format("{}ledger:{{{}}}", options_.fleet_prefix, job_key);
+  }
+  std::string ledger_records_key(std::string_view job_key) const {
+    return fmt::format("{}ledger-records:{{{}}}", options_.fleet_prefix, job_key);
+  }
+
+  /// The record script's answer as a result.
+  LedgerWriteResult recorded(const FireRecord& record, const Reply& reply) const {
+    if (reply.is_error()) {
+      return {LedgerWriteResult::Status::error,
+              fmt::format("{}: fire {} not recorded: {}", client_->describe(), record.fire_key, reply.text)};
+    }
+    if (reply.type != Reply::Type::integer) {
+      return {LedgerWriteResult::Status::error,
+              fmt::format("{}: the ledger script answered {}", client_->describe(), to_string(reply.type))};
+    }
+    return {reply.integer == 1 ? LedgerWriteResult::Status::written : LedgerWriteResult::Status::outranked, {}};
   }
 
   /// Runs `script` on the job's cursor; the reply, or an error message.
@@ -166,5 +199,61 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
   if (!cursor) return {CatchUpClaim::Status::error, std::nullopt, std::move(decode_error)};
   return {answer->first ? CatchUpClaim::Status::claimed : CatchUpClaim::Status::superseded, cursor, {}};
 }
+
+std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWrite> writes) {
+  check_ledger_writes(writes);
+  std::vector<std::size_t> key_counts(writes.size(), 2);
+  std::vector<std::vector<std::string>> calls;
+  calls.reserve(writes.size());
+  for (const auto& write : writes) {
+    const FireRecord& record = write.record;
+    calls.push_back({impl_->ledger_index_key(record.job_key), impl_->ledger_records_key(record.job_key),
+                     record.fire_key, std::to_string(micros_of(record.scheduled_at)), format_fire_record(record),
+                     std::to_string(ledger_rank(record)), std::to_string(write.retention.keep_count),
+                     keep_us(write.retention.keep_for), keep_ms(write.retention.keep_for)});
+  }
+  std::vector<LedgerWriteResult> results;
+  results.reserve(writes.size());
+  std::vector<Reply> replies;
+  try {
+    replies = impl_->client_->impl().eval_pipeline(record_fire_script(), key_counts, calls);
+  } catch (const std::exception& e) {
+    results.assign(writes.size(), LedgerWriteResult{LedgerWriteResult::Status::error, e.what()});
+    return results;
+  }
+  for (std::size_t i = 0; i < writes.size(); ++i) results.push_back(impl_->recorded(writes[i].record, replies[i]));
+  return results;
+}
+
+LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
+  check_ledger_read(job_key, limit);
+  const std::array<std::string, 2> keys{impl_->ledger_index_key(job_key), impl_->ledger_records_key(job_key)};
+  const std::array<std::string, 1> args{std::to_string(limit)};
+  Reply reply;
+  try {
+    reply = impl_->client_->impl().eval(read_fires_script(), keys, args);
+  } catch (const std::exception& e) {
+    return {LedgerRead::Status::error, {}, e.what()};
+  }
+  if (reply.type != Reply::Type::array) {
+    return {LedgerRead::Status::error, {},
+            fmt::format("{}: reading {} answered {}", impl_->client_->describe(), keys[1],
+                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+  }
+  LedgerRead read{LedgerRead::Status::found, {}, {}};
+  for (const Reply& element : reply.elements) {
+    std::optional<FireRecord> record =
+        element.type == Reply::Type::string ? parse_fire_record(element.text) : std::nullopt;
+    if (!record) {
+      return {LedgerRead::Status::error, {},
+              fmt::format("{}: {} holds \"{}\", not a fire record", impl_->client_->describe(), keys[1],
+                          element.text.substr(0, 64))};
+    }
+    read.records.push_back(std::move(*record));
+  }
+  return read;
+}
+
+std::string FleetState::ledger_key(std::string_view job_key) const { return impl_->ledger_index_key(job_key); }
 
 }  // namespace fleetcron::redis

@@ -161,4 +161,57 @@ redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
 return {1, value}
 )lua";
 
+// KEYS: the ledger's index (a sorted set: fire key scored by its instant
+// in µs) and its records (a hash: fire key -> record). ARGV: fire key,
+// instant µs, record, its rank, keep count, keep-for µs, keep-for ms.
+// Writes the record unless the one kept for the fire key ranks as high
+// (the rank is the record's first field), then trims the ledger to the
+// newest keep count and to keep-for before its newest instant, and sets
+// both keys to expire. Returns 1 when written, 0 when outranked.
+inline constexpr const char* record_fire_script = R"lua(
+local existing = redis.call('HGET', KEYS[2], ARGV[1])
+local written = 0
+if existing then
+  local rank = string.match(existing, '^(%d+) ')
+  if not rank then return redis.error_reply('NOTRECORD the ledger holds something other than a fire record') end
+  if tonumber(rank) < tonumber(ARGV[4]) then written = 1 end
+else
+  written = 1
+end
+if written == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  local oldest = tonumber(newest[2]) - tonumber(ARGV[6])
+  local doomed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', oldest))
+  local count = redis.call('ZCARD', KEYS[1]) - #doomed
+  local keep = tonumber(ARGV[5])
+  if count > keep then
+    local extra = redis.call('ZRANGE', KEYS[1], #doomed, #doomed + count - keep - 1)
+    for _, member in ipairs(extra) do doomed[#doomed + 1] = member end
+  end
+  for i = 1, #doomed, 1000 do
+    local chunk = {unpack(doomed, i, math.min(i + 999, #doomed))}
+    redis.call('HDEL', KEYS[2], unpack(chunk))
+    redis.call('ZREM', KEYS[1], unpack(chunk))
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+redis.call('PEXPIRE', KEYS[2], ARGV[7])
+return written
+)lua";
+
+// KEYS: the ledger's index and records. ARGV: how many. Returns the newest
+// records, newest instant first.
+inline constexpr const char* read_fires_script = R"lua(
+local members = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #members == 0 then return {} end
+local records = redis.call('HMGET', KEYS[2], unpack(members))
+local out = {}
+for i = 1, #members do
+  if records[i] then out[#out + 1] = records[i] end
+end
+return out
+)lua";
+
 }  // namespace fleetcron::redis::detail

@@ -256,6 +256,10 @@ class ForwardingFleetState : public FleetState {
                               std::chrono::nanoseconds keep, std::string_view claimant) override {
     return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
   }
+  std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
+    return inner_->record_fires(writes);
+  }
+  LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
 
  protected:
   std::shared_ptr<FleetState> inner_;

@@ -28,6 +28,12 @@ inline constexpr std::string_view default_state_bucket = "FLEETCRON_STATE";
 /// compare-and-set on the record's content. A NATS failure is an error
 /// result, never an exception; a bucket found missing is created again
 /// once (its cursors are gone: nothing is caught up, as for a new job).
+/// A job's ledger is the key "ledger." + encode_key(job key), holding its
+/// records (format_fire_record()), newest first, one per line; a write is
+/// a compare-and-swap of the whole value (one per job and call), and the
+/// value keeps at most max_ledger_value_bytes (the oldest records beyond
+/// it go, whatever the retention's keep_count). Like the cursors, a ledger
+/// lives the bucket's TTL after its last write.
 class FLEETCRON_API FleetState final : public fleetcron::FleetState {
  public:
   /// Throws std::invalid_argument for a null bucket.
@@ -45,6 +51,15 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
                                             Instant instant, std::uint64_t schedule_digest,
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
+  /// One compare-and-swap per job of `writes`.
+  [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
+  [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+
+  /// The key holding `job_key`'s ledger.
+  [[nodiscard]] static std::string ledger_key(std::string_view job_key);
+  /// The most a ledger value holds: well under the server's default
+  /// max_payload (1 MiB).
+  static constexpr std::size_t max_ledger_value_bytes = 512 * 1024;
   /// The key holding `job_key`'s cursor.
   [[nodiscard]] static std::string cursor_key(std::string_view job_key);
   /// Longest cursor key: the server drops connections whose protocol line

@@ -20,6 +20,10 @@ struct FLEETCRON_API FleetStateOptions {
   /// Every key of the fleet state starts with it; not empty. A job's
   /// cursor is fleet_prefix + "cursor:{" + job key + "}" (one hash tag per
   /// job), holding "<instant µs> <schedule digest> <version> <claimant or ->".
+  /// Its ledger is a sorted set, fleet_prefix + "ledger:{" + job key + "}"
+  /// (fire keys scored by their instant in µs), and a hash,
+  /// fleet_prefix + "ledger-records:{" + job key + "}" (fire key -> record,
+  /// format_fire_record()).
   std::string fleet_prefix{default_fleet_prefix};
 };
 
@@ -42,9 +46,15 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
                                             Instant instant, std::uint64_t schedule_digest,
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
+  /// One pipelined round trip for all of them.
+  [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
+  [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
   /// The key holding `job_key`'s cursor.
   [[nodiscard]] std::string cursor_key(std::string_view job_key) const;
+  /// The sorted set indexing `job_key`'s ledger.
+  [[nodiscard]] std::string ledger_key(std::string_view job_key) const;
 
  private:
   class Impl;
