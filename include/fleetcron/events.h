@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -62,6 +63,16 @@ enum class RunStatus {
 };
 [[nodiscard]] FLEETCRON_API std::string_view to_string(RunStatus status) noexcept;
 
+/// What a job may tell of its run beyond success or failure (the daemon's
+/// commands: exit status or signal, and the end of their output). The
+/// run's JobCompletedEvent and its ledger record carry it.
+struct FLEETCRON_API RunDetails {
+  std::optional<int> exit_status;
+  std::optional<int> signal;
+  /// The last bytes of the output; the ledger keeps up to 4 KiB of it.
+  std::string output_tail;
+};
+
 /// A fire was planned: the entry's next instant (on add, update, resume and
 /// after each committed fire).
 struct FLEETCRON_API ScheduledEvent {
@@ -100,6 +111,9 @@ struct FLEETCRON_API JobCompletedEvent {
   int attempts = 1;
   std::string error;  ///< the last attempt's error; empty on success
   bool manual = false;
+  Instant started_at{};     ///< the first attempt's start
+  std::uint64_t fence = 0;  ///< as in FireContext
+  RunDetails details;       ///< what the last attempt told of itself
 };
 /// A popped fire was later than the tolerance, or (`catch_up`) the fleet
 /// state's cursor showed instants that the whole fleet missed while it was

@@ -38,6 +38,10 @@ struct FLEETCRON_API FireContext {
   std::uint64_t fence = 0;
   /// True for trigger()/trigger_and_wait()/trigger_by_name() runs.
   bool manual = false;
+  /// Where the job may tell how its run went (exit status, output): the
+  /// JobCompletedEvent and the ledger record carry what the last attempt
+  /// left here. Never null while the scheduler calls the job.
+  RunDetails* details = nullptr;
 };
 
 /// A job: throw to report failure. Honour `stop`: it is requested on
@@ -127,6 +131,17 @@ struct FLEETCRON_API SchedulerOptions {
   /// catch-up within the window, where claims keep every instant once
   /// whoever runs it; with an elector and no claimer it turns catch-up off.
   bool catch_up_beyond_dedup_window = true;
+  /// Whether each keyed entry's fires are recorded in the fleet state's
+  /// run ledger (docs/fleet-state.md): runs, the skips an operator must
+  /// see, claimed fires cancelled, missed instants. Written off the
+  /// scheduling path, in batches, from a queue of `ledger_queue` records
+  /// (1 to 1,000,000; default 10,000); a record finding it full is dropped,
+  /// counted and logged. On by default when `fleet_state` is set.
+  bool ledger = true;
+  std::size_t ledger_queue = 10'000;
+  /// Each entry's ledger bounds unless the entry sets its own (default:
+  /// the newest 100 records, none older than 30 days).
+  LedgerRetention ledger_retention;
   /// Names this replica in the fleet state (1 to 64 characters, no
   /// whitespace); default: "replica-" and 16 random hex digits.
   std::string replica_id;
@@ -159,6 +174,8 @@ struct FLEETCRON_API EntryOptions {
   std::optional<Instant> last_run;
   /// The scheduler's catch_up_reach unless set (0: no cursor, no catch-up).
   std::optional<std::chrono::nanoseconds> catch_up_reach;
+  /// The scheduler's ledger_retention unless set.
+  std::optional<LedgerRetention> ledger_retention;
   /// nullopt: the scheduler's claimer; nullptr: no claimer for this entry.
   std::optional<std::shared_ptr<Claimer>> claimer;
   /// Automatic fires while a run of this entry is still going (manual

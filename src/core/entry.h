@@ -24,6 +24,7 @@ struct EntrySettings {
   std::shared_ptr<Claimer> claimer;
   OverlapPolicy overlap = OverlapPolicy::allow;
   std::chrono::nanoseconds catch_up_reach{0};
+  LedgerRetention ledger_retention;
 };
 
 /// Overlap bookkeeping of one entry: its automatic runs past the overlap

@@ -6,8 +6,12 @@
 namespace fleetcron::detail {
 
 EventBus::EventBus(std::vector<std::shared_ptr<Observer>> observers, std::shared_ptr<Observer> recorder,
-                   std::size_t capacity, Logger logger)
-    : observers_(std::move(observers)), recorder_(std::move(recorder)), capacity_(capacity), logger_(std::move(logger)) {
+                   std::shared_ptr<Observer> ledger, std::size_t capacity, Logger logger)
+    : observers_(std::move(observers)),
+      recorder_(std::move(recorder)),
+      ledger_(std::move(ledger)),
+      capacity_(capacity),
+      logger_(std::move(logger)) {
   if (!observers_.empty()) thread_ = std::thread([this] { run(); });
 }
 
@@ -32,6 +36,7 @@ void EventBus::log(const std::string& message) const noexcept {
 }
 
 void EventBus::publish(Event event) {
+  if (ledger_) deliver(*ledger_, event);
   if (recorder_) deliver(*recorder_, event);
   if (observers_.empty()) return;
   std::uint64_t dropped_now = 0;

@@ -1,5 +1,6 @@
-// Internal: delivers events to the recorder (inline) and to observers (one
-// background thread, bounded queue that drops and counts).
+// Internal: delivers events to the ledger writer and the recorder (inline)
+// and to observers (one background thread, bounded queue that drops and
+// counts).
 #pragma once
 
 #include <condition_variable>
@@ -17,14 +18,17 @@ namespace fleetcron::detail {
 
 class EventBus {
  public:
+  /// `ledger` (may be null) gets every event inline, before the recorder.
   EventBus(std::vector<std::shared_ptr<Observer>> observers, std::shared_ptr<Observer> recorder,
-           std::size_t capacity, Logger logger);
+           std::shared_ptr<Observer> ledger, std::size_t capacity, Logger logger);
   ~EventBus();
   EventBus(const EventBus&) = delete;
   EventBus& operator=(const EventBus&) = delete;
 
   /// False when nobody listens: callers can skip building events.
-  [[nodiscard]] bool active() const noexcept { return recorder_ != nullptr || !observers_.empty(); }
+  [[nodiscard]] bool active() const noexcept {
+    return recorder_ != nullptr || ledger_ != nullptr || !observers_.empty();
+  }
   void publish(Event event);
   /// Delivers what is queued, then stops the observer thread. Idempotent.
   void flush_and_stop();
@@ -37,6 +41,7 @@ class EventBus {
 
   std::vector<std::shared_ptr<Observer>> observers_;
   std::shared_ptr<Observer> recorder_;
+  std::shared_ptr<Observer> ledger_;
   std::size_t capacity_;
   Logger logger_;
   mutable std::mutex mutex_;  // guards queue_, dropped_, drop_unreported_, stopping_

@@ -140,6 +140,7 @@ void Scheduler::Impl::join_threads_once() {
   if (loop_thread_.joinable()) loop_thread_.join();
   if (catch_up_thread_.joinable()) catch_up_thread_.join();
   resign_once();
+  if (ledger_) ledger_->stop();  // after the last fire's record
   events_.flush_and_stop();
   joined_ = true;
   std::lock_guard guard(mutex_);

@@ -101,16 +101,19 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   // touch per fire); `entry` stays valid while it does.
   FireContext context{EntryRef(std::move(fire.entry), &entry.identity), fire_key(entry.identity.key, fire.scheduled_at),
                       fire.scheduled_at, 1, fire.grant.fence, fire.manual};
+  RunDetails details;
+  context.details = &details;
   // The clock is read only for what needs it: the timeout and the
-  // completion event's duration.
+  // completion event's start and duration.
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
   const bool measured = timed || events_.active();
   const auto started = measured ? clock_->steady_now() : Clock::SteadyTime{};
+  const Instant started_at = events_.active() ? clock_->now() : Instant{};
   if (timed) start_timeout(run, Run::Deadline::run, started + entry.settings->timeout);
   RunOutcome outcome = run_attempts(entry, run, context);
   const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
   registration.end();
-  finish_run(entry, fire, context, std::move(outcome), duration);
+  finish_run(entry, fire, context, std::move(outcome), started_at, duration);
   overlap.release();
 }
 
@@ -282,7 +285,7 @@ std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, co
 }
 
 void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& context, RunOutcome outcome,
-                                 std::chrono::nanoseconds duration) {
+                                 Instant started_at, std::chrono::nanoseconds duration) {
   if (outcome.status != RunStatus::succeeded && options_.log_events) {
     log(LogLevel::warning, fmt::format("fire {} {} after {} attempt(s): {}", context.fire_key, to_string(outcome.status),
                                        outcome.attempts, outcome.error));
@@ -298,7 +301,8 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
   // used after it.
   if (events_.active()) {
     publish(JobCompletedEvent{std::move(context.entry), std::move(context.fire_key), fire.scheduled_at, duration,
-                              outcome.status, outcome.attempts, outcome.error, fire.manual});
+                              outcome.status, outcome.attempts, outcome.error, fire.manual, started_at, context.fence,
+                              std::move(*context.details)});
   }
   if (fire.outcome) fire.outcome->set(std::move(outcome));
 }

@@ -55,7 +55,11 @@ SchedulerOptions validated(SchedulerOptions options) {
 Scheduler::Impl::Impl(SchedulerOptions options)
     : options_(validated(std::move(options))),
       clock_(options_.clock),
-      events_(options_.observers, options_.recorder, options_.observer_queue, options_.logger),
+      ledger_(options_.fleet_state && options_.ledger
+                  ? std::make_shared<detail::LedgerWriter>(options_.fleet_state, options_.replica_id,
+                                                           options_.ledger_queue, options_.clock, options_.logger)
+                  : nullptr),
+      events_(options_.observers, options_.recorder, ledger_, options_.observer_queue, options_.logger),
       random_(initial_seed(options_.random_seed)) {
   parse_options_.zone = options_.zone;
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
@@ -174,6 +178,9 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     const auto first = entry->schedule->next(options.last_run.value_or(now));
     entry->next = first.value_or(Entry::no_instant);
     track_cursor(*entry, now);
+    if (ledger_ && !entry->identity.key.empty()) {
+      ledger_->track(entry->identity.key, resolved.ledger_retention, resolved.claimer || options_.elector);
+    }
     entries_.emplace(id, entry);
     push_heap(entry, events_.active() ? &events : nullptr);
     running = state_ == State::running;

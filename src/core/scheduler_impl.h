@@ -24,6 +24,7 @@
 #include "core/event_bus.h"
 #include "core/fire.h"
 #include "core/fire_queue.h"
+#include "core/ledger_writer.h"
 #include "core/missed_fires.h"
 #include "core/run_state.h"
 #include "fleetcron/scheduler.h"
@@ -218,7 +219,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The end of a run: the warning for a failure, the entry's last run,
   /// the completion event, the outcome for trigger_and_wait().
   void finish_run(detail::Entry& entry, const detail::Fire& fire, FireContext& context, RunOutcome outcome,
-                  std::chrono::nanoseconds duration);
+                  Instant started_at, std::chrono::nanoseconds duration);
   /// Runs the job, retrying as the entry says; the outcome of its last attempt.
   RunOutcome run_attempts(const detail::Entry& entry, detail::Run& run, FireContext& context);
   /// Registers the run; true if the scheduler is stopping (the run must
@@ -250,6 +251,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   SchedulerOptions options_;
   std::shared_ptr<Clock> clock_;
   ParseOptions parse_options_;
+  std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.ledger off
   detail::EventBus events_;
 
   // ---- entries and the loop

@@ -32,6 +32,7 @@ constexpr std::size_t max_workers = 4096;
 constexpr std::size_t max_queue_limit = 10'000'000;
 constexpr std::size_t max_entries_limit = 100'000'000;
 constexpr std::size_t max_observer_queue = 1'000'000;
+constexpr std::size_t max_ledger_queue = 1'000'000;
 constexpr int max_retries_limit = 1000;
 constexpr std::size_t max_key_bytes = 1024;
 constexpr std::chrono::nanoseconds max_setting_duration = std::chrono::hours{24 * 366};
@@ -83,6 +84,21 @@ void validate_retry(std::string_view owner, const RetryPolicy& retry) {
   }
 }
 
+namespace {
+
+void check_retention(std::string_view owner, const LedgerRetention& retention) {
+  try {
+    check_ledger_retention(retention);
+  } catch (const std::invalid_argument& e) {
+    std::string_view what = e.what();
+    constexpr std::string_view prefix = "ledger retention: ";
+    if (what.starts_with(prefix)) what.remove_prefix(prefix.size());
+    throw std::invalid_argument(fmt::format("{}.ledger_retention: {}", owner, what));
+  }
+}
+
+}  // namespace
+
 void validate(SchedulerOptions& options) {
   constexpr std::string_view owner = "scheduler";
   check_duration(owner, "missed_tolerance", options.missed_tolerance, false);
@@ -96,6 +112,8 @@ void validate(SchedulerOptions& options) {
     if (!options.observers[i]) reject(owner, "observers", fmt::format("[{}]", i), "is null");
   }
   check_duration(owner, "catch_up_reach", options.catch_up_reach, true);
+  check_range(owner, "ledger_queue", options.ledger_queue, 1, max_ledger_queue);
+  check_retention(owner, options.ledger_retention);
   if (options.replica_id.size() > 64 ||
       std::any_of(options.replica_id.begin(), options.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
     reject(owner, "replica_id", "\"" + quote_for_message(options.replica_id, 80) + "\"",
@@ -120,6 +138,7 @@ void check_entry_options(EntryOptions& entry) {
   if (entry.jitter) check_duration(owner, "jitter", *entry.jitter, true);
   if (entry.retry) validate_retry(owner, *entry.retry);
   if (entry.catch_up_reach) check_duration(owner, "catch_up_reach", *entry.catch_up_reach, true);
+  if (entry.ledger_retention) check_retention(owner, *entry.ledger_retention);
 }
 
 std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry) {
@@ -134,6 +153,7 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->overlap = entry.overlap;
   settings->catch_up_reach = scheduler.fleet_state ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
                                                    : std::chrono::nanoseconds::zero();
+  settings->ledger_retention = entry.ledger_retention.value_or(scheduler.ledger_retention);
   return settings;
 }
 

@@ -1,0 +1,277 @@
+// The run ledger as the scheduler writes it (docs/fleet-state.md): one
+// record per fire for the whole fleet, written off the scheduling path.
+// Memory stores on a virtual clock; Redis and NATS in tests/e2e/.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "scheduler/harness.h"
+
+namespace fleetcron::test {
+namespace {
+
+std::vector<FireRecord> ledger_of(FleetState& state, const std::string& job, std::size_t limit = 100) {
+  LedgerRead read = state.read_fires(job, limit);
+  EXPECT_EQ(read.status, LedgerRead::Status::found) << read.error;
+  return read.records;
+}
+
+/// Waits until the job's ledger satisfies `done`.
+bool ledger_reaches(FleetState& state, const std::string& job,
+                    const std::function<bool(const std::vector<FireRecord>&)>& done) {
+  return Harness::eventually([&] { return done(ledger_of(state, job)); });
+}
+
+// A fleet state whose ledger writes fail while `failing` is set, or block
+// while `blocked` is set; the rest forwards.
+class ControlledLedger final : public FleetState {
+ public:
+  explicit ControlledLedger(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
+  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
+  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest,
+                               std::chrono::nanoseconds keep) override {
+    return inner_->advance_cursor(job, at, digest, keep);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at,
+                              std::uint64_t digest, std::chrono::nanoseconds keep,
+                              std::string_view claimant) override {
+    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+  }
+  std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
+    ++calls;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return !blocked; });
+    }
+    if (failing.load()) {
+      return std::vector<LedgerWriteResult>(writes.size(),
+                                            LedgerWriteResult{LedgerWriteResult::Status::error, "store down"});
+    }
+    return inner_->record_fires(writes);
+  }
+  LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
+
+  void unblock() {
+    {
+      std::lock_guard guard(mutex);
+      blocked = false;
+    }
+    cv.notify_all();
+  }
+
+  std::atomic<bool> failing{false};
+  std::atomic<int> calls{0};
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool blocked = false;
+
+ private:
+  std::shared_ptr<FleetState> inner_;
+};
+
+TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto options = h.options();
+  options.fleet_state = state;
+  options.replica_id = "replica-1";
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  Scheduler s(options);
+  std::atomic<bool> release{false};
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+    ASSERT_NE(c.details, nullptr);
+    c.details->exit_status = 3;
+    c.details->output_tail = "last line\n";
+    while (!release.load()) std::this_thread::yield();
+    throw std::runtime_error("exit status 3");
+  }, entry);
+  s.start();
+  h.clock->advance(60s);
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::running; }));
+  const FireRecord running = ledger_of(*state, "job").front();
+  EXPECT_EQ(running.fire_key, "job@2026-01-01T00:01:00Z");
+  EXPECT_EQ(running.replica_id, "replica-1");
+  EXPECT_NE(running.fence, 0u);
+  EXPECT_EQ(running.attempts, 1);
+  EXPECT_TRUE(running.started_at);
+  release = true;
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::failed; }));
+  const FireRecord done = ledger_of(*state, "job").front();
+  EXPECT_EQ(done.fence, running.fence);
+  EXPECT_EQ(done.exit_status, 3);
+  EXPECT_EQ(done.output_tail, "last line\n");
+  EXPECT_EQ(done.error, "exit status 3");
+  EXPECT_EQ(done.started_at, running.started_at);
+  EXPECT_TRUE(done.finished_at);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLedger, OneRecordPerFireAcrossTheFleetAndNoRoutineSkips) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  std::vector<std::unique_ptr<Scheduler>> fleet;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) {
+    auto options = h.options();
+    options.fleet_state = state;
+    options.claimer = claimer;
+    options.replica_id = "replica-" + std::to_string(i);
+    fleet.push_back(std::make_unique<Scheduler>(options));
+    EntryOptions entry;
+    entry.key = "job";
+    fleet.back()->add("* * * * *", [&](const FireContext&, std::stop_token) { ++ran; }, entry);
+    fleet.back()->start();
+  }
+  for (int minute = 1; minute <= 5; ++minute) {
+    h.clock->advance(60s);
+    ASSERT_TRUE(Harness::eventually([&] { return ran.load() == minute; }));
+  }
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) {
+    return r.size() == 5 && std::all_of(r.begin(), r.end(), [](const FireRecord& f) { return f.fate == FireFate::succeeded; });
+  }));
+  for (auto& s : fleet) EXPECT_TRUE(s->stop(h.soon()));
+  // The losers' already-claimed skips were never written: 5 runs, 10 skips seen.
+  EXPECT_EQ(h.log->all<SkippedFireEvent>().size(), 10u);
+  EXPECT_EQ(ledger_of(*state, "job").size(), 5u);
+}
+
+TEST(SchedulerLedger, AClaimErrorIsRecordedAsASkipWithItsError) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  struct Failing final : Claimer {
+    ClaimResult claim(std::string_view) override { return ClaimResult::failed("redis down"); }
+  };
+  auto options = h.options();
+  options.fleet_state = state;
+  options.claimer = std::make_shared<Failing>();
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  h.clock->advance(60s);
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1; }));
+  const FireRecord skip = ledger_of(*state, "job").front();
+  EXPECT_EQ(skip.fate, FireFate::skipped);
+  EXPECT_EQ(skip.reason, "claim-error");
+  EXPECT_NE(skip.error.find("redis down"), std::string::npos) << skip.error;
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLedger, MissedFiresOfOneProcessAreOneRecordBesideTheRun) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto options = h.options();
+  options.fleet_state = state;
+  options.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  h.clock->advance(10min);  // one jump: nine instants missed, the newest runs
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 2; }));
+  const auto records = ledger_of(*state, "job");
+  EXPECT_EQ(records[0].fate, FireFate::succeeded);
+  EXPECT_EQ(records[0].scheduled_at, at("2026-01-01T00:10:00Z"));
+  EXPECT_EQ(records[1].fate, FireFate::missed);
+  EXPECT_EQ(records[1].fire_key, "job@2026-01-01T00:01:00Z#missed");
+  EXPECT_EQ(records[1].missed_count, 10u);
+  EXPECT_EQ(records[1].last_missed, at("2026-01-01T00:10:00Z"));
+  EXPECT_EQ(records[1].reason, "run-once: ran 1 of 10");
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
+  Harness h;
+  auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
+  state->failing = true;
+  auto options = h.options();
+  options.fleet_state = state;
+  options.catch_up_reach = 0ns;
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  ASSERT_TRUE(Harness::eventually([&] { return state->calls.load() >= 1; }));
+  state->failing = false;
+  // The retry waits on the scheduler's clock (loop, watchdog, catch-up
+  // and the writer wait on it): 1 s later it writes the records.
+  h.settle(Harness::idle_waiters + 2);
+  h.clock->advance(1s);
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::succeeded; }));
+  EXPECT_TRUE(s.stop(h.soon()));
+  std::lock_guard guard(h.messages_mutex);
+  EXPECT_NE(std::find_if(h.messages.begin(), h.messages.end(),
+                         [](const std::string& m) { return m.find("not written yet: store down") != std::string::npos; }),
+            h.messages.end());
+}
+
+TEST(SchedulerLedger, AFullQueueDropsCountsAndLogsNeverBlocksTheScheduler) {
+  Harness h;
+  auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
+  state->blocked = true;
+  auto options = h.options();
+  options.fleet_state = state;
+  options.catch_up_reach = 0ns;
+  options.ledger_queue = 1;
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  // The writer holds the first record in the blocked store; the queue
+  // takes one more; the runs of three minutes still complete.
+  for (std::size_t minute = 1; minute <= 3; ++minute) h.advance(60s, 1, [&] { return h.completed() == minute; });
+  state->unblock();
+  EXPECT_TRUE(s.stop(h.soon()));
+  std::lock_guard guard(h.messages_mutex);
+  EXPECT_NE(std::find_if(h.messages.begin(), h.messages.end(),
+                         [](const std::string& m) { return m.find("records dropped") != std::string::npos; }),
+            h.messages.end());
+}
+
+TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto options = h.options();
+  options.fleet_state = state;
+  options.ledger = false;
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_TRUE(ledger_of(*state, "job").empty());
+  EXPECT_EQ(state->ledgers(), 0u);
+}
+
+TEST(SchedulerLedger, RetentionOptionsAreCheckedWithTheirNames) {
+  auto options = Harness().options();
+  options.ledger_retention.keep_count = 0;
+  try {
+    Scheduler s(options);
+    FAIL() << "keep_count 0 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "scheduler.ledger_retention: keep_count 0 is outside 1..10000");
+  }
+  options = Harness().options();
+  options.ledger_queue = 0;
+  EXPECT_THROW(Scheduler{options}, std::invalid_argument);
+  Scheduler s(Harness().options());
+  EntryOptions entry;
+  entry.key = "job";
+  entry.ledger_retention = LedgerRetention{10, 0ns};
+  EXPECT_THROW(s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fleetcron::test
