@@ -130,17 +130,27 @@ class CountingFleetState final : public FleetState {
     return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
   }
   std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
-    return inner_->record_fires(writes);
+    auto results = inner_->record_fires(writes);
+    for (const auto& result : results) {
+      if (result.status != LedgerWriteResult::Status::error) recorded.fetch_add(1);
+    }
+    return results;
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
   std::atomic<std::size_t> reads{0};
+  std::atomic<std::size_t> recorded{0};  // ledger records the store took
 
  private:
   std::shared_ptr<FleetState> inner_;
 };
 
-// All fires decided per second.
-double end_to_end(const std::string& uri, std::size_t fires, bool with_cursors) {
+enum class FleetStateUse { none, cursors, cursors_and_ledger };
+
+// All fires decided per second (and, with the ledger, all their records
+// written: a running and a finished record per run).
+double end_to_end(const std::string& uri, std::size_t fires, FleetStateUse use) {
+  const bool with_cursors = use != FleetStateUse::none;
+  const bool with_ledger = use == FleetStateUse::cursors_and_ledger;
   // The schedulers' virtual clock an hour ahead (past a new store's reset
   // bound); the claimers keep the real one for the skew guard.
   auto clock = std::make_shared<VirtualClock>(
@@ -157,6 +167,7 @@ double end_to_end(const std::string& uri, std::size_t fires, bool with_cursors) 
       states.push_back(std::make_shared<CountingFleetState>(std::make_shared<redis::FleetState>(
           std::make_shared<redis::Client>(redis::parse_uri(uri)), redis::FleetStateOptions{.fleet_prefix = prefix + "fleet:"})));
       options.fleet_state = states.back();
+      options.ledger = with_ledger;
     }
     options.recorder = decided;
     options.max_queued = fires;
@@ -179,12 +190,18 @@ double end_to_end(const std::string& uri, std::size_t fires, bool with_cursors) 
     std::unique_lock lock(decided->mutex);
     decided->cv.wait(lock, [&] { return decided->count >= 3 * fires; });
   }
+  const auto recorded = [&] {
+    std::size_t sum = 0;
+    for (const auto& state : states) sum += state->recorded.load();
+    return sum;
+  };
+  while (with_ledger && recorded() < 2 * fires) std::this_thread::sleep_for(microseconds{200});
   const double elapsed = seconds_since(start);
   for (auto& scheduler : replicas) scheduler->stop(clock->steady_now() + seconds{30});
   const double rate = static_cast<double>(3 * fires) / elapsed;
   std::printf("end to end%s: 3 schedulers x %zu entries due at one instant: %zu runs (each fire once), all %zu fires "
               "decided in %.1f ms = %.0f fires/s\n",
-              with_cursors ? " with cursors" : "", fires, ran.load(), 3 * fires, elapsed * 1e3, rate);
+              with_ledger ? " with cursors and ledger" : with_cursors ? " with cursors" : "", fires, ran.load(), 3 * fires, elapsed * 1e3, rate);
   if (ran.load() != fires) std::exit(1);
   return rate;
 }
@@ -204,9 +221,13 @@ int main(int argc, char** argv) {
     client->ping();
     batch_path(client, fires, rounds);
     latency(client, std::max(rounds * 200, 100));
-    const double without = end_to_end(uri, fires, false);
-    const double with = end_to_end(uri, fires, true);
-    std::printf("ratio: end to end with cursors / without = %.2f\n", with / without);
+    const double without = end_to_end(uri, fires, FleetStateUse::none);
+    const double cursors = end_to_end(uri, fires, FleetStateUse::cursors);
+    const double ledger = end_to_end(uri, fires, FleetStateUse::cursors_and_ledger);
+    std::printf("ratio: end to end with cursors / without = %.2f\n", cursors / without);
+    std::printf("ratio: end to end with cursors and ledger (every record written) / without the fleet state = %.2f, "
+                "/ with cursors only = %.2f\n",
+                ledger / without, ledger / cursors);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "redis_claims: %s\n", e.what());
     return 1;

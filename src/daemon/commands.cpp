@@ -18,9 +18,8 @@
 
 namespace fleetcron::daemon {
 
-namespace {
-
-// Server-provided text for a terminal: JSON-escaped (C0 controls, quotes,
+// See commands.h.
+// JSON-escaped (C0 controls, quotes,
 // invalid UTF-8), and also the code points a terminal or an editor acts on
 // — C1 controls (U+0080..U+009F, U+009B is CSI), line and paragraph
 // separators, bidirectional overrides and isolates — as \uXXXX.
@@ -44,6 +43,9 @@ std::string terminal_safe(std::string_view text) {
   }
   return out;
 }
+
+namespace {
+
 
 
 Instant now() {

@@ -1,9 +1,11 @@
-// The program's subcommands other than `next`: validate and status.
+// The program's subcommands other than `next`: validate, status, history.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "daemon/settings.h"
 #include "fleetcron/nats/connection.h"
@@ -17,6 +19,18 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
 /// `fleetcron status --coordinator URI`: the leader's identity and term;
 /// for Redis also the claims of the last hour per job. Runs nothing.
 int run_status_command(const Settings& settings, std::ostream& out, std::ostream& err);
+
+/// Server-provided text made safe for a terminal: JSON-escaped (controls,
+/// quotes, invalid UTF-8) and the code points a terminal acts on (C1
+/// controls, line separators, bidirectional overrides) as \uXXXX.
+[[nodiscard]] std::string terminal_safe(std::string_view text);
+
+/// `fleetcron history --coordinator URI JOB [-n N] [--json]`: the job's
+/// newest N ledger records (docs/fleet-state.md), newest first; text, or
+/// one JSON document (docs/daemon.md has its schema). Exit 0, 1 when the
+/// store cannot be read, 2 for a memory coordinator (no fleet state to ask).
+int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
+                        std::ostream& out, std::ostream& err);
 
 /// The status line for a NATS leader record, one line whatever the record
 /// holds (its value is escaped).

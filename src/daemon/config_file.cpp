@@ -109,6 +109,19 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       const auto* value = sub_node.as_boolean();
       if (value == nullptr) throw SettingsError(fmt::format("{}: {} must be true or false", where(path, sub_node), full));
       settings.catch_up_beyond_claim_ttl = value->get();
+    } else if (name == "fleet" && sub == "history") {
+      const auto* value = sub_node.as_integer();
+      if (value == nullptr || value->get() < 0 || value->get() > 10'000) {
+        throw SettingsError(fmt::format("{}: {} must be an integer from 0 to 10000", where(path, sub_node), full));
+      }
+      settings.history = static_cast<std::size_t>(value->get());
+    } else if (name == "fleet" && sub == "history_age") {
+      const std::string text = string_value(path, full, sub_node);
+      try {
+        settings.history_age = parse_history_age(text);
+      } catch (const std::invalid_argument& e) {
+        throw SettingsError(fmt::format("{}: {} \"{}\": {}", where(path, sub_node), full, text, e.what()));
+      }
     } else if (name == "leader" && sub == "ttl") {
       settings.leader_ttl = duration_value(path, full, sub_node);
     } else if (name == "leader" && sub == "key") {
@@ -118,7 +131,7 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
                                       name == "claim"   ? "ttl, max_clock_skew, prefix, bucket"
-                                      : name == "fleet" ? "prefix, bucket, catch_up, catch_up_beyond_claim_ttl"
+                                      : name == "fleet" ? "prefix, bucket, catch_up, catch_up_beyond_claim_ttl, history, history_age"
                                                         : "ttl, key, bucket"));
     }
   }

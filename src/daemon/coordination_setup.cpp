@@ -108,7 +108,7 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
     out.elector = std::make_shared<nats::Elector>(
         out.connection->bucket(nats::BucketConfig{.name = settings.leader_bucket, .ttl = ttl}), elector_options);
   }
-  if (settings.catch_up > std::chrono::nanoseconds::zero()) {
+  if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {
     out.fleet_state = std::make_shared<nats::FleetState>(
         out.connection->bucket(nats::state_bucket_config(effective_fleet_bucket(settings))));
   }
@@ -233,7 +233,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
       options.keep_alive = true;
       elector = std::make_shared<redis::Elector>(client, options);
     }
-    if (settings.catch_up > std::chrono::nanoseconds::zero()) {
+    if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {
       out.fleet_state = std::make_shared<redis::FleetState>(
           client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
     }

@@ -20,7 +20,8 @@ namespace fleetcron::daemon {
 struct Coordination {
   std::shared_ptr<Claimer> claimer;  // set for claim and both
   std::shared_ptr<Elector> elector;  // set for leader and both
-  /// The fleet state (Redis only so far); null when catch-up is off.
+  /// The fleet state (Redis, NATS); null on memory, and when catch-up and
+  /// the ledger are both off.
   std::shared_ptr<FleetState> fleet_state;
   std::string description;           // no secrets
   /// True while the backend answers (readiness).

@@ -52,6 +52,8 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.fleet_state = coordination_.fleet_state;
   options.catch_up_reach = settings_.catch_up;
   options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
+  options.ledger = settings_.history > 0;
+  if (options.ledger) options.ledger_retention = LedgerRetention{settings_.history, settings_.history_age};
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
                                    ? LeadershipLossPolicy::cancel
                                    : LeadershipLossPolicy::let_finish;
@@ -184,6 +186,16 @@ void Daemon::add_job(const JobDefinition& job) {
   jobs_[job.key] = {id, runtime};
 }
 
+namespace {
+
+/// Appends `line` to `tail`, keeping its last max_output_tail_bytes.
+void keep_tail(std::string& tail, std::string_view line) {
+  tail.append(line).push_back('\n');
+  if (tail.size() > 2 * max_output_tail_bytes) tail.erase(0, tail.size() - max_output_tail_bytes);
+}
+
+}  // namespace
+
 fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
   return [this, runtime](const FireContext& fire, std::stop_token stop) { run_job(*runtime, fire, stop); };
 }
@@ -212,9 +224,18 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
   set("FLEETCRON_SCHEDULED_AT", format_rfc3339(fire.scheduled_at));
   set("FLEETCRON_FENCE", std::to_string(fire.fence));
   set("FLEETCRON_ATTEMPT", std::to_string(fire.attempt));
+  std::string tail;  // the output's last bytes, both streams as they came, for the ledger
   const CommandResult result = run_command(spec, stop, [&](std::string_view stream, std::string_view line) {
     log_.write(stream == "stderr" ? "warn" : "info", stream == "stderr" ? "stderr" : "stdout", line, job.key, fire.fire_key);
+    keep_tail(tail, line);
   });
+  if (fire.details != nullptr) {
+    fire.details->output_tail = std::move(tail);
+    fire.details->exit_status.reset();
+    fire.details->signal.reset();
+    if (result.started && result.signal != 0) fire.details->signal = result.signal;
+    if (result.started && result.signal == 0) fire.details->exit_status = result.exit_code;
+  }
   if (result.dropped_bytes > 0) {
     log_.write("warn", "output-dropped",
                fmt::format("{} bytes of output dropped (limit {} bytes per run)", result.dropped_bytes,

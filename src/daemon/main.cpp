@@ -33,8 +33,8 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
-      fleet_prefix, fleet_bucket, catch_up, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
-  std::optional<std::size_t> max_concurrent;
+      fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
+  std::optional<std::size_t> max_concurrent, history;
   bool seconds = false;
   bool require_noeviction = false;
   bool catch_up_beyond_claim_ttl = false;
@@ -64,6 +64,9 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "How far back fires missed while the whole fleet was down are caught up (default 7d; 0: off)");
   command->add_flag("--catch-up-beyond-claim-ttl", flags.catch_up_beyond_claim_ttl,
                     "Catch up past the claim TTL too: only for a fleet without libtnb/cron replicas");
+  command->add_option("--history", flags.history, "Ledger records kept per job (default 100; 0: no ledger)")
+      ->check(CLI::Range(0, 10'000));
+  command->add_option("--history-age", flags.history_age, "Ledger records older than this go (default 30d; at most 400d)");
   command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
   command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
   command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
@@ -114,6 +117,14 @@ Settings build_settings(const Flags& flags) {
     }
   }
   if (flags.catch_up_beyond_claim_ttl) settings.catch_up_beyond_claim_ttl = true;
+  if (flags.history) settings.history = *flags.history;
+  if (flags.history_age) {
+    try {
+      settings.history_age = fleetcron::daemon::parse_history_age(*flags.history_age);
+    } catch (const std::invalid_argument& e) {
+      throw fleetcron::daemon::SettingsError("option --history-age \"" + *flags.history_age + "\": " + e.what());
+    }
+  }
   if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
   if (flags.leader_key) settings.leader_key = *flags.leader_key;
   if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;
@@ -205,6 +216,16 @@ int main(int argc, char** argv) {
   CLI::App* status = app.add_subcommand("status", "Show the leader and, for Redis, recent claims; runs nothing");
   add_settings_flags(status, status_flags, false);
 
+  Flags history_flags;
+  std::string history_job;
+  std::size_t history_count = 20;
+  bool history_json = false;
+  CLI::App* history = app.add_subcommand("history", "Show a job's newest runs, skips and misses from the fleet's ledger");
+  add_settings_flags(history, history_flags, false);
+  history->add_option("job", history_job, "The job's key")->required();
+  history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
+  history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -217,7 +238,9 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("next")) return fleetcron::daemon::run_next_command(next, std::cout, std::cerr);
   if (app.got_subcommand("run")) return run_daemon(run_flags);
-  Flags& flags = app.got_subcommand("validate") ? validate_flags : status_flags;
+  Flags& flags = app.got_subcommand("validate") ? validate_flags
+                 : app.got_subcommand("history") ? history_flags
+                                                 : status_flags;
   Settings settings;
   try {
     settings = build_settings(flags);
@@ -231,6 +254,10 @@ int main(int argc, char** argv) {
       return exit_usage;
     }
     return fleetcron::daemon::run_validate_command(settings, validate_count, std::cout, std::cerr);
+  }
+  if (app.got_subcommand("history")) {
+    return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,
+                                                  std::cerr);
   }
   return fleetcron::daemon::run_status_command(settings, std::cout, std::cerr);
 }

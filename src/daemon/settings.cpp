@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "fleetcron/duration.h"
+#include "fleetcron/fire_record.h"
 
 namespace fleetcron::daemon {
 
@@ -48,6 +49,18 @@ std::chrono::nanoseconds parse_catch_up(std::string_view text) {
   }
   if (value < std::chrono::nanoseconds::zero()) throw std::invalid_argument("must not be negative");
   if (value > std::chrono::hours{24 * 366}) throw std::invalid_argument("is above the maximum of 366 days");
+  return value;
+}
+
+std::chrono::nanoseconds parse_history_age(std::string_view text) {
+  std::chrono::nanoseconds value{0};
+  try {
+    value = parse_duration(text);
+  } catch (const DurationError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  if (value < std::chrono::milliseconds{1}) throw std::invalid_argument("is below the minimum of 1ms");
+  if (value > LedgerRetention::max_keep_for) throw std::invalid_argument("is above the maximum of 400 days");
   return value;
 }
 

@@ -51,6 +51,11 @@ struct Settings {
   std::string fleet_bucket;  // NATS; empty: see effective_fleet_bucket()
   std::chrono::nanoseconds catch_up = std::chrono::hours{24 * 7};
   bool catch_up_beyond_claim_ttl = false;
+  /// The run ledger (docs/fleet-state.md): each job keeps its newest
+  /// `history` records (0: no ledger; at most 10,000), none older than
+  /// `history_age` (at most 400 days).
+  std::size_t history = 100;
+  std::chrono::nanoseconds history_age = std::chrono::hours{24 * 30};
   /// The claimers' clock-skew guard (Redis and NATS); nullopt:
   /// default_max_clock_skew(claim_ttl). See max_clock_skew().
   std::optional<std::chrono::nanoseconds> max_clock_skew;
@@ -87,6 +92,9 @@ struct Settings {
 /// A catch-up reach as written in flags, TOML and the catch-up= directive:
 /// a duration from 0 (off) to 366 days. Throws std::invalid_argument.
 [[nodiscard]] std::chrono::nanoseconds parse_catch_up(std::string_view text);
+/// A ledger age: a duration from 1 ms to 400 days; std::invalid_argument
+/// saying what is wrong otherwise.
+[[nodiscard]] std::chrono::nanoseconds parse_history_age(std::string_view text);
 
 /// on_leadership_loss with its default for the coordination mode.
 [[nodiscard]] LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept;

@@ -97,9 +97,26 @@ catch_ups=$(cat "$work"/second-*.log | grep -c 'catch-up.*the fleet missed' || t
 ((catch_ups == 2)) || fail "expected one catch-up line per job across the fleet, found $catch_ups"
 grep -h 'the fleet missed' "$work"/second-*.log | sed 's/^/  /'
 cat "$work"/second-*.log | grep -q 'job=once .*policy run-once runs 1,' || fail "run-once did not run one caught-up fire"
+# The ledger agrees with the journal: every fire that ran has its
+# succeeded record, nothing else succeeded, and the catch-up's decision is
+# one missed record (written once, by the replica that won it).
+for job in all once; do
+  "$binary" history --coordinator "$coordinator" "$job" -n 10000 >"$work/history-$job" ||
+    fail "history $job failed: $(cat "$work/history-$job")"
+  diff <(grep "^$job@" "$journal" | awk '{print $1}' | sort) \
+    <(awk -v job="$job" '$2 == "succeeded" {print job "@" $1}' "$work/history-$job" | sort) >"$work/history-diff" ||
+    fail "history of $job disagrees with the journal: $(head -n 20 "$work/history-diff")"
+done
+grep -q ' missed .*run-once: ran 1 of .* (catch-up)' "$work/history-once" ||
+  fail "no catch-up missed record for once: $(grep missed "$work/history-once" || true)"
+missed_records=$(grep -c ' missed ' "$work/history-once" || true)
+((missed_records == 1)) || fail "expected one missed record for once, found $missed_records"
+"$binary" history --coordinator "$coordinator" once -n 1 --json | grep -q '^{"job":"once","records":\[{"job":"once",' ||
+  fail "history --json is not the documented document"
+ledger="$(grep -c ' succeeded ' "$work/history-all") + $(grep -c ' succeeded ' "$work/history-once") succeeded records"
 cursor="(in $backend)"
 if [[ $backend == redis ]]; then
   cursor=$(redis-cli -u "$FLEETCRON_TEST_REDIS_URL" GET 'cron:fleet:cursor:{all}')
   [[ -n $cursor ]] || fail "no cursor under cron:fleet:cursor:{all}"
 fi
-echo "ok ($backend): outage of $((up_at - down_since - 1)) s caught up: run-all every second once, run-once $once_in_outage; $(wc -l <"$journal") runs, no duplicates; cursor $cursor"
+echo "ok ($backend): outage of $((up_at - down_since - 1)) s caught up: run-all every second once, run-once $once_in_outage; $(wc -l <"$journal") runs, no duplicates; ledger: $ledger, as the journal; cursor $cursor"
