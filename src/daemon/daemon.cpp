@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <iterator>
 #include <optional>
+#include <random>
 
 #include "daemon/fire_recorder.h"
 #include "daemon/metrics_server.h"
@@ -19,6 +21,27 @@
 extern char** environ;
 
 namespace fleetcron::daemon {
+
+namespace {
+
+/// This daemon's name in the fleet state: host, pid and 6 random hex
+/// digits (a container's pid is often 1), e.g. "web-1-4242-3fa9c1".
+std::string replica_name() {
+  std::array<char, 256> host{};
+  std::string name = gethostname(host.data(), host.size() - 1) == 0 ? host.data() : "";
+  std::replace_if(name.begin(), name.end(), [](char c) { return c <= ' ' || c == 0x7f; }, '-');
+  if (name.empty()) name = "fleetcron";
+  std::random_device random;
+  return fmt::format("{}-{}-{:06x}", name.substr(0, 40), ::getpid(), random() & 0xffffffU);
+}
+
+/// Appends `line` to `tail`, keeping its last max_output_tail_bytes.
+void keep_tail(std::string& tail, std::string_view line) {
+  tail.append(line).push_back('\n');
+  if (tail.size() > 2 * max_output_tail_bytes) tail.erase(0, tail.size() - max_output_tail_bytes);
+}
+
+}  // namespace
 
 struct Daemon::Runtime {
   JobDefinition job;
@@ -52,6 +75,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.fleet_state = coordination_.fleet_state;
   options.catch_up_reach = settings_.catch_up;
   options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
+  options.replica_id = replica_name();
   options.ledger = settings_.history > 0;
   if (options.ledger) options.ledger_retention = LedgerRetention{settings_.history, settings_.history_age};
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
@@ -186,15 +210,6 @@ void Daemon::add_job(const JobDefinition& job) {
   jobs_[job.key] = {id, runtime};
 }
 
-namespace {
-
-/// Appends `line` to `tail`, keeping its last max_output_tail_bytes.
-void keep_tail(std::string& tail, std::string_view line) {
-  tail.append(line).push_back('\n');
-  if (tail.size() > 2 * max_output_tail_bytes) tail.erase(0, tail.size() - max_output_tail_bytes);
-}
-
-}  // namespace
 
 fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
   return [this, runtime](const FireContext& fire, std::stop_token stop) { run_job(*runtime, fire, stop); };

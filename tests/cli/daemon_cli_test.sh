@@ -53,6 +53,13 @@ expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": ex
 expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim-ttl soon "$work/bad.cron"
 expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
 expect_error "flag: leader TTL below the floor" 2 "leader TTL 1ms is below the minimum of 1s" -- run --leader-ttl 1ms --coordination leader "$work/bad.cron"
+expect_error "history: the memory coordinator has no ledger to ask" 2 "keeps no state outside its process" -- history job
+expect_error "history: a job is required" 2 "job is required" -- history --coordinator redis://127.0.0.1:1
+expect_error "flag: a history age above 400 days" 2 'option --history-age "500d": is above the maximum of 400 days' -- \
+  run --history-age 500d "$work/bad.cron"
+printf '[fleet]\nhistory = -1\n' >"$work/bad-history.toml"
+expect_error "config: a negative history with file:line" 2 "$work/bad-history.toml:2:" -- run --config "$work/bad-history.toml" "$work/bad.cron"
+expect_error "history: an unreachable store is exit 1 with the error" 1 "history: " -- history --coordinator redis://127.0.0.1:1 job
 expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": expected [host]:port' -- run --metrics 9464abc "$work/bad.cron"
 # validate applies the coordination's rules, without connecting: Redis's
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.

@@ -101,7 +101,7 @@ cat "$work"/second-*.log | grep -q 'job=once .*policy run-once runs 1,' || fail 
 # succeeded record, nothing else succeeded, and the catch-up's decision is
 # one missed record (written once, by the replica that won it).
 for job in all once; do
-  "$binary" history --coordinator "$coordinator" "$job" -n 10000 >"$work/history-$job" ||
+  "$binary" history --coordinator "$coordinator" "$job" -n 10000 >"$work/history-$job" 2>&1 ||
     fail "history $job failed: $(cat "$work/history-$job")"
   diff <(grep "^$job@" "$journal" | awk '{print $1}' | sort) \
     <(awk -v job="$job" '$2 == "succeeded" {print job "@" $1}' "$work/history-$job" | sort) >"$work/history-diff" ||
