@@ -113,7 +113,7 @@ struct FLEETCRON_API JobCompletedEvent {
   bool manual = false;
   Instant started_at{};     ///< the first attempt's start
   std::uint64_t fence = 0;  ///< as in FireContext
-  RunDetails details;       ///< what the last attempt told of itself
+  RunDetails details{};     ///< what the last attempt told of itself
 };
 /// A popped fire was later than the tolerance, or (`catch_up`) the fleet
 /// state's cursor showed instants that the whole fleet missed while it was

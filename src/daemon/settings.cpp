@@ -40,25 +40,28 @@ std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text)
   return std::nullopt;
 }
 
-std::chrono::nanoseconds parse_catch_up(std::string_view text) {
-  std::chrono::nanoseconds value{0};
+namespace {
+
+// A duration, or std::invalid_argument saying why the text is not one.
+std::chrono::nanoseconds duration_of(std::string_view text) {
   try {
-    value = parse_duration(text);
+    return parse_duration(text);
   } catch (const DurationError& e) {
     throw std::invalid_argument(e.what());
   }
+}
+
+}  // namespace
+
+std::chrono::nanoseconds parse_catch_up(std::string_view text) {
+  const auto value = duration_of(text);
   if (value < std::chrono::nanoseconds::zero()) throw std::invalid_argument("must not be negative");
   if (value > std::chrono::hours{24 * 366}) throw std::invalid_argument("is above the maximum of 366 days");
   return value;
 }
 
 std::chrono::nanoseconds parse_history_age(std::string_view text) {
-  std::chrono::nanoseconds value{0};
-  try {
-    value = parse_duration(text);
-  } catch (const DurationError& e) {
-    throw std::invalid_argument(e.what());
-  }
+  const auto value = duration_of(text);
   if (value < std::chrono::milliseconds{1}) throw std::invalid_argument("is below the minimum of 1ms");
   if (value > LedgerRetention::max_keep_for) throw std::invalid_argument("is above the maximum of 400 days");
   return value;

@@ -17,17 +17,8 @@ namespace {
 
 constexpr auto keep = std::chrono::hours{24};
 
-// An instant on a whole minute, as a cron job's instants are.
-Instant minute(int n) {
-  static const Instant base = std::chrono::floor<std::chrono::hours>(real_now()) - std::chrono::hours{48};
-  return base + std::chrono::minutes{n};
-}
-
-std::string job(const char* name) {
-  static std::atomic<int> next{0};
-  return std::string("contract-") + name + "-" + std::to_string(real_now().time_since_epoch().count()) + "-" +
-         std::to_string(next++);
-}
+Instant minute(int n) { return contract_minute(n); }
+std::string job(const char* name) { return contract_job("contract-", name); }
 
 JobCursor found(FleetState& state, const std::string& job_key) {
   const CursorRead read = state.read_cursor(job_key);
@@ -36,6 +27,17 @@ JobCursor found(FleetState& state, const std::string& job_key) {
 }
 
 }  // namespace
+
+Instant contract_minute(int n) {
+  static const Instant base = std::chrono::floor<std::chrono::hours>(real_now()) - std::chrono::hours{48};
+  return base + std::chrono::minutes{n};
+}
+
+std::string contract_job(std::string_view prefix, std::string_view name) {
+  static std::atomic<int> next{0};
+  return std::string(prefix) + std::string(name) + "-" + std::to_string(real_now().time_since_epoch().count()) + "-" +
+         std::to_string(next++);
+}
 
 TEST_P(FleetStateContract, ACursorIsAbsentUntilWrittenThenReadByEveryReplica) {
   auto fleet = GetParam().make();

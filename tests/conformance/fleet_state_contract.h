@@ -11,6 +11,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "fleetcron/fleet_state.h"
 
@@ -42,5 +43,11 @@ struct FleetStateBackend {
 inline std::ostream& operator<<(std::ostream& out, const FleetStateBackend& backend) { return out << backend.name; }
 
 class FleetStateContract : public ::testing::TestWithParam<FleetStateBackend> {};
+
+/// An instant on a whole minute, as a cron job's instants are: `n` minutes
+/// after a base two days back.
+Instant contract_minute(int n);
+/// A job key no other test (or earlier run on the same server) uses.
+std::string contract_job(std::string_view prefix, std::string_view name);
 
 }  // namespace fleetcron::test

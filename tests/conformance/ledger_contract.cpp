@@ -16,16 +16,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-Instant minute(int n) {
-  static const Instant base = std::chrono::floor<std::chrono::hours>(real_now()) - std::chrono::hours{48};
-  return base + std::chrono::minutes{n};
-}
-
-std::string job(const char* name) {
-  static std::atomic<int> next{0};
-  return std::string("ledger-") + name + "-" + std::to_string(real_now().time_since_epoch().count()) + "-" +
-         std::to_string(next++);
-}
+Instant minute(int n) { return contract_minute(n); }
+std::string job(const char* name) { return contract_job("ledger-", name); }
 
 FireRecord record(const std::string& job_key, int at, FireFate fate, const char* replica = "replica-a") {
   FireRecord r;

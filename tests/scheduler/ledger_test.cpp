@@ -70,6 +70,20 @@ class ControlledLedger final : public FleetState {
   std::shared_ptr<FleetState> inner_;
 };
 
+/// Adds "* * * * *" under key "job", doing nothing.
+void add_job(Scheduler& s) {
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+}
+
+/// Whether the scheduler logged a line containing `needle`.
+bool logged(Harness& h, std::string_view needle) {
+  std::lock_guard guard(h.messages_mutex);
+  return std::any_of(h.messages.begin(), h.messages.end(),
+                     [&](const std::string& m) { return m.find(needle) != std::string::npos; });
+}
+
 TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
@@ -149,9 +163,7 @@ TEST(SchedulerLedger, AClaimErrorIsRecordedAsASkipWithItsError) {
   options.fleet_state = state;
   options.claimer = std::make_shared<Failing>();
   Scheduler s(options);
-  EntryOptions entry;
-  entry.key = "job";
-  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  add_job(s);
   s.start();
   h.clock->advance(60s);
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1; }));
@@ -169,9 +181,7 @@ TEST(SchedulerLedger, MissedFiresOfOneProcessAreOneRecordBesideTheRun) {
   options.fleet_state = state;
   options.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
   Scheduler s(options);
-  EntryOptions entry;
-  entry.key = "job";
-  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  add_job(s);
   s.start();
   h.clock->advance(10min);  // one jump: nine instants missed, the newest runs
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 2; }));
@@ -194,9 +204,7 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   options.fleet_state = state;
   options.catch_up_reach = 0ns;
   Scheduler s(options);
-  EntryOptions entry;
-  entry.key = "job";
-  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  add_job(s);
   s.start();
   h.advance(60s, 1, [&] { return h.completed() == 1; });
   ASSERT_TRUE(Harness::eventually([&] { return state->calls.load() >= 1; }));
@@ -207,10 +215,7 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   h.clock->advance(1s);
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::succeeded; }));
   EXPECT_TRUE(s.stop(h.soon()));
-  std::lock_guard guard(h.messages_mutex);
-  EXPECT_NE(std::find_if(h.messages.begin(), h.messages.end(),
-                         [](const std::string& m) { return m.find("not written yet: store down") != std::string::npos; }),
-            h.messages.end());
+  EXPECT_TRUE(logged(h, "not written yet: store down"));
 }
 
 TEST(SchedulerLedger, AFullQueueDropsCountsAndLogsNeverBlocksTheScheduler) {
@@ -222,19 +227,14 @@ TEST(SchedulerLedger, AFullQueueDropsCountsAndLogsNeverBlocksTheScheduler) {
   options.catch_up_reach = 0ns;
   options.ledger_queue = 1;
   Scheduler s(options);
-  EntryOptions entry;
-  entry.key = "job";
-  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  add_job(s);
   s.start();
   // The writer holds the first record in the blocked store; the queue
   // takes one more; the runs of three minutes still complete.
   for (std::size_t minute = 1; minute <= 3; ++minute) h.advance(60s, 1, [&] { return h.completed() == minute; });
   state->unblock();
   EXPECT_TRUE(s.stop(h.soon()));
-  std::lock_guard guard(h.messages_mutex);
-  EXPECT_NE(std::find_if(h.messages.begin(), h.messages.end(),
-                         [](const std::string& m) { return m.find("records dropped") != std::string::npos; }),
-            h.messages.end());
+  EXPECT_TRUE(logged(h, "records dropped"));
 }
 
 TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
@@ -244,9 +244,7 @@ TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
   options.fleet_state = state;
   options.ledger = false;
   Scheduler s(options);
-  EntryOptions entry;
-  entry.key = "job";
-  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  add_job(s);
   s.start();
   h.advance(60s, 1, [&] { return h.completed() == 1; });
   EXPECT_TRUE(s.stop(h.soon()));
