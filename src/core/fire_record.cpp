@@ -73,8 +73,10 @@ bool parse_optional(std::string_view text, std::optional<Number>& out) {
 }
 
 bool parse_instant(std::string_view text, std::optional<Instant>& out) {
+  constexpr std::int64_t max_micros = std::chrono::nanoseconds::max().count() / 1000;
   std::optional<std::int64_t> micros;
   if (!parse_optional(text, micros)) return false;
+  if (micros && (*micros > max_micros || *micros < -max_micros)) return false;  // beyond Instant's range
   if (micros) out = Instant{std::chrono::microseconds{*micros}};
   return true;
 }

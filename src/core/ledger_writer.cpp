@@ -97,15 +97,17 @@ void LedgerWriter::run() {
   while (true) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !pending.empty(); });
     if (stopping_) break;
-    if (dropped_unlogged_ != 0) {
-      log(LogLevel::warning, fmt::format("ledger: queue full ({} records): {} records dropped, {} in all", capacity_,
-                                         std::exchange(dropped_unlogged_, 0), dropped_));
-    }
+    const std::uint64_t dropped_now = std::exchange(dropped_unlogged_, 0);
+    const std::uint64_t dropped_total = dropped_;
     while (pending.size() < batch && !queue_.empty()) {
       pending.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
-    lock.unlock();
+    lock.unlock();  // the logger may be slow: never under the lock on_event() takes
+    if (dropped_now != 0) {
+      log(LogLevel::warning, fmt::format("ledger: queue full ({} records): {} records dropped, {} in all", capacity_,
+                                         dropped_now, dropped_total));
+    }
     const bool ok = write(pending);
     lock.lock();
     if (ok) {
@@ -130,7 +132,11 @@ void LedgerWriter::run() {
     std::vector<LedgerWrite> chunk(std::make_move_iterator(pending.begin() + static_cast<std::ptrdiff_t>(first)),
                                    std::make_move_iterator(pending.begin() +
                                                            static_cast<std::ptrdiff_t>(std::min(first + batch, pending.size()))));
-    if (!write(chunk)) lost += chunk.size();
+    if (!write(chunk)) {
+      // The store fails: each further try would wait out its timeouts too.
+      lost = chunk.size() + (pending.size() - std::min(first + batch, pending.size()));
+      break;
+    }
   }
   if (lost != 0) log(LogLevel::error, fmt::format("ledger: stopped with {} records not written", lost));
 }

@@ -217,6 +217,7 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
   const int max_attempts = settings.retry ? settings.retry->max_retries + 1 : 1;
   for (int attempt = 1;; ++attempt) {
     context.attempt = attempt;
+    *context.details = RunDetails{};  // what the last attempt tells, not an earlier one
     outcome.attempts = attempt;
     if (events_.active()) {
       publish(JobStartedEvent{ref, context.fire_key, context.scheduled_at, clock_->now(), attempt, context.fence,

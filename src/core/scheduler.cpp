@@ -114,7 +114,8 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
   const bool inherits_everything = options.timeout == std::chrono::nanoseconds::zero() &&
                                    options.attempt_timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
                                    !options.retry && !options.missed_fire && !options.claimer &&
-                                   !options.catch_up_reach && options.overlap == OverlapPolicy::allow;
+                                   !options.catch_up_reach && !options.ledger_retention &&
+                                   options.overlap == OverlapPolicy::allow;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,

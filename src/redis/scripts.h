@@ -202,14 +202,18 @@ return written
 )lua";
 
 // KEYS: the ledger's index and records. ARGV: how many. Returns the newest
-// records, newest instant first.
+// records, newest instant first (HMGET in chunks: Lua's unpack() takes
+// about 8,000 values at most).
 inline constexpr const char* read_fires_script = R"lua(
 local members = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 if #members == 0 then return {} end
-local records = redis.call('HMGET', KEYS[2], unpack(members))
 local out = {}
-for i = 1, #members do
-  if records[i] then out[#out + 1] = records[i] end
+for first = 1, #members, 1000 do
+  local chunk = {unpack(members, first, math.min(first + 999, #members))}
+  local records = redis.call('HMGET', KEYS[2], unpack(chunk))
+  for i = 1, #chunk do
+    if records[i] then out[#out + 1] = records[i] end
+  end
 end
 return out
 )lua";

@@ -258,6 +258,25 @@ TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
   EXPECT_EQ(state->ledgers(), 0u);
 }
 
+TEST(SchedulerLedger, AnEntrysOwnRetentionBoundsItsLedger) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto options = h.options();
+  options.fleet_state = state;
+  options.catch_up_reach = 0ns;
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  entry.ledger_retention = LedgerRetention{2, std::chrono::hours{24}};  // the only option set
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
+  s.start();
+  for (std::size_t minute = 1; minute <= 3; ++minute) h.advance(60s, 1, [&] { return h.completed() == minute; });
+  EXPECT_TRUE(s.stop(h.soon()));  // writes what is queued
+  const auto records = ledger_of(*state, "job");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].scheduled_at, at("2026-01-01T00:03:00Z"));
+}
+
 TEST(SchedulerLedger, RetentionOptionsAreCheckedWithTheirNames) {
   auto options = Harness().options();
   options.ledger_retention.keep_count = 0;
