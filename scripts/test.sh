@@ -20,9 +20,6 @@ fuzz_seconds=${FUZZ_SECONDS:-10}
 started=$SECONDS
 
 step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
-# Ninja for new build folders (it schedules two cores better than make
-# here); a folder configured before keeps its generator.
-generator() { [[ -f $1/CMakeCache.txt ]] || printf '%s\n' -G Ninja; }
 
 step "dependencies"
 bash scripts/deps.sh
@@ -33,7 +30,7 @@ start_redis
 start_nats
 
 step "g++ build"
-cmake -S . -B build/gcc $(generator build/gcc) -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON >/dev/null
+cmake -S . -B build/gcc -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON >/dev/null
 cmake --build build/gcc -j"$jobs"
 step "g++ tests"
 (cd build/gcc && ctest --output-on-failure -j"$jobs" -LE 'e2e|chaos')
@@ -45,7 +42,7 @@ step "g++ fleet runs: end to end and chaos (three daemons and their own server e
 # Each fleet run's summary line: runs, duplicates, losses and their reasons.
 grep -hE '^ok( |:)' build/gcc/Testing/Temporary/LastTest.log || true
 step "g++ -O3 (Release) shared libraries, program and examples, -Werror (g++ 12 warns differently at -O3)"
-cmake -S . -B build/gcc-release $(generator build/gcc-release) -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
+cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
   -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=ON -DFLEETCRON_INSTALL=ON >/dev/null
 cmake --build build/gcc-release -j"$jobs"
 # Hidden visibility: the program and the examples link against the public
@@ -55,7 +52,7 @@ bash tests/install/check_exports.sh build/gcc-release
 bash tests/install/run_install_test.sh build/gcc-release . build/gcc-release/install-test
 build/gcc-release/src/daemon/fleetcron next -n 1 '@daily' >/dev/null
 step "core-only build: the library without the backends or the program (FLEETCRON_REDIS/NATS/DAEMON=OFF)"
-cmake -S . -B build/gcc-core $(generator build/gcc-core) -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON \
+cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLEETCRON_WERROR=ON \
   -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \
   -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-core -j"$jobs"
@@ -71,7 +68,7 @@ build/gcc/bench/scheduler_load 100000 2000 2000
 bash bench/redis_bench.sh build/gcc 2000 2
 
 step "clang ASan+UBSan build"
-cmake -S . -B build/clang-asan $(generator build/clang-asan) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=address,undefined -DFLEETCRON_FUZZ=ON -DFLEETCRON_BENCH=OFF -DFLEETCRON_WERROR=ON >/dev/null
 cmake --build build/clang-asan -j"$jobs"
 step "clang ASan+UBSan tests"
@@ -100,7 +97,7 @@ for target in build/clang-asan/fuzz/*_fuzz; do
 done
 
 step "g++ ThreadSanitizer build"
-cmake -S . -B build/gcc-tsan $(generator build/gcc-tsan) -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_unit_tests fleetcron_scheduler_tests fleetcron_redis_tests \
   fleetcron_nats_tests fleetcron_sim_tests
