@@ -11,7 +11,7 @@
 #     the other concurrency tests.
 # Integration tests share a redis-server and a nats-server started here on
 # free loopback ports (stopped by PID on exit); fault tests start private ones.
-# Exits non-zero on any failure. FUZZ_SECONDS (default 30) sets the fuzz run.
+# Exits non-zero on any failure. FUZZ_SECONDS (default 10) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -68,11 +68,16 @@ build/gcc/bench/scheduler_load 100000 2000 2000
 bash bench/redis_bench.sh build/gcc 2000 2
 
 step "clang ASan+UBSan build"
+# The examples and the installed-package test ran in the g++ passes: they
+# exercise no code the tests here do not.
 cmake -S . -B build/clang-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DFLEETCRON_SANITIZE=address,undefined -DFLEETCRON_FUZZ=ON -DFLEETCRON_BENCH=OFF -DFLEETCRON_WERROR=ON >/dev/null
+  -DFLEETCRON_SANITIZE=address,undefined -DFLEETCRON_FUZZ=ON -DFLEETCRON_BENCH=OFF -DFLEETCRON_WERROR=ON \
+  -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL_TEST=OFF >/dev/null
 cmake --build build/clang-asan -j"$jobs"
 step "clang ASan+UBSan tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# One known leak inside nats.c (tests/lsan.supp says which and why).
+export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0
 # The end-to-end and chaos runs (labels e2e, chaos) and the million-fire
 # simulation (sim-fleet) ran in the g++ pass: minutes of wall-clock time
 # each, with nothing more to find under ASan (the simulator's own tests,

@@ -190,6 +190,8 @@ class World {
   void roll_back_store(nanoseconds lost);
   void wait_quiescent();
   bool quiescent_locked() const;
+  /// Quiescent with fires queued behind workers that all wait for the store.
+  bool saturated_locked() const;
   void process_round();
   void deliver_locked(const std::shared_ptr<Request>& request);
   /// Completes a claim request (its results set) and unblocks its worker.
@@ -681,6 +683,17 @@ bool World::quiescent_locked() const {
   return true;
 }
 
+bool World::saturated_locked() const {
+  for (const auto& [id, inc] : by_id_) {
+    if (inc->state != State::running) continue;
+    const std::uint64_t waiters = inc->clock->inner().waiter_count();
+    const std::uint64_t sleepers = waiters > threads_on_clock ? waiters - threads_on_clock : 0;
+    const std::uint64_t undecided = inc->emitted - std::min(inc->emitted, inc->terminated + inc->parked);
+    if (undecided > sleepers) return true;
+  }
+  return false;
+}
+
 void World::wait_quiescent() {
   std::unique_lock lock(mutex_);
   const auto limit = std::chrono::steady_clock::now() + 30s;
@@ -1018,6 +1031,7 @@ Outcome World::run() {
     {
       std::unique_lock lock(mutex_);
       if (!pending_.empty()) {
+        if (saturated_locked()) ++outcome_.saturated_rounds;
         lock.unlock();
         process_round();
         continue;

@@ -139,6 +139,9 @@ struct Outcome {
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;
   std::uint64_t requests = 0;
+  /// Rounds answered while fires were queued behind workers that all waited
+  /// for the store: which fires made such a round depends on thread timing.
+  std::uint64_t saturated_rounds = 0;
 };
 
 /// The jobs every replica runs: name → cron spec (6 fields) and policy.
