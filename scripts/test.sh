@@ -11,12 +11,12 @@
 #     the other concurrency tests.
 # Integration tests share a redis-server and a nats-server started here on
 # free loopback ports (stopped by PID on exit); fault tests start private ones.
-# Exits non-zero on any failure. FUZZ_SECONDS (default 10) sets the fuzz run.
+# Exits non-zero on any failure. FUZZ_SECONDS (default 6) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
-fuzz_seconds=${FUZZ_SECONDS:-10}
+fuzz_seconds=${FUZZ_SECONDS:-6}
 started=$SECONDS
 
 step() { printf '\n=== %s (%ds)\n' "$*" $((SECONDS - started)); }
