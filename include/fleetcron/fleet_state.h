@@ -15,6 +15,7 @@
 
 #include "fleetcron/api.h"
 #include "fleetcron/fire_record.h"
+#include "fleetcron/job_controls.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -170,6 +171,45 @@ class FLEETCRON_API FleetState {
   /// The job's newest `limit` records (1 to LedgerRetention::max_keep_count),
   /// newest scheduled instant first.
   [[nodiscard]] virtual LedgerRead read_fires(std::string_view job_key, std::size_t limit) = 0;
+
+  // ---- fleet-wide controls (job_controls.h) --------------------------
+  // One document holds them all; each change is a compare-and-swap of it
+  // through the two primitives below, so every backend shares these rules.
+  // `now` is the caller's clock: triggers that expired by then are left out
+  // (and dropped at the next change). `by` names the caller (1 to 64
+  // characters, no whitespace).
+
+  /// Every job held paused or with triggers waiting.
+  [[nodiscard]] ControlsRead read_controls(Instant now);
+  /// Pauses or resumes the job for the whole fleet; `unchanged` if it
+  /// already was. A pause stays until resumed, whatever restarts.
+  [[nodiscard]] ControlChange set_paused(std::string_view job_key, bool paused, std::string_view by, Instant now);
+  /// Asks the fleet to run the job once; the answer names the trigger. It
+  /// waits at most `wait` (0 to max_trigger_wait) for a replica to take it.
+  [[nodiscard]] ControlChange request_trigger(std::string_view job_key, std::string_view by, Instant now,
+                                              std::chrono::nanoseconds wait = default_trigger_wait);
+  /// Takes the trigger from the store: of all callers, exactly one is
+  /// answered `changed` and runs it; the others `absent`.
+  [[nodiscard]] ControlChange take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now);
+
+  /// The controls document as the backend keeps it.
+  struct FLEETCRON_API ControlsDocument {
+    enum class Status { found, absent, error };
+    Status status = Status::absent;
+    std::string text = {};
+    std::uint64_t revision = 0;  ///< the backend's version of it, where it has one (NATS)
+    std::string error = {};
+  };
+  struct FLEETCRON_API ControlsReplace {
+    enum class Status { written, conflict, error };
+    Status status = Status::error;
+    std::string error = {};
+  };
+  /// The primitives of the controls, for backends: the document, and its
+  /// replacement by `text` only if it is still `seen` (absent: still
+  /// absent); `conflict` if another writer came first.
+  [[nodiscard]] virtual ControlsDocument load_controls() = 0;
+  [[nodiscard]] virtual ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) = 0;
 
  protected:
   FleetState() = default;

@@ -142,6 +142,14 @@ struct FLEETCRON_API SchedulerOptions {
   /// Each entry's ledger bounds unless the entry sets its own (default:
   /// the newest 100 records, none older than 30 days).
   LedgerRetention ledger_retention;
+  /// Whether the fleet state's controls (docs/fleet-state.md#controls)
+  /// act on the keyed entries: a job paused fleet-wide is paused here (and
+  /// resumed when the fleet resumes it), and a trigger for it is taken and
+  /// run by one replica. Read at start() and then every
+  /// `control_poll_interval` (10 ms to 1 minute; default 1 s), which bounds
+  /// how late a replica sees a change. On by default when `fleet_state` is set.
+  bool controls = true;
+  std::chrono::nanoseconds control_poll_interval = std::chrono::seconds{1};
   /// Names this replica in the fleet state (1 to 64 characters, no
   /// whitespace); default: "replica-" and 16 random hex digits.
   std::string replica_id;

@@ -8,12 +8,19 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "core/percent_decoding.h"
+#include "core/record_text.h"
 #include "fleetcron/duration.h"
 
 namespace fleetcron {
 
 namespace {
+
+using detail::decode_text;
+using detail::encode_text;
+using detail::micros_text;
+using detail::parse_instant;
+using detail::parse_number;
+using detail::parse_optional;
 
 constexpr std::array<std::string_view, 8> fate_names{"skipped", "missed",    "cancelled", "running",
                                                      "lost",    "succeeded", "failed",    "timed-out"};
@@ -24,61 +31,9 @@ bool has_space(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
 }
 
-/// Percent-encodes '%', space, controls and DEL; "-" stands for empty.
-std::string encode_text(std::string_view text) {
-  if (text.empty()) return "-";
-  if (text == "-") return "%2D";
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte == '%' || byte <= 0x20 || byte == 0x7f) {
-      out += fmt::format("%{:02X}", byte);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> decode_text(std::string_view field) {
-  if (field == "-") return std::string();
-  std::size_t bad_at = 0;
-  return detail::percent_decode(field, bad_at);
-}
-
-std::string micros_text(const std::optional<Instant>& at) {
-  if (!at) return "-";
-  return std::to_string(std::chrono::floor<std::chrono::microseconds>(*at).time_since_epoch().count());
-}
-
 template <typename Number>
 std::string number_text(const std::optional<Number>& value) {
   return value ? std::to_string(*value) : std::string("-");
-}
-
-template <typename Number>
-bool parse_number(std::string_view text, Number& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc{} && end == text.data() + text.size();
-}
-
-template <typename Number>
-bool parse_optional(std::string_view text, std::optional<Number>& out) {
-  if (text == "-") return true;
-  Number value{};
-  if (!parse_number(text, value)) return false;
-  out = value;
-  return true;
-}
-
-bool parse_instant(std::string_view text, std::optional<Instant>& out) {
-  constexpr std::int64_t max_micros = std::chrono::nanoseconds::max().count() / 1000;
-  std::optional<std::int64_t> micros;
-  if (!parse_optional(text, micros)) return false;
-  if (micros && (*micros > max_micros || *micros < -max_micros)) return false;  // beyond Instant's range
-  if (micros) out = Instant{std::chrono::microseconds{*micros}};
-  return true;
 }
 
 /// Splits on single spaces into exactly `fields.size()` fields.

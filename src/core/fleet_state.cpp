@@ -8,20 +8,13 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "core/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron {
 
-namespace {
-
-template <typename Number>
-bool parse_number(std::string_view text, Number& out) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc{} && end == text.data() + text.size();
-}
-
-}  // namespace
+using detail::parse_number;
 
 std::string format_cursor_record(const JobCursor& cursor) {
   const auto micros = std::chrono::floor<std::chrono::microseconds>(cursor.instant).time_since_epoch().count();

@@ -31,8 +31,21 @@ bool Scheduler::Impl::loop_alive() const {
   return now - *stale_since_ < liveness_bound;
 }
 
+bool Scheduler::Impl::controls_on() const { return options_.fleet_state && options_.controls; }
+
 void Scheduler::Impl::start() {
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ != State::created) return start_locked();
+  }
+  // Before the loop runs: a job the fleet paused stays paused across a
+  // restart, and triggers waiting are taken (queued for the workers).
+  if (controls_on()) poll_controls();
   std::lock_guard guard(mutex_);
+  start_locked();
+}
+
+void Scheduler::Impl::start_locked() {
   if (state_ == State::running) return;
   if (state_ != State::created) throw SchedulerError(SchedulerError::Code::stopped, "start: a stopped scheduler cannot restart");
   if (options_.elector) {
@@ -58,6 +71,7 @@ void Scheduler::Impl::start() {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
     catch_up_thread_ = std::thread([this] { catch_up_main(); });
   }
+  if (controls_on()) controls_thread_ = std::thread([this] { controls_main(); });
   loop_thread_ = std::thread([this] { loop_main(); });
 }
 
@@ -78,8 +92,10 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     catch_up_stopping_ = true;
   }
   catch_up_cv_.notify_all();
+  stop_controls();  // no new triggers taken from here on
   {
     std::lock_guard guard(join_mutex_);
+    if (controls_thread_.joinable() && controls_thread_.get_id() != std::this_thread::get_id()) controls_thread_.join();
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
   }
   // No new fires from here on: free the lease now, so another replica
@@ -139,6 +155,7 @@ void Scheduler::Impl::join_threads_once() {
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (catch_up_thread_.joinable()) catch_up_thread_.join();
+  if (controls_thread_.joinable()) controls_thread_.join();
   resign_once();
   if (ledger_) ledger_->stop();  // after the last fire's record
   events_.flush_and_stop();

@@ -26,6 +26,8 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
   std::unordered_map<std::string, Record> cursors;
   ExpiryOrder expiry_order;  // one entry per record
   std::unique_ptr<detail::MemoryLedgers> ledgers;
+  std::optional<std::string> controls;  // the controls document; nullopt: absent
+  std::uint64_t controls_revision = 0;   // one more on every replacement
 
   void purge_expired(Clock::SteadyTime now) {
     while (!expiry_order.empty() && expiry_order.begin()->first <= now) {
@@ -132,6 +134,23 @@ LedgerRead MemoryFleetState::read_fires(std::string_view job_key, std::size_t li
   const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
   return {LedgerRead::Status::found, state_->ledgers->read(job_key, limit, now), {}};
+}
+
+FleetState::ControlsDocument MemoryFleetState::load_controls() {
+  std::lock_guard guard(state_->mutex);
+  if (!state_->controls) return {ControlsDocument::Status::absent, {}, state_->controls_revision, {}};
+  return {ControlsDocument::Status::found, *state_->controls, state_->controls_revision, {}};
+}
+
+FleetState::ControlsReplace MemoryFleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
+  std::lock_guard guard(state_->mutex);
+  const bool present = seen.status == ControlsDocument::Status::found;
+  if (seen.revision != state_->controls_revision || present != state_->controls.has_value()) {
+    return {ControlsReplace::Status::conflict, {}};
+  }
+  state_->controls = text;
+  ++state_->controls_revision;
+  return {ControlsReplace::Status::written, {}};
 }
 
 std::size_t MemoryFleetState::ledgers() const {

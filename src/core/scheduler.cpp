@@ -266,20 +266,24 @@ void Scheduler::Impl::set_paused(EntryId id, bool paused) {
       throw SchedulerError(SchedulerError::Code::entry_not_found,
                            fmt::format("{}: no entry {}", paused ? "pause" : "resume", id));
     }
-    Entry& entry = *it->second;
-    if (entry.paused == paused) return;
-    if (has_heap_item(entry)) ++stale_heap_items_;
-    entry.paused = paused;
-    ++entry.generation;
-    if (!paused) {
-      // Resume from now: nothing missed while paused is replayed.
-      entry.next = entry.schedule->next(clock_->now()).value_or(Entry::no_instant);
-      push_heap(it->second, events_.active() ? &events : nullptr);
-    }
-    compact_heap();
+    if (it->second->paused == paused) return;
+    set_paused_locked(it->second, paused, events);
   }
   loop_cv_.notify_one();
   for (auto& event : events) publish(std::move(event));
+}
+
+void Scheduler::Impl::set_paused_locked(const std::shared_ptr<Entry>& entry, bool paused, std::vector<Event>& events) {
+  if (entry->paused == paused) return;
+  if (has_heap_item(*entry)) ++stale_heap_items_;
+  entry->paused = paused;
+  ++entry->generation;
+  if (!paused) {
+    // Resume from now: nothing missed while paused is replayed.
+    entry->next = entry->schedule->next(clock_->now()).value_or(Entry::no_instant);
+    push_heap(entry, events_.active() ? &events : nullptr);
+  }
+  compact_heap();
 }
 
 void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {

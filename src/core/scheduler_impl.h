@@ -37,12 +37,13 @@ namespace fleetcron {
 ///
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):
-///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_,
+///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_, controls_mutex_,
 ///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
 ///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
+///   controls_mutex_        -> the Clock's own lock
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
 ///                          -> mutex_, queue_mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
@@ -84,6 +85,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- lifecycle (lifecycle.cpp)
   void start();
+  void start_locked();  // mutex_ held
   bool stop(Clock::SteadyTime deadline, bool drain_first);
   /// What Elector::set_liveness() reports: the loop passes, and this
   /// replica is not stepping down after its leader-gated claims kept failing.
@@ -166,6 +168,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The catch-up thread: catches up the entries handed to it, retrying
   /// each failure after a backoff (1 s doubling to 30 s).
   void catch_up_main();
+  /// Fleet-wide controls (controls.cpp): reads them and applies what
+  /// changed — pauses and resumes of this replica's keyed entries, and the
+  /// triggers it takes and queues.
+  [[nodiscard]] bool controls_on() const;
+  void poll_controls();
+  void controls_main();
+  void stop_controls();
+  /// Pauses or resumes the entry (mutex_ held), as set_paused().
+  void set_paused_locked(const std::shared_ptr<detail::Entry>& entry, bool paused, std::vector<Event>& events);
   struct CatchUpOutcome {
     bool done = false;
     std::string error{};
@@ -352,6 +363,21 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::vector<PendingCatchUp> catch_up_queue_;
   bool catch_up_stopping_ = false;
   std::thread catch_up_thread_;
+
+  // ---- the controls thread (controls.cpp), with a fleet state and options.controls
+  std::mutex controls_mutex_;  // guards controls_stopping_
+  std::condition_variable controls_cv_;
+  bool controls_stopping_ = false;
+  std::thread controls_thread_;
+  // The controls thread's own (start() before it runs): job key -> the
+  // entry and whether the fleet held it paused, as last read; and whether
+  // the last read failed.
+  struct FleetPause {
+    EntryId entry = 0;
+    bool paused = false;
+  };
+  std::unordered_map<std::string, FleetPause> fleet_paused_;
+  bool controls_failing_ = false;
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

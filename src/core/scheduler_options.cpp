@@ -114,6 +114,9 @@ void validate(SchedulerOptions& options) {
   check_duration(owner, "catch_up_reach", options.catch_up_reach, true);
   check_range(owner, "ledger_queue", options.ledger_queue, 1, max_ledger_queue);
   check_retention(owner, options.ledger_retention);
+  if (options.control_poll_interval < std::chrono::milliseconds{10} || options.control_poll_interval > std::chrono::minutes{1}) {
+    reject(owner, "control_poll_interval", format_duration(options.control_poll_interval), "is not between 10ms and 1m");
+  }
   if (options.replica_id.size() > 64 ||
       std::any_of(options.replica_id.begin(), options.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
     reject(owner, "replica_id", "\"" + quote_for_message(options.replica_id, 80) + "\"",

@@ -1,13 +1,16 @@
-// The program's subcommands other than `next`: validate, status, history.
+// The program's subcommands other than `next`: validate, status, history,
+// pause, resume and trigger.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 
 #include "daemon/settings.h"
+#include "fleetcron/fleet_state.h"
 #include "fleetcron/nats/connection.h"
 
 namespace fleetcron::daemon {
@@ -30,6 +33,19 @@ int run_status_command(const Settings& settings, std::ostream& out, std::ostream
 /// one JSON document (docs/daemon.md has its schema). Exit 0, 1 when the
 /// store cannot be read, 2 for a memory coordinator (no fleet state to ask).
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
+                        std::ostream& out, std::ostream& err);
+
+/// The coordinator's fleet state (Redis or NATS), for the commands that
+/// read or change it without a daemon. Throws if it cannot be reached.
+[[nodiscard]] std::shared_ptr<FleetState> open_fleet_state(Settings settings);
+
+enum class ControlAction { pause, resume, trigger };
+
+/// `fleetcron pause|resume|trigger --coordinator URI JOB [--json]`: pauses
+/// or resumes the job for the whole fleet, or asks one replica to run it
+/// now (docs/daemon.md#controls). Exit 0, 1 when the store fails, 2 for a
+/// memory coordinator (no fleet to reach).
+int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
                         std::ostream& out, std::ostream& err);
 
 /// The status line for a NATS leader record, one line whatever the record

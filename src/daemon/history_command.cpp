@@ -6,26 +6,14 @@
 #include "daemon/commands.h"
 #include "daemon/coordination_setup.h"
 #include "daemon/log_sink.h"
-#include "fleetcron/duration.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/redis/fleet_state.h"
+#include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
 
 namespace {
-
-/// The store's fleet state, bound without creating anything.
-std::shared_ptr<FleetState> open_fleet_state(Settings settings) {
-  if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
-    const auto options = parse_nats_uri(settings.coordinator, settings);
-    auto connection = nats::Connection::connect(options);
-    return std::make_shared<nats::FleetState>(connection->bucket(effective_fleet_bucket(settings)));
-  }
-  auto client = std::make_shared<redis::Client>(redis_options(settings));
-  return std::make_shared<redis::FleetState>(client,
-                                             redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
-}
 
 std::string json_string(std::string_view text) { return "\"" + json_escape(text) + "\""; }
 
@@ -68,6 +56,17 @@ std::string record_line(const FireRecord& r) {
 }
 
 }  // namespace
+
+std::shared_ptr<FleetState> open_fleet_state(Settings settings) {  // a copy: parsing the URI fills it in
+  if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
+    const auto options = parse_nats_uri(settings.coordinator, settings);
+    auto connection = nats::Connection::connect(options);
+    return std::make_shared<nats::FleetState>(connection->bucket(effective_fleet_bucket(settings)));
+  }
+  auto client = std::make_shared<redis::Client>(redis_options(settings));
+  return std::make_shared<redis::FleetState>(client,
+                                             redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
+}
 
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err) {

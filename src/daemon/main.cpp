@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <signal.h>
 
+#include <array>
 #include <iostream>
 #include <optional>
 
@@ -226,6 +227,28 @@ int main(int argc, char** argv) {
   history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
   history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
 
+  // pause, resume, trigger: one job's fleet-wide controls.
+  struct ControlCommand {
+    fleetcron::daemon::ControlAction action;
+    const char* name;
+    const char* description;
+    Flags flags;
+    std::string job;
+    bool json = false;
+    CLI::App* command = nullptr;
+  };
+  std::array<ControlCommand, 3> controls{{
+      {fleetcron::daemon::ControlAction::pause, "pause", "Pause a job for the whole fleet, until resumed", {}, {}, false, nullptr},
+      {fleetcron::daemon::ControlAction::resume, "resume", "Resume a job paused for the whole fleet", {}, {}, false, nullptr},
+      {fleetcron::daemon::ControlAction::trigger, "trigger", "Have one replica of the fleet run a job once, now", {}, {}, false, nullptr},
+  }};
+  for (auto& control : controls) {
+    control.command = app.add_subcommand(control.name, control.description);
+    add_settings_flags(control.command, control.flags, false);
+    control.command->add_option("job", control.job, "The job's key")->required();
+    control.command->add_flag("--json", control.json, "One JSON document (schema: docs/daemon.md)");
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -238,9 +261,14 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("next")) return fleetcron::daemon::run_next_command(next, std::cout, std::cerr);
   if (app.got_subcommand("run")) return run_daemon(run_flags);
-  Flags& flags = app.got_subcommand("validate") ? validate_flags
-                 : app.got_subcommand("history") ? history_flags
-                                                 : status_flags;
+  ControlCommand* control = nullptr;
+  for (auto& candidate : controls) {
+    if (candidate.command->parsed()) control = &candidate;
+  }
+  Flags& flags = control != nullptr                 ? control->flags
+                 : app.got_subcommand("validate") ? validate_flags
+                 : app.got_subcommand("history")  ? history_flags
+                                                  : status_flags;
   Settings settings;
   try {
     settings = build_settings(flags);
@@ -254,6 +282,10 @@ int main(int argc, char** argv) {
       return exit_usage;
     }
     return fleetcron::daemon::run_validate_command(settings, validate_count, std::cout, std::cerr);
+  }
+  if (control != nullptr) {
+    return fleetcron::daemon::run_control_command(settings, control->action, control->job, control->json, std::cout,
+                                                  std::cerr);
   }
   if (app.got_subcommand("history")) {
     return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,

@@ -292,4 +292,28 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
   return {LedgerRead::Status::found, std::move(records), {}};
 }
 
+std::string FleetState::controls_key() { return "controls"; }
+
+FleetState::ControlsDocument FleetState::load_controls() {
+  Impl::Fetched fetched = impl_->fetch(controls_key());
+  if (!fetched.error.empty()) return {ControlsDocument::Status::error, {}, 0, std::move(fetched.error)};
+  if (!fetched.entry) return {ControlsDocument::Status::absent, {}, 0, {}};
+  return {ControlsDocument::Status::found, std::move(fetched.entry->value), fetched.entry->revision, {}};
+}
+
+FleetState::ControlsReplace FleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
+  std::optional<Entry> entry;
+  if (seen.status == ControlsDocument::Status::found) {
+    entry.emplace();
+    entry->key = controls_key();
+    entry->revision = seen.revision;  // all a compare-and-swap needs
+  }
+  try {
+    if (impl_->write(controls_key(), entry, text)) return {ControlsReplace::Status::written, {}};
+    return {ControlsReplace::Status::conflict, {}};
+  } catch (const std::exception& e) {
+    return {ControlsReplace::Status::error, e.what()};
+  }
+}
+
 }  // namespace fleetcron::nats

@@ -27,6 +27,11 @@ const Script& record_fire_script() {
   return script;
 }
 
+const Script& replace_controls_script() {
+  static const Script script(detail::replace_controls_script);
+  return script;
+}
+
 const Script& read_fires_script() {
   static const Script script(detail::read_fires_script);
   return script;
@@ -255,5 +260,41 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
 }
 
 std::string FleetState::ledger_key(std::string_view job_key) const { return impl_->ledger_index_key(job_key); }
+
+std::string FleetState::controls_key() const { return impl_->options_.fleet_prefix + "controls"; }
+
+FleetState::ControlsDocument FleetState::load_controls() {
+  Reply reply;
+  try {
+    reply = impl_->client_->impl().command({"GET", controls_key()});
+  } catch (const std::exception& e) {
+    return {ControlsDocument::Status::error, {}, 0, e.what()};
+  }
+  if (reply.is_nil()) return {ControlsDocument::Status::absent, {}, 0, {}};
+  if (reply.type != Reply::Type::string) {
+    return {ControlsDocument::Status::error, {}, 0,
+            fmt::format("{}: GET {} answered {}", impl_->client_->describe(), controls_key(),
+                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+  }
+  return {ControlsDocument::Status::found, std::move(reply.text), 0, {}};
+}
+
+FleetState::ControlsReplace FleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
+  const std::array<std::string, 1> keys{controls_key()};
+  const bool present = seen.status == ControlsDocument::Status::found;
+  const std::array<std::string, 3> args{present ? "1" : "0", present ? seen.text : std::string(), text};
+  Reply reply;
+  try {
+    reply = impl_->client_->impl().eval(replace_controls_script(), keys, args);
+  } catch (const std::exception& e) {
+    return {ControlsReplace::Status::error, e.what()};
+  }
+  if (reply.type != Reply::Type::integer) {
+    return {ControlsReplace::Status::error,
+            fmt::format("{}: the controls script answered {}", impl_->client_->describe(),
+                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+  }
+  return {reply.integer == 1 ? ControlsReplace::Status::written : ControlsReplace::Status::conflict, {}};
+}
 
 }  // namespace fleetcron::redis

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "scheduler/harness.h"
+#include "support/forwarding_fleet_state.h"
 
 namespace fleetcron::test {
 namespace {
@@ -61,10 +62,10 @@ class Fleet {
     settle();
   }
 
-  /// Waits until every replica's loop, watchdog and catch-up thread wait
-  /// on the clock again: every catch-up has been decided.
+  /// Waits until every replica's loop, watchdog, catch-up and controls
+  /// threads wait on the clock again: every catch-up has been decided.
   void settle() {
-    const std::size_t waiters = 3 * replicas_.size();
+    const std::size_t waiters = 4 * replicas_.size();
     ASSERT_TRUE(Harness::eventually([&] { return clock->due_waiter_count() == 0 && clock->waiter_count() >= waiters; }))
         << "waiters " << clock->waiter_count();
   }
@@ -243,27 +244,6 @@ TEST(CatchUp, FiresThatRanAreNeverCaughtUpAgain) {
   EXPECT_EQ(runs.size(), 35U);
   for (const auto& [instant, count] : runs) EXPECT_EQ(count, 1) << format_rfc3339(instant);
 }
-
-// Forwards every call to another fleet state; tests override what they change.
-class ForwardingFleetState : public FleetState {
- public:
-  explicit ForwardingFleetState(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
-  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
-  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest, std::chrono::nanoseconds keep) override {
-    return inner_->advance_cursor(job, at, digest, keep);
-  }
-  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
-                              std::chrono::nanoseconds keep, std::string_view claimant) override {
-    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
-  }
-  std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
-    return inner_->record_fires(writes);
-  }
-  LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
-
- protected:
-  std::shared_ptr<FleetState> inner_;
-};
 
 // A fleet state that fails while `failing` is set.
 class FlakyFleetState final : public ForwardingFleetState {

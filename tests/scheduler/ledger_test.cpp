@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "scheduler/harness.h"
+#include "support/forwarding_fleet_state.h"
 
 namespace fleetcron::test {
 namespace {
@@ -25,19 +26,9 @@ bool ledger_reaches(FleetState& state, const std::string& job,
 
 // A fleet state whose ledger writes fail while `failing` is set, or block
 // while `blocked` is set; the rest forwards.
-class ControlledLedger final : public FleetState {
+class ControlledLedger final : public ForwardingFleetState {
  public:
-  explicit ControlledLedger(std::shared_ptr<FleetState> inner) : inner_(std::move(inner)) {}
-  CursorRead read_cursor(std::string_view job) override { return inner_->read_cursor(job); }
-  CursorAdvance advance_cursor(std::string_view job, Instant at, std::uint64_t digest,
-                               std::chrono::nanoseconds keep) override {
-    return inner_->advance_cursor(job, at, digest, keep);
-  }
-  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at,
-                              std::uint64_t digest, std::chrono::nanoseconds keep,
-                              std::string_view claimant) override {
-    return inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
-  }
+  using ForwardingFleetState::ForwardingFleetState;
   std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
     ++calls;
     {
@@ -50,7 +41,6 @@ class ControlledLedger final : public FleetState {
     }
     return inner_->record_fires(writes);
   }
-  LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
 
   void unblock() {
     {
@@ -65,9 +55,6 @@ class ControlledLedger final : public FleetState {
   std::mutex mutex;
   std::condition_variable cv;
   bool blocked = false;
-
- private:
-  std::shared_ptr<FleetState> inner_;
 };
 
 /// Adds "* * * * *" under key "job", doing nothing.
@@ -215,9 +202,9 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   h.advance(60s, 1, [&] { return h.completed() == 1; });
   ASSERT_TRUE(Harness::eventually([&] { return state->calls.load() >= 1; }));
   state->failing = false;
-  // The retry waits on the scheduler's clock (loop, watchdog, catch-up
-  // and the writer wait on it): 1 s later it writes the records.
-  h.settle(Harness::idle_waiters + 2);
+  // The retry waits on the scheduler's clock (loop, watchdog, catch-up,
+  // controls and the writer wait on it): 1 s later it writes the records.
+  h.settle(Harness::idle_waiters + 3);
   h.clock->advance(1s);
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::succeeded; }));
   EXPECT_TRUE(s.stop(h.soon()));

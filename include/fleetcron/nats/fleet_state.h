@@ -33,7 +33,10 @@ inline constexpr std::string_view default_state_bucket = "FLEETCRON_STATE";
 /// a compare-and-swap of the whole value (one per job and call), and the
 /// value keeps at most max_ledger_value_bytes (the oldest records beyond
 /// it go, whatever the retention's keep_count). Like the cursors, a ledger
-/// lives the bucket's TTL after its last write.
+/// lives the bucket's TTL after its last write. The fleet-wide controls
+/// are the key "controls" (format_job_controls()), written by compare-and-
+/// swap on its revision: a pause lives the bucket's TTL after the last
+/// change of any control.
 class FLEETCRON_API FleetState final : public fleetcron::FleetState {
  public:
   /// Throws std::invalid_argument for a null bucket.
@@ -54,6 +57,11 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// One compare-and-swap per job of `writes`.
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+
+  [[nodiscard]] ControlsDocument load_controls() override;
+  [[nodiscard]] ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) override;
+  /// The key holding the fleet-wide controls.
+  [[nodiscard]] static std::string controls_key();
 
   /// The key holding `job_key`'s ledger.
   [[nodiscard]] static std::string ledger_key(std::string_view job_key);

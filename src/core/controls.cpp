@@ -1,0 +1,122 @@
+// Fleet-wide controls on this replica (docs/fleet-state.md#controls): the
+// controls thread reads them every control_poll_interval, pauses and
+// resumes the keyed entries the fleet paused or resumed, and takes the
+// triggers of its entries from the store, each then run here once as a
+// manual fire.
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "core/scheduler_impl.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+using detail::Fire;
+
+namespace {
+
+struct TakenTrigger {
+  std::shared_ptr<Entry> entry;
+  TriggerRequest trigger;
+};
+
+}  // namespace
+
+void Scheduler::Impl::poll_controls() {
+  const ControlsRead read = options_.fleet_state->read_controls(clock_->now());
+  if (read.status == ControlsRead::Status::error) {
+    if (!controls_failing_) {
+      log(LogLevel::warning, "fleet controls unreadable; pauses, resumes and triggers wait until they are: " + read.error);
+    }
+    controls_failing_ = true;
+    return;
+  }
+  if (controls_failing_) log(LogLevel::info, "fleet controls readable again");
+  controls_failing_ = false;
+  std::vector<Event> events;
+  std::vector<std::string> notes;
+  std::vector<TakenTrigger> triggers;
+  {
+    std::lock_guard guard(mutex_);
+    auto entry_of = [&](const std::string& key) -> std::shared_ptr<Entry> {
+      const auto it = keys_.find(key);
+      return it == keys_.end() ? nullptr : entries_.at(it->second);
+    };
+    std::unordered_set<std::string> listed;
+    for (const JobControl& control : read.jobs) {
+      listed.insert(control.job_key);
+      const std::shared_ptr<Entry> entry = entry_of(control.job_key);
+      if (!entry) continue;
+      for (const TriggerRequest& trigger : control.triggers) triggers.push_back({entry, trigger});
+      // The fleet's word is applied when it changes, or to an entry first
+      // seen (a new one, or one a reload added again under the same key).
+      auto [seen, first] = fleet_paused_.try_emplace(control.job_key, FleetPause{entry->identity.id, false});
+      if (seen->second.entry != entry->identity.id) {
+        seen->second = FleetPause{entry->identity.id, false};
+        first = true;
+      }
+      if (seen->second.paused == control.paused && !(first && control.paused)) continue;
+      seen->second.paused = control.paused;
+      set_paused_locked(entry, control.paused, events);
+      notes.push_back(fmt::format("entry \"{}\": {} fleet-wide by {} at {}", control.job_key,
+                                  control.paused ? "paused" : "resumed", control.changed_by,
+                                  format_rfc3339(control.changed_at)));
+    }
+    for (auto it = fleet_paused_.begin(); it != fleet_paused_.end();) {
+      if (listed.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      // No longer listed: resumed (a resumed job without triggers leaves no record).
+      if (const std::shared_ptr<Entry> entry = entry_of(it->first); entry && it->second.paused &&
+                                                                     entry->identity.id == it->second.entry) {
+        set_paused_locked(entry, false, events);
+        notes.push_back(fmt::format("entry \"{}\": resumed fleet-wide", it->first));
+      }
+      it = fleet_paused_.erase(it);
+    }
+  }
+  loop_cv_.notify_one();
+  for (const auto& note : notes) log(LogLevel::info, note);
+  for (auto& event : events) publish(std::move(event));
+  for (auto& taken : triggers) {
+    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, clock_->now());
+    if (change.status == ControlChange::Status::error) {
+      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
+                                         taken.trigger.id, change.error));
+      continue;
+    }
+    if (change.status != ControlChange::Status::changed) continue;  // another replica took it
+    log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
+                                    taken.trigger.id, taken.trigger.requested_by));
+    std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};
+    if (enqueue(batch) || !batch.empty()) {
+      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: the scheduler is stopping or "
+                                         "its run queue is full", taken.entry->identity.key, taken.trigger.id));
+    }
+  }
+}
+
+void Scheduler::Impl::controls_main() {
+  std::unique_lock lock(controls_mutex_);
+  while (!controls_stopping_) {
+    const auto deadline = clock_->steady_now() + options_.control_poll_interval;
+    while (!controls_stopping_ && clock_->steady_now() < deadline) clock_->wait_until(controls_cv_, lock, deadline);
+    if (controls_stopping_) return;
+    lock.unlock();
+    poll_controls();
+    lock.lock();
+  }
+}
+
+void Scheduler::Impl::stop_controls() {
+  {
+    std::lock_guard guard(controls_mutex_);
+    controls_stopping_ = true;
+  }
+  controls_cv_.notify_all();
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,237 @@
+// Fleet-wide controls: the document's text, and the operations on it as
+// compare-and-swaps of the whole document (fleet_state.h, job_controls.h).
+#include "fleetcron/job_controls.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <random>
+#include <stdexcept>
+
+#include "core/record_text.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/fleet_state.h"
+
+namespace fleetcron {
+
+namespace {
+
+using detail::decode_text;
+using detail::encode_text;
+using detail::micros_text;
+
+constexpr std::string_view controls_version = "1";
+// Compare-and-swap rounds before an operation gives up: each lost round
+// means another replica or operator changed the controls in between.
+constexpr int max_control_rounds = 16;
+constexpr std::size_t trigger_id_digits = 16;
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  while (true) {
+    const auto space = line.find(' ');
+    fields.push_back(line.substr(0, space));
+    if (space == std::string_view::npos) return fields;
+    line.remove_prefix(space + 1);
+  }
+}
+
+bool parse_instant_field(std::string_view text, Instant& out, bool optional) {
+  std::optional<Instant> at;
+  if (!detail::parse_instant(text, at) || (!at && !optional)) return false;
+  out = at.value_or(Instant{});
+  return true;
+}
+
+std::optional<JobControl> parse_line(std::string_view line) {
+  const std::vector<std::string_view> f = split_fields(line);
+  std::size_t triggers = 0;
+  if (f.size() < 6 || f[0] != controls_version || !detail::parse_number(f[5], triggers) ||
+      triggers > max_job_triggers || f.size() != 6 + 4 * triggers || (f[2] != "0" && f[2] != "1")) {
+    return std::nullopt;
+  }
+  JobControl job;
+  auto key = decode_text(f[1]);
+  auto by = decode_text(f[4]);
+  if (!key || key->empty() || !by || !parse_instant_field(f[3], job.changed_at, true)) return std::nullopt;
+  job.job_key = std::move(*key);
+  job.paused = f[2] == "1";
+  job.changed_by = std::move(*by);
+  for (std::size_t i = 0; i < triggers; ++i) {
+    const std::size_t at = 6 + 4 * i;
+    TriggerRequest trigger;
+    auto requester = decode_text(f[at + 3]);
+    if (f[at].size() != trigger_id_digits || !requester || !parse_instant_field(f[at + 1], trigger.requested_at, false) ||
+        !parse_instant_field(f[at + 2], trigger.expires_at, false)) {
+      return std::nullopt;
+    }
+    trigger.id = std::string(f[at]);
+    trigger.requested_by = std::move(*requester);
+    job.triggers.push_back(std::move(trigger));
+  }
+  return job;
+}
+
+std::string new_trigger_id() {
+  static thread_local std::mt19937_64 random{std::random_device{}()};
+  return fmt::format("{:016x}", random());
+}
+
+/// Drops expired triggers, then the jobs left neither paused nor waiting.
+void prune(std::vector<JobControl>& jobs, Instant now) {
+  for (auto& job : jobs) {
+    std::erase_if(job.triggers, [&](const TriggerRequest& trigger) { return trigger.expires_at <= now; });
+  }
+  std::erase_if(jobs, [](const JobControl& job) { return !job.paused && job.triggers.empty(); });
+}
+
+JobControl& job_of(std::vector<JobControl>& jobs, std::string_view job_key) {
+  auto it = std::lower_bound(jobs.begin(), jobs.end(), job_key,
+                             [](const JobControl& job, std::string_view key) { return job.job_key < key; });
+  if (it == jobs.end() || it->job_key != job_key) it = jobs.insert(it, JobControl{.job_key = std::string(job_key)});
+  return *it;
+}
+
+ControlChange failed(std::string error) { return {ControlChange::Status::error, {}, std::move(error)}; }
+
+/// The document's jobs, pruned at `now`; nullopt (with `error` set) if it cannot be read.
+std::optional<std::vector<JobControl>> load_jobs(FleetState& state, Instant now, FleetState::ControlsDocument& document,
+                                                 std::string& error) {
+  document = state.load_controls();
+  if (document.status == FleetState::ControlsDocument::Status::error) {
+    error = document.error;
+    return std::nullopt;
+  }
+  if (document.status == FleetState::ControlsDocument::Status::absent) return std::vector<JobControl>{};
+  auto jobs = parse_job_controls(document.text);
+  if (!jobs) {
+    error = fmt::format("the controls hold \"{}\", not a controls document", document.text.substr(0, 64));
+    return std::nullopt;
+  }
+  std::sort(jobs->begin(), jobs->end(), [](const JobControl& a, const JobControl& b) { return a.job_key < b.job_key; });
+  prune(*jobs, now);
+  return jobs;
+}
+
+/// Applies `edit` to the controls in a compare-and-swap loop; writes only
+/// what `edit` answered `changed`.
+ControlChange edit_controls(FleetState& state, Instant now,
+                            const std::function<ControlChange(std::vector<JobControl>&)>& edit) {
+  for (int round = 0; round < max_control_rounds; ++round) {
+    FleetState::ControlsDocument document;
+    std::string error;
+    auto jobs = load_jobs(state, now, document, error);
+    if (!jobs) return failed(std::move(error));
+    ControlChange answer = edit(*jobs);
+    if (answer.status != ControlChange::Status::changed) return answer;
+    prune(*jobs, now);
+    if (jobs->size() > max_controlled_jobs) {
+      return failed(fmt::format("{} jobs would be paused or have triggers waiting, more than the limit of {}",
+                                jobs->size(), max_controlled_jobs));
+    }
+    const std::string text = format_job_controls(*jobs);
+    if (text.size() > max_controls_bytes) {
+      return failed(fmt::format("the controls would take {} bytes, more than the limit of {}", text.size(),
+                                max_controls_bytes));
+    }
+    const FleetState::ControlsReplace replaced = state.replace_controls(document, text);
+    if (replaced.status == FleetState::ControlsReplace::Status::written) return answer;
+    if (replaced.status == FleetState::ControlsReplace::Status::error) return failed(replaced.error);
+  }
+  return failed(fmt::format("the controls kept changing under {} compare-and-swaps", max_control_rounds));
+}
+
+}  // namespace
+
+void check_control_author(std::string_view by) {
+  const bool spaced = std::any_of(by.begin(), by.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+  if (by.empty() || by.size() > 64 || spaced) {
+    throw std::invalid_argument(fmt::format("fleet state: \"{}\" cannot name who changes a control: it must be 1 to 64 "
+                                            "characters without whitespace", by.substr(0, 80)));
+  }
+}
+
+std::string format_job_controls(std::span<const JobControl> jobs) {
+  std::string out;
+  for (const auto& job : jobs) {
+    if (!out.empty()) out += '\n';
+    out += fmt::format("{} {} {} {} {} {}", controls_version, encode_text(job.job_key), job.paused ? 1 : 0,
+                       job.changed_at == Instant{} ? std::string("-") : micros_text(job.changed_at),
+                       encode_text(job.changed_by), job.triggers.size());
+    for (const auto& trigger : job.triggers) {
+      out += fmt::format(" {} {} {} {}", trigger.id, micros_text(trigger.requested_at), micros_text(trigger.expires_at),
+                         encode_text(trigger.requested_by));
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text) {
+  std::vector<JobControl> jobs;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    auto job = parse_line(text.substr(0, end));
+    if (!job) return std::nullopt;
+    jobs.push_back(std::move(*job));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  return jobs;
+}
+
+ControlsRead FleetState::read_controls(Instant now) {
+  ControlsDocument document;
+  std::string error;
+  auto jobs = load_jobs(*this, now, document, error);
+  if (!jobs) return {ControlsRead::Status::error, {}, std::move(error)};
+  return {ControlsRead::Status::found, std::move(*jobs), {}};
+}
+
+ControlChange FleetState::set_paused(std::string_view job_key, bool paused, std::string_view by, Instant now) {
+  check_job_key(job_key);
+  check_control_author(by);
+  return edit_controls(*this, now, [&](std::vector<JobControl>& jobs) {
+    const bool known = std::any_of(jobs.begin(), jobs.end(), [&](const JobControl& j) { return j.job_key == job_key; });
+    if (!known && !paused) return ControlChange{ControlChange::Status::unchanged, {}, {}};
+    JobControl& job = job_of(jobs, job_key);
+    if (job.paused == paused) return ControlChange{ControlChange::Status::unchanged, {}, {}};
+    job.paused = paused;
+    job.changed_at = cursor_instant(now);
+    job.changed_by = std::string(by);
+    return ControlChange{ControlChange::Status::changed, {}, {}};
+  });
+}
+
+ControlChange FleetState::request_trigger(std::string_view job_key, std::string_view by, Instant now,
+                                          std::chrono::nanoseconds wait) {
+  check_job_key(job_key);
+  check_control_author(by);
+  if (wait <= std::chrono::nanoseconds::zero() || wait > max_trigger_wait) {
+    throw std::invalid_argument(fmt::format("fleet state: a trigger's wait of {} is outside (0, {}]",
+                                            format_duration(wait), format_duration(max_trigger_wait)));
+  }
+  const std::string id = new_trigger_id();
+  return edit_controls(*this, now, [&](std::vector<JobControl>& jobs) {
+    JobControl& job = job_of(jobs, job_key);
+    if (job.triggers.size() >= max_job_triggers) {
+      return failed(fmt::format("job \"{}\" already has {} triggers waiting, the limit", job_key, max_job_triggers));
+    }
+    job.triggers.push_back(TriggerRequest{id, cursor_instant(now), cursor_instant(now + wait), std::string(by)});
+    return ControlChange{ControlChange::Status::changed, id, {}};
+  });
+}
+
+ControlChange FleetState::take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now) {
+  check_job_key(job_key);
+  return edit_controls(*this, now, [&](std::vector<JobControl>& jobs) {
+    for (auto& job : jobs) {
+      if (job.job_key != job_key) continue;
+      const auto erased = std::erase_if(job.triggers, [&](const TriggerRequest& t) { return t.id == trigger_id; });
+      if (erased > 0) return ControlChange{ControlChange::Status::changed, std::string(trigger_id), {}};
+    }
+    return ControlChange{ControlChange::Status::absent, std::string(trigger_id), {}};
+  });
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,164 @@
+// The fleet-wide controls' part of the fleet-state contract
+// (docs/fleet-state.md#controls), instantiated for every backend with the
+// rest of FleetStateContract.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conformance/fleet_state_contract.h"
+#include "support/time.h"
+
+namespace fleetcron::test {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string job(const char* name) { return contract_job("controls-", name); }
+
+/// The job's controls as `state` reads them at `now`; nullopt if none.
+std::optional<JobControl> control_of(FleetState& state, const std::string& job_key, Instant now) {
+  const ControlsRead read = state.read_controls(now);
+  EXPECT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  for (const auto& control : read.jobs) {
+    if (control.job_key == job_key) return control;
+  }
+  return std::nullopt;
+}
+
+ControlChange::Status status_of(const ControlChange& change) {
+  EXPECT_NE(change.status, ControlChange::Status::error) << change.error;
+  return change.status;
+}
+
+}  // namespace
+
+TEST_P(FleetStateContract, APauseIsSeenByEveryReplicaUntilResumed) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::string key = job("pause");
+  const Instant now = real_now();
+  EXPECT_EQ(status_of(a->set_paused(key, false, "operator", now)), ControlChange::Status::unchanged);
+  EXPECT_FALSE(control_of(*b, key, now));
+  EXPECT_EQ(status_of(a->set_paused(key, true, "operator", now)), ControlChange::Status::changed);
+  EXPECT_EQ(status_of(b->set_paused(key, true, "someone-else", now)), ControlChange::Status::unchanged);
+  const auto paused = control_of(*b, key, now);
+  ASSERT_TRUE(paused);
+  EXPECT_TRUE(paused->paused);
+  EXPECT_EQ(paused->changed_by, "operator");  // the second pause changed nothing
+  EXPECT_EQ(paused->changed_at, cursor_instant(now));
+  EXPECT_TRUE(paused->triggers.empty());
+  EXPECT_EQ(status_of(b->set_paused(key, false, "operator", now)), ControlChange::Status::changed);
+  EXPECT_FALSE(control_of(*a, key, now)) << "a resumed job without triggers leaves nothing behind";
+}
+
+TEST_P(FleetStateContract, ATriggerIsTakenByExactlyOneOfManyReplicas) {
+  auto fleet = GetParam().make();
+  auto requester = fleet->replica();
+  const std::string key = job("trigger");
+  const Instant now = real_now();
+  const ControlChange requested = requester->request_trigger(key, "operator", now);
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  ASSERT_EQ(requested.trigger_id.size(), 16u);
+  const auto waiting = control_of(*requester, key, now);
+  ASSERT_TRUE(waiting);
+  ASSERT_EQ(waiting->triggers.size(), 1u);
+  EXPECT_EQ(waiting->triggers.front().id, requested.trigger_id);
+  EXPECT_EQ(waiting->triggers.front().requested_by, "operator");
+  EXPECT_EQ(waiting->triggers.front().requested_at, cursor_instant(now));
+  EXPECT_EQ(waiting->triggers.front().expires_at, cursor_instant(now + default_trigger_wait));
+  EXPECT_FALSE(waiting->paused);
+
+  constexpr int replicas = 4;
+  std::vector<std::shared_ptr<FleetState>> states;
+  for (int i = 0; i < replicas; ++i) states.push_back(fleet->replica());
+  std::atomic<int> taken{0}, absent{0};
+  std::barrier start(replicas);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < replicas; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      const ControlChange change = states[static_cast<std::size_t>(i)]->take_trigger(key, requested.trigger_id, now);
+      if (change.status == ControlChange::Status::changed) ++taken;
+      if (change.status == ControlChange::Status::absent) ++absent;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(taken.load(), 1);
+  EXPECT_EQ(absent.load(), replicas - 1);
+  EXPECT_FALSE(control_of(*requester, key, now));
+}
+
+TEST_P(FleetStateContract, TriggersExpireAndEachJobHoldsABoundedNumber) {
+  auto fleet = GetParam().make();
+  auto state = fleet->replica();
+  const std::string key = job("expiry");
+  const Instant now = real_now();
+  const ControlChange shortlived = state->request_trigger(key, "operator", now, 1s);
+  ASSERT_EQ(shortlived.status, ControlChange::Status::changed) << shortlived.error;
+  EXPECT_TRUE(control_of(*state, key, now + 999ms));
+  EXPECT_FALSE(control_of(*state, key, now + 1s)) << "expired at its deadline";
+  EXPECT_EQ(status_of(state->take_trigger(key, shortlived.trigger_id, now + 1s)), ControlChange::Status::absent);
+
+  // From the short one's deadline on, it no longer counts against the bound.
+  const Instant later = now + 1s;
+  for (std::size_t i = 0; i < max_job_triggers; ++i) {
+    ASSERT_EQ(status_of(state->request_trigger(key, "operator", later)), ControlChange::Status::changed) << i;
+  }
+  const ControlChange over = state->request_trigger(key, "operator", later);
+  EXPECT_EQ(over.status, ControlChange::Status::error);
+  EXPECT_NE(over.error.find("16 triggers waiting"), std::string::npos) << over.error;
+  const auto held = control_of(*state, key, later);
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->triggers.size(), max_job_triggers);
+}
+
+TEST_P(FleetStateContract, ConcurrentChangesToDifferentJobsAreAllKept) {
+  auto fleet = GetParam().make();
+  constexpr int writers = 4, jobs_each = 4;
+  const Instant now = real_now();
+  const std::string base = job("concurrent");
+  std::vector<std::shared_ptr<FleetState>> states;
+  for (int i = 0; i < writers; ++i) states.push_back(fleet->replica());
+  std::atomic<int> failures{0};
+  std::barrier start(writers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      start.arrive_and_wait();
+      for (int j = 0; j < jobs_each; ++j) {
+        const std::string key = base + "-" + std::to_string(w) + "-" + std::to_string(j);
+        const ControlChange change = states[static_cast<std::size_t>(w)]->set_paused(key, true, "writer", now);
+        if (change.status != ControlChange::Status::changed) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  const ControlsRead read = states.front()->read_controls(now);
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  const auto mine = std::count_if(read.jobs.begin(), read.jobs.end(), [&](const JobControl& control) {
+    return control.job_key.starts_with(base + "-") && control.paused;
+  });
+  EXPECT_EQ(mine, writers * jobs_each);
+}
+
+TEST_P(FleetStateContract, ControlArgumentsAreCheckedBeforeAnyWrite) {
+  auto fleet = GetParam().make();
+  auto state = fleet->replica();
+  const Instant now = real_now();
+  EXPECT_THROW((void)state->set_paused("  ", true, "operator", now), std::invalid_argument);
+  EXPECT_THROW((void)state->set_paused(job("args"), true, "two words", now), std::invalid_argument);
+  EXPECT_THROW((void)state->set_paused(job("args"), true, "", now), std::invalid_argument);
+  EXPECT_THROW((void)state->request_trigger(job("args"), "operator", now, 0s), std::invalid_argument);
+  EXPECT_THROW((void)state->request_trigger(job("args"), "operator", now, max_trigger_wait + 1ns), std::invalid_argument);
+  const ControlsRead read = state->read_controls(now);
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_TRUE(read.jobs.empty());
+}
+
+}  // namespace fleetcron::test

@@ -1,0 +1,182 @@
+// Fleet-wide controls as the scheduler applies them (docs/fleet-state.md#controls):
+// a pause every replica honours, a restarted one included, and a trigger
+// run by exactly one replica. Memory stores on a virtual clock; Redis and
+// NATS in tests/e2e/.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "scheduler/harness.h"
+#include "support/forwarding_fleet_state.h"
+
+namespace fleetcron::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Replicas of one fleet on one memory fleet state and claimer, each with
+/// "* * * * *" under key "job", counting runs (manual ones apart).
+class ControlledFleet {
+ public:
+  explicit ControlledFleet(Harness& h, std::shared_ptr<FleetState> state = nullptr)
+      : h_(h),
+        state_(state ? std::move(state) : std::make_shared<MemoryFleetState>(h.clock)),
+        claimer_(std::make_shared<MemoryClaimer>(h.clock, 10min)) {}
+
+  Scheduler& add_replica() {
+    auto options = h_.options();
+    options.fleet_state = state_;
+    options.claimer = claimer_;
+    options.catch_up_reach = 0ns;
+    options.replica_id = "replica-" + std::to_string(replicas_.size());
+    replicas_.push_back(std::make_unique<Scheduler>(options));
+    EntryOptions entry;
+    entry.key = "job";
+    replicas_.back()->add("* * * * *", [this](const FireContext& c, std::stop_token) {
+      std::lock_guard guard(mutex_);
+      (c.manual ? manual_ : scheduled_) += 1;
+      if (c.manual) manual_instants_.push_back(c.scheduled_at);
+    }, entry);
+    replicas_.back()->start();
+    return *replicas_.back();
+  }
+
+  /// Lets each replica's controls thread read the controls once more, and
+  /// waits until every replica shows the job `paused`.
+  void poll_until_paused(bool paused) {
+    // Each replica's loop, watchdog, catch-up and controls threads wait on
+    // the clock: the controls threads' next look is then 1 s away.
+    h_.settle(4 * replicas_.size());
+    h_.clock->advance(1s);
+    ASSERT_TRUE(Harness::eventually([&] {
+      return std::all_of(replicas_.begin(), replicas_.end(),
+                         [&](const auto& r) { return r->entries().front().paused == paused; });
+    }));
+  }
+
+  int scheduled() {
+    std::lock_guard guard(mutex_);
+    return scheduled_;
+  }
+  int manual() {
+    std::lock_guard guard(mutex_);
+    return manual_;
+  }
+  std::vector<Instant> manual_instants() {
+    std::lock_guard guard(mutex_);
+    return manual_instants_;
+  }
+  FleetState& state() { return *state_; }
+  std::vector<std::unique_ptr<Scheduler>>& replicas() { return replicas_; }
+
+ private:
+  Harness& h_;
+  std::shared_ptr<FleetState> state_;
+  std::shared_ptr<MemoryClaimer> claimer_;
+  std::mutex mutex_;
+  int scheduled_ = 0, manual_ = 0;
+  std::vector<Instant> manual_instants_;
+  std::vector<std::unique_ptr<Scheduler>> replicas_;  // last: destroyed (stopped) first
+};
+
+TEST(SchedulerControls, AFleetPauseHoldsEveryReplicaARestartedOneTooUntilResumed) {
+  Harness h;
+  ControlledFleet fleet(h);
+  fleet.add_replica();
+  fleet.add_replica();
+  ASSERT_EQ(fleet.state().set_paused("job", true, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(true);
+  // A replica started while the job is paused reads the pause in start(),
+  // before its loop could fire anything.
+  Scheduler& late = fleet.add_replica();
+  EXPECT_TRUE(late.entries().front().paused);
+  h.advance(60s, 3);
+  h.settle(Harness::idle_waiters);
+  EXPECT_EQ(fleet.scheduled(), 0);
+  ASSERT_EQ(fleet.state().set_paused("job", false, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(false);
+  h.advance(60s, 1, [&] { return fleet.scheduled() == 1; });  // one run for the fleet: the claims still decide
+  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->stop(h.soon()));
+  EXPECT_EQ(fleet.scheduled(), 1);
+}
+
+TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
+  Harness h;
+  ControlledFleet fleet(h);
+  for (int i = 0; i < 3; ++i) fleet.add_replica();
+  const Instant asked = h.clock->now() + 10s;
+  h.clock->advance(10s);
+  const ControlChange requested = fleet.state().request_trigger("job", "operator", asked);
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  h.settle(4 * fleet.replicas().size());
+  h.clock->advance(1s);
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
+  // Every replica has read the controls again since: none runs it twice.
+  h.clock->advance(1s);
+  h.clock->advance(1s);
+  h.settle(Harness::idle_waiters);
+  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->stop(h.soon()));
+  EXPECT_EQ(fleet.manual(), 1);
+  EXPECT_EQ(fleet.manual_instants(), std::vector<Instant>{cursor_instant(asked)});
+  const ControlsRead read = fleet.state().read_controls(h.clock->now());
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_TRUE(read.jobs.empty()) << "the trigger was taken";
+  const LedgerRead ledger = fleet.state().read_fires("job", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  ASSERT_FALSE(ledger.records.empty());
+  EXPECT_TRUE(ledger.records.front().manual);
+  EXPECT_EQ(ledger.records.front().fate, FireFate::succeeded);
+}
+
+// A fleet state whose controls cannot be read while `failing` is set.
+class UnreadableControls final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  ControlsDocument load_controls() override {
+    if (failing) return {ControlsDocument::Status::error, {}, 0, "store down"};
+    return ForwardingFleetState::load_controls();
+  }
+  std::atomic<bool> failing{false};
+};
+
+TEST(SchedulerControls, UnreadableControlsAreLoggedOnceAndChangeNothing) {
+  Harness h;
+  auto state = std::make_shared<UnreadableControls>(std::make_shared<MemoryFleetState>(h.clock));
+  ControlledFleet fleet(h, state);
+  ASSERT_EQ(state->set_paused("job", true, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  Scheduler& replica = fleet.add_replica();
+  EXPECT_TRUE(replica.entries().front().paused);
+  state->failing = true;
+  for (int i = 0; i < 3; ++i) {
+    h.clock->advance(1s);
+    h.settle(Harness::idle_waiters + 2);  // and the catch-up and controls threads
+  }
+  EXPECT_TRUE(replica.entries().front().paused) << "an outage resumes nothing";
+  {
+    std::lock_guard guard(h.messages_mutex);
+    EXPECT_EQ(std::count_if(h.messages.begin(), h.messages.end(),
+                            [](const std::string& m) { return m.find("fleet controls unreadable") != std::string::npos; }),
+              1);
+  }
+  state->failing = false;
+  ASSERT_EQ(state->set_paused("job", false, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(false);
+  EXPECT_TRUE(replica.stop(h.soon()));
+}
+
+TEST(SchedulerControls, ThePollIntervalIsValidated) {
+  Harness h;
+  auto options = h.options();
+  options.control_poll_interval = 5ms;
+  try {
+    Scheduler s(options);
+    FAIL() << "accepted a 5ms poll interval";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("control_poll_interval: 5ms is not between 10ms and 1m"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fleetcron::test
