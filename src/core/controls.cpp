@@ -15,16 +15,23 @@ namespace fleetcron {
 using detail::Entry;
 using detail::Fire;
 
-namespace {
-
-struct TakenTrigger {
-  std::shared_ptr<Entry> entry;
-  TriggerRequest trigger;
-};
-
-}  // namespace
-
 void Scheduler::Impl::poll_controls() {
+  // One poll at a time (two start() calls, or start() and the thread),
+  // and never an exception out of it: a fleet state may throw.
+  std::lock_guard poll(controls_poll_mutex_);
+  try {
+    poll_controls_once();
+  } catch (...) {
+    log(LogLevel::warning, "fleet controls not applied: " + detail::describe_exception(std::current_exception()));
+  }
+}
+
+bool Scheduler::Impl::controls_stopping() {
+  std::lock_guard guard(controls_mutex_);
+  return controls_stopping_;
+}
+
+void Scheduler::Impl::poll_controls_once() {
   const ControlsRead read = options_.fleet_state->read_controls(clock_->now());
   if (read.status == ControlsRead::Status::error) {
     if (!controls_failing_) {
@@ -37,7 +44,7 @@ void Scheduler::Impl::poll_controls() {
   controls_failing_ = false;
   std::vector<Event> events;
   std::vector<std::string> notes;
-  std::vector<TakenTrigger> triggers;
+  std::vector<detail::TakenTrigger> triggers;
   {
     std::lock_guard guard(mutex_);
     auto entry_of = [&](const std::string& key) -> std::shared_ptr<Entry> {
@@ -59,6 +66,9 @@ void Scheduler::Impl::poll_controls() {
       }
       if (seen->second.paused == control.paused && !(first && control.paused)) continue;
       seen->second.paused = control.paused;
+      // Paused fleet-wide, what it missed is not caught up later: a resume
+      // starts from now, on a replica restarted during the pause too.
+      if (control.paused && entry->cursor) entry->cursor->caught_up = true;
       set_paused_locked(entry, control.paused, events);
       notes.push_back(fmt::format("entry \"{}\": {} fleet-wide by {} at {}", control.job_key,
                                   control.paused ? "paused" : "resumed", control.changed_by,
@@ -81,7 +91,14 @@ void Scheduler::Impl::poll_controls() {
   loop_cv_.notify_one();
   for (const auto& note : notes) log(LogLevel::info, note);
   for (auto& event : events) publish(std::move(event));
-  for (auto& taken : triggers) {
+  take_triggers(triggers);
+}
+
+void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers) {
+  for (const auto& taken : triggers) {
+    // Once stop() began, a trigger is left in the store for a replica that
+    // stays (a taken one could only be cancelled here).
+    if (controls_stopping()) return;
     const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, clock_->now());
     if (change.status == ControlChange::Status::error) {
       log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
@@ -92,9 +109,11 @@ void Scheduler::Impl::poll_controls() {
     log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
                                     taken.trigger.id, taken.trigger.requested_by));
     std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};
-    if (enqueue(batch) || !batch.empty()) {
-      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: the scheduler is stopping or "
-                                         "its run queue is full", taken.entry->identity.key, taken.trigger.id));
+    const bool stopping = enqueue(batch);
+    if (stopping || !batch.empty()) {
+      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: {}", taken.entry->identity.key,
+                                         taken.trigger.id,
+                                         stopping ? "the scheduler is stopping" : "the run queue is full"));
     }
   }
 }

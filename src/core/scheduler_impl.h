@@ -31,6 +31,14 @@
 
 namespace fleetcron {
 
+namespace detail {
+/// A trigger of the fleet's controls for one of this replica's entries.
+struct TakenTrigger {
+  std::shared_ptr<Entry> entry;
+  TriggerRequest trigger;
+};
+}  // namespace detail
+
 /// The scheduler's state and its threads: the loop (scheduler.cpp), the
 /// workers and their queue (dispatch.cpp), the claim path (decide.cpp), the
 /// runs and the timeout watchdog (run.cpp), start and stop (lifecycle.cpp).
@@ -44,6 +52,7 @@ namespace fleetcron {
 ///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
+///   controls_poll_mutex_   -> mutex_, queue_mutex_, controls_mutex_, the EventBus's lock (a poll)
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
 ///                          -> mutex_, queue_mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
@@ -173,6 +182,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// triggers it takes and queues.
   [[nodiscard]] bool controls_on() const;
   void poll_controls();
+  void poll_controls_once();
+  void take_triggers(const std::vector<detail::TakenTrigger>& triggers);
+  [[nodiscard]] bool controls_stopping();
   void controls_main();
   void stop_controls();
   /// Pauses or resumes the entry (mutex_ held), as set_paused().
@@ -365,6 +377,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::thread catch_up_thread_;
 
   // ---- the controls thread (controls.cpp), with a fleet state and options.controls
+  std::mutex controls_poll_mutex_;  // held across a poll: one at a time
   std::mutex controls_mutex_;  // guards controls_stopping_
   std::condition_variable controls_cv_;
   bool controls_stopping_ = false;
