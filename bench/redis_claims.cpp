@@ -137,9 +137,10 @@ class CountingFleetState final : public FleetState {
     return results;
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
-  ControlsDocument load_controls() override { return inner_->load_controls(); }
-  ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) override {
-    return inner_->replace_controls(seen, text);
+  StoredDocument load_document(Document which) override { return inner_->load_document(which); }
+  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    return inner_->replace_document(which, seen, text, keep_for);
   }
   std::atomic<std::size_t> reads{0};
   std::atomic<std::size_t> recorded{0};  // ledger records the store took

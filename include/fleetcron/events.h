@@ -42,6 +42,7 @@ enum class SkipReason {
   overlap,          ///< the previous run still goes (OverlapPolicy skip, or queue with one waiting already)
   stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
   store_reset,      ///< the claimer refused: scheduled before the store's reset epoch + skew bound
+  fleet_settings,   ///< this replica's settings are not the fleet's, or not verified yet (the replica registry)
 };
 [[nodiscard]] FLEETCRON_API std::string_view to_string(SkipReason reason) noexcept;
 

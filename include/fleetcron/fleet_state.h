@@ -2,7 +2,8 @@
 // and restarts, kept in the coordination store (docs/fleet-state.md):
 // each job's cursor (the newest instant the fleet has handled, and the
 // compare-and-set through which missed instants are caught up exactly
-// once) and each job's ledger (what became of its recent fires).
+// once), each job's ledger (what became of its recent fires), the
+// fleet-wide controls and the replica registry.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "fleetcron/api.h"
 #include "fleetcron/fire_record.h"
 #include "fleetcron/job_controls.h"
+#include "fleetcron/replica_registry.h"
 #include "fleetcron/time.h"
 
 namespace fleetcron {
@@ -174,7 +176,7 @@ class FLEETCRON_API FleetState {
 
   // ---- fleet-wide controls (job_controls.h) --------------------------
   // One document holds them all; each change is a compare-and-swap of it
-  // through the two primitives below, so every backend shares these rules.
+  // through the document primitives below, so every backend shares these rules.
   // `now` is the caller's clock: triggers that expired by then are left out
   // (and dropped at the next change). `by` names the caller (1 to 64
   // characters, no whitespace).
@@ -192,24 +194,48 @@ class FLEETCRON_API FleetState {
   /// answered `changed` and runs it; the others `absent`.
   [[nodiscard]] ControlChange take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now);
 
-  /// The controls document as the backend keeps it.
-  struct FLEETCRON_API ControlsDocument {
+  // ---- replica registry (replica_registry.h) -------------------------
+  // One document too, changed the same way; `now` and `ttl` as below.
+
+  /// Writes this replica's record (live for `ttl` from `now`: 10 ms to 1 h)
+  /// and says whether its settings are the fleet's: those of the oldest
+  /// live replica accepted so far, or this one's if none is. A replica
+  /// answered `refused` must not claim.
+  [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
+                                                 std::chrono::nanoseconds ttl);
+  /// The live replicas (records not expired at `now`), oldest first.
+  [[nodiscard]] RegistryRead read_replicas(Instant now);
+  /// Removes the replica's record (a clean stop): `unchanged` if none was there.
+  [[nodiscard]] ControlChange withdraw_replica(std::string_view replica_id, Instant now);
+
+  // ---- the documents a backend keeps whole ---------------------------
+  /// The fleet-wide documents: each is read whole and replaced by a
+  /// compare-and-swap, so the rules above are written once, for every backend.
+  enum class Document {
+    controls,  ///< format_job_controls(); kept until replaced
+    registry,  ///< format_replica_registry(); lives `keep_for` after its last write
+  };
+  /// A document as the backend keeps it.
+  struct FLEETCRON_API StoredDocument {
     enum class Status { found, absent, error };
     Status status = Status::absent;
     std::string text = {};
     std::uint64_t revision = 0;  ///< the backend's version of it, where it has one (NATS)
     std::string error = {};
   };
-  struct FLEETCRON_API ControlsReplace {
+  struct FLEETCRON_API DocumentReplace {
     enum class Status { written, conflict, error };
     Status status = Status::error;
     std::string error = {};
   };
-  /// The primitives of the controls, for backends: the document, and its
-  /// replacement by `text` only if it is still `seen` (absent: still
-  /// absent); `conflict` if another writer came first.
-  [[nodiscard]] virtual ControlsDocument load_controls() = 0;
-  [[nodiscard]] virtual ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) = 0;
+  /// The primitives, for backends: the document, and its replacement by
+  /// `text` only if it is still `seen` (absent: still absent); `conflict`
+  /// if another writer came first. The document then lives at least
+  /// `keep_for` (0: until it is replaced; a backend whose expiry is per
+  /// store, as NATS's per bucket, keeps it that long).
+  [[nodiscard]] virtual StoredDocument load_document(Document which) = 0;
+  [[nodiscard]] virtual DocumentReplace replace_document(Document which, const StoredDocument& seen,
+                                                         const std::string& text, std::chrono::nanoseconds keep_for) = 0;
 
  protected:
   FleetState() = default;
@@ -244,6 +270,9 @@ FLEETCRON_API void check_ledger_read(std::string_view job_key, std::size_t limit
 /// Instants are kept to the microsecond. One answer per write.
 [[nodiscard]] FLEETCRON_API std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
                                                                               std::span<const LedgerWrite> writes);
+
+/// The name of a document in the stores: "controls" or "replicas".
+[[nodiscard]] FLEETCRON_API std::string_view to_string(FleetState::Document which) noexcept;
 
 /// A cursor as Redis and NATS store it: "<instant µs> <schedule digest>
 /// <version> <claimant or ->", e.g. "1767322800000000 42 3 -".

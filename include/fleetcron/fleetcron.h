@@ -12,6 +12,7 @@
 #include "fleetcron/memory_coordination.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/parse_error.h"
+#include "fleetcron/replica_registry.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/schedule.h"
 #include "fleetcron/scheduler.h"

@@ -36,9 +36,11 @@ class FLEETCRON_API MemoryFleetState final : public FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
-  /// The controls never expire here: they live as long as this object.
-  [[nodiscard]] ControlsDocument load_controls() override;
-  [[nodiscard]] ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) override;
+  /// A document expires `keep_for` after its replacement on the clock's
+  /// steady time (never for 0).
+  [[nodiscard]] StoredDocument load_document(Document which) override;
+  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                                 std::chrono::nanoseconds keep_for) override;
 
   /// Live (unexpired) ledgers right now.
   [[nodiscard]] std::size_t ledgers() const;

@@ -153,6 +153,22 @@ struct FLEETCRON_API SchedulerOptions {
   /// Names this replica in the fleet state (1 to 64 characters, no
   /// whitespace); default: "replica-" and 16 random hex digits.
   std::string replica_id;
+  /// Whether this replica keeps a record in the fleet state's replica
+  /// registry (docs/fleet-state.md#replica-registry), every
+  /// `registry_heartbeat_interval` (10 ms to 1 minute; default 5 s; a
+  /// record lives 3 of them), and refuses coordinated fires (skipped as
+  /// fleet-settings, caught up later by none of its own) while its
+  /// `replica.settings` differ from the fleet's or are not verified yet:
+  /// until its first announcement succeeds, and once its record has gone
+  /// 3 intervals without one. On by default when `fleet_state` is set.
+  bool registry = true;
+  std::chrono::nanoseconds registry_heartbeat_interval = std::chrono::seconds{5};
+  /// What the record says: host, pid, version, and the settings the
+  /// deduplication depends on (the daemon: claim TTL, skew guard, mode,
+  /// prefixes, buckets, lease). The scheduler sets its replica_id,
+  /// started (at start()) and jobs_digest (of the keyed entries' keys and
+  /// schedules), whatever is given.
+  ReplicaAnnouncement replica;
   /// Time source; default system_clock().
   std::shared_ptr<Clock> clock;
   /// Seed for jitter and retry jitter (0: from std::random_device).

@@ -179,6 +179,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   const Busy busy(tracking);
   if (tracking.caught_up.load() || entry->removed.load()) return {true, {}, false};
   if (entry->paused.load()) return {false, "the entry is paused", true};
+  if (std::string refusal = settings_refusal(); !refusal.empty()) return {false, std::move(refusal), true};
   const detail::Election election = elect();
   if (election.refused) {
     return {false, election.error.empty() ? std::string(to_string(*election.refused)) : election.error,

@@ -1,8 +1,8 @@
 // Fleet-wide controls on this replica (docs/fleet-state.md#controls): the
-// controls thread reads them every control_poll_interval, pauses and
-// resumes the keyed entries the fleet paused or resumed, and takes the
-// triggers of its entries from the store, each then run here once as a
-// manual fire.
+// upkeep thread reads them every control_poll_interval (and announces the
+// replica, registry.cpp), pauses and resumes the keyed entries the fleet
+// paused or resumed, and takes the triggers of its entries from the
+// store, each then run here once as a manual fire.
 #include <fmt/format.h>
 
 #include <unordered_set>
@@ -97,8 +97,9 @@ void Scheduler::Impl::poll_controls_once() {
 void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers) {
   for (const auto& taken : triggers) {
     // Once stop() began, a trigger is left in the store for a replica that
-    // stays (a taken one could only be cancelled here).
-    if (controls_stopping()) return;
+    // stays (a taken one could only be cancelled here); so it is while this
+    // replica's settings are not the fleet's.
+    if (controls_stopping() || !settings_refusal().empty()) return;
     const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, clock_->now());
     if (change.status == ControlChange::Status::error) {
       log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
@@ -118,14 +119,28 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
   }
 }
 
-void Scheduler::Impl::controls_main() {
+void Scheduler::Impl::upkeep_main() {
+  using std::chrono::nanoseconds;
+  const auto never = Clock::SteadyTime::max();
+  const auto start = clock_->steady_now();
+  auto next_poll = controls_on() ? start + options_.control_poll_interval : never;
+  auto next_announce = registry_on() ? start + options_.registry_heartbeat_interval : never;
   std::unique_lock lock(controls_mutex_);
   while (!controls_stopping_) {
-    const auto deadline = clock_->steady_now() + options_.control_poll_interval;
+    const auto deadline = std::min(next_poll, next_announce);
     while (!controls_stopping_ && clock_->steady_now() < deadline) clock_->wait_until(controls_cv_, lock, deadline);
     if (controls_stopping_) return;
     lock.unlock();
-    poll_controls();
+    const auto now = clock_->steady_now();
+    if (now >= next_announce) {
+      // A failed announcement is tried again sooner: a fifth of the period.
+      const bool answered = announce();
+      next_announce = now + (answered ? options_.registry_heartbeat_interval : options_.registry_heartbeat_interval / 5);
+    }
+    if (now >= next_poll) {
+      poll_controls();
+      next_poll = now + options_.control_poll_interval;
+    }
     lock.lock();
   }
 }

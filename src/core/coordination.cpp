@@ -54,6 +54,7 @@ std::string_view to_string(SkipReason reason) noexcept {
     case SkipReason::stale: return "stale";
     case SkipReason::store_reset: return "store-reset";
     case SkipReason::overlap: return "overlap";
+    case SkipReason::fleet_settings: return "fleet-settings";
   }
   return "unknown";
 }

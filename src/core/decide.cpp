@@ -116,6 +116,8 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
     stopping = runs_state_ != RunsState::open;
   }
   const Instant now = claims ? clock_->now() : Instant{};
+  // Coordinated fires only: one replica alone cannot run a fire twice.
+  const std::string refusal = claims || election.grant.leader_gated ? settings_refusal() : std::string();
   for (Fire& fire : fires) {
     const Entry& entry = *fire.entry;
     fire.state = FireState::dropped;
@@ -125,6 +127,8 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
       report_cancel(fire, "entry paused", CancelReason::entry_paused);
     } else if (refused) {
       report_skip(fire, *refused, error);
+    } else if (!refusal.empty() && (entry.settings->claimer || election.grant.leader_gated)) {
+      report_skip(fire, SkipReason::fleet_settings, refusal);
     } else if (std::string pending = catch_up_pending(fire); !pending.empty()) {
       report_skip(fire, SkipReason::claim_error, std::move(pending));
     } else if (!entry.settings->claimer) {

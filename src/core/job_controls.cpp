@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "core/fleet_documents.h"
 #include "core/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fleet_state.h"
@@ -23,20 +24,7 @@ using detail::encode_text;
 using detail::micros_text;
 
 constexpr std::string_view controls_version = "1";
-// Compare-and-swap rounds before an operation gives up: each lost round
-// means another replica or operator changed the controls in between.
-constexpr int max_control_rounds = 16;
 constexpr std::size_t trigger_id_digits = 16;
-
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  while (true) {
-    const auto space = line.find(' ');
-    fields.push_back(line.substr(0, space));
-    if (space == std::string_view::npos) return fields;
-    line.remove_prefix(space + 1);
-  }
-}
 
 bool parse_instant_field(std::string_view text, Instant& out, bool optional) {
   std::optional<Instant> at;
@@ -46,7 +34,7 @@ bool parse_instant_field(std::string_view text, Instant& out, bool optional) {
 }
 
 std::optional<JobControl> parse_line(std::string_view line) {
-  const std::vector<std::string_view> f = split_fields(line);
+  const std::vector<std::string_view> f = detail::split_fields(line);
   std::size_t triggers = 0;
   if (f.size() < 6 || f[0] != controls_version || !detail::parse_number(f[5], triggers) ||
       triggers > max_job_triggers || f.size() != 6 + 4 * triggers || (f[2] != "0" && f[2] != "1")) {
@@ -96,15 +84,15 @@ JobControl& job_of(std::vector<JobControl>& jobs, std::string_view job_key) {
 
 ControlChange failed(std::string error) { return {ControlChange::Status::error, {}, std::move(error)}; }
 
-/// The document's jobs, pruned at `now`; nullopt (with `error` set) if it cannot be read.
-std::optional<std::vector<JobControl>> load_jobs(FleetState& state, Instant now, FleetState::ControlsDocument& document,
-                                                 std::string& error) {
-  document = state.load_controls();
-  if (document.status == FleetState::ControlsDocument::Status::error) {
+/// The jobs of the document read, pruned at `now`; nullopt (with `error`
+/// set) if it is not a controls document.
+std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument& document, Instant now,
+                                               std::string& error) {
+  if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
   }
-  if (document.status == FleetState::ControlsDocument::Status::absent) return std::vector<JobControl>{};
+  if (document.status == FleetState::StoredDocument::Status::absent) return std::vector<JobControl>{};
   auto jobs = parse_job_controls(document.text);
   if (!jobs) {
     error = fmt::format("the controls hold \"{}\", not a controls document", document.text.substr(0, 64));
@@ -119,28 +107,30 @@ std::optional<std::vector<JobControl>> load_jobs(FleetState& state, Instant now,
 /// what `edit` answered `changed`.
 ControlChange edit_controls(FleetState& state, Instant now,
                             const std::function<ControlChange(std::vector<JobControl>&)>& edit) {
-  for (int round = 0; round < max_control_rounds; ++round) {
-    FleetState::ControlsDocument document;
-    std::string error;
-    auto jobs = load_jobs(state, now, document, error);
-    if (!jobs) return failed(std::move(error));
-    ControlChange answer = edit(*jobs);
-    if (answer.status != ControlChange::Status::changed) return answer;
-    prune(*jobs, now);
-    if (jobs->size() > max_controlled_jobs) {
-      return failed(fmt::format("{} jobs would be paused or have triggers waiting, more than the limit of {}",
-                                jobs->size(), max_controlled_jobs));
-    }
-    const std::string text = format_job_controls(*jobs);
-    if (text.size() > max_controls_bytes) {
-      return failed(fmt::format("the controls would take {} bytes, more than the limit of {}", text.size(),
-                                max_controls_bytes));
-    }
-    const FleetState::ControlsReplace replaced = state.replace_controls(document, text);
-    if (replaced.status == FleetState::ControlsReplace::Status::written) return answer;
-    if (replaced.status == FleetState::ControlsReplace::Status::error) return failed(replaced.error);
-  }
-  return failed(fmt::format("the controls kept changing under {} compare-and-swaps", max_control_rounds));
+  ControlChange answer;
+  std::string error = detail::edit_document(
+      state, FleetState::Document::controls,
+      [&](const FleetState::StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+        auto jobs = jobs_of(read, now, failure);
+        if (!jobs) return std::nullopt;
+        answer = edit(*jobs);
+        if (answer.status != ControlChange::Status::changed) return std::nullopt;
+        prune(*jobs, now);
+        if (jobs->size() > max_controlled_jobs) {
+          failure = fmt::format("{} jobs would be paused or have triggers waiting, more than the limit of {}",
+                                jobs->size(), max_controlled_jobs);
+          return std::nullopt;
+        }
+        detail::DocumentWrite write{format_job_controls(*jobs), std::chrono::nanoseconds{0}};
+        if (write.text.size() > max_controls_bytes) {
+          failure = fmt::format("the controls would take {} bytes, more than the limit of {}", write.text.size(),
+                                max_controls_bytes);
+          return std::nullopt;
+        }
+        return write;
+      });
+  if (!error.empty()) return failed(std::move(error));
+  return answer;
 }
 
 }  // namespace
@@ -170,20 +160,17 @@ std::string format_job_controls(std::span<const JobControl> jobs) {
 
 std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text) {
   std::vector<JobControl> jobs;
-  while (!text.empty()) {
-    const auto end = text.find('\n');
-    auto job = parse_line(text.substr(0, end));
+  for (const std::string_view line : detail::split_lines(text)) {
+    auto job = parse_line(line);
     if (!job) return std::nullopt;
     jobs.push_back(std::move(*job));
-    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
   }
   return jobs;
 }
 
 ControlsRead FleetState::read_controls(Instant now) {
-  ControlsDocument document;
   std::string error;
-  auto jobs = load_jobs(*this, now, document, error);
+  auto jobs = jobs_of(load_document(Document::controls), now, error);
   if (!jobs) return {ControlsRead::Status::error, {}, std::move(error)};
   return {ControlsRead::Status::found, std::move(*jobs), {}};
 }

@@ -38,8 +38,18 @@ void Scheduler::Impl::start() {
     std::lock_guard guard(mutex_);
     if (state_ != State::created) return start_locked();
   }
-  // Before the loop runs: a job the fleet paused stays paused across a
-  // restart, and triggers waiting are taken (queued for the workers).
+  // Before the loop runs: the replica's settings are checked against the
+  // fleet's (its coordinated fires wait for the verdict), a job the fleet
+  // paused stays paused across a restart, and triggers waiting are taken
+  // (queued for the workers).
+  if (registry_on()) {
+    {
+      std::lock_guard guard(registry_mutex_);
+      started_at_ = clock_->now();
+      settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
+    }
+    announce();
+  }
   if (controls_on()) poll_controls();
   std::lock_guard guard(mutex_);
   start_locked();
@@ -71,7 +81,7 @@ void Scheduler::Impl::start_locked() {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
     catch_up_thread_ = std::thread([this] { catch_up_main(); });
   }
-  if (controls_on()) controls_thread_ = std::thread([this] { controls_main(); });
+  if (controls_on() || registry_on()) upkeep_thread_ = std::thread([this] { upkeep_main(); });
   loop_thread_ = std::thread([this] { loop_main(); });
 }
 
@@ -95,9 +105,11 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   stop_controls();  // no new triggers taken from here on
   {
     std::lock_guard guard(join_mutex_);
-    if (controls_thread_.joinable() && controls_thread_.get_id() != std::this_thread::get_id()) controls_thread_.join();
+    if (upkeep_thread_.joinable() && upkeep_thread_.get_id() != std::this_thread::get_id()) upkeep_thread_.join();
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
   }
+  // It claims nothing more: the fleet need not wait for its record to expire.
+  withdraw_once();
   // No new fires from here on: free the lease now, so another replica
   // leads within its next check instead of after the runs (and a drain's
   // grace) end. Running leader-gated jobs keep their fence.
@@ -155,7 +167,7 @@ void Scheduler::Impl::join_threads_once() {
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (catch_up_thread_.joinable()) catch_up_thread_.join();
-  if (controls_thread_.joinable()) controls_thread_.join();
+  if (upkeep_thread_.joinable()) upkeep_thread_.join();
   resign_once();
   if (ledger_) ledger_->stop();  // after the last fire's record
   events_.flush_and_stop();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -26,8 +27,21 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
   std::unordered_map<std::string, Record> cursors;
   ExpiryOrder expiry_order;  // one entry per record
   std::unique_ptr<detail::MemoryLedgers> ledgers;
-  std::optional<std::string> controls;  // the controls document; nullopt: absent
-  std::uint64_t controls_revision = 0;   // one more on every replacement
+  struct Document {
+    std::optional<std::string> text;              // nullopt: absent
+    std::optional<Clock::SteadyTime> expires_at;  // nullopt: kept until replaced
+    std::uint64_t revision = 0;                   // one more on every replacement
+  };
+  std::array<Document, 2> documents;  // by FleetState::Document
+
+  Document& document(FleetState::Document which, Clock::SteadyTime now) {
+    Document& found = documents.at(static_cast<std::size_t>(which));
+    if (found.expires_at && *found.expires_at <= now) {
+      found.text.reset();
+      found.expires_at.reset();
+    }
+    return found;
+  }
 
   void purge_expired(Clock::SteadyTime now) {
     while (!expiry_order.empty() && expiry_order.begin()->first <= now) {
@@ -136,21 +150,29 @@ LedgerRead MemoryFleetState::read_fires(std::string_view job_key, std::size_t li
   return {LedgerRead::Status::found, state_->ledgers->read(job_key, limit, now), {}};
 }
 
-FleetState::ControlsDocument MemoryFleetState::load_controls() {
+FleetState::StoredDocument MemoryFleetState::load_document(Document which) {
+  const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
-  if (!state_->controls) return {ControlsDocument::Status::absent, {}, state_->controls_revision, {}};
-  return {ControlsDocument::Status::found, *state_->controls, state_->controls_revision, {}};
+  const State::Document& document = state_->document(which, now);
+  if (!document.text) return {StoredDocument::Status::absent, {}, document.revision, {}};
+  return {StoredDocument::Status::found, *document.text, document.revision, {}};
 }
 
-FleetState::ControlsReplace MemoryFleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
+FleetState::DocumentReplace MemoryFleetState::replace_document(Document which, const StoredDocument& seen,
+                                                               const std::string& text,
+                                                               std::chrono::nanoseconds keep_for) {
+  const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
-  const bool present = seen.status == ControlsDocument::Status::found;
-  if (seen.revision != state_->controls_revision || present != state_->controls.has_value()) {
-    return {ControlsReplace::Status::conflict, {}};
+  State::Document& document = state_->document(which, now);
+  const bool present = seen.status == StoredDocument::Status::found;
+  if (seen.revision != document.revision || present != document.text.has_value()) {
+    return {DocumentReplace::Status::conflict, {}};
   }
-  state_->controls = text;
-  ++state_->controls_revision;
-  return {ControlsReplace::Status::written, {}};
+  document.text = text;
+  document.expires_at.reset();
+  if (keep_for > std::chrono::nanoseconds::zero()) document.expires_at = now + keep_for;
+  ++document.revision;
+  return {DocumentReplace::Status::written, {}};
 }
 
 std::size_t MemoryFleetState::ledgers() const {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/percent_decoding.h"
 #include "fleetcron/time.h"
@@ -58,6 +59,28 @@ bool parse_optional(std::string_view text, std::optional<Number>& out) {
   if (!parse_number(text, value)) return false;
   out = value;
   return true;
+}
+
+/// The fields of a line, split at each space.
+inline std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  while (true) {
+    const auto space = line.find(' ');
+    fields.push_back(line.substr(0, space));
+    if (space == std::string_view::npos) return fields;
+    line.remove_prefix(space + 1);
+  }
+}
+
+/// The lines of a document, split at each newline (none for an empty one).
+inline std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    lines.push_back(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  return lines;
 }
 
 /// "-" (nullopt) or microseconds within Instant's range.

@@ -179,6 +179,7 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     const auto first = entry->schedule->next(options.last_run.value_or(now));
     entry->next = first.value_or(Entry::no_instant);
     track_cursor(*entry, now);
+    toggle_jobs_digest(*entry);
     if (ledger_ && !entry->identity.key.empty()) {
       ledger_->track(entry->identity.key, resolved.ledger_retention, resolved.claimer || options_.elector);
     }
@@ -248,6 +249,7 @@ void Scheduler::Impl::remove(EntryId id) {
     entry = std::move(it->second);
     entries_.erase(it);
     if (!entry->identity.key.empty()) keys_.erase(entry->identity.key);
+    toggle_jobs_digest(*entry);
     entry->removed.store(true);
     if (has_heap_item(*entry)) ++stale_heap_items_;
     ++entry->generation;
@@ -300,7 +302,9 @@ void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
     }
     Entry& entry = *it->second;
     if (has_heap_item(entry)) ++stale_heap_items_;
+    toggle_jobs_digest(entry);
     entry.schedule = std::move(schedule);
+    toggle_jobs_digest(entry);
     ++entry.generation;
     const Instant now = clock_->now();
     entry.next = entry.schedule->next(now).value_or(Entry::no_instant);

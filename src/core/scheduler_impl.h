@@ -185,8 +185,22 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void poll_controls_once();
   void take_triggers(const std::vector<detail::TakenTrigger>& triggers);
   [[nodiscard]] bool controls_stopping();
-  void controls_main();
+  /// The upkeep thread (controls.cpp), with controls or the registry on:
+  /// polls the controls and announces the replica, each on its period.
+  void upkeep_main();
   void stop_controls();
+  /// The replica registry (registry.cpp): announce() writes this replica's
+  /// record and takes the verdict on its settings (false: the store
+  /// failed); settings_refusal() says why coordinated fires are refused
+  /// here, empty when they are not.
+  [[nodiscard]] bool registry_on() const;
+  [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
+  [[nodiscard]] ReplicaAnnounce ask_registry();
+  bool announce();
+  [[nodiscard]] std::string settings_refusal() const;
+  void withdraw_once();
+  /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
+  void toggle_jobs_digest(const detail::Entry& entry);
   /// Pauses or resumes the entry (mutex_ held), as set_paused().
   void set_paused_locked(const std::shared_ptr<detail::Entry>& entry, bool paused, std::vector<Event>& events);
   struct CatchUpOutcome {
@@ -376,12 +390,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool catch_up_stopping_ = false;
   std::thread catch_up_thread_;
 
-  // ---- the controls thread (controls.cpp), with a fleet state and options.controls
+  // ---- the upkeep thread (controls.cpp), with a fleet state and options.controls or .registry
   std::mutex controls_poll_mutex_;  // held across a poll: one at a time
   std::mutex controls_mutex_;  // guards controls_stopping_
   std::condition_variable controls_cv_;
   bool controls_stopping_ = false;
-  std::thread controls_thread_;
+  std::thread upkeep_thread_;
   // The controls thread's own (start() before it runs): job key -> the
   // entry and whether the fleet held it paused, as last read; and whether
   // the last read failed.
@@ -391,6 +405,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   };
   std::unordered_map<std::string, FleetPause> fleet_paused_;
   bool controls_failing_ = false;
+
+  // ---- the replica registry (registry.cpp)
+  std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
+  mutable std::mutex registry_mutex_;  // guards the members below
+  Instant started_at_{};
+  std::string settings_refusal_;  // empty: accepted
+  std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
+  std::vector<std::string> reported_other_jobs_;
+  std::atomic<bool> withdrawn_{false};
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -52,6 +52,24 @@ void check_duration(std::string_view owner, std::string_view option, std::chrono
   if (value > max_setting_duration) reject(owner, option, format_duration(value), "is above the maximum of 366 days");
 }
 
+// A background thread's period: 10 ms to 1 minute.
+void check_interval(std::string_view owner, std::string_view option, std::chrono::nanoseconds value) {
+  if (value < std::chrono::milliseconds{10} || value > std::chrono::minutes{1}) {
+    reject(owner, option, format_duration(value), "is not between 10ms and 1m");
+  }
+}
+
+// The registry's bounds, but for the fields the scheduler sets itself.
+void check_announcement(std::string_view owner, ReplicaAnnouncement replica) {
+  replica.replica_id = "replica";
+  replica.jobs_digest.clear();
+  try {
+    check_replica_announcement(replica);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("{} option replica: {}", owner, e.what()));
+  }
+}
+
 void default_logger(LogLevel level, std::string_view message) {
   if (level < LogLevel::warning) return;
   std::cerr << "fleetcron " << (level == LogLevel::warning ? "warning" : "error") << ": " << message << '\n';
@@ -114,9 +132,9 @@ void validate(SchedulerOptions& options) {
   check_duration(owner, "catch_up_reach", options.catch_up_reach, true);
   check_range(owner, "ledger_queue", options.ledger_queue, 1, max_ledger_queue);
   check_retention(owner, options.ledger_retention);
-  if (options.control_poll_interval < std::chrono::milliseconds{10} || options.control_poll_interval > std::chrono::minutes{1}) {
-    reject(owner, "control_poll_interval", format_duration(options.control_poll_interval), "is not between 10ms and 1m");
-  }
+  check_interval(owner, "control_poll_interval", options.control_poll_interval);
+  check_interval(owner, "registry_heartbeat_interval", options.registry_heartbeat_interval);
+  check_announcement(owner, options.replica);
   if (options.replica_id.size() > 64 ||
       std::any_of(options.replica_id.begin(), options.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
     reject(owner, "replica_id", "\"" + quote_for_message(options.replica_id, 80) + "\"",

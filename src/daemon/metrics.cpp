@@ -89,7 +89,7 @@ std::string Metrics::render() const {
       out += fmt::format("fleetcron_runs_total{{outcome=\"{}\"}} {}\n", outcome, it == runs_.end() ? 0 : it->second);
     }
     metric("fleetcron_skips_total", "counter", "Fires skipped, by reason.");
-    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "stale", "store-reset", "overlap", "queue-full"}) {
+    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "stale", "store-reset", "overlap", "queue-full", "fleet-settings"}) {
       const auto it = skips_.find(reason);
       out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
     }

@@ -292,27 +292,29 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
   return {LedgerRead::Status::found, std::move(records), {}};
 }
 
-std::string FleetState::controls_key() { return "controls"; }
+std::string FleetState::document_key(Document which) { return std::string(to_string(which)); }
 
-FleetState::ControlsDocument FleetState::load_controls() {
-  Impl::Fetched fetched = impl_->fetch(controls_key());
-  if (!fetched.error.empty()) return {ControlsDocument::Status::error, {}, 0, std::move(fetched.error)};
-  if (!fetched.entry) return {ControlsDocument::Status::absent, {}, 0, {}};
-  return {ControlsDocument::Status::found, std::move(fetched.entry->value), fetched.entry->revision, {}};
+FleetState::StoredDocument FleetState::load_document(Document which) {
+  Impl::Fetched fetched = impl_->fetch(document_key(which));
+  if (!fetched.error.empty()) return {StoredDocument::Status::error, {}, 0, std::move(fetched.error)};
+  if (!fetched.entry) return {StoredDocument::Status::absent, {}, 0, {}};
+  return {StoredDocument::Status::found, std::move(fetched.entry->value), fetched.entry->revision, {}};
 }
 
-FleetState::ControlsReplace FleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
+FleetState::DocumentReplace FleetState::replace_document(Document which, const StoredDocument& seen,
+                                                         const std::string& text, std::chrono::nanoseconds) {
+  const std::string key = document_key(which);
   std::optional<Entry> entry;
-  if (seen.status == ControlsDocument::Status::found) {
+  if (seen.status == StoredDocument::Status::found) {
     entry.emplace();
-    entry->key = controls_key();
+    entry->key = key;
     entry->revision = seen.revision;  // all a compare-and-swap needs
   }
   try {
-    if (impl_->write(controls_key(), entry, text)) return {ControlsReplace::Status::written, {}};
-    return {ControlsReplace::Status::conflict, {}};
+    if (impl_->write(key, entry, text)) return {DocumentReplace::Status::written, {}};
+    return {DocumentReplace::Status::conflict, {}};
   } catch (const std::exception& e) {
-    return {ControlsReplace::Status::error, e.what()};
+    return {DocumentReplace::Status::error, e.what()};
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -27,8 +28,8 @@ const Script& record_fire_script() {
   return script;
 }
 
-const Script& replace_controls_script() {
-  static const Script script(detail::replace_controls_script);
+const Script& replace_document_script() {
+  static const Script script(detail::replace_document_script);
   return script;
 }
 
@@ -261,40 +262,48 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
 
 std::string FleetState::ledger_key(std::string_view job_key) const { return impl_->ledger_index_key(job_key); }
 
-std::string FleetState::controls_key() const { return impl_->options_.fleet_prefix + "controls"; }
-
-FleetState::ControlsDocument FleetState::load_controls() {
-  Reply reply;
-  try {
-    reply = impl_->client_->impl().command({"GET", controls_key()});
-  } catch (const std::exception& e) {
-    return {ControlsDocument::Status::error, {}, 0, e.what()};
-  }
-  if (reply.is_nil()) return {ControlsDocument::Status::absent, {}, 0, {}};
-  if (reply.type != Reply::Type::string) {
-    return {ControlsDocument::Status::error, {}, 0,
-            fmt::format("{}: GET {} answered {}", impl_->client_->describe(), controls_key(),
-                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
-  }
-  return {ControlsDocument::Status::found, std::move(reply.text), 0, {}};
+std::string FleetState::document_key(Document which) const {
+  return impl_->options_.fleet_prefix + std::string(to_string(which));
 }
 
-FleetState::ControlsReplace FleetState::replace_controls(const ControlsDocument& seen, const std::string& text) {
-  const std::array<std::string, 1> keys{controls_key()};
-  const bool present = seen.status == ControlsDocument::Status::found;
-  const std::array<std::string, 3> args{present ? "1" : "0", present ? seen.text : std::string(), text};
+FleetState::StoredDocument FleetState::load_document(Document which) {
+  const std::string key = document_key(which);
   Reply reply;
   try {
-    reply = impl_->client_->impl().eval(replace_controls_script(), keys, args);
+    reply = impl_->client_->impl().command({"GET", key});
   } catch (const std::exception& e) {
-    return {ControlsReplace::Status::error, e.what()};
+    return {StoredDocument::Status::error, {}, 0, e.what()};
   }
-  if (reply.type != Reply::Type::integer) {
-    return {ControlsReplace::Status::error,
-            fmt::format("{}: the controls script answered {}", impl_->client_->describe(),
+  if (reply.is_nil()) return {StoredDocument::Status::absent, {}, 0, {}};
+  if (reply.type != Reply::Type::string) {
+    return {StoredDocument::Status::error, {}, 0,
+            fmt::format("{}: GET {} answered {}", impl_->client_->describe(), key,
                         reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
   }
-  return {reply.integer == 1 ? ControlsReplace::Status::written : ControlsReplace::Status::conflict, {}};
+  return {StoredDocument::Status::found, std::move(reply.text), 0, {}};
+}
+
+FleetState::DocumentReplace FleetState::replace_document(Document which, const StoredDocument& seen,
+                                                         const std::string& text, std::chrono::nanoseconds keep_for) {
+  const std::array<std::string, 1> keys{document_key(which)};
+  const bool present = seen.status == StoredDocument::Status::found;
+  const auto keep_ms = keep_for <= std::chrono::nanoseconds::zero()
+                           ? 0
+                           : std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(keep_for).count());
+  const std::array<std::string, 4> args{present ? "1" : "0", present ? seen.text : std::string(), text,
+                                        std::to_string(keep_ms)};
+  Reply reply;
+  try {
+    reply = impl_->client_->impl().eval(replace_document_script(), keys, args);
+  } catch (const std::exception& e) {
+    return {DocumentReplace::Status::error, e.what()};
+  }
+  if (reply.type != Reply::Type::integer) {
+    return {DocumentReplace::Status::error,
+            fmt::format("{}: the {} script answered {}", impl_->client_->describe(), to_string(which),
+                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+  }
+  return {reply.integer == 1 ? DocumentReplace::Status::written : DocumentReplace::Status::conflict, {}};
 }
 
 }  // namespace fleetcron::redis

@@ -218,17 +218,24 @@ end
 return out
 )lua";
 
-// KEYS: the controls. ARGV: "1" if the caller read them present, what it
-// read, the new text ("" deletes them). Replaces them only if they are
-// still what the caller read: 1, else 0 (a compare-and-swap).
-inline constexpr const char* replace_controls_script = R"lua(
+// KEYS: a document (the controls, the replica registry). ARGV: "1" if the
+// caller read it present, what it read, the new text ("" deletes it), and
+// its time to live in ms ("0": none). Replaces it only if it is still what
+// the caller read: 1, else 0 (a compare-and-swap).
+inline constexpr const char* replace_document_script = R"lua(
 local current = redis.call('GET', KEYS[1])
 if ARGV[1] == '1' then
   if current ~= ARGV[2] then return 0 end
 elseif current then
   return 0
 end
-if ARGV[3] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[3]) end
+if ARGV[3] == '' then
+  redis.call('DEL', KEYS[1])
+elseif ARGV[4] == '0' then
+  redis.call('SET', KEYS[1], ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+end
 return 1
 )lua";
 

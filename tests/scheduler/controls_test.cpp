@@ -162,9 +162,9 @@ TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
 class UnreadableControls final : public ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  ControlsDocument load_controls() override {
-    if (failing) return {ControlsDocument::Status::error, {}, 0, "store down"};
-    return ForwardingFleetState::load_controls();
+  StoredDocument load_document(Document which) override {
+    if (failing && which == Document::controls) return {StoredDocument::Status::error, {}, 0, "store down"};
+    return ForwardingFleetState::load_document(which);
   }
   std::atomic<bool> failing{false};
 };

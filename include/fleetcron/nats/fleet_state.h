@@ -36,7 +36,9 @@ inline constexpr std::string_view default_state_bucket = "FLEETCRON_STATE";
 /// lives the bucket's TTL after its last write. The fleet-wide controls
 /// are the key "controls" (format_job_controls()), written by compare-and-
 /// swap on its revision: a pause lives the bucket's TTL after the last
-/// change of any control.
+/// change of any control. The replica registry is the key "replicas"
+/// (format_replica_registry()), written the same way; its records expire
+/// by their content.
 class FLEETCRON_API FleetState final : public fleetcron::FleetState {
  public:
   /// Throws std::invalid_argument for a null bucket.
@@ -58,10 +60,12 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
-  [[nodiscard]] ControlsDocument load_controls() override;
-  [[nodiscard]] ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) override;
-  /// The key holding the fleet-wide controls.
-  [[nodiscard]] static std::string controls_key();
+  [[nodiscard]] StoredDocument load_document(Document which) override;
+  /// `keep_for` does not apply: a document lives the bucket's TTL.
+  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                                 std::chrono::nanoseconds keep_for) override;
+  /// The key holding a document: "controls" or "replicas".
+  [[nodiscard]] static std::string document_key(Document which);
 
   /// The key holding `job_key`'s ledger.
   [[nodiscard]] static std::string ledger_key(std::string_view job_key);

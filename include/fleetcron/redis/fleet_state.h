@@ -25,7 +25,9 @@ struct FLEETCRON_API FleetStateOptions {
   /// fleet_prefix + "ledger-records:{" + job key + "}" (fire key -> record,
   /// format_fire_record()). The fleet-wide controls are one string,
   /// fleet_prefix + "controls" (format_job_controls()), without expiry: a
-  /// pause lasts until it is resumed.
+  /// pause lasts until it is resumed. The replica registry is one string,
+  /// fleet_prefix + "replicas" (format_replica_registry()), expiring with
+  /// its last live record.
   std::string fleet_prefix{default_fleet_prefix};
 };
 
@@ -52,17 +54,18 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
-  [[nodiscard]] ControlsDocument load_controls() override;
+  [[nodiscard]] StoredDocument load_document(Document which) override;
   /// A script that compares the whole document before it writes.
-  [[nodiscard]] ControlsReplace replace_controls(const ControlsDocument& seen, const std::string& text) override;
+  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                                 std::chrono::nanoseconds keep_for) override;
 
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
   /// The key holding `job_key`'s cursor.
   [[nodiscard]] std::string cursor_key(std::string_view job_key) const;
   /// The sorted set indexing `job_key`'s ledger.
   [[nodiscard]] std::string ledger_key(std::string_view job_key) const;
-  /// The key holding the fleet-wide controls.
-  [[nodiscard]] std::string controls_key() const;
+  /// The key holding a document: fleet_prefix + "controls" or "replicas".
+  [[nodiscard]] std::string document_key(Document which) const;
 
  private:
   class Impl;

@@ -1,0 +1,114 @@
+// fleetcron — the replica registry, kept in the fleet state: each replica's
+// record (who, where, since when, with which settings), heartbeated, and
+// the check that refuses claims to a replica whose deduplication settings
+// differ from the fleet's (docs/fleet-state.md#replica-registry).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleetcron/api.h"
+#include "fleetcron/time.h"
+
+namespace fleetcron {
+
+/// One setting the deduplication depends on, as the replica states it
+/// (claim TTL, skew guard, prefixes and buckets, lease TTL, mode): two
+/// replicas with different values would not deduplicate each other.
+struct FLEETCRON_API ReplicaSetting {
+  std::string name;   ///< 1 to 64 characters, no whitespace; unique per replica
+  std::string value;  ///< at most 256 bytes
+  friend bool operator==(const ReplicaSetting&, const ReplicaSetting&) = default;
+};
+
+/// What a replica says of itself.
+struct FLEETCRON_API ReplicaAnnouncement {
+  std::string replica_id;  ///< 1 to 64 characters, no whitespace
+  std::string host = {};     ///< at most 255 bytes
+  std::int64_t pid = 0;
+  std::string version = {};  ///< at most 64 bytes
+  Instant started{};
+  /// Identifies the jobs it runs (keys and schedules): a replica with
+  /// other jobs is reported, not refused. At most 64 bytes.
+  std::string jobs_digest = {};
+  std::vector<ReplicaSetting> settings = {};  ///< at most max_replica_settings
+  friend bool operator==(const ReplicaAnnouncement&, const ReplicaAnnouncement&) = default;
+};
+
+/// A replica's record in the registry.
+struct FLEETCRON_API ReplicaRecord {
+  ReplicaAnnouncement replica;
+  Instant beat{};        ///< its last announcement, on its clock
+  Instant expires_at{};  ///< gone from the registry from then on, unless it announces again
+  /// Whether its settings were the fleet's at its last announcement (a
+  /// refused replica claims nothing).
+  bool accepted = false;
+  friend bool operator==(const ReplicaRecord&, const ReplicaRecord&) = default;
+};
+
+/// One setting that differs from the fleet's ("" for a setting one side lacks).
+struct FLEETCRON_API SettingDifference {
+  std::string name;
+  std::string here;
+  std::string fleet;
+  friend bool operator==(const SettingDifference&, const SettingDifference&) = default;
+};
+
+/// The answer to FleetState::announce_replica().
+struct FLEETCRON_API ReplicaAnnounce {
+  enum class Status {
+    accepted,  ///< its settings are the fleet's: it may claim
+    refused,   ///< they differ from `reference`'s (`differences`): it must not claim
+    error,     ///< the store failed, or a bound was reached; `error` says what (callers fail closed)
+  };
+  Status status = Status::error;
+  /// The replica whose settings are the fleet's, when it is another one.
+  std::optional<ReplicaRecord> reference;
+  std::vector<SettingDifference> differences = {};
+  /// Live replicas whose jobs digest differs from this one's ("<id> on <host>"): reported, not refused.
+  std::vector<std::string> other_jobs = {};
+  std::string error = {};
+};
+
+/// The answer to FleetState::read_replicas().
+struct FLEETCRON_API RegistryRead {
+  enum class Status { found, error };
+  Status status = Status::found;
+  std::vector<ReplicaRecord> replicas = {};  ///< oldest start first (ties: by id)
+  std::string error = {};
+};
+
+/// Bounds of the registry: replicas at once, settings per replica, the
+/// size of the document that holds them all, and a record's time to live.
+inline constexpr std::size_t max_registered_replicas = 256;
+inline constexpr std::size_t max_replica_settings = 32;
+inline constexpr std::size_t max_registry_bytes = 256 * 1024;
+inline constexpr std::chrono::nanoseconds min_replica_ttl = std::chrono::milliseconds{10};
+inline constexpr std::chrono::nanoseconds max_replica_ttl = std::chrono::hours{1};
+
+/// Throws std::invalid_argument naming the field unless the announcement
+/// keeps the bounds above (see each field).
+FLEETCRON_API void check_replica_announcement(const ReplicaAnnouncement& replica);
+
+/// A hash of the settings, whatever their order: 16 hexadecimal digits.
+[[nodiscard]] FLEETCRON_API std::string settings_fingerprint(std::span<const ReplicaSetting> settings);
+
+/// What differs between two replicas' settings, by name in order.
+[[nodiscard]] FLEETCRON_API std::vector<SettingDifference> compare_settings(std::span<const ReplicaSetting> here,
+                                                                           std::span<const ReplicaSetting> fleet);
+
+/// The registry as the stores keep it: one line per replica, "1 <id> <host>
+/// <pid> <version> <started µs> <beat µs> <expires µs> <accepted 0|1>
+/// <jobs digest> <n>" and, per setting, " <name> <value>". Text fields are
+/// percent-encoded as in fire records ("-" for empty).
+[[nodiscard]] FLEETCRON_API std::string format_replica_registry(std::span<const ReplicaRecord> replicas);
+/// The records in that text; nullopt if it is not such a document.
+[[nodiscard]] FLEETCRON_API std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_view text);
+
+}  // namespace fleetcron

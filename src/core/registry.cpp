@@ -1,0 +1,134 @@
+// The replica registry on this replica (docs/fleet-state.md#replica-registry):
+// the upkeep thread announces the replica every registry_heartbeat_interval,
+// and the answer says whether its coordinated fires may be claimed here.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+
+namespace {
+
+// A record lives this many heartbeats: two may be lost before it goes.
+constexpr int record_heartbeats = 3;
+
+std::string describe(const std::vector<SettingDifference>& differences) {
+  std::string out;
+  for (const auto& d : differences) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} is {} here, {} in the fleet", d.name, d.here.empty() ? "unset" : d.here,
+                       d.fleet.empty() ? "unset" : d.fleet);
+  }
+  return out;
+}
+
+std::string refusal_of(const ReplicaAnnounce& answer) {
+  const ReplicaAnnouncement& fleet = answer.reference->replica;
+  return fmt::format("this replica's settings differ from the fleet's, those of replica {} on {} (started {}): {}; "
+                     "it claims nothing until they match, or until no replica with those settings is left",
+                     fleet.replica_id, fleet.host.empty() ? "an unnamed host" : fleet.host,
+                     format_rfc3339(fleet.started), describe(answer.differences));
+}
+
+}  // namespace
+
+bool Scheduler::Impl::registry_on() const { return options_.fleet_state && options_.registry; }
+
+std::chrono::nanoseconds Scheduler::Impl::replica_ttl() const {
+  return record_heartbeats * options_.registry_heartbeat_interval;
+}
+
+std::string Scheduler::Impl::settings_refusal() const {
+  if (!registry_on()) return {};
+  std::lock_guard guard(registry_mutex_);
+  return settings_refusal_;
+}
+
+void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
+  if (entry.identity.key.empty()) return;
+  std::uint64_t hash = detail::schedule_digest(*entry.schedule);
+  for (const char c : entry.identity.key) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  jobs_digest_ ^= hash;  // a sum of the entries, whatever their order
+}
+
+ReplicaAnnounce Scheduler::Impl::ask_registry() {
+  ReplicaAnnouncement me = options_.replica;
+  me.replica_id = options_.replica_id;
+  {
+    std::lock_guard guard(mutex_);
+    me.jobs_digest = fmt::format("{:016x}", jobs_digest_);
+  }
+  {
+    std::lock_guard guard(registry_mutex_);
+    me.started = started_at_;
+  }
+  try {
+    return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl());
+  } catch (...) {
+    return {ReplicaAnnounce::Status::error, {}, {}, {}, detail::describe_exception(std::current_exception())};
+  }
+}
+
+bool Scheduler::Impl::announce() {
+  const ReplicaAnnounce answer = ask_registry();
+  const auto now = clock_->steady_now();
+  std::vector<std::pair<LogLevel, std::string>> notes;
+  {
+    std::lock_guard guard(registry_mutex_);
+    std::string refusal;
+    if (answer.status == ReplicaAnnounce::Status::error) {
+      notes.emplace_back(LogLevel::warning, "replica registry: announcing this replica failed: " + answer.error);
+      // Trusted as long as the last accepted record lives; then unverified.
+      const bool fresh = verified_at_ && now - *verified_at_ < replica_ttl();
+      refusal = fresh ? settings_refusal_
+                      : fmt::format("this replica's settings are not verified against the fleet's (the replica "
+                                    "registry failed: {}); it claims nothing until they are",
+                                    answer.error);
+    } else {
+      if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
+      if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
+      if (answer.other_jobs != reported_other_jobs_) {
+        notes.emplace_back(answer.other_jobs.empty() ? LogLevel::info : LogLevel::warning,
+                           answer.other_jobs.empty()
+                               ? std::string("replica registry: every live replica runs this replica's jobs again")
+                               : fmt::format("replica registry: {} run other jobs (keys or schedules) than this "
+                                             "replica: reported, not refused (a rolling deploy?)",
+                                             fmt::join(answer.other_jobs, ", ")));
+        reported_other_jobs_ = answer.other_jobs;
+      }
+    }
+    if (refusal != settings_refusal_) {
+      notes.emplace_back(refusal.empty() ? LogLevel::info : LogLevel::error,
+                         refusal.empty() ? std::string("replica registry: this replica's settings are the fleet's; "
+                                                       "it claims its fires")
+                                         : "replica registry: " + refusal);
+      settings_refusal_ = std::move(refusal);
+    }
+  }
+  for (const auto& [level, note] : notes) log(level, note);
+  return answer.status != ReplicaAnnounce::Status::error;
+}
+
+void Scheduler::Impl::withdraw_once() {
+  if (!registry_on() || withdrawn_.exchange(true)) return;
+  ControlChange answer;
+  try {
+    answer = options_.fleet_state->withdraw_replica(options_.replica_id, clock_->now());
+  } catch (...) {
+    answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
+  }
+  if (answer.status == ControlChange::Status::error) {
+    log(LogLevel::warning, fmt::format("replica registry: this replica's record was not removed ({}); it expires in {}",
+                                       answer.error, format_duration(replica_ttl())));
+  }
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,282 @@
+// The replica registry: the document's text, and announce, read and
+// withdraw as compare-and-swaps of it (fleet_state.h, replica_registry.h).
+#include "fleetcron/replica_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <stdexcept>
+
+#include "core/fleet_documents.h"
+#include "core/record_text.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/fleet_state.h"
+
+namespace fleetcron {
+
+namespace {
+
+using detail::decode_text;
+using detail::encode_text;
+using detail::micros_text;
+
+constexpr std::string_view registry_version = "1";
+constexpr std::size_t fixed_fields = 11;
+
+bool has_space(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+}
+
+void check_bounded(std::string_view field, std::string_view value, std::size_t most) {
+  if (value.size() > most) {
+    throw std::invalid_argument(fmt::format("replica registry: {} is {} bytes, more than {}", field, value.size(), most));
+  }
+}
+
+bool older(const ReplicaRecord& a, const ReplicaRecord& b) {
+  if (a.replica.started != b.replica.started) return a.replica.started < b.replica.started;
+  return a.replica.replica_id < b.replica.replica_id;
+}
+
+std::optional<Instant> instant_field(std::string_view text) {
+  std::optional<Instant> at;
+  if (!detail::parse_instant(text, at) || !at) return std::nullopt;
+  return at;
+}
+
+std::optional<ReplicaRecord> parse_line(std::string_view line) {
+  const std::vector<std::string_view> f = detail::split_fields(line);
+  std::size_t settings = 0;
+  if (f.size() < fixed_fields || f[0] != registry_version || !detail::parse_number(f[10], settings) ||
+      settings > max_replica_settings || f.size() != fixed_fields + 2 * settings || (f[8] != "0" && f[8] != "1")) {
+    return std::nullopt;
+  }
+  ReplicaRecord record;
+  auto id = decode_text(f[1]);
+  auto host = decode_text(f[2]);
+  auto version = decode_text(f[4]);
+  auto jobs = decode_text(f[9]);
+  const auto started = instant_field(f[5]);
+  const auto beat = instant_field(f[6]);
+  const auto expires = instant_field(f[7]);
+  if (!id || id->empty() || !host || !version || !jobs || !started || !beat || !expires ||
+      !detail::parse_number(f[3], record.replica.pid)) {
+    return std::nullopt;
+  }
+  record.replica.replica_id = std::move(*id);
+  record.replica.host = std::move(*host);
+  record.replica.version = std::move(*version);
+  record.replica.jobs_digest = std::move(*jobs);
+  record.replica.started = *started;
+  record.beat = *beat;
+  record.expires_at = *expires;
+  record.accepted = f[8] == "1";
+  for (std::size_t i = 0; i < settings; ++i) {
+    auto name = decode_text(f[fixed_fields + 2 * i]);
+    auto value = decode_text(f[fixed_fields + 2 * i + 1]);
+    if (!name || name->empty() || !value) return std::nullopt;
+    record.replica.settings.push_back(ReplicaSetting{std::move(*name), std::move(*value)});
+  }
+  return record;
+}
+
+/// The live records of the document read (`now` on), oldest first;
+/// nullopt (with `error` set) if it is not a registry.
+std::optional<std::vector<ReplicaRecord>> live_records(const FleetState::StoredDocument& document, Instant now,
+                                                       std::string& error) {
+  if (document.status == FleetState::StoredDocument::Status::error) {
+    error = document.error;
+    return std::nullopt;
+  }
+  if (document.status == FleetState::StoredDocument::Status::absent) return std::vector<ReplicaRecord>{};
+  auto records = parse_replica_registry(document.text);
+  if (!records) {
+    error = fmt::format("the replica registry holds \"{}\", not a registry", document.text.substr(0, 64));
+    return std::nullopt;
+  }
+  std::erase_if(*records, [&](const ReplicaRecord& r) { return r.expires_at <= now; });
+  std::sort(records->begin(), records->end(), older);
+  return records;
+}
+
+/// The document holding `records`, living until the last of them expires.
+std::optional<detail::DocumentWrite> registry_write(std::vector<ReplicaRecord>& records, Instant now,
+                                                    std::string& error) {
+  if (records.size() > max_registered_replicas) {
+    error = fmt::format("the replica registry would hold {} replicas, more than the limit of {}", records.size(),
+                        max_registered_replicas);
+    return std::nullopt;
+  }
+  std::sort(records.begin(), records.end(), older);
+  detail::DocumentWrite write{format_replica_registry(records), std::chrono::milliseconds{1}};
+  if (write.text.size() > max_registry_bytes) {
+    error = fmt::format("the replica registry would take {} bytes, more than the limit of {}", write.text.size(),
+                        max_registry_bytes);
+    return std::nullopt;
+  }
+  for (const auto& record : records) write.keep_for = std::max(write.keep_for, record.expires_at - now);
+  return write;
+}
+
+/// Whether `replica`, which was `accepted` before, is accepted among the
+/// live `others`: the fleet's settings are those of the oldest accepted
+/// replica, this one included if it was accepted and is older.
+ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const std::vector<ReplicaRecord>& others) {
+  ReplicaAnnounce answer;
+  answer.status = ReplicaAnnounce::Status::accepted;
+  ReplicaRecord self{replica, {}, {}, accepted};
+  for (const auto& other : others) {
+    if (other.replica.jobs_digest != replica.jobs_digest) {
+      answer.other_jobs.push_back(fmt::format("{} on {}", other.replica.replica_id, other.replica.host));
+    }
+  }
+  const auto reference = std::find_if(others.begin(), others.end(), [](const ReplicaRecord& r) { return r.accepted; });
+  if (reference == others.end() || (accepted && older(self, *reference))) return answer;
+  answer.differences = compare_settings(replica.settings, reference->replica.settings);
+  if (!answer.differences.empty()) answer.status = ReplicaAnnounce::Status::refused;
+  answer.reference = *reference;
+  return answer;
+}
+
+}  // namespace
+
+void check_replica_announcement(const ReplicaAnnouncement& replica) {
+  if (replica.replica_id.empty() || replica.replica_id.size() > 64 || has_space(replica.replica_id)) {
+    throw std::invalid_argument(fmt::format("replica registry: replica id \"{}\" must be 1 to 64 characters without "
+                                            "whitespace", replica.replica_id.substr(0, 80)));
+  }
+  check_bounded("host", replica.host, 255);
+  check_bounded("version", replica.version, 64);
+  check_bounded("jobs_digest", replica.jobs_digest, 64);
+  if (replica.settings.size() > max_replica_settings) {
+    throw std::invalid_argument(fmt::format("replica registry: {} settings, more than {}", replica.settings.size(),
+                                            max_replica_settings));
+  }
+  for (std::size_t i = 0; i < replica.settings.size(); ++i) {
+    const ReplicaSetting& setting = replica.settings[i];
+    if (setting.name.empty() || setting.name.size() > 64 || has_space(setting.name)) {
+      throw std::invalid_argument(fmt::format("replica registry: setting {} is named \"{}\": a name must be 1 to 64 "
+                                              "characters without whitespace", i + 1, setting.name.substr(0, 80)));
+    }
+    check_bounded(fmt::format("setting {}'s value", setting.name), setting.value, 256);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (replica.settings[j].name == setting.name) {
+        throw std::invalid_argument(fmt::format("replica registry: setting {} is given twice", setting.name));
+      }
+    }
+  }
+}
+
+std::string settings_fingerprint(std::span<const ReplicaSetting> settings) {
+  std::map<std::string_view, std::string_view> sorted;
+  for (const auto& setting : settings) sorted.emplace(setting.name, setting.value);
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  auto mix = [&](std::string_view text) {
+    for (const char c : text) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ULL;
+    }
+  };
+  for (const auto& [name, value] : sorted) {
+    mix(name);
+    mix("=");
+    mix(value);
+    mix("\n");
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+std::vector<SettingDifference> compare_settings(std::span<const ReplicaSetting> here,
+                                                std::span<const ReplicaSetting> fleet) {
+  std::map<std::string, SettingDifference> by_name;
+  for (const auto& setting : here) by_name[setting.name] = {setting.name, setting.value, {}};
+  for (const auto& setting : fleet) {
+    auto& difference = by_name[setting.name];
+    difference.name = setting.name;
+    difference.fleet = setting.value;
+  }
+  std::vector<SettingDifference> differences;
+  for (auto& [name, difference] : by_name) {
+    if (difference.here != difference.fleet) differences.push_back(std::move(difference));
+  }
+  return differences;
+}
+
+std::string format_replica_registry(std::span<const ReplicaRecord> replicas) {
+  std::string out;
+  for (const auto& record : replicas) {
+    const ReplicaAnnouncement& r = record.replica;
+    if (!out.empty()) out += '\n';
+    out += fmt::format("{} {} {} {} {} {} {} {} {} {} {}", registry_version, encode_text(r.replica_id),
+                       encode_text(r.host), r.pid, encode_text(r.version), micros_text(r.started),
+                       micros_text(record.beat), micros_text(record.expires_at), record.accepted ? 1 : 0,
+                       encode_text(r.jobs_digest), r.settings.size());
+    for (const auto& setting : r.settings) out += fmt::format(" {} {}", encode_text(setting.name), encode_text(setting.value));
+  }
+  return out;
+}
+
+std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_view text) {
+  std::vector<ReplicaRecord> records;
+  for (const std::string_view line : detail::split_lines(text)) {
+    auto record = parse_line(line);
+    if (!record) return std::nullopt;
+    records.push_back(std::move(*record));
+  }
+  return records;
+}
+
+ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica, Instant now,
+                                             std::chrono::nanoseconds ttl) {
+  check_replica_announcement(replica);
+  if (ttl < min_replica_ttl || ttl > max_replica_ttl) {
+    throw std::invalid_argument(fmt::format("replica registry: a record's ttl of {} is outside [{}, {}]",
+                                            format_duration(ttl), format_duration(min_replica_ttl),
+                                            format_duration(max_replica_ttl)));
+  }
+  ReplicaAnnounce answer;
+  std::string error = detail::edit_document(
+      *this, Document::registry,
+      [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+        auto records = live_records(read, now, failure);
+        if (!records) return std::nullopt;
+        const auto own = std::find_if(records->begin(), records->end(), [&](const ReplicaRecord& r) {
+          return r.replica.replica_id == replica.replica_id;
+        });
+        const bool accepted = own != records->end() && own->accepted;
+        if (own != records->end()) records->erase(own);
+        answer = verdict(replica, accepted, *records);
+        records->push_back(ReplicaRecord{replica, cursor_instant(now), cursor_instant(now + ttl),
+                                         answer.status == ReplicaAnnounce::Status::accepted});
+        return registry_write(*records, now, failure);
+      });
+  if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, std::move(error)};
+  return answer;
+}
+
+RegistryRead FleetState::read_replicas(Instant now) {
+  std::string error;
+  auto records = live_records(load_document(Document::registry), now, error);
+  if (!records) return {RegistryRead::Status::error, {}, std::move(error)};
+  return {RegistryRead::Status::found, std::move(*records), {}};
+}
+
+ControlChange FleetState::withdraw_replica(std::string_view replica_id, Instant now) {
+  ControlChange answer{ControlChange::Status::unchanged, {}, {}};
+  std::string error = detail::edit_document(
+      *this, Document::registry,
+      [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+        auto records = live_records(read, now, failure);
+        if (!records) return std::nullopt;
+        const auto removed = std::erase_if(*records, [&](const ReplicaRecord& r) { return r.replica.replica_id == replica_id; });
+        if (removed == 0) return std::nullopt;
+        answer.status = ControlChange::Status::changed;
+        return registry_write(*records, now, failure);
+      });
+  if (!error.empty()) return {ControlChange::Status::error, {}, std::move(error)};
+  return answer;
+}
+
+}  // namespace fleetcron
