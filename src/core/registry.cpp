@@ -43,10 +43,21 @@ std::chrono::nanoseconds Scheduler::Impl::replica_ttl() const {
   return record_heartbeats * options_.registry_heartbeat_interval;
 }
 
-std::string Scheduler::Impl::settings_refusal() const {
-  if (!registry_on()) return {};
+std::optional<std::string> Scheduler::Impl::registry_verdict() const {
   std::lock_guard guard(registry_mutex_);
-  return settings_refusal_;
+  if (!settings_refusal_.empty()) return settings_refusal_;
+  if (verified_at_ && clock_->steady_now() - *verified_at_ < replica_ttl()) return std::string();
+  return std::nullopt;
+}
+
+std::string Scheduler::Impl::settings_refusal() {
+  if (!registry_on()) return {};
+  if (auto verdict = registry_verdict()) return std::move(*verdict);
+  // Accepted longer ago than a record lives (the upkeep thread is late or
+  // failing, or the clock jumped): asked again, here and now.
+  announce();
+  return registry_verdict().value_or("this replica's settings are not verified against the fleet's: no announcement "
+                                     "was accepted while its last record lived");
 }
 
 void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
@@ -78,6 +89,7 @@ ReplicaAnnounce Scheduler::Impl::ask_registry() {
 }
 
 bool Scheduler::Impl::announce() {
+  std::lock_guard serial(announce_mutex_);  // answers are applied in the order they were asked
   const ReplicaAnnounce answer = ask_registry();
   const auto now = clock_->steady_now();
   std::vector<std::pair<LogLevel, std::string>> notes;

@@ -122,8 +122,13 @@ std::optional<detail::DocumentWrite> registry_write(std::vector<ReplicaRecord>& 
 
 /// Whether `replica`, which was `accepted` before, is accepted among the
 /// live `others`: the fleet's settings are those of the oldest accepted
-/// replica, this one included if it was accepted and is older.
-ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const std::vector<ReplicaRecord>& others) {
+/// replica, this one included if it was accepted and is older. A record
+/// that beat more than a third of `ttl` (a heartbeat) after `now` comes
+/// from a clock ahead of this one's and does not count: such a replica
+/// sees the others' records expire early and drops them, and must not
+/// take the fleet's settings with it.
+ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const std::vector<ReplicaRecord>& others,
+                        Instant now, std::chrono::nanoseconds ttl) {
   ReplicaAnnounce answer;
   answer.status = ReplicaAnnounce::Status::accepted;
   ReplicaRecord self{replica, {}, {}, accepted};
@@ -132,7 +137,9 @@ ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const
       answer.other_jobs.push_back(fmt::format("{} on {}", other.replica.replica_id, other.replica.host));
     }
   }
-  const auto reference = std::find_if(others.begin(), others.end(), [](const ReplicaRecord& r) { return r.accepted; });
+  const auto reference = std::find_if(others.begin(), others.end(), [&](const ReplicaRecord& r) {
+    return r.accepted && r.beat <= now + ttl / 3;
+  });
   if (reference == others.end() || (accepted && older(self, *reference))) return answer;
   answer.differences = compare_settings(replica.settings, reference->replica.settings);
   if (!answer.differences.empty()) answer.status = ReplicaAnnounce::Status::refused;
@@ -247,7 +254,7 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
         });
         const bool accepted = own != records->end() && own->accepted;
         if (own != records->end()) records->erase(own);
-        answer = verdict(replica, accepted, *records);
+        answer = verdict(replica, accepted, *records, now, ttl);
         records->push_back(ReplicaRecord{replica, cursor_instant(now), cursor_instant(now + ttl),
                                          answer.status == ReplicaAnnounce::Status::accepted});
         return registry_write(*records, now, failure);

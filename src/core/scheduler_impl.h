@@ -197,7 +197,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
   [[nodiscard]] ReplicaAnnounce ask_registry();
   bool announce();
-  [[nodiscard]] std::string settings_refusal() const;
+  [[nodiscard]] std::string settings_refusal();
+  /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
+  [[nodiscard]] std::optional<std::string> registry_verdict() const;
   void withdraw_once();
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
   void toggle_jobs_digest(const detail::Entry& entry);
@@ -408,6 +410,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- the replica registry (registry.cpp)
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
+  std::mutex announce_mutex_;  // held across an announcement
   mutable std::mutex registry_mutex_;  // guards the members below
   Instant started_at_{};
   std::string settings_refusal_;  // empty: accepted

@@ -7,6 +7,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/memory_coordination.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/elector.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/nats/uri.h"
 #include "fleetcron/redis/claimer.h"
@@ -179,6 +180,25 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
                                       .max_clock_skew = max_clock_skew(settings)});
 }
 
+std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
+  const bool nats = !settings.coordinator.starts_with("redis") && settings.coordinator != "memory";
+  std::vector<ReplicaSetting> out{{"mode", std::string(to_string(settings.coordination))}};
+  if (settings.coordination != CoordinationMode::leader) {
+    out.push_back({"claim_ttl", format_duration(settings.claim_ttl)});
+    out.push_back({"max_clock_skew", format_duration(max_clock_skew(settings))});
+    out.push_back(nats ? ReplicaSetting{"claim_bucket", settings.claim_bucket}
+                       : ReplicaSetting{"claim_prefix", settings.claim_prefix});
+  }
+  if (settings.coordination != CoordinationMode::claim) {
+    const auto ttl = settings.leader_ttl.value_or(nats ? nats::default_leader_ttl : redis::default_leader_ttl);
+    const std::string_view key = nats ? nats::default_leader_key : redis::default_leader_key;
+    out.push_back({"leader_ttl", format_duration(ttl)});
+    out.push_back({"leader_key", settings.leader_key.empty() ? std::string(key) : settings.leader_key});
+    if (nats) out.push_back({"leader_bucket", settings.leader_bucket});
+  }
+  return out;
+}
+
 Coordination make_coordination(const Settings& given, Metrics& metrics) {
   Settings settings = given;
   Coordination out;
@@ -250,6 +270,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
   }
   if (claimer) out.claimer = std::make_shared<MeasuredClaimer>(claimer, metrics);
   if (elector) out.elector = std::make_shared<MeasuredElector>(elector, metrics);
+  out.replica_settings = dedup_settings(settings);  // after the URI's query set the buckets
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "daemon/metrics.h"
 #include "daemon/settings.h"
@@ -31,7 +32,16 @@ struct Coordination {
   /// Redis: what the server's maxmemory-policy is (one round trip).
   std::function<redis::EvictionPolicy()> eviction_policy;
   std::shared_ptr<void> resources;   // connections and the like, kept alive
+  /// What the replica registry compares between replicas (dedup_settings()).
+  std::vector<ReplicaSetting> replica_settings;
 };
+
+/// The settings two replicas of one fleet must share, or their claims and
+/// leases would not deduplicate each other: the mode, and for claims the
+/// claim TTL, skew guard and claim prefix (Redis) or bucket (NATS), for
+/// leadership the lease TTL and key (and bucket). Durations as
+/// format_duration() writes them, defaults resolved.
+[[nodiscard]] std::vector<ReplicaSetting> dedup_settings(const Settings& settings);
 
 /// A NATS coordinator URI (nats::parse_uri) as connection options; its
 /// query sets `settings`' buckets and key, Settings::coordinator_password

@@ -17,6 +17,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
+#include "fleetcron/version.h"
 
 extern char** environ;
 
@@ -26,9 +27,13 @@ namespace {
 
 /// This daemon's name in the fleet state: host, pid and 6 random hex
 /// digits (a container's pid is often 1), e.g. "web-1-4242-3fa9c1".
-std::string replica_name() {
+std::string host_name() {
   std::array<char, 256> host{};
-  std::string name = gethostname(host.data(), host.size() - 1) == 0 ? host.data() : "";
+  return gethostname(host.data(), host.size() - 1) == 0 ? host.data() : "";
+}
+
+std::string replica_name() {
+  std::string name = host_name();
   std::replace_if(name.begin(), name.end(), [](char c) { return c <= ' ' || c == 0x7f; }, '-');
   if (name.empty()) name = "fleetcron";
   std::random_device random;
@@ -76,6 +81,10 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.catch_up_reach = settings_.catch_up;
   options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
   options.replica_id = replica_name();
+  options.replica.host = host_name();
+  options.replica.pid = ::getpid();
+  options.replica.version = FLEETCRON_VERSION_STRING;
+  options.replica.settings = coordination_.replica_settings;
   options.ledger = settings_.history > 0;
   if (options.ledger) options.ledger_retention = LedgerRetention{settings_.history, settings_.history_age};
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel

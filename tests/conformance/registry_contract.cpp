@@ -1,0 +1,170 @@
+// The replica registry's part of the fleet-state contract
+// (docs/fleet-state.md#replica-registry), instantiated for every backend
+// with the rest of FleetStateContract.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conformance/fleet_state_contract.h"
+#include "support/time.h"
+
+namespace fleetcron::test {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::chrono::nanoseconds ttl = 15s;
+
+ReplicaAnnouncement replica(std::string id, std::string claim_ttl, Instant started) {
+  ReplicaAnnouncement r;
+  r.host = "host-" + id;
+  r.replica_id = std::move(id);
+  r.pid = 100;
+  r.version = "test";
+  r.started = cursor_instant(started);  // the stores keep microseconds
+  r.jobs_digest = "jobs-1";
+  r.settings = {{"claim_ttl", std::move(claim_ttl)}, {"mode", "claim"}};
+  return r;
+}
+
+ReplicaAnnounce::Status status_of(const ReplicaAnnounce& answer) {
+  EXPECT_NE(answer.status, ReplicaAnnounce::Status::error) << answer.error;
+  return answer.status;
+}
+
+std::vector<std::string> ids(FleetState& state, Instant now) {
+  const RegistryRead read = state.read_replicas(now);
+  EXPECT_EQ(read.status, RegistryRead::Status::found) << read.error;
+  std::vector<std::string> out;
+  for (const auto& record : read.replicas) out.push_back(record.replica.replica_id + (record.accepted ? "+" : "-"));
+  return out;
+}
+
+}  // namespace
+
+TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefused) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();
+  const Instant now = real_now();
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now - 2s), now, ttl)), ReplicaAnnounce::Status::accepted);
+  const ReplicaAnnounce same = b->announce_replica(replica("b", "30s", now - 3s), now, ttl);
+  EXPECT_EQ(status_of(same), ReplicaAnnounce::Status::accepted);
+  ASSERT_TRUE(same.reference);
+  EXPECT_EQ(same.reference->replica.replica_id, "a");
+  const ReplicaAnnounce other = c->announce_replica(replica("c", "1m", now - 4s), now, ttl);
+  EXPECT_EQ(status_of(other), ReplicaAnnounce::Status::refused);
+  ASSERT_TRUE(other.reference);
+  EXPECT_EQ(other.reference->replica, replica("b", "30s", now - 3s)) << "the oldest accepted one";
+  EXPECT_EQ(other.differences, (std::vector<SettingDifference>{{"claim_ttl", "1m", "30s"}}));
+  // Oldest start first; a refused record is kept, so an operator sees it.
+  EXPECT_EQ(ids(*a, now), (std::vector<std::string>{"c-", "b+", "a+"}));
+  const RegistryRead read = c->read_replicas(now);
+  ASSERT_EQ(read.replicas.size(), 3u);
+  EXPECT_EQ(read.replicas[1].beat, cursor_instant(now));
+  EXPECT_EQ(read.replicas[1].expires_at, cursor_instant(now + ttl));
+  EXPECT_EQ(read.replicas[1].replica, replica("b", "30s", now - 3s));
+  // Refused again at its next announcement: refusal does not wear off.
+  EXPECT_EQ(status_of(c->announce_replica(replica("c", "1m", now - 4s), now + 5s, ttl)),
+            ReplicaAnnounce::Status::refused);
+}
+
+TEST_P(FleetStateContract, ARefusedReplicaIsAcceptedOnceNoneWithTheFleetsSettingsIsLeft) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), c = fleet->replica();
+  const Instant now = real_now();
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now), now, ttl)), ReplicaAnnounce::Status::accepted);
+  EXPECT_EQ(status_of(c->announce_replica(replica("c", "1m", now), now, ttl)), ReplicaAnnounce::Status::refused);
+  // A clean stop: gone at once.
+  EXPECT_EQ(a->withdraw_replica("a", now).status, ControlChange::Status::changed);
+  EXPECT_EQ(a->withdraw_replica("a", now).status, ControlChange::Status::unchanged);
+  EXPECT_EQ(status_of(c->announce_replica(replica("c", "1m", now), now + 1s, ttl)), ReplicaAnnounce::Status::accepted);
+  // Now a replica with the old settings is the one refused.
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now), now + 2s, ttl)), ReplicaAnnounce::Status::refused);
+  // A crash: the record goes when it expires (at the reader's clock).
+  EXPECT_EQ(ids(*a, now + 1s + ttl - 1ms), (std::vector<std::string>{"a-", "c+"}));
+  EXPECT_EQ(ids(*a, now + 1s + ttl), (std::vector<std::string>{"a-"}));
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now), now + 1s + ttl, ttl)),
+            ReplicaAnnounce::Status::accepted);
+}
+
+TEST_P(FleetStateContract, AReplicaWhoseClockIsFarAheadCannotTakeTheFleetsSettings) {
+  // Its clock says the others' records expired: it drops them and is
+  // accepted alone, but its own record, beating from the future, is not
+  // the fleet's reference for the others (its claims meet the skew guard).
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();
+  const Instant now = real_now();
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now), now, ttl)), ReplicaAnnounce::Status::accepted);
+  const Instant ahead = now + ttl + 1s;
+  EXPECT_EQ(status_of(b->announce_replica(replica("b", "1m", ahead), ahead, ttl)), ReplicaAnnounce::Status::accepted);
+  EXPECT_EQ(ids(*a, now + 5s), std::vector<std::string>{"b+"}) << "a's record was dropped";
+  EXPECT_EQ(status_of(a->announce_replica(replica("a", "30s", now), now + 5s, ttl)), ReplicaAnnounce::Status::accepted);
+  const ReplicaAnnounce joined = c->announce_replica(replica("c", "30s", now + 6s), now + 6s, ttl);
+  EXPECT_EQ(status_of(joined), ReplicaAnnounce::Status::accepted);
+  ASSERT_TRUE(joined.reference);
+  EXPECT_EQ(joined.reference->replica.replica_id, "a");
+  // Within a heartbeat ahead, a record counts: refused against it.
+  auto d = fleet->replica();
+  const ReplicaAnnounce behind = d->announce_replica(replica("d", "2m", now + 1s), now + 1s, ttl);
+  EXPECT_EQ(status_of(behind), ReplicaAnnounce::Status::refused);
+  ASSERT_TRUE(behind.reference);
+  EXPECT_EQ(behind.reference->replica.replica_id, "a");
+}
+
+TEST_P(FleetStateContract, OtherJobsAreReportedNotRefused) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const Instant now = real_now();
+  EXPECT_TRUE(a->announce_replica(replica("a", "30s", now), now, ttl).other_jobs.empty());
+  ReplicaAnnouncement deploying = replica("b", "30s", now);
+  deploying.jobs_digest = "jobs-2";
+  const ReplicaAnnounce answer = b->announce_replica(deploying, now, ttl);
+  EXPECT_EQ(status_of(answer), ReplicaAnnounce::Status::accepted);
+  EXPECT_EQ(answer.other_jobs, std::vector<std::string>{"a on host-a"});
+}
+
+TEST_P(FleetStateContract, RacingFirstAnnouncementsAgreeOnOneSetOfSettings) {
+  auto fleet = GetParam().make();
+  constexpr std::size_t replicas = 6;
+  std::vector<std::shared_ptr<FleetState>> states;
+  for (std::size_t i = 0; i < replicas; ++i) states.push_back(fleet->replica());
+  const Instant now = real_now();
+  std::vector<ReplicaAnnounce> answers(replicas);
+  std::barrier start(static_cast<std::ptrdiff_t>(replicas));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < replicas; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      answers[i] = states[i]->announce_replica(replica("r" + std::to_string(i), i % 2 ? "1m" : "30s", now), now, ttl);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<std::string> accepted_ttls;
+  for (std::size_t i = 0; i < replicas; ++i) {
+    ASSERT_NE(answers[i].status, ReplicaAnnounce::Status::error) << answers[i].error;
+    if (answers[i].status == ReplicaAnnounce::Status::accepted) accepted_ttls.push_back(i % 2 ? "1m" : "30s");
+  }
+  ASSERT_EQ(accepted_ttls.size(), 3u) << "one side's three, the other's none";
+  EXPECT_TRUE(std::all_of(accepted_ttls.begin(), accepted_ttls.end(), [&](const auto& t) { return t == accepted_ttls[0]; }));
+  EXPECT_EQ(ids(*states[0], now).size(), replicas);
+}
+
+TEST_P(FleetStateContract, ARegistryThatIsNotOneIsAnErrorNamingIt) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const auto written = a->replace_document(FleetState::Document::registry, {}, "not a registry", 0ns);
+  ASSERT_EQ(written.status, FleetState::DocumentReplace::Status::written) << written.error;
+  const Instant now = real_now();
+  const ReplicaAnnounce answer = a->announce_replica(replica("a", "30s", now), now, ttl);
+  EXPECT_EQ(answer.status, ReplicaAnnounce::Status::error);
+  EXPECT_NE(answer.error.find("the replica registry holds \"not a registry\""), std::string::npos) << answer.error;
+  EXPECT_EQ(a->read_replicas(now).status, RegistryRead::Status::error);
+  EXPECT_THROW((void)a->announce_replica(replica("two words", "30s", now), now, ttl), std::invalid_argument);
+  EXPECT_THROW((void)a->announce_replica(replica("a", "30s", now), now, 1ms), std::invalid_argument);
+}
+
+}  // namespace fleetcron::test

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The replica registry on a real redis-server or nats-server (issue 15,
+# item 5): two daemons with --claim-ttl 5s run `tick` every second; a third
+# started with --claim-ttl 7s (Redis) or --max-clock-skew 1s (NATS, whose
+# claim bucket already refuses another TTL at start, checked too) refuses
+# to claim and says which setting differs, while the fleet runs on. Once the first two stop (cleanly, so
+# their records go at once), its settings are the fleet's and it runs tick.
+# No fire key ever runs twice.
+#
+#   registry_test.sh FLEETCRON_BINARY redis|nats
+set -euo pipefail
+binary=$1 backend=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+work=$(mktemp -d /tmp/fleetcron-registry.XXXXXX)
+daemon_pids=()
+cleanup() {
+  local pid
+  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_servers
+  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
+case $backend in
+  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
+  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=REGISTRY_CLAIMS" ;;   # state: REGISTRY_STATE
+  *) echo "unknown backend $backend"; exit 2 ;;
+esac
+
+journal=$work/journal
+: >"$journal"
+{
+  echo '# fleetcron: key=tick'
+  echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
+} >"$work/jobs.cron"
+
+start_replica() {  # index claim-ttl [flag value]
+  REPLICA=$1 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl "$2" "${@:3}" \
+    --shutdown-grace 5s >"$work/replica-$1.log" 2>&1 &
+  daemon_pids[$1]=$!
+}
+runs_by() { grep -c " $1\$" "$journal" || true; }
+wait_until() {  # what condition...: bounded by 20 s
+  local what=$1 deadline=$((SECONDS + 20))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "waited 20 s for $what"
+    sleep 0.1
+  done
+}
+lines() { wc -l <"$journal"; }
+at_least() { (($(lines) >= $1)); }
+ran_by_2() { (($(runs_by 2) >= 2)); }
+
+start_replica 0 5s
+start_replica 1 5s
+wait_until "tick to run twice" at_least 2
+if [[ $backend == redis ]]; then
+  start_replica 2 7s
+  refusal='claim_ttl is 7s here, 5s in the fleet'
+else
+  if "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 7s >"$work/other-ttl.out" 2>&1; then
+    fail "a NATS replica with another claim TTL started"
+  fi
+  grep -q 'bucket REGISTRY_CLAIMS exists with TTL 5s' "$work/other-ttl.out" || fail "no bucket message: $(cat "$work/other-ttl.out")"
+  start_replica 2 5s --max-clock-skew 1s
+  refusal='max_clock_skew is 1s here, 1.25s in the fleet'
+fi
+wait_until "replica 2 to refuse" grep -q "$refusal" "$work/replica-2.log"
+from=$(lines)
+wait_until "tick to run 5 more times" at_least $((from + 5))
+(($(runs_by 2) == 0)) || fail "replica 2 ran tick $(runs_by 2) times with another claim TTL"
+grep -q 'fleet-settings' "$work/replica-2.log" || fail "replica 2 logged no fleet-settings skip"
+
+# The fleet's replicas stop cleanly: their records go, replica 2's settings
+# become the fleet's at its next announcement (within 5 s), and it runs tick.
+for r in 0 1; do kill -TERM "${daemon_pids[$r]}"; done
+for r in 0 1; do wait "${daemon_pids[$r]}" || fail "replica $r exited non-zero on SIGTERM"; done
+wait_until "replica 2 to be accepted" grep -q "settings are the fleet's" "$work/replica-2.log"
+wait_until "replica 2 to run tick" ran_by_2
+
+duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
+[[ -z $duplicates ]] || fail "fires run twice: $duplicates"
+echo "ok ($backend): a replica with other settings refused while the 5s fleet ran $((from + 5 - 2)) ticks; accepted after" \
+  "the fleet stopped; $(lines) runs, no duplicates"
