@@ -73,6 +73,10 @@ struct FLEETCRON_API ReplicaAnnounce {
   std::vector<SettingDifference> differences = {};
   /// Live replicas whose jobs digest differs from this one's ("<id> on <host>"): reported, not refused.
   std::vector<std::string> other_jobs = {};
+  /// Set when the registry held something that is not a registry, which
+  /// this announcement replaced (the records in it are lost; the other
+  /// replicas write theirs again at their next announcement): what it held.
+  std::string replaced = {};
   std::string error = {};
 };
 

@@ -84,7 +84,7 @@ ReplicaAnnounce Scheduler::Impl::ask_registry() {
   try {
     return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl());
   } catch (...) {
-    return {ReplicaAnnounce::Status::error, {}, {}, {}, detail::describe_exception(std::current_exception())};
+    return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
   }
 }
 
@@ -105,6 +105,7 @@ bool Scheduler::Impl::announce() {
                                     "registry failed: {}); it claims nothing until they are",
                                     answer.error);
     } else {
+      if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
       if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
       if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
       if (answer.other_jobs != reported_other_jobs_) {

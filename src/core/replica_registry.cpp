@@ -8,6 +8,7 @@
 #include <cctype>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 #include "core/fleet_documents.h"
 #include "core/record_text.h"
@@ -248,6 +249,13 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
       *this, Document::registry,
       [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
         auto records = live_records(read, now, failure);
+        std::string replaced;
+        if (!records && read.status == StoredDocument::Status::found) {
+          // Heartbeats only, rewritten within one: a registry that is not
+          // one is replaced, rather than every replica refusing for good.
+          replaced = std::exchange(failure, {});
+          records.emplace();
+        }
         if (!records) return std::nullopt;
         const auto own = std::find_if(records->begin(), records->end(), [&](const ReplicaRecord& r) {
           return r.replica.replica_id == replica.replica_id;
@@ -255,11 +263,12 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
         const bool accepted = own != records->end() && own->accepted;
         if (own != records->end()) records->erase(own);
         answer = verdict(replica, accepted, *records, now, ttl);
+        answer.replaced = std::move(replaced);
         records->push_back(ReplicaRecord{replica, cursor_instant(now), cursor_instant(now + ttl),
                                          answer.status == ReplicaAnnounce::Status::accepted});
         return registry_write(*records, now, failure);
       });
-  if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, std::move(error)};
+  if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, std::move(error)};
   return answer;
 }
 

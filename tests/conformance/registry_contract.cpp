@@ -153,16 +153,21 @@ TEST_P(FleetStateContract, RacingFirstAnnouncementsAgreeOnOneSetOfSettings) {
   EXPECT_EQ(ids(*states[0], now).size(), replicas);
 }
 
-TEST_P(FleetStateContract, ARegistryThatIsNotOneIsAnErrorNamingIt) {
+TEST_P(FleetStateContract, ARegistryThatIsNotOneIsReplacedByTheNextAnnouncement) {
   auto fleet = GetParam().make();
   auto a = fleet->replica();
   const auto written = a->replace_document(FleetState::Document::registry, {}, "not a registry", 0ns);
   ASSERT_EQ(written.status, FleetState::DocumentReplace::Status::written) << written.error;
   const Instant now = real_now();
+  const RegistryRead unreadable = a->read_replicas(now);
+  EXPECT_EQ(unreadable.status, RegistryRead::Status::error);
+  EXPECT_NE(unreadable.error.find("the replica registry holds \"not a registry\""), std::string::npos) << unreadable.error;
+  EXPECT_EQ(a->withdraw_replica("a", now).status, ControlChange::Status::error) << "only an announcement replaces it";
   const ReplicaAnnounce answer = a->announce_replica(replica("a", "30s", now), now, ttl);
-  EXPECT_EQ(answer.status, ReplicaAnnounce::Status::error);
-  EXPECT_NE(answer.error.find("the replica registry holds \"not a registry\""), std::string::npos) << answer.error;
-  EXPECT_EQ(a->read_replicas(now).status, RegistryRead::Status::error);
+  EXPECT_EQ(status_of(answer), ReplicaAnnounce::Status::accepted);
+  EXPECT_NE(answer.replaced.find("\"not a registry\""), std::string::npos) << answer.replaced;
+  EXPECT_EQ(ids(*a, now), std::vector<std::string>{"a+"});
+  EXPECT_TRUE(a->announce_replica(replica("a", "30s", now), now, ttl).replaced.empty());
   EXPECT_THROW((void)a->announce_replica(replica("two words", "30s", now), now, ttl), std::invalid_argument);
   EXPECT_THROW((void)a->announce_replica(replica("a", "30s", now), now, 1ms), std::invalid_argument);
 }
