@@ -16,6 +16,7 @@
 
 #include "fleetcron/api.h"
 #include "fleetcron/fire_record.h"
+#include "fleetcron/job_catalogue.h"
 #include "fleetcron/job_controls.h"
 #include "fleetcron/replica_registry.h"
 #include "fleetcron/time.h"
@@ -208,12 +209,22 @@ class FLEETCRON_API FleetState {
   /// Removes the replica's record (a clean stop): `unchanged` if none was there.
   [[nodiscard]] ControlChange withdraw_replica(std::string_view replica_id, Instant now);
 
+  // ---- job catalogue (job_catalogue.h) -------------------------------
+
+  /// Records that a replica runs `jobs` (their seen and seen_by as given):
+  /// each replaces the job's entry; entries no replica mentioned for
+  /// catalogue_keep_for before `now` go.
+  [[nodiscard]] ControlChange catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now);
+  /// The jobs mentioned within catalogue_keep_for before `now`, by key.
+  [[nodiscard]] CatalogueRead read_catalogue(Instant now);
+
   // ---- the documents a backend keeps whole ---------------------------
   /// The fleet-wide documents: each is read whole and replaced by a
   /// compare-and-swap, so the rules above are written once, for every backend.
   enum class Document {
     controls,  ///< format_job_controls(); kept until replaced
     registry,  ///< format_replica_registry(); lives `keep_for` after its last write
+    catalogue,  ///< format_job_catalogue(); lives `keep_for` after its last write
   };
   /// A document as the backend keeps it.
   struct FLEETCRON_API StoredDocument {
@@ -271,7 +282,7 @@ FLEETCRON_API void check_ledger_read(std::string_view job_key, std::size_t limit
 [[nodiscard]] FLEETCRON_API std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
                                                                               std::span<const LedgerWrite> writes);
 
-/// The name of a document in the stores: "controls" or "replicas".
+/// The name of a document in the stores: "controls", "replicas" or "jobs".
 [[nodiscard]] FLEETCRON_API std::string_view to_string(FleetState::Document which) noexcept;
 
 /// A cursor as Redis and NATS store it: "<instant µs> <schedule digest>

@@ -8,6 +8,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/events.h"
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/job_catalogue.h"
 #include "fleetcron/job_controls.h"
 #include "fleetcron/memory_coordination.h"
 #include "fleetcron/memory_fleet_state.h"

@@ -136,6 +136,7 @@ void Scheduler::Impl::upkeep_main() {
       // A failed announcement is tried again sooner: a fifth of the period.
       const bool answered = announce();
       next_announce = now + (answered ? options_.registry_heartbeat_interval : options_.registry_heartbeat_interval / 5);
+      if (answered) catalogue_if_due();
     }
     if (now >= next_poll) {
       poll_controls();

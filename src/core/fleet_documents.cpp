@@ -17,6 +17,7 @@ std::string_view to_string(FleetState::Document which) noexcept {
   switch (which) {
     case FleetState::Document::controls: return "controls";
     case FleetState::Document::registry: return "replicas";
+    case FleetState::Document::catalogue: return "jobs";
   }
   return "unknown";
 }

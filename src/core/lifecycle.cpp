@@ -49,6 +49,7 @@ void Scheduler::Impl::start() {
       settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
     }
     announce();
+    catalogue_if_due();
   }
   if (controls_on()) poll_controls();
   std::lock_guard guard(mutex_);

@@ -32,7 +32,7 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
     std::optional<Clock::SteadyTime> expires_at;  // nullopt: kept until replaced
     std::uint64_t revision = 0;                   // one more on every replacement
   };
-  std::array<Document, 2> documents;  // by FleetState::Document
+  std::array<Document, 3> documents;  // by FleetState::Document
 
   Document& document(FleetState::Document which, Clock::SteadyTime now) {
     Document& found = documents.at(static_cast<std::size_t>(which));

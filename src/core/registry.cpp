@@ -16,6 +16,9 @@ namespace {
 
 // A record lives this many heartbeats: two may be lost before it goes.
 constexpr int record_heartbeats = 3;
+// How often an accepted replica mentions its jobs in the catalogue when
+// they did not change: well within catalogue_keep_for.
+constexpr std::chrono::hours catalogue_refresh{1};
 
 std::string describe(const std::vector<SettingDifference>& differences) {
   std::string out;
@@ -128,6 +131,39 @@ bool Scheduler::Impl::announce() {
   }
   for (const auto& [level, note] : notes) log(level, note);
   return answer.status != ReplicaAnnounce::Status::error;
+}
+
+void Scheduler::Impl::catalogue_if_due() {
+  const auto steady = clock_->steady_now();
+  const Instant now = clock_->now();
+  std::vector<CataloguedJob> jobs;
+  std::uint64_t digest = 0;
+  {
+    std::lock_guard guard(mutex_);
+    digest = jobs_digest_;
+    if (catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh) return;
+    jobs.reserve(keys_.size());
+    for (const auto& [key, id] : keys_) {
+      const Schedule& schedule = *entries_.at(id)->schedule;
+      jobs.push_back(CataloguedJob{key, std::string(schedule.spec()), std::string(schedule.zone().name()),
+                                   options_.seconds_field, cursor_instant(now), options_.replica_id});
+    }
+  }
+  // Only what the fleet runs: a refused replica's jobs may be another deploy's.
+  if (registry_verdict() != std::string()) return;
+  ControlChange answer;
+  try {
+    answer = options_.fleet_state->catalogue_jobs(jobs, now);
+  } catch (...) {
+    answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
+  }
+  if (answer.status == ControlChange::Status::error) {
+    log(LogLevel::warning, "job catalogue: this replica's jobs were not written (tried again at its next "
+                           "announcement): " + answer.error);
+    return;
+  }
+  catalogued_digest_ = digest;
+  catalogued_at_ = steady;
 }
 
 void Scheduler::Impl::withdraw_once() {

@@ -201,6 +201,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
   [[nodiscard]] std::optional<std::string> registry_verdict() const;
   void withdraw_once();
+  /// Writes this replica's jobs into the fleet's catalogue when they
+  /// changed since it last did, or an hour passed (the upkeep thread's).
+  void catalogue_if_due();
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
   void toggle_jobs_digest(const detail::Entry& entry);
   /// Pauses or resumes the entry (mutex_ held), as set_paused().
@@ -417,6 +420,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
   std::vector<std::string> reported_other_jobs_;
   std::atomic<bool> withdrawn_{false};
+  std::optional<std::uint64_t> catalogued_digest_;  // the upkeep thread's (start() before it runs)
+  std::optional<Clock::SteadyTime> catalogued_at_;
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

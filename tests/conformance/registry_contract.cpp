@@ -172,4 +172,28 @@ TEST_P(FleetStateContract, ARegistryThatIsNotOneIsReplacedByTheNextAnnouncement)
   EXPECT_THROW((void)a->announce_replica(replica("a", "30s", now), now, 1ms), std::invalid_argument);
 }
 
+TEST_P(FleetStateContract, TheCatalogueKeepsEachJobAsLastMentionedUntilNoReplicaDoes) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const Instant now = cursor_instant(real_now());
+  const std::vector<CataloguedJob> from_a{{"nightly report", "0 3 * * *", "Europe/Paris", false, now, "a"},
+                                          {"tick", "* * * * * *", "UTC", true, now, "a"}};
+  ASSERT_EQ(a->catalogue_jobs(from_a, now).status, ControlChange::Status::changed);
+  const std::vector<CataloguedJob> from_b{{"tick", "*/2 * * * * *", "UTC", true, now + 1h, "b"}};
+  ASSERT_EQ(b->catalogue_jobs(from_b, now + 1h).status, ControlChange::Status::changed);
+  const CatalogueRead read = a->read_catalogue(now + 1h);
+  ASSERT_EQ(read.status, CatalogueRead::Status::found) << read.error;
+  EXPECT_EQ(read.jobs, (std::vector<CataloguedJob>{from_a[0], from_b[0]})) << "by key; the last mention wins";
+  // Mentioned by nobody for catalogue_keep_for: gone.
+  const CatalogueRead later = a->read_catalogue(now + catalogue_keep_for);
+  EXPECT_EQ(later.jobs, std::vector<CataloguedJob>{from_b[0]});
+  // Garbage under its key is an error to read, and rebuilt by the next mention.
+  ASSERT_EQ(a->replace_document(FleetState::Document::catalogue, a->load_document(FleetState::Document::catalogue),
+                                "garbage", 0ns).status,
+            FleetState::DocumentReplace::Status::written);
+  EXPECT_EQ(a->read_catalogue(now).status, CatalogueRead::Status::error);
+  ASSERT_EQ(a->catalogue_jobs(from_a, now).status, ControlChange::Status::changed);
+  EXPECT_EQ(a->read_catalogue(now).jobs, from_a);
+}
+
 }  // namespace fleetcron::test

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "fleetcron/job_catalogue.h"
 #include "fleetcron/replica_registry.h"
 
 namespace fleetcron {
@@ -100,6 +101,21 @@ TEST(ReplicaRegistry, AnAnnouncementOutsideTheBoundsIsRejectedByField) {
   r = good;
   r.settings.assign(max_replica_settings + 1, {"n", "v"});
   EXPECT_NE(rejected(r).find("33 settings, more than 32"), std::string::npos) << rejected(r);
+}
+
+TEST(JobCatalogue, TheTextRoundTripsEveryFieldAndRefusesOthers) {
+  const std::vector<CataloguedJob> jobs{{"nightly report", "TZ=Europe/Paris 0 3 * * *", "Europe/Paris", false,
+                                         Instant{1767322800123456us}, "web-1"},
+                                        {"tick", "", "UTC", true, Instant{1767322800000000us}, ""}};
+  const std::string text = format_job_catalogue(jobs);
+  EXPECT_EQ(text.substr(text.find('\n') + 1), "1 tick - UTC 1 1767322800000000 -");
+  const auto parsed = parse_job_catalogue(text);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, jobs);
+  for (const char* bad : {"1 tick - UTC 2 0 -", "1 - - UTC 1 0 -", "1 tick - UTC 1 - -", "2 tick - UTC 1 0 -",
+                          "1 tick - UTC 1 0"}) {
+    EXPECT_FALSE(parse_job_catalogue(bad)) << bad;
+  }
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// `keep_for` does not apply: a document lives the bucket's TTL.
   [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
-  /// The key holding a document: "controls" or "replicas".
+  /// The key holding a document: "controls", "replicas" or "jobs".
   [[nodiscard]] static std::string document_key(Document which);
 
   /// The key holding `job_key`'s ledger.

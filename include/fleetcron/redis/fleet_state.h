@@ -64,7 +64,7 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] std::string cursor_key(std::string_view job_key) const;
   /// The sorted set indexing `job_key`'s ledger.
   [[nodiscard]] std::string ledger_key(std::string_view job_key) const;
-  /// The key holding a document: fleet_prefix + "controls" or "replicas".
+  /// The key holding a document: fleet_prefix + "controls", "replicas" or "jobs".
   [[nodiscard]] std::string document_key(Document which) const;
 
  private:
