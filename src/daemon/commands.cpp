@@ -3,16 +3,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <map>
 
 #include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
-#include "fleetcron/redis/client.h"
-#include "fleetcron/redis/elector.h"
-#include "fleetcron/redis/inspection.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
 
@@ -46,69 +42,8 @@ std::string terminal_safe(std::string_view text) {
 
 namespace {
 
-
-
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
-}
-
-int redis_status(const Settings& settings, std::ostream& out) try {
-  redis::Client client(redis_options(settings));
-  const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
-  const redis::LeaseRecord lease = redis::read_lease(client, leader_key);
-  out << "coordinator: " << client.describe() << '\n';
-  // What the store holds is escaped: it cannot forge lines or send
-  // terminal control sequences.
-  if (lease.holder) {
-    out << fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(*lease.holder),
-                       lease.term ? terminal_safe(*lease.term) : std::string("unknown"), lease.expires_in.count());
-  } else {
-    out << "leader: none\n";
-  }
-  // Claims: prefix + key@RFC3339; count those of the last hour per job.
-  const Instant cutoff = now() - std::chrono::hours{1};
-  std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
-  redis::scan_claims(client, settings.claim_prefix, [&](std::string_view fire_key) {
-    const auto at = fire_key.rfind('@');
-    Instant scheduled{};
-    try {
-      scheduled = parse_rfc3339(fire_key.substr(at + 1));
-    } catch (const std::exception&) {
-      return;
-    }
-    if (scheduled < cutoff) return;
-    auto& [count, latest] = per_job[std::string(fire_key.substr(0, at))];
-    ++count;
-    latest = std::max(latest, std::string(fire_key.substr(at + 1)));
-  });
-  out << fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
-  for (const auto& [key, entry] : per_job) {
-    out << fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
-  }
-  return 0;
-} catch (const BackendError& e) {
-  // The message carries the server's reply text (NOAUTH, NOPERM, …):
-  // escaped, like everything else read from the store.
-  throw std::runtime_error(terminal_safe(e.what()));
-}
-
-int nats_status(const Settings& given, std::ostream& out) {
-  Settings settings = given;
-  nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
-  const std::string bucket = settings.leader_bucket;
-  const std::string key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
-  options.max_reconnects = 0;
-  auto connection = nats::Connection::connect(options);
-  out << "coordinator: " << connection->describe() << '\n';
-  std::shared_ptr<nats::Bucket> leader_bucket;
-  try {
-    leader_bucket = connection->bucket(bucket);
-  } catch (const BackendError&) {
-    out << fmt::format("leader: none (no bucket {})\n", bucket);
-    return 0;
-  }
-  out << describe_leader_record(leader_bucket->get(key));
-  return 0;
 }
 
 }  // namespace
@@ -164,20 +99,6 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
   } catch (const std::exception& e) {
     err << e.what() << '\n';
     return 2;
-  }
-}
-
-int run_status_command(const Settings& settings, std::ostream& out, std::ostream& err) {
-  try {
-    if (settings.coordinator == "memory") {
-      out << "coordinator: memory (it lives inside one fleetcron process; nothing to ask)\n";
-      return 0;
-    }
-    if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) return nats_status(settings, out);
-    return redis_status(settings, out);
-  } catch (const std::exception& e) {
-    err << "status: " << e.what() << '\n';
-    return 1;
   }
 }
 

@@ -21,7 +21,7 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
 
 /// `fleetcron status --coordinator URI`: the leader's identity and term;
 /// for Redis also the claims of the last hour per job. Runs nothing.
-int run_status_command(const Settings& settings, std::ostream& out, std::ostream& err);
+int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err);
 
 /// Server-provided text made safe for a terminal: JSON-escaped (controls,
 /// quotes, invalid UTF-8) and the code points a terminal acts on (C1

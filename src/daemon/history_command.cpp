@@ -1,10 +1,13 @@
 // `fleetcron history`: a job's run ledger, read from the coordination store.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "daemon/commands.h"
 #include "daemon/coordination_setup.h"
+#include "daemon/json_output.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/redis/fleet_state.h"
@@ -14,28 +17,6 @@
 namespace fleetcron::daemon {
 
 namespace {
-
-std::string json_string(std::string_view text) { return "\"" + json_escape(text) + "\""; }
-
-std::string json_instant(const std::optional<Instant>& at) {
-  return at ? json_string(format_rfc3339(*at)) : std::string("null");
-}
-
-std::string json_number(const std::optional<int>& value) {
-  return value ? std::to_string(*value) : std::string("null");
-}
-
-std::string record_json(const FireRecord& r) {
-  return fmt::format(
-      "{{\"job\":{},\"fire_key\":{},\"scheduled_at\":{},\"fate\":\"{}\",\"manual\":{},\"replica\":{},\"fence\":{},"
-      "\"attempts\":{},\"started_at\":{},\"finished_at\":{},\"duration_seconds\":{},\"exit_status\":{},\"signal\":{},"
-      "\"reason\":{},\"error\":{},\"output_tail\":{},\"missed_count\":{},\"last_missed\":{}}}",
-      json_string(r.job_key), json_string(r.fire_key), json_instant(r.scheduled_at), to_string(r.fate),
-      r.manual ? "true" : "false", json_string(r.replica_id), r.fence, r.attempts, json_instant(r.started_at),
-      json_instant(r.finished_at), std::chrono::duration<double>(r.duration).count(), json_number(r.exit_status),
-      json_number(r.signal), json_string(r.reason), json_string(r.error), json_string(r.output_tail), r.missed_count,
-      json_instant(r.last_missed));
-}
 
 /// One line per record; text from the store is escaped.
 std::string record_line(const FireRecord& r) {
@@ -68,6 +49,29 @@ std::shared_ptr<FleetState> open_fleet_state(Settings settings) {  // a copy: pa
                                              redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
 }
 
+namespace {
+
+/// The newest `count` records of every job the catalogue names, newest
+/// scheduled instant first.
+LedgerRead fleet_history(FleetState& state, std::size_t count) {
+  const CatalogueRead catalogue = state.read_catalogue(Instant{std::chrono::system_clock::now().time_since_epoch()});
+  if (catalogue.status != CatalogueRead::Status::found) return {LedgerRead::Status::error, {}, catalogue.error};
+  LedgerRead all{LedgerRead::Status::found, {}, {}};
+  for (const auto& job : catalogue.jobs) {
+    LedgerRead read = state.read_fires(job.job_key, count);
+    if (read.status != LedgerRead::Status::found) {
+      return {LedgerRead::Status::error, {}, fmt::format("job \"{}\": {}", job.job_key, read.error)};
+    }
+    all.records.insert(all.records.end(), read.records.begin(), read.records.end());
+  }
+  std::stable_sort(all.records.begin(), all.records.end(),
+                   [](const FireRecord& a, const FireRecord& b) { return a.scheduled_at > b.scheduled_at; });
+  if (all.records.size() > count) all.records.resize(count);
+  return all;
+}
+
+}  // namespace
+
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err) {
   if (settings.coordinator == "memory") {
@@ -75,22 +79,25 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
     return 2;
   }
   try {
-    const LedgerRead read = open_fleet_state(settings)->read_fires(job, count);
+    const auto state = open_fleet_state(settings);
+    const LedgerRead read = job.empty() ? fleet_history(*state, count) : state->read_fires(job, count);
     if (read.status != LedgerRead::Status::found) {
-      err << "history: " << read.error << '\n';
+      err << "history: " << terminal_safe(read.error) << '\n';
       return 1;
     }
     if (json) {
-      out << "{\"job\":" << json_string(job) << ",\"records\":[";
+      out << "{\"job\":" << (job.empty() ? std::string("null") : json_string(job)) << ",\"records\":[";
       for (std::size_t i = 0; i < read.records.size(); ++i) out << (i == 0 ? "" : ",") << record_json(read.records[i]);
       out << "]}\n";
       return 0;
     }
-    if (read.records.empty()) out << "job \"" << terminal_safe(job) << "\": no records\n";
-    for (const auto& record : read.records) out << record_line(record);
+    if (read.records.empty()) {
+      out << (job.empty() ? std::string("no records") : "job \"" + terminal_safe(job) + "\": no records") << '\n';
+    }
+    for (const auto& record : read.records) out << (job.empty() ? terminal_safe(record.job_key) + "  " : "") << record_line(record);
     return 0;
   } catch (const std::exception& e) {
-    err << "history: " << e.what() << '\n';
+    err << "history: " << terminal_safe(e.what()) << '\n';
     return 1;
   }
 }

@@ -214,16 +214,20 @@ int main(int argc, char** argv) {
   validate->add_option("-n", validate_count, "Fires to print per job")->default_str("3")->check(CLI::Range(0, 1000));
 
   Flags status_flags;
-  CLI::App* status = app.add_subcommand("status", "Show the leader and, for Redis, recent claims; runs nothing");
+  bool status_json = false;
+  CLI::App* status = app.add_subcommand(
+      "status", "Show the leader, the replicas and each job's next fire, last run and controls; runs nothing");
   add_settings_flags(status, status_flags, false);
+  status->add_flag("--json", status_json, "One JSON document (schema: docs/daemon.md)");
 
   Flags history_flags;
   std::string history_job;
   std::size_t history_count = 20;
   bool history_json = false;
-  CLI::App* history = app.add_subcommand("history", "Show a job's newest runs, skips and misses from the fleet's ledger");
+  CLI::App* history = app.add_subcommand(
+      "history", "Show a job's (or every job's) newest runs, skips and misses from the fleet's ledger");
   add_settings_flags(history, history_flags, false);
-  history->add_option("job", history_job, "The job's key")->required();
+  history->add_option("job", history_job, "The job's key (default: every job the fleet runs)");
   history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
   history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
 
@@ -291,5 +295,5 @@ int main(int argc, char** argv) {
     return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,
                                                   std::cerr);
   }
-  return fleetcron::daemon::run_status_command(settings, std::cout, std::cerr);
+  return fleetcron::daemon::run_status_command(settings, status_json, std::cout, std::cerr);
 }

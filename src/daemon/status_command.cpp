@@ -1,0 +1,314 @@
+// `fleetcron status`: the leader, recent claims (Redis), and from the
+// fleet state the replicas and each job's next fire, last run, last
+// success, runs in progress and controls. Reads only; runs nothing.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "daemon/commands.h"
+#include "daemon/coordination_setup.h"
+#include "daemon/json_output.h"
+#include "fleetcron/cron.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/nats/coordination.h"
+#include "fleetcron/redis/client.h"
+#include "fleetcron/redis/elector.h"
+#include "fleetcron/redis/inspection.h"
+#include "fleetcron/rfc3339.h"
+#include "fleetcron/time_zone.h"
+
+namespace fleetcron::daemon {
+
+namespace {
+
+/// How many of each job's newest ledger records status reads: its last
+/// run and last success are found among them.
+constexpr std::size_t status_ledger_depth = 100;
+
+Instant now() {
+  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
+}
+
+/// The leader as the store holds it.
+struct LeaderView {
+  std::optional<std::string> holder;
+  std::optional<std::string> term;               // Redis
+  std::optional<std::int64_t> expires_in_ms;     // Redis
+  std::optional<std::uint64_t> renewed_revision;  // NATS
+};
+
+struct StoreView {
+  std::string coordinator;
+  LeaderView leader;
+  std::string text;  // the store-specific lines (leader, Redis claims), escaped
+};
+
+StoreView redis_view(const Settings& settings) try {
+  redis::Client client(redis_options(settings));
+  StoreView view{client.describe(), {}, {}};
+  const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
+  const redis::LeaseRecord lease = redis::read_lease(client, leader_key);
+  // What the store holds is escaped: it cannot forge lines or send
+  // terminal control sequences.
+  if (lease.holder) {
+    view.leader = {lease.holder, lease.term, lease.expires_in.count(), std::nullopt};
+    view.text = fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(*lease.holder),
+                            lease.term ? terminal_safe(*lease.term) : std::string("unknown"), lease.expires_in.count());
+  } else {
+    view.text = "leader: none\n";
+  }
+  // Claims: prefix + key@RFC3339; count those of the last hour per job.
+  const Instant cutoff = now() - std::chrono::hours{1};
+  std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
+  redis::scan_claims(client, settings.claim_prefix, [&](std::string_view fire_key) {
+    const auto at = fire_key.rfind('@');
+    Instant scheduled{};
+    try {
+      scheduled = parse_rfc3339(fire_key.substr(at + 1));
+    } catch (const std::exception&) {
+      return;
+    }
+    if (scheduled < cutoff) return;
+    auto& [count, latest] = per_job[std::string(fire_key.substr(0, at))];
+    ++count;
+    latest = std::max(latest, std::string(fire_key.substr(at + 1)));
+  });
+  view.text += fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
+  for (const auto& [key, entry] : per_job) {
+    view.text += fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
+  }
+  return view;
+} catch (const BackendError& e) {
+  // The message carries the server's reply text (NOAUTH, NOPERM, …):
+  // escaped, like everything else read from the store.
+  throw std::runtime_error(terminal_safe(e.what()));
+}
+
+StoreView nats_view(const Settings& given) {
+  Settings settings = given;
+  nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
+  const std::string key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
+  options.max_reconnects = 0;
+  auto connection = nats::Connection::connect(options);
+  StoreView view{connection->describe(), {}, {}};
+  std::shared_ptr<nats::Bucket> leader_bucket;
+  try {
+    leader_bucket = connection->bucket(settings.leader_bucket);
+  } catch (const BackendError&) {
+    view.text = fmt::format("leader: none (no bucket {})\n", settings.leader_bucket);
+    return view;
+  }
+  const auto entry = leader_bucket->get(key);
+  view.text = describe_leader_record(entry);
+  if (entry && entry->operation == nats::Entry::Operation::put && entry->value != nats::Election::resigned_marker) {
+    view.leader = {entry->value, std::nullopt, std::nullopt, entry->revision};
+  }
+  return view;
+}
+
+/// One job as the fleet state tells it.
+struct JobView {
+  std::string key;
+  std::optional<CataloguedJob> catalogued;
+  std::optional<Instant> next_fire;
+  std::string next_error;  // why there is no next fire, if it is an error
+  std::optional<FireRecord> last_run, last_success;
+  std::vector<FireRecord> running;
+  std::optional<JobControl> control;
+};
+
+bool finished(FireFate fate) {
+  return fate == FireFate::succeeded || fate == FireFate::failed || fate == FireFate::timed_out ||
+         (fate == FireFate::cancelled);
+}
+
+void read_ledger(FleetState& state, JobView& job) {
+  const LedgerRead read = state.read_fires(job.key, status_ledger_depth);
+  if (read.status != LedgerRead::Status::found) throw std::runtime_error(fmt::format("job \"{}\": {}", job.key, read.error));
+  for (const auto& record : read.records) {  // newest scheduled instant first
+    if (record.fate == FireFate::running) job.running.push_back(record);
+    if (!job.last_run && finished(record.fate) && record.started_at) job.last_run = record;
+    if (!job.last_success && record.fate == FireFate::succeeded) job.last_success = record;
+  }
+}
+
+void find_next_fire(JobView& job, Instant from) {
+  if (!job.catalogued || job.catalogued->spec.empty()) return;
+  ParseOptions options;
+  options.seconds = job.catalogued->seconds_field ? SecondsField::optional : SecondsField::none;
+  options.every_anchor = EveryAnchor::epoch;
+  try {
+    options.zone = TimeZone::locate(job.catalogued->zone);
+    job.next_fire = parse_schedule(job.catalogued->spec, options)->next(from);
+  } catch (const std::exception& e) {
+    job.next_error = e.what();
+  }
+}
+
+struct FleetView {
+  std::vector<ReplicaRecord> replicas;
+  std::vector<JobView> jobs;
+};
+
+/// The jobs of the catalogue and of the controls, by key.
+FleetView read_fleet(FleetState& state, Instant at) {
+  FleetView view;
+  const RegistryRead registry = state.read_replicas(at);
+  if (registry.status != RegistryRead::Status::found) throw std::runtime_error(registry.error);
+  view.replicas = registry.replicas;
+  const CatalogueRead catalogue = state.read_catalogue(at);
+  if (catalogue.status != CatalogueRead::Status::found) throw std::runtime_error(catalogue.error);
+  const ControlsRead controls = state.read_controls(at);
+  if (controls.status != ControlsRead::Status::found) throw std::runtime_error(controls.error);
+  std::map<std::string, JobView> jobs;
+  for (const auto& job : catalogue.jobs) jobs[job.job_key].catalogued = job;
+  for (const auto& control : controls.jobs) jobs[control.job_key].control = control;
+  for (auto& [key, job] : jobs) {
+    job.key = key;
+    find_next_fire(job, at);
+    read_ledger(state, job);
+    view.jobs.push_back(std::move(job));
+  }
+  return view;
+}
+
+std::string ago(Instant then, Instant at) {
+  return then <= at ? format_duration(std::chrono::floor<std::chrono::milliseconds>(at - then)) + " ago" : "ahead";
+}
+
+std::string replica_text(const ReplicaRecord& r, Instant at) {
+  const ReplicaAnnouncement& a = r.replica;
+  return fmt::format("  {}  on {}  pid {}  version {}  started {}  beat {}  {}  settings {}  jobs {}\n",
+                     terminal_safe(a.replica_id), terminal_safe(a.host.empty() ? "?" : a.host), a.pid,
+                     terminal_safe(a.version.empty() ? "?" : a.version), format_rfc3339(a.started), ago(r.beat, at),
+                     r.accepted ? "accepted" : "REFUSED (settings differ from the fleet's)",
+                     settings_fingerprint(a.settings), terminal_safe(a.jobs_digest));
+}
+
+std::string run_text(const FireRecord& r) {
+  std::string text = fmt::format("{} {} on {}", format_rfc3339(r.scheduled_at), to_string(r.fate), terminal_safe(r.replica_id));
+  if (r.fate != FireFate::running) text += fmt::format(" (took {})", format_duration(r.duration));
+  if (r.exit_status && *r.exit_status != 0) text += fmt::format(", exit {}", *r.exit_status);
+  if (r.signal) text += fmt::format(", signal {}", *r.signal);
+  return text;
+}
+
+std::string job_text(const JobView& job) {
+  std::string text = "  " + terminal_safe(job.key);
+  if (job.catalogued) {
+    text += fmt::format("  \"{}\" {}", terminal_safe(job.catalogued->spec), terminal_safe(job.catalogued->zone));
+  }
+  text += "\n";
+  text += fmt::format("    next          {}\n", job.next_fire   ? format_rfc3339(*job.next_fire)
+                                                 : !job.next_error.empty() ? "unknown: " + terminal_safe(job.next_error)
+                                                 : job.catalogued           ? "none"
+                                                                            : "unknown (no replica runs it)");
+  text += fmt::format("    last run      {}\n", job.last_run ? run_text(*job.last_run) : "none in the ledger");
+  text += fmt::format("    last success  {}\n", job.last_success ? format_rfc3339(job.last_success->scheduled_at)
+                                                                   : "none in the ledger");
+  if (job.running.empty()) text += "    running       no\n";
+  for (const auto& run : job.running) {
+    text += fmt::format("    running       {} since {}\n", run_text(run),
+                        run.started_at ? format_rfc3339(*run.started_at) : "?");
+  }
+  const bool paused = job.control && job.control->paused;
+  text += fmt::format("    paused        {}\n", paused ? fmt::format("yes, by {} at {}", terminal_safe(job.control->changed_by),
+                                                                     format_rfc3339(job.control->changed_at))
+                                                     : "no");
+  if (job.control && !job.control->triggers.empty()) {
+    text += fmt::format("    triggers      {} waiting\n", job.control->triggers.size());
+  }
+  return text;
+}
+
+std::string optional_record_json(const std::optional<FireRecord>& record) {
+  return record ? record_json(*record) : std::string("null");
+}
+
+std::string replica_json(const ReplicaRecord& r) {
+  std::string settings;
+  for (const auto& s : r.replica.settings) settings += fmt::format("{}{}:{}", settings.empty() ? "" : ",", json_string(s.name), json_string(s.value));
+  return fmt::format("{{\"id\":{},\"host\":{},\"pid\":{},\"version\":{},\"started_at\":{},\"beat_at\":{},"
+                     "\"expires_at\":{},\"accepted\":{},\"settings_fingerprint\":{},\"jobs_digest\":{},\"settings\":{{{}}}}}",
+                     json_string(r.replica.replica_id), json_string(r.replica.host), r.replica.pid,
+                     json_string(r.replica.version), json_instant(r.replica.started), json_instant(r.beat),
+                     json_instant(r.expires_at), r.accepted ? "true" : "false",
+                     json_string(settings_fingerprint(r.replica.settings)), json_string(r.replica.jobs_digest), settings);
+}
+
+std::string job_json(const JobView& job) {
+  std::string running;
+  for (const auto& run : job.running) running += (running.empty() ? "" : ",") + record_json(run);
+  const bool paused = job.control && job.control->paused;
+  return fmt::format(
+      "{{\"job\":{},\"spec\":{},\"zone\":{},\"next_fire\":{},\"last_run\":{},\"last_success\":{},\"running\":[{}],"
+      "\"paused\":{},\"paused_by\":{},\"paused_at\":{},\"triggers_waiting\":{}}}",
+      json_string(job.key), job.catalogued ? json_string(job.catalogued->spec) : "null",
+      job.catalogued ? json_string(job.catalogued->zone) : "null", json_instant(job.next_fire),
+      optional_record_json(job.last_run), optional_record_json(job.last_success), running, paused ? "true" : "false",
+      paused ? json_string(job.control->changed_by) : "null",
+      paused ? json_instant(job.control->changed_at) : std::string("null"),
+      job.control ? job.control->triggers.size() : 0);
+}
+
+std::string leader_json(const LeaderView& leader) {
+  if (!leader.holder) return "null";
+  return fmt::format("{{\"holder\":{},\"term\":{},\"lease_expires_in_ms\":{},\"renewed_revision\":{}}}",
+                     json_string(*leader.holder), leader.term ? json_string(*leader.term) : "null",
+                     leader.expires_in_ms ? std::to_string(*leader.expires_in_ms) : "null",
+                     leader.renewed_revision ? std::to_string(*leader.renewed_revision) : "null");
+}
+
+void print(const StoreView& store, const FleetView& fleet, Instant at, bool json, std::ostream& out) {
+  if (json) {
+    std::string replicas, jobs;
+    for (const auto& r : fleet.replicas) replicas += (replicas.empty() ? "" : ",") + replica_json(r);
+    for (const auto& j : fleet.jobs) jobs += (jobs.empty() ? "" : ",") + job_json(j);
+    out << fmt::format("{{\"coordinator\":{},\"at\":{},\"leader\":{},\"replicas\":[{}],\"jobs\":[{}]}}\n",
+                       json_string(store.coordinator), json_instant(at), leader_json(store.leader), replicas, jobs);
+    return;
+  }
+  out << "coordinator: " << store.coordinator << '\n' << store.text;
+  out << fmt::format("replicas ({}):\n", fleet.replicas.size());
+  for (const auto& r : fleet.replicas) out << replica_text(r, at);
+  out << fmt::format("jobs ({}):\n", fleet.jobs.size());
+  for (const auto& j : fleet.jobs) out << job_text(j);
+}
+
+}  // namespace
+
+int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err) {
+  try {
+    if (settings.coordinator == "memory") {
+      if (json) {
+        out << "{\"coordinator\":\"memory\",\"at\":" << json_instant(now())
+            << ",\"leader\":null,\"replicas\":[],\"jobs\":[]}\n";
+      } else {
+        out << "coordinator: memory (it lives inside one fleetcron process; nothing to ask)\n";
+      }
+      return 0;
+    }
+    const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
+    const StoreView store = nats ? nats_view(settings) : redis_view(settings);
+    const Instant at = now();
+    std::shared_ptr<FleetState> state;
+    try {
+      state = open_fleet_state(settings);
+    } catch (const BackendError& e) {
+      if (!nats) throw;
+      // A fleet that never kept a fleet state (--catch-up 0 --history 0).
+      print(store, FleetView{}, at, json, out);
+      if (!json) out << "fleet state: none (" << terminal_safe(e.what()) << ")\n";
+      return 0;
+    }
+    print(store, read_fleet(*state, at), at, json, out);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "status: " << terminal_safe(e.what()) << '\n';
+    return 1;
+  }
+}
+
+}  // namespace fleetcron::daemon

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# `fleetcron status` and `history` over the fleet state, on a real
+# redis-server or nats-server (issue 15, item 7): three daemons run `tick`
+# every second and `nightly` at 03:00, and nightly is paused. While they
+# run, status lists the three replicas, accepted, and each job's spec,
+# next fire and pause; once they stopped (cleanly), it lists none, and its
+# last run and last success of tick, and history's runs of tick, are
+# exactly what the journal of the commands says ran.
+#
+#   status_test.sh FLEETCRON_BINARY redis|nats
+set -euo pipefail
+binary=$1 backend=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+work=$(mktemp -d /tmp/fleetcron-status.XXXXXX)
+daemon_pids=()
+cleanup() {
+  local pid
+  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_servers
+  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
+case $backend in
+  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
+  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=STATUS_CLAIMS" ;;   # state: STATUS_STATE
+  *) echo "unknown backend $backend"; exit 2 ;;
+esac
+
+journal=$work/journal
+: >"$journal"
+{
+  echo '# fleetcron: key=tick'
+  echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
+  echo '# fleetcron: key=nightly'
+  echo "0 0 3 * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
+} >"$work/jobs.cron"
+
+for r in 0 1 2; do
+  REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s \
+    --shutdown-grace 5s >"$work/replica-$r.log" 2>&1 &
+  daemon_pids[$r]=$!
+done
+control() { "$binary" "$@" --coordinator "$coordinator"; }
+wait_until() {  # what condition...: bounded by 20 s
+  local what=$1 deadline=$((SECONDS + 20))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "waited 20 s for $what"
+    sleep 0.1
+  done
+}
+ticks() { grep -c '^tick@' "$journal" || true; }
+ticked() { (($(ticks) >= 5)); }
+three_accepted() { [[ $(control status --json | jq '[.replicas[] | select(.accepted)] | length') == 3 ]]; }
+
+wait_until "tick to run 5 times" ticked
+control pause nightly >/dev/null
+wait_until "three accepted replicas in status" three_accepted
+status=$(control status --json)
+jq -e '.jobs | map(.job) == ["nightly", "tick"]' <<<"$status" >/dev/null || fail "jobs: $(jq -c '.jobs | map(.job)' <<<"$status")"
+jq -e '.jobs[1].spec == "* * * * * *" and .jobs[1].zone == "UTC" and (.jobs[1].paused | not)' <<<"$status" >/dev/null ||
+  fail "tick: $(jq -c '.jobs[1]' <<<"$status")"
+next_nightly=$(date -u -d "$(date -u +%F) 03:00" +%s)
+(($(date -u +%s) < next_nightly)) || next_nightly=$((next_nightly + 86400))
+want_next=$(date -u -d "@$next_nightly" +%Y-%m-%dT%H:%M:%SZ)
+jq -e --arg next "$want_next" '.jobs[0].next_fire == $next and .jobs[0].paused and (.jobs[0].paused_by | startswith("cli@"))' \
+  <<<"$status" >/dev/null || fail "nightly: $(jq -c '.jobs[0]' <<<"$status"), want next $want_next"
+jq -e '[.replicas[].settings.claim_ttl] == ["5s", "5s", "5s"]' <<<"$status" >/dev/null || fail "replicas: $status"
+control status | grep -q '^    paused        yes, by cli@' || fail "the text status shows no pause"
+
+for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}"; done
+for r in 0 1 2; do wait "${daemon_pids[$r]}" || fail "replica $r exited non-zero on SIGTERM"; done
+
+# Stopped: no replica left, and the ledger holds exactly what ran.
+status=$(control status --json)
+jq -e '.replicas == []' <<<"$status" >/dev/null || fail "replicas after a clean stop: $(jq -c .replicas <<<"$status")"
+last_ran=$(grep '^tick@' "$journal" | awk '{print $1}' | sort | tail -1)
+jq -e --arg key "$last_ran" '.jobs[1].last_run.fire_key == $key and .jobs[1].last_success.fire_key == $key and
+  .jobs[1].last_run.fate == "succeeded" and .jobs[1].running == []' <<<"$status" >/dev/null ||
+  fail "tick's last run: $(jq -c '.jobs[1] | {last_run: .last_run.fire_key, last_success: .last_success.fire_key}' <<<"$status"), journal: $last_ran"
+control history tick -n 10000 --json | jq -r '.records[] | select(.fate == "succeeded") | .fire_key' | sort >"$work/ledger"
+grep '^tick@' "$journal" | awk '{print $1}' | sort >"$work/ran"
+diff "$work/ran" "$work/ledger" >"$work/diff.log" || fail "history and the journal differ: $(head -5 "$work/diff.log")"
+all=$(control history -n 3 --json)
+jq -e '.job == null and (.records | length) == 3 and ([.records[].scheduled_at] | . == (sort | reverse))' <<<"$all" \
+  >/dev/null || fail "history of every job: $all"
+control history -n 1 | grep -q '^tick  ' || fail "the text history of every job names no job"
+
+duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
+[[ -z $duplicates ]] || fail "fires run twice: $duplicates"
+echo "ok ($backend): status showed 3 accepted replicas, nightly paused with next fire $want_next; after a clean stop" \
+  "no replicas, and tick's last run, last success and $(wc -l <"$work/ran") runs in history match the journal"
