@@ -54,7 +54,9 @@ expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim
 expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
 expect_error "flag: leader TTL below the floor" 2 "leader TTL 1ms is below the minimum of 1s" -- run --leader-ttl 1ms --coordination leader "$work/bad.cron"
 expect_error "history: the memory coordinator has no ledger to ask" 2 "keeps no state outside its process" -- history job
-expect_error "history: a job is required" 2 "job is required" -- history --coordinator redis://127.0.0.1:1
+expect_error "history: every job's, from an unreachable store" 1 "connect failed" -- history --coordinator redis://127.0.0.1:1
+expect_error "status: an unreachable store fails, naming it" 1 "status: redis://127.0.0.1:1/0: connect failed" -- \
+  status --coordinator redis://127.0.0.1:1 --json
 expect_error "flag: a history age above 400 days" 2 'option --history-age "500d": is above the maximum of 400 days' -- \
   run --history-age 500d "$work/bad.cron"
 printf '[fleet]\nhistory = -1\n' >"$work/bad-history.toml"
