@@ -170,6 +170,20 @@ struct FLEETCRON_API LeadershipStepDownEvent {
   std::chrono::nanoseconds hold{0};
   std::string last_error;
 };
+/// A run of another replica was lost: that replica's registry record
+/// expired while it listed the run (it died, hung, or lost the store for
+/// longer than a record lives). Published by the one replica whose
+/// announcement dropped the record (docs/fleet-state.md#lost-runs).
+struct FLEETCRON_API LostFireEvent {
+  std::string job_key;
+  std::string fire_key;
+  Instant scheduled_at{};
+  std::string replica_id;  ///< the runner that was lost
+  std::string host;
+  std::uint64_t fence = 0;
+  Instant started_at{};
+  Instant last_beat{};  ///< the runner's last announcement, on its clock
+};
 /// Observers could not keep up; `dropped` events were discarded so far.
 /// The recorder gets one per dropped event; the observers get one when the
 /// queue has room again, before the events that follow the gap.
@@ -179,7 +193,7 @@ struct FLEETCRON_API ObserverDropEvent {
 
 using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, MissedFireEvent, RejectedFireEvent,
                            CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent,
-                           LeadershipStepDownEvent, JobAttemptFailedEvent>;
+                           LeadershipStepDownEvent, JobAttemptFailedEvent, LostFireEvent>;
 
 /// Receives events. Observers run on one background thread, in order, fed
 /// by a bounded queue that drops (and counts) rather than block the

@@ -27,6 +27,17 @@ struct FLEETCRON_API ReplicaSetting {
   friend bool operator==(const ReplicaSetting&, const ReplicaSetting&) = default;
 };
 
+/// A run in progress on a replica, as its record lists it: a replica whose
+/// record expires with runs listed lost them (docs/fleet-state.md#lost-runs).
+struct FLEETCRON_API RunningFire {
+  std::string job_key;   ///< at most 1,024 bytes
+  std::string fire_key;  ///< at most 2,048 bytes
+  Instant scheduled_at{};
+  std::uint64_t fence = 0;
+  Instant started_at{};
+  friend bool operator==(const RunningFire&, const RunningFire&) = default;
+};
+
 /// What a replica says of itself.
 struct FLEETCRON_API ReplicaAnnouncement {
   std::string replica_id;  ///< 1 to 64 characters, no whitespace
@@ -38,6 +49,7 @@ struct FLEETCRON_API ReplicaAnnouncement {
   /// other jobs is reported, not refused. At most 64 bytes.
   std::string jobs_digest = {};
   std::vector<ReplicaSetting> settings = {};  ///< at most max_replica_settings
+  std::vector<RunningFire> runs = {};         ///< at most max_listed_runs
   friend bool operator==(const ReplicaAnnouncement&, const ReplicaAnnouncement&) = default;
 };
 
@@ -77,6 +89,10 @@ struct FLEETCRON_API ReplicaAnnounce {
   /// this announcement replaced (the records in it are lost; the other
   /// replicas write theirs again at their next announcement): what it held.
   std::string replaced = {};
+  /// The records this announcement dropped because they had expired: of
+  /// all replicas, only the one whose write dropped a record learns of it
+  /// here, so a dead replica's runs are reported lost once.
+  std::vector<ReplicaRecord> expired = {};
   std::string error = {};
 };
 
@@ -92,7 +108,8 @@ struct FLEETCRON_API RegistryRead {
 /// size of the document that holds them all, and a record's time to live.
 inline constexpr std::size_t max_registered_replicas = 256;
 inline constexpr std::size_t max_replica_settings = 32;
-inline constexpr std::size_t max_registry_bytes = 256 * 1024;
+inline constexpr std::size_t max_listed_runs = 64;
+inline constexpr std::size_t max_registry_bytes = 900 * 1024;
 inline constexpr std::chrono::nanoseconds min_replica_ttl = std::chrono::milliseconds{10};
 inline constexpr std::chrono::nanoseconds max_replica_ttl = std::chrono::hours{1};
 
@@ -109,8 +126,9 @@ FLEETCRON_API void check_replica_announcement(const ReplicaAnnouncement& replica
 
 /// The registry as the stores keep it: one line per replica, "1 <id> <host>
 /// <pid> <version> <started µs> <beat µs> <expires µs> <accepted 0|1>
-/// <jobs digest> <n>" and, per setting, " <name> <value>". Text fields are
-/// percent-encoded as in fire records ("-" for empty).
+/// <jobs digest> <n>", per setting " <name> <value>", then " <m>" and per
+/// run " <job> <fire key> <scheduled µs> <fence> <started µs>". Text fields
+/// are percent-encoded as in fire records ("-" for empty).
 [[nodiscard]] FLEETCRON_API std::string format_replica_registry(std::span<const ReplicaRecord> replicas);
 /// The records in that text; nullopt if it is not such a document.
 [[nodiscard]] FLEETCRON_API std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_view text);

@@ -122,28 +122,51 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
 void Scheduler::Impl::upkeep_main() {
   using std::chrono::nanoseconds;
   const auto never = Clock::SteadyTime::max();
+  const nanoseconds heartbeat = options_.registry_heartbeat_interval;
+  // A run that started is listed within a second (at most one extra
+  // announcement a second), so a death soon after its start still shows.
+  const nanoseconds early = std::min<nanoseconds>(std::chrono::seconds{1}, heartbeat);
   const auto start = clock_->steady_now();
   auto next_poll = controls_on() ? start + options_.control_poll_interval : never;
-  auto next_announce = registry_on() ? start + options_.registry_heartbeat_interval : never;
+  auto next_announce = registry_on() ? start + heartbeat : never;
+  auto last_announce = start;
   std::unique_lock lock(controls_mutex_);
-  while (!controls_stopping_) {
-    const auto deadline = std::min(next_poll, next_announce);
-    while (!controls_stopping_ && clock_->steady_now() < deadline) clock_->wait_until(controls_cv_, lock, deadline);
-    if (controls_stopping_) return;
-    lock.unlock();
+  while (!upkeep_stopping_) {
     const auto now = clock_->steady_now();
-    if (now >= next_announce) {
+    const auto announce_at = runs_unlisted_ ? std::min(next_announce, last_announce + early) : next_announce;
+    const auto poll_at = controls_stopping_ ? never : next_poll;
+    const auto due = std::min(announce_at, poll_at);
+    if (now < due) {  // woken early (a run started, a stop): look again
+      clock_->wait_until(controls_cv_, lock, std::min(due, now + std::chrono::hours{1}));
+      continue;
+    }
+    const bool announcing = now >= announce_at;
+    if (announcing) {  // the runs started from here on are listed next time
+      runs_unlisted_ = false;
+      runs_unlisted_flag_.store(false, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    if (announcing) {
       // A failed announcement is tried again sooner: a fifth of the period.
       const bool answered = announce();
-      next_announce = now + (answered ? options_.registry_heartbeat_interval : options_.registry_heartbeat_interval / 5);
+      last_announce = now;
+      next_announce = now + (answered ? heartbeat : heartbeat / 5);
       if (answered) catalogue_if_due();
     }
-    if (now >= next_poll) {
+    if (now >= poll_at) {
       poll_controls();
       next_poll = now + options_.control_poll_interval;
     }
     lock.lock();
   }
+}
+
+void Scheduler::Impl::stop_upkeep() {
+  {
+    std::lock_guard guard(controls_mutex_);
+    upkeep_stopping_ = true;
+  }
+  controls_cv_.notify_all();
 }
 
 void Scheduler::Impl::stop_controls() {

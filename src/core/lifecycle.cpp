@@ -103,14 +103,12 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     catch_up_stopping_ = true;
   }
   catch_up_cv_.notify_all();
-  stop_controls();  // no new triggers taken from here on
+  stop_controls();  // no new polls, so no new triggers taken from here on
+  { std::lock_guard in_flight(controls_poll_mutex_); }  // and none taken by a poll still going
   {
     std::lock_guard guard(join_mutex_);
-    if (upkeep_thread_.joinable() && upkeep_thread_.get_id() != std::this_thread::get_id()) upkeep_thread_.join();
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
   }
-  // It claims nothing more: the fleet need not wait for its record to expire.
-  withdraw_once();
   // No new fires from here on: free the lease now, so another replica
   // leads within its next check instead of after the runs (and a drain's
   // grace) end. Running leader-gated jobs keep their fence.
@@ -168,7 +166,11 @@ void Scheduler::Impl::join_threads_once() {
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (catch_up_thread_.joinable()) catch_up_thread_.join();
+  // The runs ended: the registry no longer needs this replica's record
+  // (it listed them while they ran), and the fleet need not wait for it to expire.
+  stop_upkeep();
   if (upkeep_thread_.joinable()) upkeep_thread_.join();
+  withdraw_once();
   resign_once();
   if (ledger_) ledger_->stop();  // after the last fire's record
   events_.flush_and_stop();

@@ -84,10 +84,11 @@ ReplicaAnnounce Scheduler::Impl::ask_registry() {
     std::lock_guard guard(registry_mutex_);
     me.started = started_at_;
   }
+  me.runs = running_fires();
   try {
     return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl());
   } catch (...) {
-    return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
+    return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
   }
 }
 
@@ -130,7 +131,78 @@ bool Scheduler::Impl::announce() {
     }
   }
   for (const auto& [level, note] : notes) log(level, note);
+  if (!answer.expired.empty()) report_lost(answer.expired);
   return answer.status != ReplicaAnnounce::Status::error;
+}
+
+std::vector<RunningFire> Scheduler::Impl::running_fires() {
+  std::vector<RunningFire> runs;
+  for (const auto& slot : slots_) {
+    std::lock_guard guard(slot->mutex);
+    const FireContext* context = slot->run ? slot->run->context : nullptr;
+    if (context == nullptr || !context->entry || context->entry->key.empty()) continue;
+    runs.push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
+                               cursor_instant(slot->run->started_at)});
+  }
+  if (runs.size() > max_listed_runs) {  // the oldest: the longer a run, the likelier a death catches it
+    std::nth_element(runs.begin(), runs.begin() + max_listed_runs, runs.end(),
+                     [](const RunningFire& a, const RunningFire& b) { return a.started_at < b.started_at; });
+    runs.resize(max_listed_runs);
+  }
+  return runs;
+}
+
+LedgerRetention Scheduler::Impl::ledger_retention_of(const std::string& job_key) {
+  std::lock_guard guard(mutex_);
+  const auto it = keys_.find(job_key);
+  if (it == keys_.end()) return options_.ledger_retention;  // a job the dead replica ran and this one does not
+  return entries_.at(it->second)->settings->ledger_retention;
+}
+
+void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
+  std::vector<LedgerWrite> writes;
+  std::vector<LostFireEvent> events;
+  for (const ReplicaRecord& record : expired) {
+    for (const RunningFire& run : record.replica.runs) {
+      FireRecord lost;
+      lost.job_key = run.job_key;
+      lost.fire_key = run.fire_key;
+      lost.scheduled_at = run.scheduled_at;
+      lost.fate = FireFate::lost;
+      lost.replica_id = record.replica.replica_id;
+      lost.fence = run.fence;
+      lost.attempts = 1;
+      lost.started_at = run.started_at;
+      lost.reason = fmt::format("its runner stopped announcing itself: last beat {}, record expired {}; reported by {}",
+                                format_rfc3339(record.beat), format_rfc3339(record.expires_at), options_.replica_id);
+      writes.push_back(LedgerWrite{cut_fire_record(std::move(lost)), ledger_retention_of(run.job_key)});
+      events.push_back(LostFireEvent{run.job_key, run.fire_key, run.scheduled_at, record.replica.replica_id,
+                                     record.replica.host, run.fence, run.started_at, record.beat});
+    }
+  }
+  if (ledger_ && !writes.empty()) {
+    std::vector<LedgerWriteResult> results;
+    try {
+      results = options_.fleet_state->record_fires(writes);
+    } catch (...) {
+      results.assign(writes.size(), {LedgerWriteResult::Status::error, detail::describe_exception(std::current_exception())});
+    }
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (results[i].status == LedgerWriteResult::Status::error) {
+        log(LogLevel::warning, fmt::format("fire {}: its lost record was not written: {}", writes[i].record.fire_key,
+                                           results[i].error));
+      }
+    }
+  }
+  for (auto& event : events) {
+    if (options_.log_events) {
+      log(LogLevel::error, fmt::format("fire {} lost: its runner, replica {} on {}, stopped announcing itself (last "
+                                       "beat {}) while it ran (fence {}, started {})",
+                                       event.fire_key, event.replica_id, event.host, format_rfc3339(event.last_beat),
+                                       event.fence, format_rfc3339(event.started_at)));
+    }
+    publish(std::move(event));
+  }
 }
 
 void Scheduler::Impl::catalogue_if_due() {

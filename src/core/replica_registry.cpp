@@ -49,9 +49,11 @@ std::optional<Instant> instant_field(std::string_view text) {
 
 std::optional<ReplicaRecord> parse_line(std::string_view line) {
   const std::vector<std::string_view> f = detail::split_fields(line);
-  std::size_t settings = 0;
-  if (f.size() < fixed_fields || f[0] != registry_version || !detail::parse_number(f[10], settings) ||
-      settings > max_replica_settings || f.size() != fixed_fields + 2 * settings || (f[8] != "0" && f[8] != "1")) {
+  std::size_t settings = 0, runs = 0;
+  if (f.size() < fixed_fields + 1 || f[0] != registry_version || !detail::parse_number(f[10], settings) ||
+      settings > max_replica_settings || f.size() < fixed_fields + 2 * settings + 1 ||
+      !detail::parse_number(f[fixed_fields + 2 * settings], runs) || runs > max_listed_runs ||
+      f.size() != fixed_fields + 2 * settings + 1 + 5 * runs || (f[8] != "0" && f[8] != "1")) {
     return std::nullopt;
   }
   ReplicaRecord record;
@@ -80,13 +82,28 @@ std::optional<ReplicaRecord> parse_line(std::string_view line) {
     if (!name || name->empty() || !value) return std::nullopt;
     record.replica.settings.push_back(ReplicaSetting{std::move(*name), std::move(*value)});
   }
+  for (std::size_t i = 0, at = fixed_fields + 2 * settings + 1; i < runs; ++i, at += 5) {
+    RunningFire run;
+    auto job = decode_text(f[at]);
+    auto key = decode_text(f[at + 1]);
+    const auto scheduled = instant_field(f[at + 2]);
+    const auto started_at = instant_field(f[at + 4]);
+    if (!job || !key || key->empty() || !scheduled || !started_at || !detail::parse_number(f[at + 3], run.fence)) {
+      return std::nullopt;
+    }
+    run.job_key = std::move(*job);
+    run.fire_key = std::move(*key);
+    run.scheduled_at = *scheduled;
+    run.started_at = *started_at;
+    record.replica.runs.push_back(std::move(run));
+  }
   return record;
 }
 
 /// The live records of the document read (`now` on), oldest first;
 /// nullopt (with `error` set) if it is not a registry.
 std::optional<std::vector<ReplicaRecord>> live_records(const FleetState::StoredDocument& document, Instant now,
-                                                       std::string& error) {
+                                                       std::string& error, std::vector<ReplicaRecord>* expired = nullptr) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
@@ -97,7 +114,10 @@ std::optional<std::vector<ReplicaRecord>> live_records(const FleetState::StoredD
     error = fmt::format("the replica registry holds \"{}\", not a registry", document.text.substr(0, 64));
     return std::nullopt;
   }
-  std::erase_if(*records, [&](const ReplicaRecord& r) { return r.expires_at <= now; });
+  const auto live_end = std::stable_partition(records->begin(), records->end(),
+                                             [&](const ReplicaRecord& r) { return r.expires_at > now; });
+  if (expired) expired->assign(std::make_move_iterator(live_end), std::make_move_iterator(records->end()));
+  records->erase(live_end, records->end());
   std::sort(records->begin(), records->end(), older);
   return records;
 }
@@ -162,6 +182,15 @@ void check_replica_announcement(const ReplicaAnnouncement& replica) {
     throw std::invalid_argument(fmt::format("replica registry: {} settings, more than {}", replica.settings.size(),
                                             max_replica_settings));
   }
+  if (replica.runs.size() > max_listed_runs) {
+    throw std::invalid_argument(fmt::format("replica registry: {} runs listed, more than {}", replica.runs.size(),
+                                            max_listed_runs));
+  }
+  for (const auto& run : replica.runs) {
+    check_bounded("a run's job key", run.job_key, 1024);
+    check_bounded("a run's fire key", run.fire_key, 2048);
+    if (run.fire_key.empty()) throw std::invalid_argument("replica registry: a run without a fire key");
+  }
   for (std::size_t i = 0; i < replica.settings.size(); ++i) {
     const ReplicaSetting& setting = replica.settings[i];
     if (setting.name.empty() || setting.name.size() > 64 || has_space(setting.name)) {
@@ -222,6 +251,11 @@ std::string format_replica_registry(std::span<const ReplicaRecord> replicas) {
                        micros_text(record.beat), micros_text(record.expires_at), record.accepted ? 1 : 0,
                        encode_text(r.jobs_digest), r.settings.size());
     for (const auto& setting : r.settings) out += fmt::format(" {} {}", encode_text(setting.name), encode_text(setting.value));
+    out += fmt::format(" {}", r.runs.size());
+    for (const auto& run : r.runs) {
+      out += fmt::format(" {} {} {} {} {}", encode_text(run.job_key), encode_text(run.fire_key),
+                         micros_text(run.scheduled_at), run.fence, micros_text(run.started_at));
+    }
   }
   return out;
 }
@@ -248,7 +282,8 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
   std::string error = detail::edit_document(
       *this, Document::registry,
       [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-        auto records = live_records(read, now, failure);
+        std::vector<ReplicaRecord> expired;
+        auto records = live_records(read, now, failure, &expired);
         std::string replaced;
         if (!records && read.status == StoredDocument::Status::found) {
           // Heartbeats only, rewritten within one: a registry that is not
@@ -264,11 +299,12 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
         if (own != records->end()) records->erase(own);
         answer = verdict(replica, accepted, *records, now, ttl);
         answer.replaced = std::move(replaced);
+        answer.expired = std::move(expired);
         records->push_back(ReplicaRecord{replica, cursor_instant(now), cursor_instant(now + ttl),
                                          answer.status == ReplicaAnnounce::Status::accepted});
         return registry_write(*records, now, failure);
       });
-  if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, std::move(error)};
+  if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, std::move(error)};
   return answer;
 }
 

@@ -103,6 +103,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
                       fire.scheduled_at, 1, fire.grant.fence, fire.manual};
   RunDetails details;
   context.details = &details;
+  if (registry_on()) note_running(run, slot, context);
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
@@ -309,6 +310,23 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
 }
 
 // ---- registration, timeouts and stop requests ------------------------------
+
+void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const FireContext& context) {
+  {
+    std::lock_guard guard(slot.mutex);
+    run.context = &context;
+    run.started_at = clock_->now();
+  }
+  // The upkeep thread lists it within a second (upkeep_main()); only the
+  // first run since its last announcement wakes it.
+  if (registry_on() && !runs_unlisted_flag_.exchange(true, std::memory_order_relaxed)) {
+    {
+      std::lock_guard guard(controls_mutex_);
+      runs_unlisted_ = true;
+    }
+    controls_cv_.notify_one();
+  }
+}
 
 bool Scheduler::Impl::register_run(Run& run, detail::WorkerSlot& slot) {
   {

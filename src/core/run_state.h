@@ -35,6 +35,10 @@ struct Run {
   EntryId entry_id = 0;
   bool leader_gated = false;  // leader_gated and term: guarded by the worker's slot mutex
   std::uint64_t term = 0;
+  // The job's context and start, once it starts (with a replica registry,
+  // which lists the runs in progress): guarded by the worker's slot mutex.
+  const FireContext* context = nullptr;
+  Instant started_at{};
   std::atomic<bool> timed_out{false};          // the run's timeout fired
   std::atomic<bool> attempt_timed_out{false};  // the current attempt's timeout fired
 

@@ -189,6 +189,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// polls the controls and announces the replica, each on its period.
   void upkeep_main();
   void stop_controls();
+  void stop_upkeep();
   /// The replica registry (registry.cpp): announce() writes this replica's
   /// record and takes the verdict on its settings (false: the store
   /// failed); settings_refusal() says why coordinated fires are refused
@@ -204,6 +205,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Writes this replica's jobs into the fleet's catalogue when they
   /// changed since it last did, or an hour passed (the upkeep thread's).
   void catalogue_if_due();
+  /// A run's job starts: listed in the registry from the next announcement.
+  void note_running(detail::Run& run, detail::WorkerSlot& slot, const FireContext& context);
+  /// The runs in progress here, oldest first, at most max_listed_runs.
+  [[nodiscard]] std::vector<RunningFire> running_fires();
+  /// Reports the runs of replicas whose records this announcement found
+  /// expired as lost: ledger records, log lines, LostFireEvents.
+  void report_lost(const std::vector<ReplicaRecord>& expired);
+  /// The ledger bounds of this replica's entry `job_key`, or the default.
+  [[nodiscard]] LedgerRetention ledger_retention_of(const std::string& job_key);
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
   void toggle_jobs_digest(const detail::Entry& entry);
   /// Pauses or resumes the entry (mutex_ held), as set_paused().
@@ -397,9 +407,11 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- the upkeep thread (controls.cpp), with a fleet state and options.controls or .registry
   std::mutex controls_poll_mutex_;  // held across a poll: one at a time
-  std::mutex controls_mutex_;  // guards controls_stopping_
+  std::mutex controls_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
   std::condition_variable controls_cv_;
-  bool controls_stopping_ = false;
+  bool controls_stopping_ = false;  // no more polls: stop() began
+  bool upkeep_stopping_ = false;    // the thread leaves: the runs ended (join_threads_once())
+  bool runs_unlisted_ = false;
   std::thread upkeep_thread_;
   // The controls thread's own (start() before it runs): job key -> the
   // entry and whether the fleet held it paused, as last read; and whether
@@ -420,6 +432,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
   std::vector<std::string> reported_other_jobs_;
   std::atomic<bool> withdrawn_{false};
+  // A job started since the last announcement: the flag spares the hot
+  // path the mutex once set; runs_unlisted_ (controls_mutex_) wakes upkeep.
+  std::atomic<bool> runs_unlisted_flag_{false};
   std::optional<std::uint64_t> catalogued_digest_;  // the upkeep thread's (start() before it runs)
   std::optional<Clock::SteadyTime> catalogued_at_;
 

@@ -41,6 +41,14 @@ void FireRecorder::on_event(const Event& event) {
   } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
     metrics_.skipped("queue-full");
     log_.write("error", "fire-rejected", "the run queue is full", key_of(rejected->entry));
+  } else if (const auto* lost = std::get_if<LostFireEvent>(&event)) {
+    metrics_.lost();
+    log_.write("error", "fire-lost",
+               fmt::format("fire {}: its runner, replica {} on {}, stopped announcing itself (last beat {}) while it "
+                           "ran it (fence {}, started {})",
+                           lost->fire_key, lost->replica_id, lost->host, format_rfc3339(lost->last_beat), lost->fence,
+                           format_rfc3339(lost->started_at)),
+               lost->job_key);
   } else if (const auto* step_down = std::get_if<LeadershipStepDownEvent>(&event)) {
     metrics_.step_down();
     log_.write("error", "leadership-step-down",

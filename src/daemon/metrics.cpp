@@ -70,6 +70,7 @@ void Metrics::cancelled(CancelReason reason, bool claimed) {
   cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
 }
 void Metrics::step_down() { step_downs_.fetch_add(1, std::memory_order_relaxed); }
+void Metrics::lost() { lost_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
 
 std::string Metrics::render() const {
@@ -106,6 +107,9 @@ std::string Metrics::render() const {
   metric("fleetcron_leadership_step_downs_total", "counter",
          "Times this replica stopped leading because its claims kept failing (both coordination).");
   out += fmt::format("fleetcron_leadership_step_downs_total {}\n", step_downs_.load());
+  metric("fleetcron_lost_fires_total", "counter",
+         "Runs of other replicas this replica found lost: their runner's registry record expired while it ran them.");
+  out += fmt::format("fleetcron_lost_fires_total {}\n", lost_.load());
   metric("fleetcron_missed_fires_total", "counter", "Fires missed (late beyond tolerance), by count.");
   out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
   metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");

@@ -52,6 +52,7 @@ class Metrics {
   void log_lines_dropped(std::uint64_t total);
   void cancelled(CancelReason reason, bool claimed);
   void step_down();
+  void lost();  // another replica's run, found lost here
   /// Redis's maxmemory-policy as last read ("" if unreadable) and whether it
   /// is known to be noeviction.
   void backend_config(const std::string& policy, bool ok);
@@ -67,6 +68,7 @@ class Metrics {
   std::atomic<std::uint64_t> log_lines_lost_{0};
   std::atomic<std::uint64_t> log_lines_dropped_{0};
   std::atomic<std::uint64_t> step_downs_{0};
+  std::atomic<std::uint64_t> lost_{0};
   /// By reason, then unclaimed (0) and claimed (1).
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};
   std::atomic<double> clock_offset_{0};

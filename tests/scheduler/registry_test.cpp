@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <thread>
 
 #include "scheduler/harness.h"
 #include "support/forwarding_fleet_state.h"
@@ -47,11 +48,13 @@ class RegistryFleet {
         state_(state ? std::move(state) : std::make_shared<MemoryFleetState>(h.clock)),
         claimer_(std::make_shared<MemoryClaimer>(h.clock, 10min)) {}
 
-  /// A replica stating claim_ttl = `claim_ttl`, running `spec` under key "job".
-  Replica& add(std::string claim_ttl, const char* spec = "* * * * *") {
+  /// A replica stating claim_ttl = `claim_ttl`, running `spec` under key
+  /// "job" (`job`, or nothing), through `through` (default: the fleet's state).
+  Replica& add(std::string claim_ttl, const char* spec = "* * * * *", Job job = {},
+               std::shared_ptr<FleetState> through = nullptr) {
     auto& replica = *replicas_.emplace_back(std::make_unique<Replica>());
     auto options = h_.options();
-    options.fleet_state = state_;
+    options.fleet_state = through ? std::move(through) : state_;
     options.claimer = claimer_;
     options.recorder = replica.events;
     options.logger = [&replica](LogLevel, std::string_view message) {
@@ -65,7 +68,8 @@ class RegistryFleet {
     replica.scheduler = std::make_unique<Scheduler>(options);
     EntryOptions entry;
     entry.key = "job";
-    replica.scheduler->add(spec, [](const FireContext&, std::stop_token) {}, entry);
+    if (!job) job = [](const FireContext&, std::stop_token) {};
+    replica.scheduler->add(spec, std::move(job), entry);
     replica.scheduler->start();
     return replica;
   }
@@ -90,6 +94,7 @@ class RegistryFleet {
     return replica.scheduler->stop(h_.soon());
   }
   FleetState& state() { return *state_; }
+  std::shared_ptr<FleetState> shared_state() { return state_; }
   /// Long enough that records outlive the tests' 60 s steps (they live 3
   /// heartbeats): a step past a record's life would drop it, as a replica
   /// paused that long is dropped. Announcements at 50, 110, 170, 230 s…
@@ -103,6 +108,18 @@ class RegistryFleet {
 };
 
 std::size_t completed(Replica& r) { return r.events->count<JobCompletedEvent>(); }
+
+// A fleet state whose registry fails while `failing` is set.
+class FailingRegistry final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  StoredDocument load_document(Document which) override {
+    if (failing && which == Document::registry) return {StoredDocument::Status::error, {}, 0, "registry down"};
+    return ForwardingFleetState::load_document(which);
+  }
+  std::atomic<bool> failing{false};
+};
+
 
 TEST(SchedulerRegistry, AReplicaWithAnotherClaimTtlClaimsNothingWhileTheFleetsReplicaLives) {
   Harness h;
@@ -155,17 +172,6 @@ TEST(SchedulerRegistry, AReplicaWithOtherJobsIsReportedNotRefused) {
   EXPECT_EQ(first.settings_skips() + other.settings_skips(), 0u);
 }
 
-// A fleet state whose registry fails while `failing` is set.
-class FailingRegistry final : public ForwardingFleetState {
- public:
-  using ForwardingFleetState::ForwardingFleetState;
-  StoredDocument load_document(Document which) override {
-    if (failing && which == Document::registry) return {StoredDocument::Status::error, {}, 0, "registry down"};
-    return ForwardingFleetState::load_document(which);
-  }
-  std::atomic<bool> failing{false};
-};
-
 TEST(SchedulerRegistry, UnverifiedSettingsRefuseClaimsUntilAnAnnouncementSucceeds) {
   Harness h;
   auto state = std::make_shared<FailingRegistry>(std::make_shared<MemoryFleetState>(h.clock));
@@ -205,6 +211,66 @@ TEST(SchedulerRegistry, UnverifiedSettingsRefuseClaimsUntilAnAnnouncementSucceed
   ASSERT_TRUE(Harness::eventually([&] { return completed(replica) == 1; }))
       << "a failed announcement within the record's life refuses nothing";
   EXPECT_EQ(replica.settings_skips(), 2u);
+}
+
+// A replica that stops announcing itself while it runs a fire (it died, or
+// lost the store) has that run reported lost by exactly one other replica,
+// in the ledger, once its record expires.
+TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;  // records live 15 s
+  auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
+  std::atomic<bool> release{false}, started{false};
+  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  }, dark);
+  Replica& other = fleet.add("10m", "0 0 1 1 *");  // never fires in the test
+  Replica& third = fleet.add("10m", "0 0 1 1 *");
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  // The run is listed within a second of its start (its runner's worker
+  // waits in the job, not on the clock).
+  h.settle(3 * waiters_per_replica);
+  h.clock->advance(1s);
+  ASSERT_TRUE(Harness::eventually([&] {
+    const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+    return !read.replicas.empty() && read.replicas.front().replica.runs.size() == 1;
+  }));
+  dark->failing = true;  // the runner goes dark
+  for (int i = 0; i < 4; ++i) {  // 20 s: its record (last beat at 1:01) expires at 1:16
+    h.settle(3 * waiters_per_replica);
+    h.clock->advance(5s);
+  }
+  ASSERT_TRUE(Harness::eventually([&] {
+    return other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>() == 1;
+  }));
+  Replica& reporter = other.events->count<LostFireEvent>() == 1 ? other : third;
+  const LostFireEvent lost = reporter.events->all<LostFireEvent>().front();
+  EXPECT_EQ(lost.fire_key, "job@2026-01-01T00:01:00Z");
+  EXPECT_EQ(lost.replica_id, "replica-1");
+  EXPECT_TRUE(reporter.logged("fire job@2026-01-01T00:01:00Z lost: its runner, replica replica-1 on host-1"));
+  const LedgerRead ledger = fleet.state().read_fires("job", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  ASSERT_FALSE(ledger.records.empty());
+  EXPECT_EQ(ledger.records.front().fate, FireFate::lost);
+  EXPECT_EQ(ledger.records.front().replica_id, "replica-1");
+  // A second look reports nothing more: the record is gone.
+  h.settle(3 * waiters_per_replica);
+  h.clock->advance(5s);
+  h.settle(3 * waiters_per_replica);
+  EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 1u);
+  // The runner comes back and finishes: the run's end outranks the loss.
+  dark->failing = false;
+  release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
+  ASSERT_TRUE(fleet.stop(runner));
+  ASSERT_TRUE(Harness::eventually([&] {
+    const LedgerRead read = fleet.state().read_fires("job", 10);
+    return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
+  }));
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ ReplicaRecord sample() {
   record.replica.started = Instant{1767322800123456us};
   record.replica.jobs_digest = "00ff00ff00ff00ff";
   record.replica.settings = {{"claim_ttl", "30s"}, {"claim_prefix", "cron:claim:"}, {"empty", ""}};
+  record.replica.runs = {{"nightly report", "nightly report@2026-01-02T03:00:00Z", Instant{1767322800000000us}, 17,
+                          Instant{1767322800250000us}}};
   record.beat = Instant{1767322805000000us};
   record.expires_at = Instant{1767322820000000us};
   record.accepted = true;
@@ -33,7 +35,7 @@ TEST(ReplicaRegistry, TheTextRoundTripsEveryField) {
   const std::vector<ReplicaRecord> records{sample(), bare};
   const std::string text = format_replica_registry(records);
   EXPECT_EQ(text.find('\n'), text.rfind('\n')) << "one line per replica: " << text;
-  EXPECT_EQ(text.substr(text.find('\n') + 1), "1 bare - 0 - 0 0 0 0 - 0");
+  EXPECT_EQ(text.substr(text.find('\n') + 1), "1 bare - 0 - 0 0 0 0 - 0 0");
   const auto parsed = parse_replica_registry(text);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(*parsed, records);
@@ -46,9 +48,11 @@ TEST(ReplicaRegistry, AMalformedLineIsNotARegistry) {
   for (const std::string& bad : {std::string("2") + good.substr(1),  // another format version
                                 good + " extra",                     // a field too many
                                 good.substr(0, good.rfind(' ')),     // one too few
-                                std::string("1 x - 0 - 0 0 0 2 - 0"),  // accepted neither 0 nor 1
-                                std::string("1 - - 0 - 0 0 0 0 - 0"),  // no id
-                                std::string("1 x - pid - 0 0 0 0 - 0")}) {
+                                std::string("1 x - 0 - 0 0 0 2 - 0 0"),  // accepted neither 0 nor 1
+                                std::string("1 - - 0 - 0 0 0 0 - 0 0"),  // no id
+                                std::string("1 x - pid - 0 0 0 0 - 0 0"),
+                                std::string("1 x - 0 - 0 0 0 0 - 0"),  // no run count
+                                std::string("1 x - 0 - 0 0 0 0 - 0 1 job - 0 0 0")}) {  // a run without a fire key
     EXPECT_FALSE(parse_replica_registry(bad)) << bad;
     EXPECT_FALSE(parse_replica_registry(good + "\n" + bad)) << bad;
   }

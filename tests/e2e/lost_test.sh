@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Lost runs on a real redis-server or nats-server (issue 15, item 4): three
+# daemons run `long` (sleep 300) every 5 s. The replica running the first
+# fire is killed with SIGKILL in the middle of it; within its record's life
+# (15 s) plus one heartbeat (5 s) exactly one surviving replica reports
+# that fire lost (a fire-lost log line, fleetcron_lost_fires_total), and the
+# ledger's record of it is `lost`, naming the killed replica.
+#
+#   lost_test.sh FLEETCRON_BINARY redis|nats
+set -euo pipefail
+binary=$1 backend=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+work=$(mktemp -d /tmp/fleetcron-lost.XXXXXX)
+marker="sleep 300.$$"   # a unique command line: the killed replica's job lives on
+daemon_pids=()
+cleanup() {
+  local pid
+  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  pkill -KILL -f "$marker" 2>/dev/null || true
+  stop_servers
+  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
+case $backend in
+  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
+  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=LOST_CLAIMS" ;;   # state: LOST_STATE
+  *) echo "unknown backend $backend"; exit 2 ;;
+esac
+
+journal=$work/journal
+: >"$journal"
+{
+  echo '# fleetcron: key=long'
+  echo "*/5 * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal; $marker"
+} >"$work/jobs.cron"
+for r in 0 1 2; do
+  REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s \
+    --metrics "127.0.0.1:0" >"$work/replica-$r.log" 2>&1 &
+  daemon_pids[$r]=$!
+done
+wait_until() {  # what seconds condition...
+  local what=$1 limit=$2 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "waited $limit s for $what"
+    sleep 0.2
+  done
+}
+started() { [[ -s $journal ]]; }
+wait_until "the first run of long" 20 started
+read -r fire_key runner <"$journal"
+sleep 2   # listed in the runner's record within a second of its start
+killed_pid=${daemon_pids[$runner]}
+kill -KILL "$killed_pid"
+wait "$killed_pid" 2>/dev/null || true
+killed_at=$SECONDS
+reports() { cat "$work"/replica-*.log | grep -c "fire-lost.*fire $fire_key: its runner" || true; }
+reported() { (($(reports) >= 1)); }
+wait_until "a survivor to report $fire_key lost" 30 reported
+took=$((SECONDS - killed_at))
+sleep 6   # one more heartbeat of every survivor: nobody reports it again
+(($(reports) == 1)) || fail "$(reports) reports of $fire_key lost"
+record=$("$binary" history long --coordinator "$coordinator" -n 1000 --json |
+  jq -c --arg key "$fire_key" '.records[] | select(.fire_key == $key)')
+jq -e --arg pid "-$killed_pid-" '.fate == "lost" and (.replica | contains($pid)) and .fence > 0' <<<"$record" >/dev/null ||
+  fail "the ledger's record of $fire_key: $record"
+echo "ok ($backend): $fire_key, run by replica $runner (pid $killed_pid) and killed, reported lost once after ${took}s" \
+  "(bound 20 s + the survivors' announcement); the ledger says lost"
