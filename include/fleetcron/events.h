@@ -24,6 +24,13 @@ struct FLEETCRON_API EntryIdentity {
 };
 using EntryRef = std::shared_ptr<const EntryIdentity>;
 
+/// What the replica that finds a run lost does with the fire.
+enum class RecoverPolicy {
+  report,  ///< report it lost (a ledger record, a log line, a LostFireEvent)
+  rerun,   ///< report it, and run the fire again (EntryOptions::recover)
+};
+[[nodiscard]] FLEETCRON_API std::string_view to_string(RecoverPolicy policy) noexcept;
+
 /// What to do with fires later than the missed-fire tolerance.
 enum class MissedFirePolicy {
   run_once,  ///< run the most recent missed instant once (default)
@@ -183,6 +190,10 @@ struct FLEETCRON_API LostFireEvent {
   std::uint64_t fence = 0;
   Instant started_at{};
   Instant last_beat{};  ///< the runner's last announcement, on its clock
+  /// Whether this replica runs the fire again (EntryOptions::recover), and
+  /// why not when it does not ("" when it does).
+  bool rerun = false;
+  std::string not_rerun;
 };
 /// Observers could not keep up; `dropped` events were discarded so far.
 /// The recorder gets one per dropped event; the observers get one when the

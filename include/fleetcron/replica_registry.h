@@ -35,6 +35,7 @@ struct FLEETCRON_API RunningFire {
   Instant scheduled_at{};
   std::uint64_t fence = 0;
   Instant started_at{};
+  int recovery = 0;  ///< FireContext::recovery of the run
   friend bool operator==(const RunningFire&, const RunningFire&) = default;
 };
 
@@ -127,7 +128,7 @@ FLEETCRON_API void check_replica_announcement(const ReplicaAnnouncement& replica
 /// The registry as the stores keep it: one line per replica, "1 <id> <host>
 /// <pid> <version> <started µs> <beat µs> <expires µs> <accepted 0|1>
 /// <jobs digest> <n>", per setting " <name> <value>", then " <m>" and per
-/// run " <job> <fire key> <scheduled µs> <fence> <started µs>". Text fields
+/// run " <job> <fire key> <scheduled µs> <fence> <started µs> <recovery>". Text fields
 /// are percent-encoded as in fire records ("-" for empty).
 [[nodiscard]] FLEETCRON_API std::string format_replica_registry(std::span<const ReplicaRecord> replicas);
 /// The records in that text; nullopt if it is not such a document.

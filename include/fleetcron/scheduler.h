@@ -38,6 +38,11 @@ struct FLEETCRON_API FireContext {
   std::uint64_t fence = 0;
   /// True for trigger()/trigger_and_wait()/trigger_by_name() runs.
   bool manual = false;
+  /// A re-run of a fire whose run was lost (EntryOptions::recover): the
+  /// lost run's fence, and how many times the fire was re-run (1 for the
+  /// first); 0 for every other run. Deduplicate on them.
+  std::uint64_t recovered_fence = 0;
+  int recovery = 0;
   /// Where the job may tell how its run went (exit status, output): the
   /// JobCompletedEvent and the ledger record carry what the last attempt
   /// left here. Never null while the scheduler calls the job.
@@ -200,6 +205,15 @@ struct FLEETCRON_API EntryOptions {
   std::optional<std::chrono::nanoseconds> catch_up_reach;
   /// The scheduler's ledger_retention unless set.
   std::optional<LedgerRetention> ledger_retention;
+  /// What the replica that finds a run of this entry lost does
+  /// (docs/fleet-state.md#lost-runs): report it (default), or also run
+  /// the fire again, once it claimed the recovery (a new fence), at most
+  /// `recover_max` times per fire (1 to 10) and only while the fire is
+  /// younger than `recover_within` (1 s to 7 days; default 1 h). The job
+  /// sees FireContext::recovered_fence.
+  RecoverPolicy recover = RecoverPolicy::report;
+  std::chrono::nanoseconds recover_within = std::chrono::hours{1};
+  int recover_max = 1;
   /// nullopt: the scheduler's claimer; nullptr: no claimer for this entry.
   std::optional<std::shared_ptr<Claimer>> claimer;
   /// Automatic fires while a run of this entry is still going (manual

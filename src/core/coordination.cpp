@@ -44,6 +44,14 @@ std::string_view to_string(MissedFirePolicy policy) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(RecoverPolicy policy) noexcept {
+  switch (policy) {
+    case RecoverPolicy::report: return "report";
+    case RecoverPolicy::rerun: return "rerun";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(SkipReason reason) noexcept {
   switch (reason) {
     case SkipReason::not_leader: return "not-leader";

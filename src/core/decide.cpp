@@ -134,7 +134,8 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
     } else if (!entry.settings->claimer) {
       fire.grant = election.grant;
       fire.state = FireState::granted;
-    } else if (std::string stale = staleness(now, fire.scheduled_at, *entry.settings->claimer); !stale.empty()) {
+    } else if (std::string stale = fire.recovery > 0 ? std::string() : staleness(now, fire.scheduled_at, *entry.settings->claimer);
+               !stale.empty()) {
       report_skip(fire, SkipReason::stale, std::move(stale));
     } else if (stopping) {
       report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
@@ -148,7 +149,7 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
 void Scheduler::Impl::claim(std::span<Fire> fires) {
   std::vector<std::string> keys;
   for (const Fire& fire : fires) {
-    if (fire.state == FireState::claiming) keys.push_back(fire_key(fire.entry->identity.key, fire.scheduled_at));
+    if (fire.state == FireState::claiming) keys.push_back(claim_key(fire));
   }
   if (keys.empty()) return;
   const auto first = std::find_if(fires.begin(), fires.end(), [](const Fire& f) { return f.state == FireState::claiming; });
@@ -185,7 +186,15 @@ std::string Scheduler::Impl::staleness_now(const Fire& fire) const {
 }
 
 bool Scheduler::Impl::beyond_window(const Fire& fire) const {
-  return fire.catch_up && options_.catch_up_beyond_dedup_window;
+  // A re-run of a lost run is claimed once under its own key, found by the
+  // one replica whose announcement dropped the lost runner's record.
+  return (fire.catch_up && options_.catch_up_beyond_dedup_window) || fire.recovery > 0;
+}
+
+std::string Scheduler::Impl::claim_key(const Fire& fire) {
+  std::string key = fire_key(fire.entry->identity.key, fire.scheduled_at);
+  if (fire.recovery > 0) key += "#recover" + std::to_string(fire.recovery);
+  return key;
 }
 
 bool Scheduler::Impl::claimed(const Fire& fire) {

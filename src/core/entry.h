@@ -25,6 +25,9 @@ struct EntrySettings {
   OverlapPolicy overlap = OverlapPolicy::allow;
   std::chrono::nanoseconds catch_up_reach{0};
   LedgerRetention ledger_retention;
+  RecoverPolicy recover = RecoverPolicy::report;
+  std::chrono::nanoseconds recover_within{0};
+  int recover_max = 1;
 };
 
 /// Overlap bookkeeping of one entry: its automatic runs past the overlap

@@ -65,6 +65,11 @@ struct Fire {
   /// The catch-up's later instants of an entry that limits overlap,
   /// queued one by one as each run ends (execute()).
   std::shared_ptr<std::deque<Fire>> chain = nullptr;
+  /// A re-run of a lost run (registry.cpp): how many times the fire was
+  /// re-run, and the lost run's fence. Claimed under its own key
+  /// (recovery_claim_key()), whatever its age.
+  int recovery = 0;
+  std::uint64_t recovered_fence = 0;
 };
 
 }  // namespace fleetcron::detail

@@ -53,7 +53,7 @@ std::optional<ReplicaRecord> parse_line(std::string_view line) {
   if (f.size() < fixed_fields + 1 || f[0] != registry_version || !detail::parse_number(f[10], settings) ||
       settings > max_replica_settings || f.size() < fixed_fields + 2 * settings + 1 ||
       !detail::parse_number(f[fixed_fields + 2 * settings], runs) || runs > max_listed_runs ||
-      f.size() != fixed_fields + 2 * settings + 1 + 5 * runs || (f[8] != "0" && f[8] != "1")) {
+      f.size() != fixed_fields + 2 * settings + 1 + 6 * runs || (f[8] != "0" && f[8] != "1")) {
     return std::nullopt;
   }
   ReplicaRecord record;
@@ -82,13 +82,14 @@ std::optional<ReplicaRecord> parse_line(std::string_view line) {
     if (!name || name->empty() || !value) return std::nullopt;
     record.replica.settings.push_back(ReplicaSetting{std::move(*name), std::move(*value)});
   }
-  for (std::size_t i = 0, at = fixed_fields + 2 * settings + 1; i < runs; ++i, at += 5) {
+  for (std::size_t i = 0, at = fixed_fields + 2 * settings + 1; i < runs; ++i, at += 6) {
     RunningFire run;
     auto job = decode_text(f[at]);
     auto key = decode_text(f[at + 1]);
     const auto scheduled = instant_field(f[at + 2]);
     const auto started_at = instant_field(f[at + 4]);
-    if (!job || !key || key->empty() || !scheduled || !started_at || !detail::parse_number(f[at + 3], run.fence)) {
+    if (!job || !key || key->empty() || !scheduled || !started_at || !detail::parse_number(f[at + 3], run.fence) ||
+        !detail::parse_number(f[at + 5], run.recovery) || run.recovery < 0) {
       return std::nullopt;
     }
     run.job_key = std::move(*job);
@@ -253,8 +254,8 @@ std::string format_replica_registry(std::span<const ReplicaRecord> replicas) {
     for (const auto& setting : r.settings) out += fmt::format(" {} {}", encode_text(setting.name), encode_text(setting.value));
     out += fmt::format(" {}", r.runs.size());
     for (const auto& run : r.runs) {
-      out += fmt::format(" {} {} {} {} {}", encode_text(run.job_key), encode_text(run.fire_key),
-                         micros_text(run.scheduled_at), run.fence, micros_text(run.started_at));
+      out += fmt::format(" {} {} {} {} {} {}", encode_text(run.job_key), encode_text(run.fire_key),
+                         micros_text(run.scheduled_at), run.fence, micros_text(run.started_at), run.recovery);
     }
   }
   return out;

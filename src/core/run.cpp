@@ -103,6 +103,8 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
                       fire.scheduled_at, 1, fire.grant.fence, fire.manual};
   RunDetails details;
   context.details = &details;
+  context.recovered_fence = fire.recovered_fence;
+  context.recovery = fire.recovery;
   if (registry_on()) note_running(run, slot, context);
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.

@@ -115,7 +115,9 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
                                    options.attempt_timeout == std::chrono::nanoseconds::zero() && !options.jitter &&
                                    !options.retry && !options.missed_fire && !options.claimer &&
                                    !options.catch_up_reach && !options.ledger_retention &&
-                                   options.overlap == OverlapPolicy::allow;
+                                   options.overlap == OverlapPolicy::allow && options.recover == RecoverPolicy::report &&
+                                   options.recover_within == EntryOptions{}.recover_within &&
+                                   options.recover_max == EntryOptions{}.recover_max;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,

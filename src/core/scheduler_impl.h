@@ -153,6 +153,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Whether the fire is a catch-up's that may be older than the dedup
   /// window (SchedulerOptions::catch_up_beyond_dedup_window).
   bool beyond_window(const detail::Fire& fire) const;
+  /// The key its claimer is asked for: the fire key, and "#recover<n>" for
+  /// the n-th re-run of a lost run.
+  static std::string claim_key(const detail::Fire& fire);
   /// Whether a claimer granted the fire to this replica.
   static bool claimed(const detail::Fire& fire);
   /// Empty if the elector still says leader of `granted.term` (or the fire
@@ -212,6 +215,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Reports the runs of replicas whose records this announcement found
   /// expired as lost: ledger records, log lines, LostFireEvents.
   void report_lost(const std::vector<ReplicaRecord>& expired);
+  /// Queues the lost run's fire again, as its entry's recover policy says;
+  /// answers why it does not ("" when it does).
+  [[nodiscard]] std::string rerun_lost(const RunningFire& run);
+  void write_lost(std::vector<LedgerWrite>& writes);
   /// The ledger bounds of this replica's entry `job_key`, or the default.
   [[nodiscard]] LedgerRetention ledger_retention_of(const std::string& job_key);
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).

@@ -160,6 +160,12 @@ void check_entry_options(EntryOptions& entry) {
   if (entry.retry) validate_retry(owner, *entry.retry);
   if (entry.catch_up_reach) check_duration(owner, "catch_up_reach", *entry.catch_up_reach, true);
   if (entry.ledger_retention) check_retention(owner, *entry.ledger_retention);
+  if (entry.recover_within < std::chrono::seconds{1} || entry.recover_within > std::chrono::hours{24 * 7}) {
+    reject(owner, "recover_within", format_duration(entry.recover_within), "is not between 1s and 7d");
+  }
+  if (entry.recover_max < 1 || entry.recover_max > 10) {
+    reject(owner, "recover_max", std::to_string(entry.recover_max), "is not between 1 and 10");
+  }
 }
 
 std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry) {
@@ -175,6 +181,9 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->catch_up_reach = scheduler.fleet_state ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
                                                    : std::chrono::nanoseconds::zero();
   settings->ledger_retention = entry.ledger_retention.value_or(scheduler.ledger_retention);
+  settings->recover = entry.recover;
+  settings->recover_within = entry.recover_within;
+  settings->recover_max = entry.recover_max;
   return settings;
 }
 

@@ -81,13 +81,14 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
       out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", file.path, job.line, job.key,
                          job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
       if (job.attempt_timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed ||
-          job.catch_up) {
-        out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}\n",
+          job.catch_up || job.recover != RecoverPolicy::report) {
+        out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}{}\n",
                            job.attempt_timeout.count() > 0 ? format_duration(job.attempt_timeout) : "none",
                            job.jitter ? format_duration(*job.jitter) : "none",
                            job.retries, to_string(job.overlap),
                            job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "",
-                           job.catch_up ? fmt::format(" catch-up={}", format_duration(*job.catch_up)) : "");
+                           job.catch_up ? fmt::format(" catch-up={}", format_duration(*job.catch_up)) : "",
+                           job.recover != RecoverPolicy::report ? " recover=rerun" : "");
       }
       const auto fires = next_n(*job.schedule, from, static_cast<std::size_t>(count));
       if (fires.empty()) out << "  next     none (never fires)\n";

@@ -247,6 +247,10 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
   set("FLEETCRON_FIRE_KEY", fire.fire_key);
   set("FLEETCRON_SCHEDULED_AT", format_rfc3339(fire.scheduled_at));
   set("FLEETCRON_FENCE", std::to_string(fire.fence));
+  if (fire.recovery > 0) {  // a re-run of a lost run: the job can deduplicate on the lost run's fence
+    set("FLEETCRON_RECOVERED_FENCE", std::to_string(fire.recovered_fence));
+    set("FLEETCRON_RECOVERY", std::to_string(fire.recovery));
+  }
   set("FLEETCRON_ATTEMPT", std::to_string(fire.attempt));
   std::string tail;  // the output's last bytes, both streams as they came, for the ledger
   const CommandResult result = run_command(spec, stop, [&](std::string_view stream, std::string_view line) {

@@ -45,9 +45,10 @@ void FireRecorder::on_event(const Event& event) {
     metrics_.lost();
     log_.write("error", "fire-lost",
                fmt::format("fire {}: its runner, replica {} on {}, stopped announcing itself (last beat {}) while it "
-                           "ran it (fence {}, started {})",
+                           "ran it (fence {}, started {}); {}",
                            lost->fire_key, lost->replica_id, lost->host, format_rfc3339(lost->last_beat), lost->fence,
-                           format_rfc3339(lost->started_at)),
+                           format_rfc3339(lost->started_at),
+                           lost->rerun ? std::string("running it again here") : "not run again: " + lost->not_rerun),
                lost->job_key);
   } else if (const auto* step_down = std::get_if<LeadershipStepDownEvent>(&event)) {
     metrics_.step_down();

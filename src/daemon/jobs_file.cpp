@@ -73,6 +73,7 @@ struct Directive {
   std::optional<MissedFirePolicy> missed;
   std::optional<DstGap> gap;
   std::optional<DstOverlap> dst_overlap;
+  std::optional<RecoverPolicy> recover;
 };
 
 std::optional<MissedFirePolicy> missed_from_string(std::string_view text) {
@@ -154,6 +155,15 @@ Directive parse_directive(const Line& line, std::string_view body) {
       } catch (const std::invalid_argument& e) {
         line.fail(value_at, fmt::format("catch-up: {}", e.what()));
       }
+    } else if (name == "recover") {
+      once(directive.recover.has_value());
+      if (value == "report") {
+        directive.recover = RecoverPolicy::report;
+      } else if (value == "rerun") {
+        directive.recover = RecoverPolicy::rerun;
+      } else {
+        line.fail(value_at, fmt::format("recover: expected report or rerun, got \"{}\"", quote_for_message(value)));
+      }
     } else if (name == "dst-gap") {
       once(directive.gap.has_value());
       directive.gap = dst_gap_from_string(value);
@@ -166,7 +176,7 @@ Directive parse_directive(const Line& line, std::string_view body) {
       }
     } else {
       line.fail(at, fmt::format("unknown directive option \"{}\" (known: key, timeout, jitter, retries, overlap, "
-                                "missed, catch-up, dst-gap, dst-overlap)",
+                                "missed, catch-up, recover, dst-gap, dst-overlap)",
                                 quote_for_message(name)));
     }
     i = end;
@@ -196,7 +206,7 @@ std::string_view to_string(Overlap overlap) noexcept {
 bool JobDefinition::same_definition(const JobDefinition& other) const {
   return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
-         catch_up == other.catch_up &&
+         catch_up == other.catch_up && recover == other.recover &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment;
 }
@@ -222,6 +232,7 @@ EntryOptions entry_options(const JobDefinition& job) {
   options.jitter = job.jitter;
   options.missed_fire = job.missed;
   options.catch_up_reach = job.catch_up;
+  options.recover = job.recover;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
   switch (job.overlap) {
     case Overlap::skip: options.overlap = OverlapPolicy::skip; break;
@@ -341,6 +352,7 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.overlap = directive->overlap.value_or(Overlap::skip);
   job.missed = directive->missed;
   job.catch_up = directive->catch_up;
+  job.recover = directive->recover.value_or(RecoverPolicy::report);
 }
 
 void FileParser::check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin) {

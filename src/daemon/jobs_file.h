@@ -51,6 +51,8 @@ struct JobDefinition {
   std::optional<MissedFirePolicy> missed;
   /// `catch-up=`: how far back its catch-up reaches (nullopt: --catch-up).
   std::optional<std::chrono::nanoseconds> catch_up;
+  /// `recover=`: whether a replica that finds a run of it lost runs it again.
+  RecoverPolicy recover = RecoverPolicy::report;
   std::optional<DstPolicy> dst;
   /// The file's NAME=value lines above this job, in order.
   std::vector<std::pair<std::string, std::string>> environment;

@@ -51,7 +51,7 @@ class RegistryFleet {
   /// A replica stating claim_ttl = `claim_ttl`, running `spec` under key
   /// "job" (`job`, or nothing), through `through` (default: the fleet's state).
   Replica& add(std::string claim_ttl, const char* spec = "* * * * *", Job job = {},
-               std::shared_ptr<FleetState> through = nullptr) {
+               std::shared_ptr<FleetState> through = nullptr, RecoverPolicy recover = RecoverPolicy::report) {
     auto& replica = *replicas_.emplace_back(std::make_unique<Replica>());
     auto options = h_.options();
     options.fleet_state = through ? std::move(through) : state_;
@@ -68,6 +68,7 @@ class RegistryFleet {
     replica.scheduler = std::make_unique<Scheduler>(options);
     EntryOptions entry;
     entry.key = "job";
+    entry.recover = recover;
     if (!job) job = [](const FireContext&, std::stop_token) {};
     replica.scheduler->add(spec, std::move(job), entry);
     replica.scheduler->start();
@@ -271,6 +272,79 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
     const LedgerRead read = fleet.state().read_fires("job", 10);
     return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
   }));
+}
+
+// With recover=rerun, the replica that reports the loss runs the fire
+// again: claimed under its own key (a new fence), told the lost run's
+// fence, once (recover_max 1).
+TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;
+  auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
+  std::atomic<bool> release{false};
+  std::atomic<std::uint64_t> lost_fence{0};
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }  // whatever fails, the job ends and the fleet stops
+  } releaser{release};
+  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext& c, std::stop_token) {
+    lost_fence = c.fence;
+    while (!release) std::this_thread::sleep_for(1ms);
+  }, dark, RecoverPolicy::rerun);
+  std::mutex mutex;
+  std::vector<FireContext> reruns;
+  auto record = [&](const FireContext& c, std::stop_token) {
+    std::lock_guard guard(mutex);
+    reruns.push_back(c);
+  };
+  Replica& second = fleet.add("10m", "0 0 1 1 *", record, nullptr, RecoverPolicy::rerun);
+  Replica& third = fleet.add("10m", "0 0 1 1 *", record, nullptr, RecoverPolicy::rerun);
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return lost_fence.load() != 0; }));
+  h.settle(3 * waiters_per_replica);
+  h.clock->advance(1s);  // listed
+  ASSERT_TRUE(Harness::eventually([&] {
+    const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+    return !read.replicas.empty() && read.replicas.front().replica.runs.size() == 1;
+  }));
+  dark->failing = true;
+  for (int i = 0; i < 6; ++i) {  // 30 s: lost at 1:16 at the latest, re-run at once
+    h.settle(3 * waiters_per_replica);
+    h.clock->advance(5s);
+  }
+  ASSERT_TRUE(Harness::eventually([&] {
+    std::lock_guard guard(mutex);
+    return reruns.size() == 1;
+  })) << [&] {
+    std::string lines;
+    for (Replica* r : {&second, &third}) {
+      std::lock_guard guard(r->mutex);
+      for (const auto& m : r->messages) lines += m + "\n";
+    }
+    return lines;
+  }();
+  h.settle(3 * waiters_per_replica);
+  {
+    std::lock_guard guard(mutex);
+    const FireContext& rerun = reruns.front();
+    EXPECT_EQ(rerun.fire_key, "job@2026-01-01T00:01:00Z") << "the same fire";
+    EXPECT_EQ(rerun.recovery, 1);
+    EXPECT_EQ(rerun.recovered_fence, lost_fence.load());
+    EXPECT_GT(rerun.fence, lost_fence.load()) << "a new claim: a new fence";
+    EXPECT_FALSE(rerun.manual);
+  }
+  const LedgerRead ledger = fleet.state().read_fires("job", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  ASSERT_TRUE(Harness::eventually([&] {
+    const LedgerRead read = fleet.state().read_fires("job", 10);
+    return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
+  })) << "the re-run's end is the fire's record";
+  release = true;
+  ASSERT_TRUE(fleet.stop(runner));
+  std::lock_guard guard(mutex);
+  EXPECT_EQ(reruns.size(), 1u);
 }
 
 }  // namespace

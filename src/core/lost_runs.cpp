@@ -1,0 +1,125 @@
+// Lost runs (docs/fleet-state.md#lost-runs): each replica lists its runs
+// in progress in its registry record; the one replica whose announcement
+// drops an expired record reports that record's runs lost, and re-runs
+// those whose entry says recover=rerun.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/scheduler_impl.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+
+std::vector<RunningFire> Scheduler::Impl::running_fires() {
+  std::vector<RunningFire> runs;
+  for (const auto& slot : slots_) {
+    std::lock_guard guard(slot->mutex);
+    const FireContext* context = slot->run ? slot->run->context : nullptr;
+    if (context == nullptr || !context->entry || context->entry->key.empty()) continue;
+    runs.push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
+                               cursor_instant(slot->run->started_at), context->recovery});
+  }
+  if (runs.size() > max_listed_runs) {  // the oldest: the longer a run, the likelier a death catches it
+    std::nth_element(runs.begin(), runs.begin() + max_listed_runs, runs.end(),
+                     [](const RunningFire& a, const RunningFire& b) { return a.started_at < b.started_at; });
+    runs.resize(max_listed_runs);
+  }
+  return runs;
+}
+
+LedgerRetention Scheduler::Impl::ledger_retention_of(const std::string& job_key) {
+  std::lock_guard guard(mutex_);
+  const auto it = keys_.find(job_key);
+  if (it == keys_.end()) return options_.ledger_retention;  // a job the dead replica ran and this one does not
+  return entries_.at(it->second)->settings->ledger_retention;
+}
+
+std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard guard(mutex_);
+    const auto it = keys_.find(run.job_key);
+    if (it != keys_.end()) entry = entries_.at(it->second);
+  }
+  if (!entry) return "this replica does not run the job";
+  const detail::EntrySettings& settings = *entry->settings;
+  if (settings.recover != RecoverPolicy::rerun) return "recover=report";
+  if (run.recovery >= settings.recover_max) {
+    return fmt::format("re-run {} time(s) already, the limit (recover_max)", run.recovery);
+  }
+  if (const auto age = clock_->now() - run.scheduled_at; age > settings.recover_within) {
+    return fmt::format("{} old, beyond recover_within ({})", format_duration(age), format_duration(settings.recover_within));
+  }
+  if (std::string refusal = settings_refusal(); !refusal.empty()) return refusal;
+  std::vector<detail::Fire> batch{detail::Fire{entry, run.scheduled_at, false, nullptr}};
+  batch.front().recovery = run.recovery + 1;
+  batch.front().recovered_fence = run.fence;
+  if (enqueue(batch)) return "the scheduler is stopping";
+  if (!batch.empty()) return "the run queue is full";
+  return {};
+}
+
+void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
+  std::vector<LedgerWrite> writes;
+  std::vector<LostFireEvent> events;
+  for (const ReplicaRecord& record : expired) {
+    for (const RunningFire& run : record.replica.runs) {
+      FireRecord lost;
+      lost.job_key = run.job_key;
+      lost.fire_key = run.fire_key;
+      lost.scheduled_at = run.scheduled_at;
+      lost.fate = FireFate::lost;
+      lost.replica_id = record.replica.replica_id;
+      lost.fence = run.fence;
+      lost.attempts = 1;
+      lost.started_at = run.started_at;
+      lost.reason = fmt::format("its runner stopped announcing itself: last beat {}, record expired {}; reported by {}",
+                                format_rfc3339(record.beat), format_rfc3339(record.expires_at), options_.replica_id);
+      writes.push_back(LedgerWrite{cut_fire_record(std::move(lost)), ledger_retention_of(run.job_key)});
+      events.push_back(LostFireEvent{run.job_key, run.fire_key, run.scheduled_at, record.replica.replica_id,
+                                     record.replica.host, run.fence, run.started_at, record.beat, false, {}});
+    }
+  }
+  write_lost(writes);
+  // After the lost records: a re-run's own records outrank them anyway.
+  std::size_t i = 0;
+  for (const ReplicaRecord& record : expired) {
+    for (const RunningFire& run : record.replica.runs) {
+      LostFireEvent& event = events[i++];
+      event.not_rerun = rerun_lost(run);
+      event.rerun = event.not_rerun.empty();
+      if (options_.log_events) {
+        log(LogLevel::error,
+            fmt::format("fire {} lost: its runner, replica {} on {}, stopped announcing itself (last beat {}) while it "
+                        "ran (fence {}, started {}); {}",
+                        event.fire_key, event.replica_id, event.host, format_rfc3339(event.last_beat), event.fence,
+                        format_rfc3339(event.started_at),
+                        event.rerun ? fmt::format("running it again here (recovery {})", run.recovery + 1)
+                                    : "not run again: " + event.not_rerun));
+      }
+      publish(std::move(event));
+    }
+  }
+}
+
+void Scheduler::Impl::write_lost(std::vector<LedgerWrite>& writes) {
+  if (!ledger_ || writes.empty()) return;
+  std::vector<LedgerWriteResult> results;
+  try {
+    results = options_.fleet_state->record_fires(writes);
+  } catch (...) {
+    results.assign(writes.size(), {LedgerWriteResult::Status::error, detail::describe_exception(std::current_exception())});
+  }
+  for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
+    if (results[i].status == LedgerWriteResult::Status::error) {
+      log(LogLevel::warning, fmt::format("fire {}: its lost record was not written: {}", writes[i].record.fire_key,
+                                         results[i].error));
+    }
+  }
+}
+
+}  // namespace fleetcron
