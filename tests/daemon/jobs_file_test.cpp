@@ -110,6 +110,8 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"NAME=\"unterminated\n", "jobs.cron:1:6: unterminated quoted value"},
       {"# fleetcron: catch-up=400d\n0 * * * * x\n", "jobs.cron:1:23: catch-up: is above the maximum of 366 days"},
       {"# fleetcron: catch-up=later\n0 * * * * x\n", "jobs.cron:1:23: catch-up: duration"},
+      {"# fleetcron: recover=maybe\n0 * * * * x\n", "jobs.cron:1:22: recover: expected report or rerun, got \"maybe\""},
+      {"# fleetcron: recover=rerun recover=report\n0 * * * * x\n", "jobs.cron:1:28: recover given twice"},
       {"0 0 30 feb * x\n0 0 * * * y\n", "(no error)"},  // never fires: accepted (validate shows it)
   };
   for (const auto& c : cases) {
@@ -127,6 +129,17 @@ TEST(JobsFile, CatchUpReachesAsTheDirectiveSays) {
   EXPECT_EQ(entry_options(file.jobs[0]).catch_up_reach, std::chrono::hours{48});
   auto changed = file.jobs[0];
   changed.catch_up = std::chrono::hours{1};
+  EXPECT_FALSE(changed.same_definition(file.jobs[0]));  // a reload re-adds it
+}
+
+TEST(JobsFile, RecoverIsReportUnlessTheDirectiveSaysRerun) {
+  const auto file = parse("# fleetcron: key=a recover=rerun\n0 3 * * * x\n0 4 * * * y\n");
+  ASSERT_EQ(file.jobs.size(), 2U);
+  EXPECT_EQ(file.jobs[0].recover, RecoverPolicy::rerun);
+  EXPECT_EQ(entry_options(file.jobs[0]).recover, RecoverPolicy::rerun);
+  EXPECT_EQ(entry_options(file.jobs[1]).recover, RecoverPolicy::report);
+  auto changed = file.jobs[0];
+  changed.recover = RecoverPolicy::report;
   EXPECT_FALSE(changed.same_definition(file.jobs[0]));  // a reload re-adds it
 }
 
