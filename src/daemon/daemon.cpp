@@ -12,6 +12,8 @@
 #include <random>
 
 #include "daemon/fire_recorder.h"
+#include "daemon/fleet_view.h"
+#include "daemon/job_metrics.h"
 #include "daemon/metrics_server.h"
 #include "daemon/process_runner.h"
 #include "fleetcron/duration.h"
@@ -104,6 +106,9 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
   readiness_ = std::thread([this] { check_backend_loop(); });
+  if (!settings_.metrics.empty() && coordination_.fleet_state) {
+    job_metrics_ = std::thread([this] { job_metrics_loop(); });
+  }
   if (!settings_.metrics.empty()) {
     metrics_server_ = std::make_unique<MetricsServer>(settings_.metrics, [this] {
       if (coordination_.clock_offset) {
@@ -125,6 +130,7 @@ Daemon::~Daemon() {
   }
   readiness_cv_.notify_all();
   if (readiness_.joinable()) readiness_.join();
+  if (job_metrics_.joinable()) job_metrics_.join();
   // Jobs still running use this object's members: end them first, before
   // any member goes (the runner's worst case is kill_grace plus 1 s of output).
   if (scheduler_) scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
@@ -169,6 +175,28 @@ redis::EvictionPolicy Daemon::check_eviction_policy(bool running) {
     if (running) ::kill(::getpid(), SIGTERM);  // run() stops as for SIGTERM, then exits 1
   }
   return policy;
+}
+
+void Daemon::job_metrics_loop() {
+  std::unique_lock lock(readiness_mutex_);
+  bool failing = false;
+  std::chrono::nanoseconds period = std::chrono::seconds{1};  // the first read: once the jobs started
+  while (!readiness_cv_.wait_for(lock, period, [this] { return readiness_stop_; })) {
+    period = job_metrics_interval;
+    lock.unlock();
+    try {
+      const Instant at{std::chrono::system_clock::now().time_since_epoch()};
+      metrics_.fleet_jobs(render_job_metrics(read_fleet_view(*coordination_.fleet_state, at)),
+                          std::chrono::duration<double>(at.time_since_epoch()).count());
+      if (failing) log_.write("info", "job-metrics", "the fleet state is readable again");
+      failing = false;
+    } catch (const std::exception& e) {
+      metrics_.fleet_jobs_failed();
+      if (!failing) log_.write("warn", "job-metrics", std::string("the per-job metrics keep their last values: ") + e.what());
+      failing = true;
+    }
+    lock.lock();
+  }
 }
 
 void Daemon::check_backend_loop() {

@@ -64,6 +64,8 @@ class Daemon {
   // Every second: the backend check /readyz answers from (not a round trip
   // per request) and, as PID 1, reaping orphaned grandchildren of the jobs.
   void check_backend_loop();
+  /// Reads the fleet state for the per-job metrics every job_metrics_interval.
+  void job_metrics_loop();
   /// Says at start how far catch-up across restarts reaches, or why not.
   void log_catch_up();
   /// Redis: reads maxmemory-policy, exports it, logs a change; under
@@ -79,6 +81,7 @@ class Daemon {
   std::condition_variable readiness_cv_;
   bool readiness_stop_ = false;
   std::thread readiness_;
+  std::thread job_metrics_;  // with --metrics and a fleet state
   std::unique_ptr<MetricsServer> metrics_server_;
   std::vector<std::string> base_environment_;
 };

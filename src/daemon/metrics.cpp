@@ -71,6 +71,12 @@ void Metrics::cancelled(CancelReason reason, bool claimed) {
 }
 void Metrics::step_down() { step_downs_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::lost() { lost_.fetch_add(1, std::memory_order_relaxed); }
+void Metrics::fleet_jobs(std::string text, double at_seconds) {
+  std::lock_guard guard(mutex_);
+  fleet_jobs_ = std::move(text);
+  fleet_jobs_at_ = at_seconds;
+}
+void Metrics::fleet_jobs_failed() { fleet_jobs_failures_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
 
 std::string Metrics::render() const {
@@ -146,6 +152,18 @@ std::string Metrics::render() const {
   metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");
   out += fmt::format("fleetcron_reloads_total{{result=\"ok\"}} {}\n", reloads_ok_.load());
   out += fmt::format("fleetcron_reloads_total{{result=\"failed\"}} {}\n", reloads_failed_.load());
+  metric("fleetcron_job_metrics_refresh_failures_total", "counter",
+         "Reads of the fleet state for the fleetcron_job_* series that failed (the last values stay).");
+  out += fmt::format("fleetcron_job_metrics_refresh_failures_total {}\n", fleet_jobs_failures_.load());
+  {
+    std::lock_guard guard(mutex_);
+    if (fleet_jobs_at_) {
+      metric("fleetcron_job_metrics_refreshed_timestamp_seconds", "gauge",
+             "When the fleetcron_job_* series were last read from the fleet state.");
+      out += fmt::format("fleetcron_job_metrics_refreshed_timestamp_seconds {}\n", *fleet_jobs_at_);
+      out += fleet_jobs_;
+    }
+  }
   return out;
 }
 

@@ -53,6 +53,10 @@ class Metrics {
   void cancelled(CancelReason reason, bool claimed);
   void step_down();
   void lost();  // another replica's run, found lost here
+  /// The per-job series read from the fleet state (render_job_metrics()),
+  /// at `at`; or a failed refresh (the last series stay).
+  void fleet_jobs(std::string text, double at_seconds);
+  void fleet_jobs_failed();
   /// Redis's maxmemory-policy as last read ("" if unreadable) and whether it
   /// is known to be noeviction.
   void backend_config(const std::string& policy, bool ok);
@@ -69,6 +73,9 @@ class Metrics {
   std::atomic<std::uint64_t> log_lines_dropped_{0};
   std::atomic<std::uint64_t> step_downs_{0};
   std::atomic<std::uint64_t> lost_{0};
+  std::string fleet_jobs_;  // guarded by mutex_
+  std::optional<double> fleet_jobs_at_;
+  std::atomic<std::uint64_t> fleet_jobs_failures_{0};
   /// By reason, then unclaimed (0) and claimed (1).
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};
   std::atomic<double> clock_offset_{0};

@@ -9,6 +9,7 @@
 
 #include "daemon/commands.h"
 #include "daemon/coordination_setup.h"
+#include "daemon/fleet_view.h"
 #include "daemon/json_output.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
@@ -22,10 +23,6 @@
 namespace fleetcron::daemon {
 
 namespace {
-
-/// How many of each job's newest ledger records status reads: its last
-/// run and last success are found among them.
-constexpr std::size_t status_ledger_depth = 100;
 
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
@@ -104,72 +101,6 @@ StoreView nats_view(const Settings& given) {
   view.text = describe_leader_record(entry);
   if (entry && entry->operation == nats::Entry::Operation::put && entry->value != nats::Election::resigned_marker) {
     view.leader = {entry->value, std::nullopt, std::nullopt, entry->revision};
-  }
-  return view;
-}
-
-/// One job as the fleet state tells it.
-struct JobView {
-  std::string key;
-  std::optional<CataloguedJob> catalogued;
-  std::optional<Instant> next_fire;
-  std::string next_error;  // why there is no next fire, if it is an error
-  std::optional<FireRecord> last_run, last_success;
-  std::vector<FireRecord> running;
-  std::optional<JobControl> control;
-};
-
-bool finished(FireFate fate) {
-  return fate == FireFate::succeeded || fate == FireFate::failed || fate == FireFate::timed_out ||
-         (fate == FireFate::cancelled);
-}
-
-void read_ledger(FleetState& state, JobView& job) {
-  const LedgerRead read = state.read_fires(job.key, status_ledger_depth);
-  if (read.status != LedgerRead::Status::found) throw std::runtime_error(fmt::format("job \"{}\": {}", job.key, read.error));
-  for (const auto& record : read.records) {  // newest scheduled instant first
-    if (record.fate == FireFate::running) job.running.push_back(record);
-    if (!job.last_run && finished(record.fate) && record.started_at) job.last_run = record;
-    if (!job.last_success && record.fate == FireFate::succeeded) job.last_success = record;
-  }
-}
-
-void find_next_fire(JobView& job, Instant from) {
-  if (!job.catalogued || job.catalogued->spec.empty()) return;
-  ParseOptions options;
-  options.seconds = job.catalogued->seconds_field ? SecondsField::optional : SecondsField::none;
-  options.every_anchor = EveryAnchor::epoch;
-  try {
-    options.zone = TimeZone::locate(job.catalogued->zone);
-    job.next_fire = parse_schedule(job.catalogued->spec, options)->next(from);
-  } catch (const std::exception& e) {
-    job.next_error = e.what();
-  }
-}
-
-struct FleetView {
-  std::vector<ReplicaRecord> replicas;
-  std::vector<JobView> jobs;
-};
-
-/// The jobs of the catalogue and of the controls, by key.
-FleetView read_fleet(FleetState& state, Instant at) {
-  FleetView view;
-  const RegistryRead registry = state.read_replicas(at);
-  if (registry.status != RegistryRead::Status::found) throw std::runtime_error(registry.error);
-  view.replicas = registry.replicas;
-  const CatalogueRead catalogue = state.read_catalogue(at);
-  if (catalogue.status != CatalogueRead::Status::found) throw std::runtime_error(catalogue.error);
-  const ControlsRead controls = state.read_controls(at);
-  if (controls.status != ControlsRead::Status::found) throw std::runtime_error(controls.error);
-  std::map<std::string, JobView> jobs;
-  for (const auto& job : catalogue.jobs) jobs[job.job_key].catalogued = job;
-  for (const auto& control : controls.jobs) jobs[control.job_key].control = control;
-  for (auto& [key, job] : jobs) {
-    job.key = key;
-    find_next_fire(job, at);
-    read_ledger(state, job);
-    view.jobs.push_back(std::move(job));
   }
   return view;
 }
@@ -303,7 +234,7 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
       if (!json) out << "fleet state: none (" << terminal_safe(e.what()) << ")\n";
       return 0;
     }
-    print(store, read_fleet(*state, at), at, json, out);
+    print(store, read_fleet_view(*state, at), at, json, out);
     return 0;
   } catch (const std::exception& e) {
     err << "status: " << terminal_safe(e.what()) << '\n';

@@ -39,9 +39,12 @@ journal=$work/journal
   echo "0 0 3 * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
 } >"$work/jobs.cron"
 
+metrics_port=$(pick_port)
 for r in 0 1 2; do
+  extra=()
+  ((r == 0)) && extra=(--metrics "127.0.0.1:$metrics_port")
   REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s \
-    --shutdown-grace 5s >"$work/replica-$r.log" 2>&1 &
+    --shutdown-grace 5s "${extra[@]}" >"$work/replica-$r.log" 2>&1 &
   daemon_pids[$r]=$!
 done
 control() { "$binary" "$@" --coordinator "$coordinator"; }
@@ -71,6 +74,16 @@ jq -e --arg next "$want_next" '.jobs[0].next_fire == $next and .jobs[0].paused a
   <<<"$status" >/dev/null || fail "nightly: $(jq -c '.jobs[0]' <<<"$status"), want next $want_next"
 jq -e '[.replicas[].settings.claim_ttl] == ["5s", "5s", "5s"]' <<<"$status" >/dev/null || fail "replicas: $status"
 control status | grep -q '^    paused        yes, by cli@' || fail "the text status shows no pause"
+
+# The per-job metrics: read from the fleet state (every 15 s), so any replica shows the fleet's.
+metrics() { curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics" && grep -q '^fleetcron_job_paused{job="nightly"} 1$' "$work/metrics"; }
+deadline=$((SECONDS + 25))
+until metrics; do ((SECONDS < deadline)) || fail "no fleetcron_job_paused 1 for nightly: $(grep job_ "$work/metrics")"; sleep 0.5; done
+grep -q '^fleetcron_job_last_outcome{job="tick",outcome="succeeded"} 1$' "$work/metrics" || fail "metrics: $(grep job_ "$work/metrics")"
+grep -q '^fleetcron_job_interval_seconds{job="tick"} 1$' "$work/metrics" || fail "metrics: $(grep job_interval "$work/metrics")"
+grep -q '^fleetcron_job_interval_seconds{job="nightly"} 86400$' "$work/metrics" || fail "metrics: $(grep job_interval "$work/metrics")"
+success=$(sed -n 's/^fleetcron_job_last_success_timestamp_seconds{job="tick"} //p' "$work/metrics")
+(( ${success%.*} > $(date +%s) - 30 )) || fail "tick's last success at $success"
 
 for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}"; done
 for r in 0 1 2; do wait "${daemon_pids[$r]}" || fail "replica $r exited non-zero on SIGTERM"; done
