@@ -10,28 +10,9 @@
 #   catch_up_test.sh FLEETCRON_BINARY redis|nats
 set -euo pipefail
 binary=$1 backend=$2
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
-work=$(mktemp -d /tmp/fleetcron-catch-up.XXXXXX)
-daemon_pids=()
-cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  stop_servers
-  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
-case $backend in
-  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
-  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CATCH_UP_CLAIMS" ;;   # state: CATCH_UP_STATE
-  *) echo "unknown backend $backend"; exit 2 ;;
-esac
+name=catch-up bucket=CATCH_UP_CLAIMS   # NATS: the fleet bucket is CATCH_UP_STATE
+source "$(dirname "$0")/../support/e2e_fleet.sh"
 
-journal=$work/journal
-: >"$journal"
 {
   echo '# fleetcron: key=all missed=run-all'
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"

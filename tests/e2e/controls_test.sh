@@ -9,28 +9,9 @@
 #   controls_test.sh FLEETCRON_BINARY redis|nats
 set -euo pipefail
 binary=$1 backend=$2
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
-work=$(mktemp -d /tmp/fleetcron-controls.XXXXXX)
-daemon_pids=()
-cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  stop_servers
-  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
-case $backend in
-  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
-  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CONTROLS_CLAIMS" ;;   # state: CONTROLS_STATE
-  *) echo "unknown backend $backend"; exit 2 ;;
-esac
+name=controls bucket=CONTROLS_CLAIMS   # NATS: the fleet bucket is CONTROLS_STATE
+source "$(dirname "$0")/../support/e2e_fleet.sh"
 
-journal=$work/journal
-: >"$journal"
 {
   echo '# fleetcron: key=held'
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
@@ -45,14 +26,6 @@ start_replica() {  # index generation
 }
 control() { "$binary" "$@" --coordinator "$coordinator"; }
 runs_of() { grep -c "^$1@" "$journal" || true; }
-wait_until() {  # what condition...: bounded by 20 s
-  local what=$1 deadline=$((SECONDS + 20))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || fail "waited 20 s for $what"
-    sleep 0.1
-  done
-}
 at_least() { (($(runs_of "$1") >= $2)); }
 logged_by_all() {  # pattern: every running replica's log has it
   local r

@@ -10,30 +10,11 @@
 #   lost_test.sh FLEETCRON_BINARY redis|nats
 set -euo pipefail
 binary=$1 backend=$2
-root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
-work=$(mktemp -d /tmp/fleetcron-lost.XXXXXX)
+name=lost bucket=LOST_CLAIMS   # NATS: the fleet bucket is LOST_STATE
 marker="sleep 300.$$"   # a unique command line: the killed replica's job lives on
-daemon_pids=()
-cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  pkill -KILL -f "$marker" 2>/dev/null || true
-  stop_servers
-  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
-case $backend in
-  redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
-  nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=LOST_CLAIMS" ;;   # state: LOST_STATE
-  *) echo "unknown backend $backend"; exit 2 ;;
-esac
+e2e_cleanup() { pkill -KILL -f "$marker"; }
+source "$(dirname "$0")/../support/e2e_fleet.sh"
 
-journal=$work/journal
-: >"$journal"
 {
   echo '# fleetcron: key=long recover=rerun overlap=allow'
   echo "*/5 * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA \${FLEETCRON_RECOVERED_FENCE:--} \$FLEETCRON_FENCE\" >> $journal; $marker"
@@ -43,16 +24,8 @@ for r in 0 1 2; do
     --metrics "127.0.0.1:0" >"$work/replica-$r.log" 2>&1 &
   daemon_pids[$r]=$!
 done
-wait_until() {  # what seconds condition...
-  local what=$1 limit=$2 deadline=$((SECONDS + $2))
-  shift 2
-  until "$@"; do
-    ((SECONDS < deadline)) || fail "waited $limit s for $what"
-    sleep 0.2
-  done
-}
 started() { [[ -s $journal ]]; }
-wait_until "the first run of long" 20 started
+wait_up_to 20 "the first run of long" started
 read -r fire_key runner _ lost_fence <"$journal"
 sleep 2   # listed in the runner's record within a second of its start
 killed_pid=${daemon_pids[$runner]}
@@ -61,7 +34,7 @@ wait "$killed_pid" 2>/dev/null || true
 killed_at=$SECONDS
 reports() { cat "$work"/replica-*.log | grep -c "fire-lost.*fire $fire_key: its runner" || true; }
 reported() { (($(reports) >= 1)); }
-wait_until "a survivor to report $fire_key lost" 30 reported
+wait_up_to 30 "a survivor to report $fire_key lost" reported
 took=$((SECONDS - killed_at))
 sleep 6   # one more heartbeat of every survivor: nobody reports it again
 (($(reports) == 1)) || fail "$(reports) reports of $fire_key lost"
