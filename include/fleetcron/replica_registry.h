@@ -36,6 +36,7 @@ struct FLEETCRON_API RunningFire {
   std::uint64_t fence = 0;
   Instant started_at{};
   int recovery = 0;  ///< FireContext::recovery of the run
+  bool manual = false;  ///< a triggered run: reported lost, never re-run
   friend bool operator==(const RunningFire&, const RunningFire&) = default;
 };
 
@@ -110,6 +111,8 @@ struct FLEETCRON_API RegistryRead {
 inline constexpr std::size_t max_registered_replicas = 256;
 inline constexpr std::size_t max_replica_settings = 32;
 inline constexpr std::size_t max_listed_runs = 64;
+/// A record beyond it lists fewer runs (its newest dropped).
+inline constexpr std::size_t max_replica_record_bytes = 16 * 1024;
 inline constexpr std::size_t max_registry_bytes = 900 * 1024;
 inline constexpr std::chrono::nanoseconds min_replica_ttl = std::chrono::milliseconds{10};
 inline constexpr std::chrono::nanoseconds max_replica_ttl = std::chrono::hours{1};
@@ -128,7 +131,8 @@ FLEETCRON_API void check_replica_announcement(const ReplicaAnnouncement& replica
 /// The registry as the stores keep it: one line per replica, "1 <id> <host>
 /// <pid> <version> <started µs> <beat µs> <expires µs> <accepted 0|1>
 /// <jobs digest> <n>", per setting " <name> <value>", then " <m>" and per
-/// run " <job> <fire key> <scheduled µs> <fence> <started µs> <recovery>". Text fields
+/// run " <job> <fire key> <scheduled µs> <fence> <started µs> <recovery>
+/// <manual 0|1>". Text fields
 /// are percent-encoded as in fire records ("-" for empty).
 [[nodiscard]] FLEETCRON_API std::string format_replica_registry(std::span<const ReplicaRecord> replicas);
 /// The records in that text; nullopt if it is not such a document.

@@ -15,7 +15,13 @@ using detail::Run;
 
 bool Scheduler::Impl::fit_to_lead() const {
   const auto now = clock_->steady_now().time_since_epoch().count();
-  return loop_alive() && now >= stepped_down_until_.load(std::memory_order_relaxed);
+  if (!loop_alive() || now < stepped_down_until_.load(std::memory_order_relaxed)) return false;
+  // A replica refused by the registry would hold the lease and run nothing.
+  if (registry_on()) {
+    const auto verdict = registry_verdict();
+    if (verdict && !verdict->empty()) return false;
+  }
+  return true;
 }
 
 bool Scheduler::Impl::loop_alive() const {

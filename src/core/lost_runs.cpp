@@ -21,7 +21,7 @@ std::vector<RunningFire> Scheduler::Impl::running_fires() {
     const FireContext* context = slot->run ? slot->run->context : nullptr;
     if (context == nullptr || !context->entry || context->entry->key.empty()) continue;
     runs.push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
-                               cursor_instant(slot->run->started_at), context->recovery});
+                               cursor_instant(slot->run->started_at), context->recovery, context->manual});
   }
   if (runs.size() > max_listed_runs) {  // the oldest: the longer a run, the likelier a death catches it
     std::nth_element(runs.begin(), runs.begin() + max_listed_runs, runs.end(),
@@ -54,7 +54,12 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
   if (const auto age = clock_->now() - run.scheduled_at; age > settings.recover_within) {
     return fmt::format("{} old, beyond recover_within ({})", format_duration(age), format_duration(settings.recover_within));
   }
-  if (std::string refusal = settings_refusal(); !refusal.empty()) return refusal;
+  if (run.manual) return "a manual run (trigger it again)";
+  if (!settings.claimer && !options_.elector) return "the entry is not coordinated (each replica runs its own fires)";
+  // The verdict as it stands: never an announcement from here (announce() reports).
+  if (auto verdict = registry_verdict(); !verdict || !verdict->empty()) {
+    return verdict ? *verdict : std::string("this replica's settings are not verified");
+  }
   std::vector<detail::Fire> batch{detail::Fire{entry, run.scheduled_at, false, nullptr}};
   batch.front().recovery = run.recovery + 1;
   batch.front().recovered_fence = run.fence;

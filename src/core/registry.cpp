@@ -93,9 +93,10 @@ ReplicaAnnounce Scheduler::Impl::ask_registry() {
 }
 
 bool Scheduler::Impl::announce() {
-  std::lock_guard serial(announce_mutex_);  // answers are applied in the order they were asked
-  const ReplicaAnnounce answer = ask_registry();
+  std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
+  // The record's life starts before the request: trusted no longer than it lives.
   const auto now = clock_->steady_now();
+  ReplicaAnnounce answer = ask_registry();
   std::vector<std::pair<LogLevel, std::string>> notes;
   {
     std::lock_guard guard(registry_mutex_);
@@ -130,6 +131,7 @@ bool Scheduler::Impl::announce() {
       settings_refusal_ = std::move(refusal);
     }
   }
+  serial.unlock();  // reporting may take store round trips, and re-runs ask for the verdict
   for (const auto& [level, note] : notes) log(level, note);
   if (!answer.expired.empty()) report_lost(answer.expired);
   return answer.status != ReplicaAnnounce::Status::error;

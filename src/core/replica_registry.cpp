@@ -25,6 +25,7 @@ using detail::micros_text;
 
 constexpr std::string_view registry_version = "1";
 constexpr std::size_t fixed_fields = 11;
+constexpr std::chrono::hours expired_record_grace{1};
 
 bool has_space(std::string_view text) {
   return std::any_of(text.begin(), text.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
@@ -53,7 +54,7 @@ std::optional<ReplicaRecord> parse_line(std::string_view line) {
   if (f.size() < fixed_fields + 1 || f[0] != registry_version || !detail::parse_number(f[10], settings) ||
       settings > max_replica_settings || f.size() < fixed_fields + 2 * settings + 1 ||
       !detail::parse_number(f[fixed_fields + 2 * settings], runs) || runs > max_listed_runs ||
-      f.size() != fixed_fields + 2 * settings + 1 + 6 * runs || (f[8] != "0" && f[8] != "1")) {
+      f.size() != fixed_fields + 2 * settings + 1 + 7 * runs || (f[8] != "0" && f[8] != "1")) {
     return std::nullopt;
   }
   ReplicaRecord record;
@@ -82,48 +83,86 @@ std::optional<ReplicaRecord> parse_line(std::string_view line) {
     if (!name || name->empty() || !value) return std::nullopt;
     record.replica.settings.push_back(ReplicaSetting{std::move(*name), std::move(*value)});
   }
-  for (std::size_t i = 0, at = fixed_fields + 2 * settings + 1; i < runs; ++i, at += 6) {
+  for (std::size_t i = 0, at = fixed_fields + 2 * settings + 1; i < runs; ++i, at += 7) {
     RunningFire run;
     auto job = decode_text(f[at]);
     auto key = decode_text(f[at + 1]);
     const auto scheduled = instant_field(f[at + 2]);
     const auto started_at = instant_field(f[at + 4]);
     if (!job || !key || key->empty() || !scheduled || !started_at || !detail::parse_number(f[at + 3], run.fence) ||
-        !detail::parse_number(f[at + 5], run.recovery) || run.recovery < 0) {
+        !detail::parse_number(f[at + 5], run.recovery) || run.recovery < 0 || (f[at + 6] != "0" && f[at + 6] != "1")) {
       return std::nullopt;
     }
     run.job_key = std::move(*job);
     run.fire_key = std::move(*key);
     run.scheduled_at = *scheduled;
     run.started_at = *started_at;
+    run.manual = f[at + 6] == "1";
     record.replica.runs.push_back(std::move(run));
   }
   return record;
 }
 
-/// The live records of the document read (`now` on), oldest first;
-/// nullopt (with `error` set) if it is not a registry.
-std::optional<std::vector<ReplicaRecord>> live_records(const FleetState::StoredDocument& document, Instant now,
-                                                       std::string& error, std::vector<ReplicaRecord>* expired = nullptr) {
+/// The records of the document read: those live at `now` (oldest first)
+/// and those expired; nullopt (with `error` set) if it is not a registry.
+struct Records {
+  std::vector<ReplicaRecord> live;
+  std::vector<ReplicaRecord> expired;
+};
+std::optional<Records> read_records(const FleetState::StoredDocument& document, Instant now, std::string& error) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
   }
-  if (document.status == FleetState::StoredDocument::Status::absent) return std::vector<ReplicaRecord>{};
+  if (document.status == FleetState::StoredDocument::Status::absent) return Records{};
   auto records = parse_replica_registry(document.text);
   if (!records) {
     error = fmt::format("the replica registry holds \"{}\", not a registry", document.text.substr(0, 64));
     return std::nullopt;
   }
-  const auto live_end = std::stable_partition(records->begin(), records->end(),
-                                             [&](const ReplicaRecord& r) { return r.expires_at > now; });
-  if (expired) expired->assign(std::make_move_iterator(live_end), std::make_move_iterator(records->end()));
-  records->erase(live_end, records->end());
-  std::sort(records->begin(), records->end(), older);
-  return records;
+  Records split;
+  for (auto& record : *records) (record.expires_at > now ? split.live : split.expired).push_back(std::move(record));
+  std::sort(split.live.begin(), split.live.end(), older);
+  return split;
 }
 
-/// The document holding `records`, living until the last of them expires.
+/// Takes this replica's earlier record out of `records`; answers whether
+/// it was accepted. A record of an earlier process with the same id (its
+/// start differs) is a dead one: it joins the expired, to be reported.
+/// This process's own record, expired (a stall, a clock step), is not.
+bool take_own(Records& records, const ReplicaAnnouncement& replica) {
+  const auto mine = [&](const ReplicaRecord& r) { return r.replica.replica_id == replica.replica_id; };
+  bool accepted = false;
+  std::vector<ReplicaRecord> previous;
+  for (auto it = records.live.begin(); it != records.live.end();) {
+    if (!mine(*it)) {
+      ++it;
+      continue;
+    }
+    if (it->replica.started == replica.started) {
+      accepted = accepted || it->accepted;
+    } else {
+      previous.push_back(std::move(*it));
+    }
+    it = records.live.erase(it);
+  }
+  std::erase_if(records.expired, [&](const ReplicaRecord& r) { return mine(r) && r.replica.started == replica.started; });
+  records.expired.insert(records.expired.end(), std::make_move_iterator(previous.begin()),
+                         std::make_move_iterator(previous.end()));
+  return accepted;
+}
+
+/// Drops the newest of the replica's listed runs until its record takes at
+/// most max_replica_record_bytes.
+void fit_record(ReplicaRecord& record) {
+  while (!record.replica.runs.empty() &&
+         format_replica_registry(std::span<const ReplicaRecord>(&record, 1)).size() > max_replica_record_bytes) {
+    record.replica.runs.pop_back();
+  }
+}
+
+/// The document holding `records`, living an hour past the last of them
+/// (so a replica starting meanwhile still finds, and reports, the last ones).
 std::optional<detail::DocumentWrite> registry_write(std::vector<ReplicaRecord>& records, Instant now,
                                                     std::string& error) {
   if (records.size() > max_registered_replicas) {
@@ -139,6 +178,7 @@ std::optional<detail::DocumentWrite> registry_write(std::vector<ReplicaRecord>& 
     return std::nullopt;
   }
   for (const auto& record : records) write.keep_for = std::max(write.keep_for, record.expires_at - now);
+  write.keep_for += expired_record_grace;
   return write;
 }
 
@@ -254,8 +294,9 @@ std::string format_replica_registry(std::span<const ReplicaRecord> replicas) {
     for (const auto& setting : r.settings) out += fmt::format(" {} {}", encode_text(setting.name), encode_text(setting.value));
     out += fmt::format(" {}", r.runs.size());
     for (const auto& run : r.runs) {
-      out += fmt::format(" {} {} {} {} {} {}", encode_text(run.job_key), encode_text(run.fire_key),
-                         micros_text(run.scheduled_at), run.fence, micros_text(run.started_at), run.recovery);
+      out += fmt::format(" {} {} {} {} {} {} {}", encode_text(run.job_key), encode_text(run.fire_key),
+                         micros_text(run.scheduled_at), run.fence, micros_text(run.started_at), run.recovery,
+                         run.manual ? 1 : 0);
     }
   }
   return out;
@@ -271,9 +312,16 @@ std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_vie
   return records;
 }
 
-ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica, Instant now,
+ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
                                              std::chrono::nanoseconds ttl) {
-  check_replica_announcement(replica);
+  check_replica_announcement(announced);
+  // As the store keeps it (microseconds): its own earlier record is recognised by its start.
+  ReplicaAnnouncement replica = announced;
+  replica.started = cursor_instant(replica.started);
+  for (auto& run : replica.runs) {
+    run.scheduled_at = cursor_instant(run.scheduled_at);
+    run.started_at = cursor_instant(run.started_at);
+  }
   if (ttl < min_replica_ttl || ttl > max_replica_ttl) {
     throw std::invalid_argument(fmt::format("replica registry: a record's ttl of {} is outside [{}, {}]",
                                             format_duration(ttl), format_duration(min_replica_ttl),
@@ -283,8 +331,7 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
   std::string error = detail::edit_document(
       *this, Document::registry,
       [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-        std::vector<ReplicaRecord> expired;
-        auto records = live_records(read, now, failure, &expired);
+        auto records = read_records(read, now, failure);
         std::string replaced;
         if (!records && read.status == StoredDocument::Status::found) {
           // Heartbeats only, rewritten within one: a registry that is not
@@ -293,17 +340,15 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
           records.emplace();
         }
         if (!records) return std::nullopt;
-        const auto own = std::find_if(records->begin(), records->end(), [&](const ReplicaRecord& r) {
-          return r.replica.replica_id == replica.replica_id;
-        });
-        const bool accepted = own != records->end() && own->accepted;
-        if (own != records->end()) records->erase(own);
-        answer = verdict(replica, accepted, *records, now, ttl);
+        const bool accepted = take_own(*records, replica);
+        answer = verdict(replica, accepted, records->live, now, ttl);
         answer.replaced = std::move(replaced);
-        answer.expired = std::move(expired);
-        records->push_back(ReplicaRecord{replica, cursor_instant(now), cursor_instant(now + ttl),
-                                         answer.status == ReplicaAnnounce::Status::accepted});
-        return registry_write(*records, now, failure);
+        answer.expired = std::move(records->expired);  // dropped by this write: reported by this caller alone
+        ReplicaRecord own{replica, cursor_instant(now), cursor_instant(now + ttl),
+                          answer.status == ReplicaAnnounce::Status::accepted};
+        fit_record(own);
+        records->live.push_back(std::move(own));
+        return registry_write(records->live, now, failure);
       });
   if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, std::move(error)};
   return answer;
@@ -311,9 +356,9 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& replica,
 
 RegistryRead FleetState::read_replicas(Instant now) {
   std::string error;
-  auto records = live_records(load_document(Document::registry), now, error);
+  auto records = read_records(load_document(Document::registry), now, error);
   if (!records) return {RegistryRead::Status::error, {}, std::move(error)};
-  return {RegistryRead::Status::found, std::move(*records), {}};
+  return {RegistryRead::Status::found, std::move(records->live), {}};
 }
 
 ControlChange FleetState::withdraw_replica(std::string_view replica_id, Instant now) {
@@ -321,12 +366,16 @@ ControlChange FleetState::withdraw_replica(std::string_view replica_id, Instant 
   std::string error = detail::edit_document(
       *this, Document::registry,
       [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-        auto records = live_records(read, now, failure);
+        auto records = read_records(read, now, failure);
         if (!records) return std::nullopt;
-        const auto removed = std::erase_if(*records, [&](const ReplicaRecord& r) { return r.replica.replica_id == replica_id; });
+        const auto removed =
+            std::erase_if(records->live, [&](const ReplicaRecord& r) { return r.replica.replica_id == replica_id; });
         if (removed == 0) return std::nullopt;
         answer.status = ControlChange::Status::changed;
-        return registry_write(*records, now, failure);
+        // The expired records stay, for the next announcement to report.
+        records->live.insert(records->live.end(), std::make_move_iterator(records->expired.begin()),
+                             std::make_move_iterator(records->expired.end()));
+        return registry_write(records->live, now, failure);
       });
   if (!error.empty()) return {ControlChange::Status::error, {}, std::move(error)};
   return answer;

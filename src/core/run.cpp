@@ -105,7 +105,26 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   context.details = &details;
   context.recovered_fence = fire.recovered_fence;
   context.recovery = fire.recovery;
-  if (registry_on()) note_running(run, slot, context);
+  // Unlisted when the run ends, however: `context` goes right after.
+  class Listing {
+   public:
+    Listing(Impl& impl, Run& run, detail::WorkerSlot& slot, const FireContext& context)
+        : run_(impl.registry_on() ? &run : nullptr), slot_(slot) {
+      if (run_ != nullptr) impl.note_running(run, slot, context);
+    }
+    Listing(const Listing&) = delete;
+    Listing& operator=(const Listing&) = delete;
+    ~Listing() {
+      if (run_ == nullptr) return;
+      std::lock_guard guard(slot_.mutex);
+      run_->context = nullptr;
+    }
+
+   private:
+    Run* run_;
+    detail::WorkerSlot& slot_;
+  };
+  const Listing listing(*this, run, slot, context);
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();

@@ -29,7 +29,11 @@ void read_ledger(FleetState& state, JobView& job) {
 }
 
 void find_next_fire(JobView& job, Instant from) {
-  if (!job.catalogued || job.catalogued->spec.empty()) return;
+  if (!job.catalogued) return;
+  if (job.catalogued->spec.empty()) {
+    job.next_error = "a schedule built in code, without a spec";
+    return;
+  }
   ParseOptions options;
   options.seconds = job.catalogued->seconds_field ? SecondsField::optional : SecondsField::none;
   options.every_anchor = EveryAnchor::epoch;

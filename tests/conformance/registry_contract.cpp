@@ -25,7 +25,7 @@ ReplicaAnnouncement replica(std::string id, std::string claim_ttl, Instant start
   r.replica_id = std::move(id);
   r.pid = 100;
   r.version = "test";
-  r.started = cursor_instant(started);  // the stores keep microseconds
+  r.started = started;
   r.jobs_digest = "jobs-1";
   r.settings = {{"claim_ttl", std::move(claim_ttl)}, {"mode", "claim"}};
   return r;
@@ -58,7 +58,8 @@ TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefus
   const ReplicaAnnounce other = c->announce_replica(replica("c", "1m", now - 4s), now, ttl);
   EXPECT_EQ(status_of(other), ReplicaAnnounce::Status::refused);
   ASSERT_TRUE(other.reference);
-  EXPECT_EQ(other.reference->replica, replica("b", "30s", now - 3s)) << "the oldest accepted one";
+  EXPECT_EQ(other.reference->replica.replica_id, "b") << "the oldest accepted one";
+  EXPECT_EQ(other.reference->replica.started, cursor_instant(now - 3s)) << "kept to the microsecond";
   EXPECT_EQ(other.differences, (std::vector<SettingDifference>{{"claim_ttl", "1m", "30s"}}));
   // Oldest start first; a refused record is kept, so an operator sees it.
   EXPECT_EQ(ids(*a, now), (std::vector<std::string>{"c-", "b+", "a+"}));
@@ -66,7 +67,9 @@ TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefus
   ASSERT_EQ(read.replicas.size(), 3u);
   EXPECT_EQ(read.replicas[1].beat, cursor_instant(now));
   EXPECT_EQ(read.replicas[1].expires_at, cursor_instant(now + ttl));
-  EXPECT_EQ(read.replicas[1].replica, replica("b", "30s", now - 3s));
+  EXPECT_EQ(read.replicas[1].replica.settings, replica("b", "30s", now - 3s).settings);
+  // A replica announcing again with its start to the nanosecond finds its own record: nothing expired.
+  EXPECT_TRUE(b->announce_replica(replica("b", "30s", now - 3s), now + 1s, ttl).expired.empty());
   // Refused again at its next announcement: refusal does not wear off.
   EXPECT_EQ(status_of(c->announce_replica(replica("c", "1m", now - 4s), now + 5s, ttl)),
             ReplicaAnnounce::Status::refused);
@@ -170,6 +173,32 @@ TEST_P(FleetStateContract, ARegistryThatIsNotOneIsReplacedByTheNextAnnouncement)
   EXPECT_TRUE(a->announce_replica(replica("a", "30s", now), now, ttl).replaced.empty());
   EXPECT_THROW((void)a->announce_replica(replica("two words", "30s", now), now, ttl), std::invalid_argument);
   EXPECT_THROW((void)a->announce_replica(replica("a", "30s", now), now, 1ms), std::invalid_argument);
+}
+
+TEST_P(FleetStateContract, AnExpiredRecordIsHandedToTheOneAnnouncementThatDropsIt) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();
+  const Instant now = real_now();
+  ReplicaAnnouncement busy = replica("a", "30s", now);
+  busy.runs = {{"job", "job@2026-01-01T00:00:00Z", at("2026-01-01T00:00:00Z"), 7, cursor_instant(now), 0, false}};
+  ASSERT_EQ(status_of(a->announce_replica(busy, now, ttl)), ReplicaAnnounce::Status::accepted);
+  ASSERT_EQ(status_of(b->announce_replica(replica("b", "30s", now), now + ttl - 1s, ttl)),
+            ReplicaAnnounce::Status::accepted);
+  // b stops cleanly after a expired: a's record stays for someone to report.
+  EXPECT_EQ(b->withdraw_replica("b", now + ttl + 1s).status, ControlChange::Status::changed);
+  const ReplicaAnnounce first = c->announce_replica(replica("c", "30s", now + ttl + 2s), now + ttl + 2s, ttl);
+  ASSERT_EQ(first.expired.size(), 1u);
+  EXPECT_EQ(first.expired.front().replica.runs, busy.runs);
+  EXPECT_TRUE(c->announce_replica(replica("c", "30s", now + ttl + 2s), now + ttl + 3s, ttl).expired.empty())
+      << "handed over once";
+  // Its own record expired (a stall): not its own loss to report.
+  const Instant late = now + 3 * ttl;
+  EXPECT_TRUE(c->announce_replica(replica("c", "30s", now + ttl + 2s), late, ttl).expired.empty());
+  // The same id with another start: an earlier process's record, dead.
+  const ReplicaAnnounce restarted = c->announce_replica(replica("c", "30s", late), late + 1s, ttl);
+  ASSERT_EQ(restarted.expired.size(), 1u);
+  EXPECT_EQ(restarted.expired.front().replica.started, cursor_instant(now + ttl + 2s));
+  EXPECT_EQ(ids(*c, late + 1s), std::vector<std::string>{"c+"});
 }
 
 TEST_P(FleetStateContract, TheCatalogueKeepsEachJobAsLastMentionedUntilNoReplicaDoes) {

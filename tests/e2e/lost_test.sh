@@ -38,6 +38,8 @@ wait_up_to 30 "a survivor to report $fire_key lost" reported
 took=$((SECONDS - killed_at))
 sleep 6   # one more heartbeat of every survivor: nobody reports it again
 (($(reports) == 1)) || fail "$(reports) reports of $fire_key lost"
+all_reports=$(cat "$work"/replica-*.log | grep -c 'fire-lost' || true)
+((all_reports == 1)) || fail "$all_reports fires reported lost, of which only $fire_key was: $(grep -h fire-lost "$work"/replica-*.log | head -3)"
 record=$("$binary" history long --coordinator "$coordinator" -n 1000 --json |
   jq -c --arg key "$fire_key" '.records[] | select(.fire_key == $key)')
 jq -e --arg pid "-$killed_pid-" --argjson fence "$lost_fence" \

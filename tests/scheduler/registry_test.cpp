@@ -51,9 +51,11 @@ class RegistryFleet {
   /// A replica stating claim_ttl = `claim_ttl`, running `spec` under key
   /// "job" (`job`, or nothing), through `through` (default: the fleet's state).
   Replica& add(std::string claim_ttl, const char* spec = "* * * * *", Job job = {},
-               std::shared_ptr<FleetState> through = nullptr, RecoverPolicy recover = RecoverPolicy::report) {
+               std::shared_ptr<FleetState> through = nullptr, RecoverPolicy recover = RecoverPolicy::report,
+               std::shared_ptr<Elector> elector = nullptr) {
     auto& replica = *replicas_.emplace_back(std::make_unique<Replica>());
     auto options = h_.options();
+    options.elector = std::move(elector);
     options.fleet_state = through ? std::move(through) : state_;
     options.claimer = claimer_;
     options.recorder = replica.events;
@@ -212,6 +214,29 @@ TEST(SchedulerRegistry, UnverifiedSettingsRefuseClaimsUntilAnAnnouncementSucceed
   ASSERT_TRUE(Harness::eventually([&] { return completed(replica) == 1; }))
       << "a failed announcement within the record's life refuses nothing";
   EXPECT_EQ(replica.settings_skips(), 2u);
+}
+
+/// An elector that never leads and keeps what the scheduler says of its
+/// fitness to lead (a real one campaigns only while it holds).
+class WatchedElector final : public Elector {
+ public:
+  Leadership is_leader() override { return Leadership::follower(); }
+  void set_liveness(std::function<bool()> alive) override { alive_ = std::move(alive); }
+  bool fit() const { return alive_ && alive_(); }
+
+ private:
+  std::function<bool()> alive_;
+};
+
+TEST(SchedulerRegistry, ARefusedReplicaIsNotFitToLead) {
+  Harness h;
+  RegistryFleet fleet(h);
+  auto accepted = std::make_shared<WatchedElector>();
+  auto refused = std::make_shared<WatchedElector>();
+  fleet.add("10m", "* * * * *", {}, nullptr, RecoverPolicy::report, accepted);
+  fleet.add("20m", "* * * * *", {}, nullptr, RecoverPolicy::report, refused);
+  EXPECT_TRUE(accepted->fit());
+  EXPECT_FALSE(refused->fit()) << "it would hold the lease and run nothing, and nobody else would lead";
 }
 
 // A replica that stops announcing itself while it runs a fire (it died, or

@@ -22,7 +22,7 @@ ReplicaRecord sample() {
   record.replica.jobs_digest = "00ff00ff00ff00ff";
   record.replica.settings = {{"claim_ttl", "30s"}, {"claim_prefix", "cron:claim:"}, {"empty", ""}};
   record.replica.runs = {{"nightly report", "nightly report@2026-01-02T03:00:00Z", Instant{1767322800000000us}, 17,
-                          Instant{1767322800250000us}, 1}};
+                          Instant{1767322800250000us}, 1, true}};
   record.beat = Instant{1767322805000000us};
   record.expires_at = Instant{1767322820000000us};
   record.accepted = true;
@@ -52,7 +52,7 @@ TEST(ReplicaRegistry, AMalformedLineIsNotARegistry) {
                                 std::string("1 - - 0 - 0 0 0 0 - 0 0"),  // no id
                                 std::string("1 x - pid - 0 0 0 0 - 0 0"),
                                 std::string("1 x - 0 - 0 0 0 0 - 0"),  // no run count
-                                std::string("1 x - 0 - 0 0 0 0 - 0 1 job - 0 0 0 0")}) {  // a run without a fire key
+                                std::string("1 x - 0 - 0 0 0 0 - 0 1 job - 0 0 0 0 0")}) {  // a run without a fire key
     EXPECT_FALSE(parse_replica_registry(bad)) << bad;
     EXPECT_FALSE(parse_replica_registry(good + "\n" + bad)) << bad;
   }
