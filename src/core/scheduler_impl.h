@@ -430,7 +430,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::unordered_map<std::string, FleetPause> fleet_paused_;
   bool controls_failing_ = false;
 
-  // ---- the replica registry (registry.cpp)
+  // ---- the replica registry (registry.cpp, lost_runs.cpp)
+  // Lock order: announce_mutex_ (held across the store call), then mutex_,
+  // a worker's slot mutex or registry_mutex_, one at a time; registry_mutex_
+  // is a leaf (fit_to_lead() takes it under the elector's liveness mutex).
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
   std::mutex announce_mutex_;  // held across an announcement
   mutable std::mutex registry_mutex_;  // guards the members below
