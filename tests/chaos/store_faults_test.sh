@@ -17,7 +17,7 @@
 #   redis-oom        maxmemory with noeviction, memory filled: claims fail
 #                    closed (claim-error) until memory is freed
 #   nats-lost-volume nats-server restarted without its store directory
-#   nats-store-full  JetStream's file store limited to 16 KB: claims fail
+#   nats-store-full  JetStream's file store limited to 24 KB: claims fail
 #                    closed while it is full
 #
 # Afterwards: no fire key ran twice; every fire in the window ran or has a
@@ -81,7 +81,7 @@ case $scenario in
     start_nats; coordinator="$FLEETCRON_TEST_NATS_URL"; expect_reason=store-reset ;;
   nats-store-full)
     port=$(pick_port)
-    printf 'listen: 127.0.0.1:%s\njetstream { store_dir: "%s", max_file_store: 16KB }\n' "$port" "$work/js" >"$work/nats.conf"
+    printf 'listen: 127.0.0.1:%s\njetstream { store_dir: "%s", max_file_store: 24KB }\n' "$port" "$work/js" >"$work/nats.conf"
     nats-server -c "$work/nats.conf" >"$work/nats.log" 2>&1 &
     server_pids+=("$!")
     for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
@@ -93,10 +93,11 @@ journal=$work/journal actions=$work/actions
 : >"$journal"
 : >"$actions"
 write_fleet_jobs "$work/jobs.cron" "$journal"
-# nats-store-full sizes JetStream for claims alone (16 KB): the ledger's
-# records, which live for months, would keep it full after the claims
-# expire (docs/nats.md: size the store for the ledger too). The fault is
-# the claims' own.
+# nats-store-full sizes JetStream for the claims and the fleet state's
+# small documents (24 KB: the registry, rewritten every 5 s, the catalogue
+# and the cursors take about 8 KB): the ledger's records, which live for
+# months, would keep it full after the claims expire (docs/nats.md: size
+# the store for the ledger too). The fault is the claims' own.
 history=()
 [[ $scenario == nats-store-full ]] && history=(--history 0)
 start_daemon() {  # replica number
