@@ -67,13 +67,7 @@ std::string format_job_catalogue(std::span<const CataloguedJob> jobs) {
 }
 
 std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view text) {
-  std::vector<CataloguedJob> jobs;
-  for (const std::string_view line : detail::split_lines(text)) {
-    auto job = parse_line(line);
-    if (!job) return std::nullopt;
-    jobs.push_back(std::move(*job));
-  }
-  return jobs;
+  return detail::parse_lines(text, parse_line);
 }
 
 ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now) {

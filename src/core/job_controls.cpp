@@ -159,13 +159,7 @@ std::string format_job_controls(std::span<const JobControl> jobs) {
 }
 
 std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text) {
-  std::vector<JobControl> jobs;
-  for (const std::string_view line : detail::split_lines(text)) {
-    auto job = parse_line(line);
-    if (!job) return std::nullopt;
-    jobs.push_back(std::move(*job));
-  }
-  return jobs;
+  return detail::parse_lines(text, parse_line);
 }
 
 ControlsRead FleetState::read_controls(Instant now) {

@@ -72,15 +72,20 @@ inline std::vector<std::string_view> split_fields(std::string_view line) {
   }
 }
 
-/// The lines of a document, split at each newline (none for an empty one).
-inline std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
+/// A document of one record per line (none for an empty one), each read
+/// by `parse_line`; nullopt if any line is not a record.
+template <typename ParseLine>
+auto parse_lines(std::string_view text, ParseLine parse_line)
+    -> std::optional<std::vector<typename decltype(parse_line(text))::value_type>> {
+  std::vector<typename decltype(parse_line(text))::value_type> records;
   while (!text.empty()) {
     const auto end = text.find('\n');
-    lines.push_back(text.substr(0, end));
+    auto record = parse_line(text.substr(0, end));
+    if (!record) return std::nullopt;
+    records.push_back(std::move(*record));
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
   }
-  return lines;
+  return records;
 }
 
 /// "-" (nullopt) or microseconds within Instant's range.

@@ -303,13 +303,7 @@ std::string format_replica_registry(std::span<const ReplicaRecord> replicas) {
 }
 
 std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_view text) {
-  std::vector<ReplicaRecord> records;
-  for (const std::string_view line : detail::split_lines(text)) {
-    auto record = parse_line(line);
-    if (!record) return std::nullopt;
-    records.push_back(std::move(*record));
-  }
-  return records;
+  return detail::parse_lines(text, parse_line);
 }
 
 ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
