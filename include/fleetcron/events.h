@@ -50,6 +50,7 @@ enum class SkipReason {
   stale,            ///< older than the claimer's dedup window: another replica's claim may have expired
   store_reset,      ///< the claimer refused: scheduled before the store's reset epoch + skew bound
   fleet_settings,   ///< this replica's settings are not the fleet's, or not verified yet (the replica registry)
+  registry_error,   ///< fleet-wide overlap could not be checked: the replica registry failed (fail closed)
 };
 [[nodiscard]] FLEETCRON_API std::string_view to_string(SkipReason reason) noexcept;
 

@@ -201,9 +201,12 @@ class FLEETCRON_API FleetState {
   /// Writes this replica's record (live for `ttl` from `now`: 10 ms to 1 h)
   /// and says whether its settings are the fleet's: those of the oldest
   /// live replica accepted so far, or this one's if none is. A replica
-  /// answered `refused` must not claim.
+  /// answered `refused` must not claim. With `alone_job`, the record is
+  /// written only if no other live record lists a run of that job, in the
+  /// same compare-and-swap; otherwise the answer is `busy` (fleet-wide
+  /// overlap: the record then lists the run this replica starts).
   [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
-                                                 std::chrono::nanoseconds ttl);
+                                                 std::chrono::nanoseconds ttl, std::string_view alone_job = {});
   /// The live replicas (records not expired at `now`), oldest first.
   [[nodiscard]] RegistryRead read_replicas(Instant now);
   /// Removes the replica's record (a clean stop): `unchanged` if none was there.

@@ -80,6 +80,7 @@ struct FLEETCRON_API ReplicaAnnounce {
     accepted,  ///< its settings are the fleet's: it may claim
     refused,   ///< they differ from `reference`'s (`differences`): it must not claim
     error,     ///< the store failed, or a bound was reached; `error` says what (callers fail closed)
+    busy,      ///< asked for a job alone: another live replica runs it (`busy_on`, `busy_run`); nothing written
   };
   Status status = Status::error;
   /// The replica whose settings are the fleet's, when it is another one.
@@ -96,6 +97,9 @@ struct FLEETCRON_API ReplicaAnnounce {
   /// here, so a dead replica's runs are reported lost once.
   std::vector<ReplicaRecord> expired = {};
   std::string error = {};
+  /// busy: the replica listing a run of the job, and that run.
+  std::string busy_on = {};
+  std::optional<RunningFire> busy_run = {};
 };
 
 /// The answer to FleetState::read_replicas().

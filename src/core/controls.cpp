@@ -148,7 +148,7 @@ void Scheduler::Impl::upkeep_main() {
     lock.unlock();
     if (announcing) {
       // A failed announcement is tried again sooner: a fifth of the period.
-      const bool answered = announce();
+      const bool answered = announce().status != ReplicaAnnounce::Status::error;
       last_announce = now;
       next_announce = now + (answered ? heartbeat : heartbeat / 5);
       if (answered) catalogue_if_due();

@@ -63,6 +63,7 @@ std::string_view to_string(SkipReason reason) noexcept {
     case SkipReason::store_reset: return "store-reset";
     case SkipReason::overlap: return "overlap";
     case SkipReason::fleet_settings: return "fleet-settings";
+    case SkipReason::registry_error: return "registry-error";
   }
   return "unknown";
 }

@@ -18,7 +18,7 @@ std::vector<RunningFire> Scheduler::Impl::running_fires() {
   std::vector<RunningFire> runs;
   for (const auto& slot : slots_) {
     std::lock_guard guard(slot->mutex);
-    const FireContext* context = slot->run ? slot->run->context : nullptr;
+    const FireContext* context = slot->run && !slot->run->awaiting_fleet ? slot->run->context : nullptr;
     if (context == nullptr || !context->entry || context->entry->key.empty()) continue;
     runs.push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
                                cursor_instant(slot->run->started_at), context->recovery, context->manual});

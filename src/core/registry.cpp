@@ -73,7 +73,7 @@ void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
   jobs_digest_ ^= hash;  // a sum of the entries, whatever their order
 }
 
-ReplicaAnnounce Scheduler::Impl::ask_registry() {
+ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone) {
   ReplicaAnnouncement me = options_.replica;
   me.replica_id = options_.replica_id;
   {
@@ -85,18 +85,29 @@ ReplicaAnnounce Scheduler::Impl::ask_registry() {
     me.started = started_at_;
   }
   me.runs = running_fires();
+  if (alone != nullptr) {  // first: a record too large loses its last runs
+    if (me.runs.size() == max_listed_runs) me.runs.pop_back();
+    me.runs.insert(me.runs.begin(), alone->fire);
+  }
   try {
-    return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl());
+    return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl(),
+                                                  alone != nullptr ? std::string_view(alone->fire.job_key) : "");
   } catch (...) {
     return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
   }
 }
 
-bool Scheduler::Impl::announce() {
+ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
   // The record's life starts before the request: trusted no longer than it lives.
   const auto now = clock_->steady_now();
-  ReplicaAnnounce answer = ask_registry();
+  ReplicaAnnounce answer = ask_registry(alone);
+  if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
+  if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
+    // Written: the heartbeats list it from here (none came between, serial).
+    std::lock_guard guard(alone->slot->mutex);
+    alone->run->awaiting_fleet = false;
+  }
   std::vector<std::pair<LogLevel, std::string>> notes;
   {
     std::lock_guard guard(registry_mutex_);
@@ -134,7 +145,7 @@ bool Scheduler::Impl::announce() {
   serial.unlock();  // reporting may take store round trips, and re-runs ask for the verdict
   for (const auto& [level, note] : notes) log(level, note);
   if (!answer.expired.empty()) report_lost(answer.expired);
-  return answer.status != ReplicaAnnounce::Status::error;
+  return answer;
 }
 
 void Scheduler::Impl::catalogue_if_due() {

@@ -209,6 +209,23 @@ ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const
   return answer;
 }
 
+/// The `busy` answer when another of the live records lists a run of
+/// `job` (none when `job` is empty).
+std::optional<ReplicaAnnounce> running_elsewhere(const std::vector<ReplicaRecord>& live, std::string_view job) {
+  if (job.empty()) return std::nullopt;
+  for (const auto& record : live) {
+    for (const auto& run : record.replica.runs) {
+      if (run.job_key != job) continue;
+      ReplicaAnnounce busy;
+      busy.status = ReplicaAnnounce::Status::busy;
+      busy.busy_on = record.replica.replica_id;
+      busy.busy_run = run;
+      return busy;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void check_replica_announcement(const ReplicaAnnouncement& replica) {
@@ -307,7 +324,7 @@ std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_vie
 }
 
 ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
-                                             std::chrono::nanoseconds ttl) {
+                                             std::chrono::nanoseconds ttl, std::string_view alone_job) {
   check_replica_announcement(announced);
   // As the store keeps it (microseconds): its own earlier record is recognised by its start.
   ReplicaAnnouncement replica = announced;
@@ -335,6 +352,10 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         }
         if (!records) return std::nullopt;
         const bool accepted = take_own(*records, replica);
+        if (auto busy = running_elsewhere(records->live, alone_job)) {
+          answer = std::move(*busy);
+          return std::nullopt;
+        }
         answer = verdict(replica, accepted, records->live, now, ttl);
         answer.replaced = std::move(replaced);
         answer.expired = std::move(records->expired);  // dropped by this write: reported by this caller alone

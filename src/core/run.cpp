@@ -27,6 +27,30 @@ void OverlapSlot::release() {
   state_ = nullptr;
 }
 
+/// Lists a run in the replica registry while its job runs (with a registry),
+/// and unlists it when it ends, however execute() returns.
+class Scheduler::Impl::RunListing {
+ public:
+  RunListing(Impl& impl, Run& run, detail::WorkerSlot& slot, const FireContext& context,
+             bool awaiting_fleet)
+      : run_(impl.registry_on() ? &run : nullptr), slot_(slot) {
+    if (run_ != nullptr) impl.note_running(run, slot, context, awaiting_fleet);
+  }
+  RunListing(const RunListing&) = delete;
+  RunListing& operator=(const RunListing&) = delete;
+  ~RunListing() { end(); }
+  void end() {
+    if (run_ == nullptr) return;
+    std::lock_guard guard(slot_.mutex);
+    run_->context = nullptr;
+    run_ = nullptr;
+  }
+
+ private:
+  Run* run_;
+  detail::WorkerSlot& slot_;
+};
+
 void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   Entry& entry = *fire.entry;
   // Unregisters a run when it ends, however execute() returns.
@@ -98,33 +122,18 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
     if (run.stop.stop_requested()) return cancel("stopped before the job started", CancelReason::stopped_before_start);
   }
   // The context owns the entry from here (one reference count fewer to
-  // touch per fire); `entry` stays valid while it does.
-  FireContext context{EntryRef(std::move(fire.entry), &entry.identity), fire_key(entry.identity.key, fire.scheduled_at),
-                      fire.scheduled_at, 1, fire.grant.fence, fire.manual};
+  // touch per fire; the fire keeps it if a fleet-wide skip may report it).
+  // `entry` stays valid while it does.
+  const bool alone = fleet_overlap_applies(fire);
+  FireContext context{EntryRef(alone ? fire.entry : std::move(fire.entry), &entry.identity),
+                      fire_key(entry.identity.key, fire.scheduled_at), fire.scheduled_at, 1, fire.grant.fence,
+                      fire.manual};
   RunDetails details;
   context.details = &details;
   context.recovered_fence = fire.recovered_fence;
   context.recovery = fire.recovery;
-  // Unlisted when the run ends, however: `context` goes right after.
-  class Listing {
-   public:
-    Listing(Impl& impl, Run& run, detail::WorkerSlot& slot, const FireContext& context)
-        : run_(impl.registry_on() ? &run : nullptr), slot_(slot) {
-      if (run_ != nullptr) impl.note_running(run, slot, context);
-    }
-    Listing(const Listing&) = delete;
-    Listing& operator=(const Listing&) = delete;
-    ~Listing() {
-      if (run_ == nullptr) return;
-      std::lock_guard guard(slot_.mutex);
-      run_->context = nullptr;
-    }
-
-   private:
-    Run* run_;
-    detail::WorkerSlot& slot_;
-  };
-  const Listing listing(*this, run, slot, context);
+  RunListing listing(*this, run, slot, context, alone);
+  if (alone && !enter_fleet_overlap(fire, run, slot, context)) return;
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
@@ -135,6 +144,10 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   RunOutcome outcome = run_attempts(entry, run, context);
   const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
   registration.end();
+  if (alone) {  // the fleet learns that the job is free before anyone learns that it ended
+    listing.end();
+    announce();
+  }
   finish_run(entry, fire, context, std::move(outcome), started_at, duration);
   overlap.release();
 }
@@ -332,12 +345,15 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
 
 // ---- registration, timeouts and stop requests ------------------------------
 
-void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const FireContext& context) {
+void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const FireContext& context,
+                                   bool awaiting_fleet) {
   {
     std::lock_guard guard(slot.mutex);
     run.context = &context;
     run.started_at = clock_->now();
+    run.awaiting_fleet = awaiting_fleet;
   }
+  if (awaiting_fleet) return;  // enter_fleet_overlap() writes it
   // The upkeep thread lists it within a second (upkeep_main()); only the
   // first run since its last announcement wakes it.
   if (registry_on() && !runs_unlisted_flag_.exchange(true, std::memory_order_relaxed)) {

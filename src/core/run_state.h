@@ -39,6 +39,9 @@ struct Run {
   // which lists the runs in progress): guarded by the worker's slot mutex.
   const FireContext* context = nullptr;
   Instant started_at{};
+  // Not listed by the heartbeats until the fleet-wide overlap check wrote
+  // it into this replica's record (fleet_overlap.cpp): slot mutex.
+  bool awaiting_fleet = false;
   std::atomic<bool> timed_out{false};          // the run's timeout fired
   std::atomic<bool> attempt_timed_out{false};  // the current attempt's timeout fired
 

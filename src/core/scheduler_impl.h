@@ -199,8 +199,17 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// here, empty when they are not.
   [[nodiscard]] bool registry_on() const;
   [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
-  [[nodiscard]] ReplicaAnnounce ask_registry();
-  bool announce();
+  /// A run to be written into this replica's record only if no other
+  /// replica lists a run of its job (fleet-wide overlap).
+  struct AloneRun {
+    RunningFire fire;
+    detail::Run* run = nullptr;
+    detail::WorkerSlot* slot = nullptr;
+  };
+  [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone);
+  /// Announces the replica (and `alone` with it, if given); the answer as
+  /// applied: `busy` leaves the verdict as it was.
+  ReplicaAnnounce announce(const AloneRun* alone = nullptr);
   [[nodiscard]] std::string settings_refusal();
   /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
   [[nodiscard]] std::optional<std::string> registry_verdict() const;
@@ -208,8 +217,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Writes this replica's jobs into the fleet's catalogue when they
   /// changed since it last did, or an hour passed (the upkeep thread's).
   void catalogue_if_due();
-  /// A run's job starts: listed in the registry from the next announcement.
-  void note_running(detail::Run& run, detail::WorkerSlot& slot, const FireContext& context);
+  /// A run's job starts: listed in the registry from the next announcement,
+  /// or, `awaiting_fleet`, once enter_fleet_overlap() wrote it.
+  void note_running(detail::Run& run, detail::WorkerSlot& slot, const FireContext& context, bool awaiting_fleet);
+  /// Fleet-wide overlap (fleet_overlap.cpp): whether the fire's entry
+  /// limits overlap across the fleet (a coordinated, keyed entry with
+  /// overlap skip or queue, and the registry on; not a manual run).
+  [[nodiscard]] bool fleet_overlap_applies(const detail::Fire& fire) const;
+  /// Lists the run in this replica's record if no other replica lists a
+  /// run of its job, in one compare-and-swap; skips it (overlap=skip) or
+  /// waits (queue) otherwise. False (reported) if skipped or stopped.
+  bool enter_fleet_overlap(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot,
+                           const FireContext& context);
   /// The runs in progress here, oldest first, at most max_listed_runs.
   [[nodiscard]] std::vector<RunningFire> running_fires();
   /// Reports the runs of replicas whose records this announcement found
@@ -262,6 +281,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void write_tombstone(const detail::Entry& entry);
 
   // ---- runs (run.cpp)
+  class RunListing;
   /// From a worker's fire to its end: registration, the claim path for a
   /// fire not decided in a batch, the job with its retries, the events.
   void execute(detail::Fire& fire, detail::WorkerSlot& slot);

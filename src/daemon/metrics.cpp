@@ -96,7 +96,8 @@ std::string Metrics::render() const {
       out += fmt::format("fleetcron_runs_total{{outcome=\"{}\"}} {}\n", outcome, it == runs_.end() ? 0 : it->second);
     }
     metric("fleetcron_skips_total", "counter", "Fires skipped, by reason.");
-    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "stale", "store-reset", "overlap", "queue-full", "fleet-settings"}) {
+    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "stale", "store-reset", "overlap", "queue-full", "fleet-settings",
+                                "registry-error"}) {
       const auto it = skips_.find(reason);
       out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
     }

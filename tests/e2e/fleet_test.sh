@@ -139,7 +139,7 @@ fi
 
 # 2. Coverage: every second in the window, all ten jobs (claim), or one
 #    replica per second (leader); losses only where explained.
-lost=0 lost_at_kill=0 lost_to_reset=0
+lost=0 lost_at_kill=0 lost_to_reset=0 blocked_by_kill=0
 from=$((started + 3))
 if [[ $mode == leader ]]; then
   # The first election takes a while (on NATS one campaign interval, 7.5 s,
@@ -156,6 +156,15 @@ for ((t = from; t <= ended - 3; t++)); do
     if ((resets > 0)); then
       ((t <= started + 10)) || fail "fires of $stamp skipped store-reset, long after the start"
       lost_to_reset=$((lost_to_reset + resets)); count=$((count + resets))
+    fi
+    # A run in progress on the SIGKILLed replica blocks its job fleet-wide
+    # (overlap=skip) until its registry record expires: 15 s after its last
+    # heartbeat (docs/fleet-state.md#fleet-wide-overlap).
+    blocked=$({ grep -h -E "fire-skipped .*fire=job[0-9]@$stamp[^ ]* .*overlap: the previous run still goes on replica" "$work"/replica*.log || true; } | wc -l)
+    if ((blocked > 0)); then
+      ((kill_time > 0 && t >= kill_time && t <= kill_time + 16)) ||
+        fail "fires of $stamp skipped overlap outside the 15 s after the SIGKILL"
+      blocked_by_kill=$((blocked_by_kill + blocked)); count=$((count + blocked))
     fi
     if ((count < 10)); then
       if ((kill_time > 0 && t >= kill_time - 1 && t <= kill_time + 1)); then
@@ -217,4 +226,4 @@ echo "$metrics" | grep -Ev '^(#|$)' | grep -Evq '^[a-z_]+(\{[^}]*\})? [-0-9.e+In
 # The scrape came a moment before the stop: allow the runs of that moment.
 ((succeeded <= ran && ran - succeeded <= 20)) || fail "/metrics says $succeeded runs succeeded, the journal has $ran for replica $last"
 
-echo "ok: $(wc -l <"$journal") runs, 0 duplicates, $lost_at_kill fire(s) lost in the kill/handover windows (reported), $lost_to_reset skipped store-reset at the start (logged), 0 elsewhere"
+echo "ok: $(wc -l <"$journal") runs, 0 duplicates, $lost_at_kill fire(s) lost in the kill/handover windows (reported), $lost_to_reset skipped store-reset at the start (logged), $blocked_by_kill skipped overlap behind the killed runner's runs (logged), 0 elsewhere"

@@ -71,6 +71,7 @@ class RegistryFleet {
     EntryOptions entry;
     entry.key = "job";
     entry.recover = recover;
+    entry.overlap = overlap;
     if (!job) job = [](const FireContext&, std::stop_token) {};
     replica.scheduler->add(spec, std::move(job), entry);
     replica.scheduler->start();
@@ -102,6 +103,7 @@ class RegistryFleet {
   /// heartbeats): a step past a record's life would drop it, as a replica
   /// paused that long is dropped. Announcements at 50, 110, 170, 230 s…
   std::chrono::nanoseconds heartbeat = 50s;
+  OverlapPolicy overlap = OverlapPolicy::allow;  // of the replicas added from here
 
  private:
   Harness& h_;
@@ -370,6 +372,138 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   ASSERT_TRUE(fleet.stop(runner));
   std::lock_guard guard(mutex);
   EXPECT_EQ(reruns.size(), 1u);
+}
+
+/// A job that runs until released, counting its runs and how many ran at once.
+struct LongJob {
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  std::atomic<int> starts{0};
+  std::atomic<bool> release{false};
+  Job job() {
+    return [this](const FireContext&, std::stop_token) {
+      const int now = ++running;
+      int seen = most.load();
+      while (seen < now && !most.compare_exchange_weak(seen, now)) {
+      }
+      ++starts;
+      while (!release) std::this_thread::sleep_for(1ms);
+      --running;
+    };
+  }
+};
+
+std::size_t overlap_skips(Replica& r, std::string_view part) {
+  const auto skips = r.events->all<SkippedFireEvent>();
+  return static_cast<std::size_t>(std::count_if(skips.begin(), skips.end(), [&](const SkippedFireEvent& e) {
+    return e.reason == SkipReason::overlap && e.error.find(part) != std::string::npos;
+  }));
+}
+
+// overlap=skip across the fleet: while one replica runs the job, the fire
+// another replica claimed is skipped, naming where the job runs; once the
+// run ends, the next fire runs.
+TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.overlap = OverlapPolicy::skip;
+  LongJob job;
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{job.release};
+  Replica& a = fleet.add("10m", "* * * * *", job.job());
+  Replica& b = fleet.add("10m", "* * * * *", job.job());
+  fleet.settle();
+  h.clock->advance(60s);  // 0:01: one of them runs it, and goes on
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  for (int minute = 2; minute <= 3; ++minute) {
+    fleet.settle();
+    h.clock->advance(60s);  // the runner skips it before its claim, the other after
+    ASSERT_TRUE(Harness::eventually([&] {
+      return overlap_skips(a, "still goes on replica") + overlap_skips(b, "still goes on replica") ==
+             static_cast<std::size_t>(minute - 1);
+    })) << "minute " << minute;
+  }
+  fleet.settle();
+  EXPECT_EQ(job.starts, 1);
+  job.release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(a) + completed(b) == 1; }));
+  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+  for (const auto& record : read.replicas) EXPECT_TRUE(record.replica.runs.empty()) << "unlisted at its end";
+  fleet.settle();
+  h.clock->advance(60s);  // 0:04: free again
+  ASSERT_TRUE(Harness::eventually([&] { return completed(a) + completed(b) == 2; }));
+  EXPECT_EQ(job.starts, 2);
+  EXPECT_EQ(job.most, 1);
+}
+
+// overlap=queue across the fleet: the fire another replica claimed waits
+// for the run elsewhere to end, then runs; never two at once.
+TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.overlap = OverlapPolicy::queue;
+  LongJob job;
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{job.release};
+  Replica& a = fleet.add("10m", "* * * * *", job.job());
+  Replica& b = fleet.add("10m", "* * * * *", job.job());
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  fleet.settle();
+  h.clock->advance(60s);  // 0:02: the runner waits before its claim; the other claims, then waits on the clock
+  ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
+  h.settle(2 * waiters_per_replica + 1);
+  h.clock->advance(1s);
+  h.settle(2 * waiters_per_replica + 1);
+  EXPECT_EQ(job.starts, 1) << "still waiting";
+  job.release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(a) + completed(b) == 1; }));
+  h.settle(2 * waiters_per_replica + 1);
+  h.clock->advance(1s);  // its next look
+  ASSERT_TRUE(Harness::eventually([&] { return completed(a) + completed(b) == 2; }));
+  EXPECT_EQ(job.starts, 2);
+  EXPECT_EQ(job.most, 1);
+  EXPECT_TRUE(a.logged("starts: the previous run of its job ended") ||
+              b.logged("starts: the previous run of its job ended"));
+}
+
+// A runner that goes dark blocks its job for at most its record's life
+// (3 heartbeats): then the run is reported lost and the job is free.
+TEST(SchedulerRegistry, ADarkRunnerBlocksItsJobAtMostItsRecordsLife) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;  // records live 15 s
+  fleet.overlap = OverlapPolicy::skip;
+  auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
+  LongJob job;
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{job.release};
+  fleet.add("10m", "* * * * *", job.job(), dark);
+  h.settle(waiters_per_replica);
+  h.clock->advance(60s);  // 0:01 runs on the first replica, the only one yet
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  Replica& other = fleet.add("10m", "* * * * *", job.job());
+  // 0:01:30 the runner goes dark; its record, last written at 0:01:30 at the
+  // latest, expires by 0:01:45; the fire at 0:02 runs on the other one.
+  auto step = [&](int times) {
+    for (int i = 0; i < times; ++i) {
+      h.settle(2 * waiters_per_replica);
+      h.clock->advance(5s);
+    }
+  };
+  step(6);
+  dark->failing = true;
+  step(6);
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 2; })) << completed(other);
+  EXPECT_EQ(other.events->count<LostFireEvent>(), 1u);
+  EXPECT_EQ(job.most, 2) << "the bound: a dark runner that still runs overlaps once its record expired";
 }
 
 }  // namespace
