@@ -65,9 +65,12 @@ struct FLEETCRON_API RetryPolicy {
   double jitter_fraction = 0.0;                          ///< in [0, 1]
 };
 
-/// What an automatic fire does while the previous run of its entry (on
-/// this replica) is still going. Decided before the claim, so a replica
-/// that will not run a fire never takes it from the others.
+/// What an automatic fire does while the previous run of its entry is
+/// still going. Decided on this replica before the claim, so a replica
+/// that will not run a fire never takes it from the others; and, for a
+/// keyed, coordinated entry with the replica registry on, after the claim
+/// across the fleet (docs/fleet-state.md#fleet-wide-overlap): skip reports
+/// the run elsewhere, queue waits for it.
 enum class OverlapPolicy {
   allow,  ///< runs concurrently (default)
   skip,   ///< skipped (SkippedFireEvent, SkipReason::overlap), not claimed

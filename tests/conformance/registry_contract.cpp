@@ -46,6 +46,40 @@ std::vector<std::string> ids(FleetState& state, Instant now) {
 
 }  // namespace
 
+// Fleet-wide overlap: an announcement alone with a job is `busy`, and
+// writes nothing, while another live record lists a run of that job; this
+// replica's own record, another job's run or an expired record does not block.
+TEST_P(FleetStateContract, AnAnnouncementAloneWithAJobIsBusyWhileAnotherReplicaRunsIt) {
+  using Status = ReplicaAnnounce::Status;
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const Instant now = real_now();
+  ReplicaAnnouncement runner = replica("a", "30s", now);
+  runner.runs = {RunningFire{"job", "job@1", now, 7, now, 0, false}};
+  EXPECT_EQ(status_of(a->announce_replica(runner, now, ttl, "job")), Status::accepted);
+  EXPECT_EQ(status_of(a->announce_replica(runner, now + 1s, ttl, "job")), Status::accepted) << "its own run";
+  ReplicaAnnouncement next = replica("b", "30s", now);
+  next.runs = {RunningFire{"job", "job@2", now + 2s, 8, now + 2s, 0, false}};
+  const ReplicaAnnounce busy = b->announce_replica(next, now + 2s, ttl, "job");
+  EXPECT_EQ(busy.status, Status::busy) << busy.error;
+  EXPECT_EQ(busy.busy_on, "a");
+  ASSERT_TRUE(busy.busy_run);
+  EXPECT_EQ(busy.busy_run->fire_key, "job@1");
+  EXPECT_EQ(busy.busy_run->fence, 7u);
+  EXPECT_EQ(ids(*b, now + 2s), (std::vector<std::string>{"a+"})) << "nothing written";
+  ReplicaAnnouncement other = next;
+  other.runs.front().job_key = "other";
+  EXPECT_EQ(status_of(b->announce_replica(other, now + 2s, ttl, "other")), Status::accepted);
+  // a's record (last written at now + 1 s) expires at now + 1 s + ttl.
+  const ReplicaAnnounce free = b->announce_replica(next, now + 1s + ttl + 1ms, ttl, "job");
+  EXPECT_EQ(status_of(free), Status::accepted);
+  ASSERT_EQ(free.expired.size(), 1u) << "the expired record goes, reported";
+  EXPECT_EQ(free.expired.front().replica.runs.front().fire_key, "job@1");
+  const ReplicaAnnounce back = a->announce_replica(runner, now + 2s + ttl, ttl, "job");
+  EXPECT_EQ(back.status, Status::busy) << back.error;
+  EXPECT_EQ(back.busy_on, "b");
+}
+
 TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefused) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();
