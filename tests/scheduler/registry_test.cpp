@@ -393,6 +393,12 @@ struct LongJob {
   }
 };
 
+/// Releases the job however the test ends, so that the replicas can stop.
+struct ReleaseOnExit {
+  std::atomic<bool>& flag;
+  ~ReleaseOnExit() { flag = true; }
+};
+
 std::size_t overlap_skips(Replica& r, std::string_view part) {
   const auto skips = r.events->all<SkippedFireEvent>();
   return static_cast<std::size_t>(std::count_if(skips.begin(), skips.end(), [&](const SkippedFireEvent& e) {
@@ -405,13 +411,10 @@ std::size_t overlap_skips(Replica& r, std::string_view part) {
 // run ends, the next fire runs.
 TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
   Harness h;
+  LongJob job;  // outlives the replicas, which end its runs
   RegistryFleet fleet(h);
   fleet.overlap = OverlapPolicy::skip;
-  LongJob job;
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{job.release};
+  const ReleaseOnExit releaser{job.release};
   Replica& a = fleet.add("10m", "* * * * *", job.job());
   Replica& b = fleet.add("10m", "* * * * *", job.job());
   fleet.settle();
@@ -442,13 +445,10 @@ TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
 // for the run elsewhere to end, then runs; never two at once.
 TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
   Harness h;
+  LongJob job;
   RegistryFleet fleet(h);
   fleet.overlap = OverlapPolicy::queue;
-  LongJob job;
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{job.release};
+  const ReleaseOnExit releaser{job.release};
   Replica& a = fleet.add("10m", "* * * * *", job.job());
   Replica& b = fleet.add("10m", "* * * * *", job.job());
   fleet.settle();
@@ -476,15 +476,12 @@ TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
 // (3 heartbeats): then the run is reported lost and the job is free.
 TEST(SchedulerRegistry, ADarkRunnerBlocksItsJobAtMostItsRecordsLife) {
   Harness h;
+  LongJob job;
   RegistryFleet fleet(h);
   fleet.heartbeat = 5s;  // records live 15 s
   fleet.overlap = OverlapPolicy::skip;
   auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
-  LongJob job;
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{job.release};
+  const ReleaseOnExit releaser{job.release};
   fleet.add("10m", "* * * * *", job.job(), dark);
   h.settle(waiters_per_replica);
   h.clock->advance(60s);  // 0:01 runs on the first replica, the only one yet
