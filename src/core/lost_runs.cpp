@@ -15,20 +15,26 @@ namespace fleetcron {
 using detail::Entry;
 
 std::vector<RunningFire> Scheduler::Impl::running_fires() {
-  std::vector<RunningFire> runs;
+  std::vector<RunningFire> alone, runs;
   for (const auto& slot : slots_) {
     std::lock_guard guard(slot->mutex);
     const FireContext* context = slot->run && !slot->run->awaiting_fleet ? slot->run->context : nullptr;
     if (context == nullptr || !context->entry || context->entry->key.empty()) continue;
-    runs.push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
+    (slot->run->alone ? alone : runs)
+        .push_back(RunningFire{context->entry->key, context->fire_key, context->scheduled_at, context->fence,
                                cursor_instant(slot->run->started_at), context->recovery, context->manual});
   }
-  if (runs.size() > max_listed_runs) {  // the oldest: the longer a run, the likelier a death catches it
-    std::nth_element(runs.begin(), runs.begin() + max_listed_runs, runs.end(),
+  // The runs listed alone first: a record cut to its size keeps them, and
+  // with them the fleet-wide overlap rule (fit_record() drops from the end).
+  const std::size_t room = max_listed_runs - std::min(alone.size(), max_listed_runs);
+  if (runs.size() > room) {  // the oldest: the longer a run, the likelier a death catches it
+    std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(room), runs.end(),
                      [](const RunningFire& a, const RunningFire& b) { return a.started_at < b.started_at; });
-    runs.resize(max_listed_runs);
+    runs.resize(room);
   }
-  return runs;
+  alone.resize(std::min(alone.size(), max_listed_runs));
+  alone.insert(alone.end(), std::make_move_iterator(runs.begin()), std::make_move_iterator(runs.end()));
+  return alone;
 }
 
 LedgerRetention Scheduler::Impl::ledger_retention_of(const std::string& job_key) {

@@ -86,7 +86,7 @@ ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone) {
   }
   me.runs = running_fires();
   if (alone != nullptr) {  // first: a record too large loses its last runs
-    if (me.runs.size() == max_listed_runs) me.runs.pop_back();
+    if (me.runs.size() == max_listed_runs) me.runs.pop_back();  // one not listed alone, if any
     me.runs.insert(me.runs.begin(), alone->fire);
   }
   try {
@@ -107,6 +107,7 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
     // Written: the heartbeats list it from here (none came between, serial).
     std::lock_guard guard(alone->slot->mutex);
     alone->run->awaiting_fleet = false;
+    alone->run->started_at = alone->fire.started_at;  // as written: the heartbeats list the same start
   }
   std::vector<std::pair<LogLevel, std::string>> notes;
   {

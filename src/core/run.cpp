@@ -134,6 +134,14 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   context.recovery = fire.recovery;
   RunListing listing(*this, run, slot, context, alone);
   if (alone && !enter_fleet_overlap(fire, run, slot, context)) return;
+  if (alone && (run.stop.stop_requested() || entry.removed.load() || entry.paused.load())) {
+    // It may have waited (overlap=queue): listed, it is unlisted at once.
+    listing.end();
+    announce();
+    if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
+    if (entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
+    return cancel("stopped before the job started", CancelReason::stopped_before_start);
+  }
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.
   const bool timed = entry.settings->timeout > std::chrono::nanoseconds::zero();
@@ -352,6 +360,7 @@ void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const Fir
     run.context = &context;
     run.started_at = clock_->now();
     run.awaiting_fleet = awaiting_fleet;
+    run.alone = awaiting_fleet;
   }
   if (awaiting_fleet) return;  // enter_fleet_overlap() writes it
   // The upkeep thread lists it within a second (upkeep_main()); only the

@@ -42,6 +42,9 @@ struct Run {
   // Not listed by the heartbeats until the fleet-wide overlap check wrote
   // it into this replica's record (fleet_overlap.cpp): slot mutex.
   bool awaiting_fleet = false;
+  // Listed alone (fleet-wide overlap): heartbeats list it first, so that a
+  // record cut to its size limit keeps it (slot mutex).
+  bool alone = false;
   std::atomic<bool> timed_out{false};          // the run's timeout fired
   std::atomic<bool> attempt_timed_out{false};  // the current attempt's timeout fired
 

@@ -35,7 +35,7 @@ for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}"; done
 for r in 0 1 2; do wait "${daemon_pids[$r]}" || fail "replica $r exited $?"; done
 daemon_pids=()
 
-# Each job's runs, by start: each starts after the previous one's end.
+# Each job's runs, by start: each starts after every earlier one ended.
 check_job() {  # check_job JOB → "runs replicas"
   awk -v job="$1" '
     $2 != job { next }
@@ -49,12 +49,14 @@ check_job() {  # check_job JOB → "runs replicas"
         while (j > 0 && start[keys[j]] > start[k]) { keys[j + 1] = keys[j]; j-- }
         keys[j + 1] = k
       }
+      last = keys[1]  # the run that ended last so far
       for (i = 2; i <= n; i++) {
-        if (start[keys[i]] < finish[keys[i - 1]]) {
+        if (start[keys[i]] < finish[last]) {
           printf "overlap: %s (replica %s) started %.3f s before %s (replica %s) ended\n", keys[i], where[keys[i]],
-            (finish[keys[i - 1]] - start[keys[i]]) / 1e9, keys[i - 1], where[keys[i - 1]]
+            (finish[last] - start[keys[i]]) / 1e9, last, where[last]
           exit 1
         }
+        if (finish[keys[i]] > finish[last]) last = keys[i]
       }
       for (k in where) seen[where[k]] = 1
       r = 0; for (x in seen) r++

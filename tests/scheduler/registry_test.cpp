@@ -472,6 +472,31 @@ TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
               b.logged("starts: the previous run of its job ended"));
 }
 
+// A fire waiting for a run elsewhere (overlap=queue) is cancelled, claimed,
+// when its replica stops: the stop does not wait for the other run.
+TEST(SchedulerRegistry, AStopEndsAQueuedWaitForARunElsewhere) {
+  Harness h;
+  LongJob job;
+  RegistryFleet fleet(h);
+  fleet.overlap = OverlapPolicy::queue;
+  const ReleaseOnExit releaser{job.release};
+  Replica& a = fleet.add("10m", "* * * * *", job.job());
+  Replica& b = fleet.add("10m", "* * * * *", job.job());
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
+  Replica& waiter = a.logged("waits (overlap=queue)") ? a : b;
+  ASSERT_TRUE(fleet.stop(waiter));
+  const auto cancelled = waiter.events->all<CancelledFireEvent>();
+  ASSERT_EQ(cancelled.size(), 1u);
+  EXPECT_NE(cancelled.front().cause.find("elsewhere in the fleet"), std::string::npos) << cancelled.front().cause;
+  EXPECT_TRUE(cancelled.front().claimed);
+  EXPECT_EQ(job.starts, 1);
+}
+
 // A runner that goes dark blocks its job for at most its record's life
 // (3 heartbeats): then the run is reported lost and the job is free.
 TEST(SchedulerRegistry, ADarkRunnerBlocksItsJobAtMostItsRecordsLife) {
