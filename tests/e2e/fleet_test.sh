@@ -63,7 +63,7 @@ started=$(now_s)
 for r in 0 1 2; do start_daemon $r; done
 echo "3 daemons on $backend ($mode), ${duration}s; journal $journal"
 
-kill_time=0 term_time=0 leader_kill_time=0
+kill_time=0 term_time=0 leader_kill_time=0 killed_pid=none
 wait_until() { while (($(now_s) < $1)); do sleep 0.2; done; }   # pacing a test script, not synchronising
 leader_replica() {  # the replica whose runs are newest in the journal
   tail -n 5 "$journal" | awk '{print $3}' | sort | uniq -c | sort -rn | awk 'NR == 1 {print $2}'
@@ -71,7 +71,8 @@ leader_replica() {  # the replica whose runs are newest in the journal
 if [[ $mode == claim ]]; then
   wait_until $((started + duration / 2))
   kill_time=$(now_s)
-  kill -KILL "${daemon_pids[0]}"
+  killed_pid=${daemon_pids[0]}
+  kill -KILL "$killed_pid"
   echo "SIGKILL replica 0 at +$((kill_time - started))s"
   wait_until $((started + duration * 3 / 4))
   term_time=$(now_s)
@@ -157,10 +158,11 @@ for ((t = from; t <= ended - 3; t++)); do
       ((t <= started + 10)) || fail "fires of $stamp skipped store-reset, long after the start"
       lost_to_reset=$((lost_to_reset + resets)); count=$((count + resets))
     fi
-    # A run in progress on the SIGKILLed replica blocks its job fleet-wide
-    # (overlap=skip) until its registry record expires: 15 s after its last
-    # heartbeat (docs/fleet-state.md#fleet-wide-overlap).
-    blocked=$({ grep -h -E "fire-skipped .*fire=job[0-9]@$stamp[^ ]* .*overlap: the previous run still goes on replica" "$work"/replica*.log || true; } | wc -l)
+    # A run in progress on the SIGKILLed replica (its id holds its pid)
+    # blocks its job fleet-wide (overlap=skip) until its registry record
+    # expires: 15 s after its last heartbeat (docs/fleet-state.md#fleet-wide-overlap).
+    # A skip naming a live replica counts as missing.
+    blocked=$({ grep -h -E "fire-skipped .*fire=job[0-9]@$stamp[^ ]* .*overlap: the previous run still goes on replica [^ ]*-$killed_pid-" "$work"/replica*.log || true; } | wc -l)
     if ((blocked > 0)); then
       ((kill_time > 0 && t >= kill_time && t <= kill_time + 16)) ||
         fail "fires of $stamp skipped overlap outside the 15 s after the SIGKILL"
