@@ -46,7 +46,7 @@ want_next=$(date -u -d "@$next_nightly" +%Y-%m-%dT%H:%M:%SZ)
 jq -e --arg next "$want_next" '.jobs[0].next_fire == $next and .jobs[0].paused and (.jobs[0].paused_by | startswith("cli@"))' \
   <<<"$status" >/dev/null || fail "nightly: $(jq -c '.jobs[0]' <<<"$status"), want next $want_next"
 jq -e '[.replicas[].settings.claim_ttl] == ["5s", "5s", "5s"]' <<<"$status" >/dev/null || fail "replicas: $status"
-control status | grep -q '^    paused        yes, by cli@' || fail "the text status shows no pause"
+control status | grep '^    paused        yes, by cli@' >/dev/null || fail "the text status shows no pause"
 
 # The per-job metrics: read from the fleet state (every 15 s), so any replica shows the fleet's.
 metrics() { curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics" && grep -q '^fleetcron_job_paused{job="nightly"} 1$' "$work/metrics"; }
@@ -74,7 +74,7 @@ diff "$work/ran" "$work/ledger" >"$work/diff.log" || fail "history and the journ
 all=$(control history -n 3 --json)
 jq -e '.job == null and (.records | length) == 3 and ([.records[].scheduled_at] | . == (sort | reverse))' <<<"$all" \
   >/dev/null || fail "history of every job: $all"
-control history -n 1 | grep -q '^tick  ' || fail "the text history of every job names no job"
+control history -n 1 | grep '^tick  ' >/dev/null || fail "the text history of every job names no job"
 
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
 [[ -z $duplicates ]] || fail "fires run twice: $duplicates"
