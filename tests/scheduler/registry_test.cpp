@@ -441,6 +441,17 @@ TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
   EXPECT_EQ(job.most, 1);
 }
 
+/// 0:01 one of `a` and `b` runs the job; 0:02 the runner waits before
+/// its claim (locally), the other claims, then waits on the clock for it.
+void until_one_waits(Harness& h, RegistryFleet& fleet, LongJob& job, Replica& a, Replica& b) {
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
+}
+
 // overlap=queue across the fleet: the fire another replica claimed waits
 // for the run elsewhere to end, then runs; never two at once.
 TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
@@ -451,12 +462,7 @@ TEST(SchedulerRegistry, OverlapQueueWaitsForTheRunOnAnotherReplica) {
   const ReleaseOnExit releaser{job.release};
   Replica& a = fleet.add("10m", "* * * * *", job.job());
   Replica& b = fleet.add("10m", "* * * * *", job.job());
-  fleet.settle();
-  h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
-  fleet.settle();
-  h.clock->advance(60s);  // 0:02: the runner waits before its claim; the other claims, then waits on the clock
-  ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
+  ASSERT_NO_FATAL_FAILURE(until_one_waits(h, fleet, job, a, b));
   h.settle(2 * waiters_per_replica + 1);
   h.clock->advance(1s);
   h.settle(2 * waiters_per_replica + 1);
@@ -482,12 +488,7 @@ TEST(SchedulerRegistry, AStopEndsAQueuedWaitForARunElsewhere) {
   const ReleaseOnExit releaser{job.release};
   Replica& a = fleet.add("10m", "* * * * *", job.job());
   Replica& b = fleet.add("10m", "* * * * *", job.job());
-  fleet.settle();
-  h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
-  fleet.settle();
-  h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
+  ASSERT_NO_FATAL_FAILURE(until_one_waits(h, fleet, job, a, b));
   Replica& waiter = a.logged("waits (overlap=queue)") ? a : b;
   ASSERT_TRUE(fleet.stop(waiter));
   const auto cancelled = waiter.events->all<CancelledFireEvent>();
