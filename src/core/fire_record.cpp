@@ -10,6 +10,7 @@
 
 #include "core/record_text.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/events.h"
 
 namespace fleetcron {
 
@@ -70,6 +71,7 @@ std::optional<FireFate> fire_fate_from_string(std::string_view text) noexcept {
 int ledger_rank(const FireRecord& record) noexcept {
   switch (record.fate) {
     case FireFate::skipped:
+      return record.reason == to_string(SkipReason::not_leader) ? 0 : 1;
     case FireFate::missed:
       return 1;
     case FireFate::cancelled:

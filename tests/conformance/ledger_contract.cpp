@@ -89,6 +89,29 @@ TEST_P(FleetStateContract, AFiresEntryIsItsHighestRankedRecordWhoeverWritesFirst
   EXPECT_EQ(kept.front().error, "exit status 3");
 }
 
+// A follower's not-leader ranks below every other fate: written first, it
+// gives way to the leader's skip; a second follower's does not replace it.
+TEST_P(FleetStateContract, AFollowersNotLeaderGivesWayToTheLeadersSkip) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::string key = job("follower");
+  FireRecord follower = record(key, 1, FireFate::skipped, "replica-a");
+  follower.reason = "not-leader";
+  ASSERT_EQ(ledger_rank(follower), 0);
+  ASSERT_EQ(write(*a, follower), LedgerWriteResult::Status::written);
+  follower.replica_id = "replica-c";
+  EXPECT_EQ(write(*a, follower), LedgerWriteResult::Status::outranked);
+  FireRecord leader = record(key, 1, FireFate::skipped, "replica-b");
+  leader.reason = "overlap";
+  ASSERT_EQ(write(*b, leader), LedgerWriteResult::Status::written);
+  follower.replica_id = "replica-a";
+  EXPECT_EQ(write(*a, follower), LedgerWriteResult::Status::outranked);
+  const auto kept = read(*a, key);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept.front().reason, "overlap");
+  EXPECT_EQ(kept.front().replica_id, "replica-b");
+}
+
 TEST_P(FleetStateContract, RacingWritersOfOneFireLeaveTheHighestRank) {
   auto fleet = GetParam().make();
   const std::string key = job("race");
