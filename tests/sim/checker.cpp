@@ -34,6 +34,7 @@ std::string own_reason(const std::vector<KeyRecord>& history, int inc, const std
     else if (starts_with(r.what, "skip claim-error") || starts_with(r.what, "skip election-error")) why = "store error or outage";
     else if (starts_with(r.what, "skip clock-skew")) why = "clock beyond the skew guard";
     else if (starts_with(r.what, "skip store-reset")) why = "scheduled before a store reset's epoch (store-reset)";
+    else if (starts_with(r.what, "skip fleet-settings")) why = "settings not verified in the replica registry (fleet-settings)";
     else if (starts_with(r.what, "skip not-leader: leadership of term")) why = "leadership lost before the job started";
     else if (starts_with(r.what, "skip not-leader")) why = "no leader (failover window)";
     else if (starts_with(r.what, "cancelled: stopped before the job started")) why = "claimed, then stopped before the job started";
@@ -60,6 +61,7 @@ class Checker {
  public:
   Checker(const SimOptions& options, const Outcome& outcome) : options_(options), outcome_(outcome) {
     for (const RunRecord& run : outcome.runs) runs_by_key_[run.fire_key].push_back(&run);
+    for (const Outcome::Span& span : outcome.spans) replica_of_[span.incarnation] = span.replica;
     report_.runs = outcome.runs.size();
   }
   Report run() {
@@ -94,6 +96,16 @@ class Checker {
   void judge_repeats(const std::string& key, const std::vector<const RunRecord*>& runs);
   void explain_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed);
   void check_runs_are_scheduled();
+  void judge_ledger(const std::string& key, const std::vector<const RunRecord*>& runs,
+                    const std::vector<std::pair<int, bool>>& passed);
+  void judge_ledger_of_run(const std::string& key, const std::vector<const RunRecord*>& runs, const FireRecord* record);
+  void judge_ledger_of_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed,
+                            const FireRecord* record);
+  /// Whether incarnation `inc` was killed (SIGKILL) within `within` after `at`.
+  bool killed_soon_after(int inc, nanoseconds at, nanoseconds within) const {
+    const auto it = outcome_.killed.find(inc);
+    return it != outcome_.killed.end() && it->second >= at && it->second <= at + within;
+  }
   void check_claim_fences();
   void check_terms();
   void check_missed_plans();
@@ -103,6 +115,7 @@ class Checker {
   const Outcome& outcome_;
   Report report_;
   std::unordered_map<std::string, std::vector<const RunRecord*>> runs_by_key_;
+  std::unordered_map<int, int> replica_of_;  // incarnation -> replica
 };
 
 // Every instant of every job in the horizon: run once, or lost with a reason.
@@ -122,6 +135,10 @@ void Checker::check_instants() {
       const std::size_t runs = found == runs_by_key_.end() ? 0 : found->second.size();
       if (runs > 1) judge_repeats(key, found->second);
       if (runs == 0) explain_loss(key, passed);
+      if (options_.ledger) {
+        static const std::vector<const RunRecord*> none;
+        judge_ledger(key, runs == 0 ? none : found->second, passed);
+      }
     }
   }
 }
@@ -206,6 +223,116 @@ void Checker::explain_loss(const std::string& key, const std::vector<std::pair<i
     }
   }
   if (!why.empty()) ++report_.lost[why];
+}
+
+// P5: the ledger holds, for every instant, the record of what happened to it.
+void Checker::judge_ledger(const std::string& key, const std::vector<const RunRecord*>& runs,
+                           const std::vector<std::pair<int, bool>>& passed) {
+  const auto it = outcome_.ledger.find(key);
+  const FireRecord* record = it == outcome_.ledger.end() ? nullptr : &it->second;
+  if (runs.empty()) {
+    judge_ledger_of_loss(key, passed, record);
+  } else {
+    judge_ledger_of_run(key, runs, record);
+  }
+}
+
+bool is_run_fate(const FireRecord& record) {
+  return record.fate == FireFate::running || record.fate == FireFate::lost || record.fate == FireFate::succeeded ||
+         record.fate == FireFate::failed || record.fate == FireFate::timed_out ||
+         (record.fate == FireFate::cancelled && record.attempts > 0);
+}
+
+// It ran: the record is one of its runs (replica, fence), in a state that
+// fits how the run ended — still `running` or `lost` only if its runner was
+// killed.
+void Checker::judge_ledger_of_run(const std::string& key, const std::vector<const RunRecord*>& runs,
+                                  const FireRecord* record) {
+  const RunRecord* run = nullptr;
+  for (const RunRecord* r : runs) {
+    if (record != nullptr && is_run_fate(*record) && record->fence == r->fence &&
+        record->replica_id == sim_replica_id(r->replica, r->incarnation)) {
+      run = r;
+    }
+  }
+  if (run == nullptr) {
+    // The run's records were still in its runner's queue when it was killed.
+    const bool queue_lost = std::all_of(runs.begin(), runs.end(), [&](const RunRecord* r) {
+      return killed_soon_after(r->incarnation, r->at, 1s);
+    });
+    if (queue_lost) {
+      ++report_.ledger["no record: its runner was killed as the run started"];
+      return;
+    }
+    violate("P5 ledger", key,
+            record == nullptr ? fmt::format("ran (r{}/i{}, fence {}) but the ledger has no record of it",
+                                            runs.front()->replica, runs.front()->incarnation, runs.front()->fence)
+                              : fmt::format("ran (r{}/i{}, fence {}) but the ledger says {} {} by {} (fence {})",
+                                            runs.front()->replica, runs.front()->incarnation, runs.front()->fence,
+                                            to_string(record->fate), record->reason, record->replica_id, record->fence));
+    return;
+  }
+  const bool runner_killed = outcome_.killed.count(run->incarnation) != 0 && outcome_.killed.at(run->incarnation) >= run->at;
+  if ((record->fate == FireFate::running || record->fate == FireFate::lost) && !runner_killed) {
+    violate("P5 ledger", key,
+            fmt::format("the ledger says {}, but its runner r{}/i{} lived on", to_string(record->fate), run->replica,
+                        run->incarnation));
+    return;
+  }
+  ++report_.ledger[std::string(to_string(record->fate))];
+}
+
+// Nobody ran it: the record is the skip (or the cancel of a claimed fire)
+// that one of the replicas reported; none only where the scheduler writes
+// none (already-claimed), or its writer was killed first.
+void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed,
+                                   const FireRecord* record) {
+  struct Reported {
+    const KeyRecord* what;
+    std::string fate;
+  };
+  std::vector<Reported> reported;  // what the replicas did that the ledger records
+  bool claimed_by_the_killed = false;
+  bool cancelled_unclaimed = false;
+  const bool missed_by_some = std::any_of(passed.begin(), passed.end(), [](const auto& p) { return p.second; });
+  for (const KeyRecord& r : history_of(key)) {
+    if (starts_with(r.what, "cancelled: ") && !r.what.ends_with("[claimed]")) cancelled_unclaimed = true;
+    if (starts_with(r.what, "granted, answer lost: process stopped")) claimed_by_the_killed = true;
+    if (starts_with(r.what, "skip already-claimed")) continue;
+    if (starts_with(r.what, "skip ")) reported.push_back({&r, "skipped"});
+    if (starts_with(r.what, "cancelled: ") && r.what.ends_with("[claimed]")) reported.push_back({&r, "cancelled"});
+    if (starts_with(r.what, "rejected")) reported.push_back({&r, "skipped"});
+  }
+  auto id_of = [&](const KeyRecord& r) { return sim_replica_id(r.replica, r.incarnation); };
+  if (record != nullptr) {
+    const bool matches = std::any_of(reported.begin(), reported.end(), [&](const Reported& r) {
+      if (id_of(*r.what) != record->replica_id || r.fate != to_string(record->fate)) return false;
+      return record->fate != FireFate::skipped || starts_with(r.what->what, "skip " + record->reason) ||
+             (record->reason == "queue-full" && starts_with(r.what->what, "rejected"));
+    });
+    if (!matches) {
+      violate("P5 ledger", key,
+              fmt::format("nobody ran it, and the ledger says {} {} by {}, which no replica reported", to_string(record->fate),
+                          record->reason, record->replica_id));
+      return;
+    }
+    ++report_.ledger[fmt::format("{} {}", to_string(record->fate), record->reason)];
+    return;
+  }
+  for (const Reported& r : reported) {
+    if (!killed_soon_after(r.what->incarnation, r.what->at, 1s)) {
+      violate("P5 ledger", key,
+              fmt::format("nobody ran it, r{}/i{} reported \"{}\", and the ledger has no record", r.what->replica,
+                          r.what->incarnation, r.what->what));
+      return;
+    }
+  }
+  if (!reported.empty()) ++report_.ledger["no record: its reporter was killed as it reported"];
+  else if (passed.empty()) ++report_.ledger["no record: no replica running"];
+  else if (claimed_by_the_killed) ++report_.ledger["no record: claimed by a replica killed before its job started"];
+  else if (missed_by_some) ++report_.ledger["no record: missed by a replica's own late loop, run by none"];
+  else if (cancelled_unclaimed) ++report_.ledger["no record: cancelled before it was claimed, run by none"];
+  else ++report_.ledger["no record: only already-claimed reported"];
 }
 
 // P4: runs happen only at instants of their schedule (no invented fires).
@@ -316,10 +443,12 @@ std::string summary(const SimOptions& options, const Report& report) {
     lost += fmt::format("{}{}: {}", lost.empty() ? "" : ", ", why, n);
     total += n;
   }
-  return fmt::format("seed {} {}: {} fires due, {} runs, {} lost ({}), {} duplicates after store loss, {} at leader handover, {} missed plans, {} violations",
+  std::string ledger;
+  for (const auto& [what, n] : report.ledger) ledger += fmt::format("{}{}: {}", ledger.empty() ? "" : ", ", what, n);
+  return fmt::format("seed {} {}: {} fires due, {} runs, {} lost ({}), {} duplicates after store loss, {} at leader handover, {} missed plans, {} violations{}",
                      options.seed, mode_name(options.mode), report.fires_due, report.runs, total,
                      lost.empty() ? "none" : lost, report.duplicates_after_store_loss, report.duplicates_at_handover, report.missed_plans,
-                     report.violations.size());
+                     report.violations.size(), options.ledger ? "; ledger: " + (ledger.empty() ? std::string("empty") : ledger) : "");
 }
 
 }  // namespace fleetcron::sim

@@ -12,7 +12,8 @@
 namespace fleetcron::sim {
 
 struct Violation {
-  std::string property;  ///< "P1 no duplicate", "P2 no unexplained loss", "P3 fencing", "P4 missed-fire policy"
+  std::string property;  ///< "P1 no duplicate", "P2 no unexplained loss", "P3 fencing", "P4 missed-fire policy",
+                         ///< "P5 ledger" (SimOptions::ledger)
   std::string fire_key;  ///< empty when not about one fire
   std::string detail;
 };
@@ -24,6 +25,10 @@ struct Report {
   std::uint64_t duplicates_at_handover = 0;  ///< leader mode: successive leaders (distinct terms) whose clocks differ
   std::map<std::string, std::uint64_t> lost;      ///< documented loss class -> fires
   std::uint64_t missed_plans = 0;
+  /// With SimOptions::ledger: the instants by what their ledger record
+  /// says ("succeeded", "skipped stale", …), or by the documented reason
+  /// it has none ("no record: …").
+  std::map<std::string, std::uint64_t> ledger;
   std::vector<Violation> violations;
   /// A minimal trace for the first violation: the fire's history and the
   /// faults around it.

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <tuple>
 
+#include <fmt/format.h>
+
+#include "fleetcron/coordination.h"
+#include "fleetcron/cron.h"
 #include "sim/checker.h"
 
 namespace fleetcron::sim {
@@ -187,6 +191,98 @@ TEST(Checker, AMissedPlanThatRunsTooMuchIsAViolation) {
   const Report report = check(options, outcome);
   ASSERT_EQ(report.violations.size(), 1u);
   EXPECT_EQ(report.violations.front().property, "P4 missed-fire policy");
+}
+
+// Issue 15: with the fleet state, the ledger holds each instant's fate. The
+// first run of this found fires that nobody ran for want of a leader with
+// no record at all (a follower's not-leader was not written).
+TEST(Simulation, TheLedgerTellsWhatHappenedToEveryFire) {
+  for (const Mode mode : {Mode::claim, Mode::leader, Mode::both}) {
+    auto options = options_for(31, mode);
+    options.ledger = true;
+    Report report = check(options, simulate(options));
+    EXPECT_TRUE(report.violations.empty()) << summary(options, report) << "\n" << report.trace;
+    EXPECT_GT(report.ledger["succeeded"], report.fires_due * 8 / 10) << summary(options, report);
+    std::uint64_t skips = 0;
+    for (const auto& [what, n] : report.ledger) skips += what.starts_with("skipped ") ? n : 0;
+    EXPECT_GT(skips, 0u) << "no lost fire recorded: the seed shows nothing; " << summary(options, report);
+    if (mode == Mode::leader) {
+      EXPECT_GT(report.ledger["skipped not-leader"], 0u) << summary(options, report);
+    }
+  }
+}
+
+// A small outcome for the ledger checks: one instant of the first job,
+// passed by replica 0's incarnation 1.
+struct LedgerCase {
+  SimOptions options = options_for(1, Mode::claim);
+  Outcome outcome;
+  std::string key;
+  Instant at;
+  LedgerCase() {
+    options.ledger = true;
+    const SimJob& job = sim_jobs().front();
+    ParseOptions parse;
+    parse.seconds = SecondsField::optional;
+    at = *parse_schedule(job.spec, parse)->next(sim_epoch() + 90s);
+    key = fire_key(job.key, at);
+    outcome.spans.push_back(Outcome::Span{0, 1, job.key, at - 1s, at + 1s});
+  }
+  void ran(std::uint64_t fence) {
+    outcome.runs.push_back(RunRecord{sim_jobs().front().key, at, key, 0, 1, fence, at - sim_epoch()});
+    outcome.by_key[key].push_back(KeyRecord{at - sim_epoch(), 0, 1, fmt::format("run fence={}", fence)});
+  }
+  FireRecord& record(FireFate fate, std::uint64_t fence, std::string reason = {}) {
+    FireRecord& r = outcome.ledger[key];
+    r.job_key = sim_jobs().front().key;
+    r.fire_key = key;
+    r.scheduled_at = at;
+    r.fate = fate;
+    r.replica_id = sim_replica_id(0, 1);
+    r.fence = fence;
+    r.attempts = fence == 0 ? 0 : 1;
+    r.reason = std::move(reason);
+    return r;
+  }
+  std::vector<Violation> ledger_violations() const {
+    std::vector<Violation> found;
+    for (const Violation& v : check(options, outcome).violations) {
+      if (v.property == "P5 ledger" && v.fire_key == key) found.push_back(v);
+    }
+    return found;
+  }
+};
+
+TEST(Checker, ARunWhoseLedgerRecordHasAnotherFenceIsAViolation) {
+  LedgerCase c;
+  c.ran(7);
+  c.record(FireFate::succeeded, 7);
+  EXPECT_TRUE(c.ledger_violations().empty());
+  c.record(FireFate::succeeded, 8);
+  const auto violations = c.ledger_violations();
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_NE(violations.front().detail.find("fence 8"), std::string::npos) << violations.front().detail;
+}
+
+TEST(Checker, ARunLeftRunningByALiveRunnerIsAViolation) {
+  LedgerCase c;
+  c.ran(7);
+  c.record(FireFate::running, 7);
+  ASSERT_EQ(c.ledger_violations().size(), 1u);
+  c.outcome.killed[1] = c.at - sim_epoch() + 5s;  // SIGKILLed while it ran: running is its last word
+  EXPECT_TRUE(c.ledger_violations().empty());
+}
+
+TEST(Checker, AReportedSkipWithoutARecordIsAViolation) {
+  LedgerCase c;
+  c.outcome.by_key[c.key].push_back(KeyRecord{c.at - sim_epoch(), 0, 1, "skip clock-skew: 3s ahead"});
+  const auto violations = c.ledger_violations();
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_NE(violations.front().detail.find("has no record"), std::string::npos) << violations.front().detail;
+  c.record(FireFate::skipped, 0, "stale");  // a record, but not the reported reason
+  EXPECT_EQ(c.ledger_violations().size(), 1u);
+  c.record(FireFate::skipped, 0, "clock-skew");
+  EXPECT_TRUE(c.ledger_violations().empty());
 }
 
 }  // namespace

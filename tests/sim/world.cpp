@@ -47,6 +47,8 @@ std::int64_t to_us(Instant t) { return std::chrono::duration_cast<std::chrono::m
 
 Instant sim_epoch() { return parse_rfc3339("2026-03-01T00:00:00Z"); }
 
+std::string sim_replica_id(int replica, int incarnation) { return fmt::format("r{}-i{}", replica, incarnation); }
+
 const std::vector<SimJob>& sim_jobs() {
   static const std::vector<SimJob> jobs = [] {
     std::vector<SimJob> out;
@@ -111,6 +113,10 @@ struct Incarnation {
   bool campaign_due_on_resume = false;
   std::function<bool()> fit;  // Elector::set_liveness()
   std::uint64_t fence_seen = 0;  // the highest fence counter its claimer saw
+  // Its scheduler's threads that wait on its clock when idle: the loop and
+  // the timeout watchdog, and with a fleet state the catch-up and upkeep
+  // threads (src/core/lifecycle.cpp).
+  std::uint64_t threads_on_clock = 2;
 };
 
 struct Replica {
@@ -164,6 +170,11 @@ class World {
   static void run_for(Clock& clock, nanoseconds duration, std::stop_token stop);
   void record_event(const std::shared_ptr<Incarnation>& inc, const Event& event);
   void record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context);
+  /// Whether the incarnation was killed (SIGKILL): its store calls fail.
+  bool killed(const Incarnation& inc) const {
+    std::lock_guard guard(mutex_);
+    return inc.state == State::dead;
+  }
 
  private:
   struct Timed {
@@ -181,6 +192,8 @@ class World {
   }
 
   void start_incarnation(int replica, bool with_record);
+  void give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<Incarnation>& inc);
+  void read_ledger();
   bool kill(int replica, bool graceful);  // false if it was not running
   void pause(int replica, nanoseconds length);
   void resume(int replica);
@@ -231,6 +244,9 @@ class World {
   std::uint64_t term_counter_ = 0;
   std::uint64_t lease_term_ = 0;
   nanoseconds outage_until_{-1};
+  // The fleet state (SimOptions::ledger), on the store's clock.
+  std::shared_ptr<VirtualClock> store_clock_;
+  std::shared_ptr<MemoryFleetState> fleet_state_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -273,6 +289,52 @@ class SimElector final : public Elector {
   std::shared_ptr<Incarnation> inc_;
 };
 
+/// One incarnation's way to the fleet state: the fleet's MemoryFleetState,
+/// until the process is killed (SIGKILL): from then on every call fails,
+/// so its ledger queue is lost and its registry record is left to expire.
+class SimFleetState final : public FleetState {
+ public:
+  SimFleetState(World& world, std::shared_ptr<Incarnation> inc, std::shared_ptr<MemoryFleetState> store)
+      : world_(world), inc_(std::move(inc)), store_(std::move(store)) {}
+  CursorRead read_cursor(std::string_view job) override {
+    if (dead()) return CursorRead{CursorRead::Status::error, std::nullopt, killed};
+    return store_->read_cursor(job);
+  }
+  CursorAdvance advance_cursor(std::string_view job, Instant instant, std::uint64_t digest, nanoseconds keep_for) override {
+    if (dead()) return CursorAdvance{CursorAdvance::Status::error, std::nullopt, killed};
+    return store_->advance_cursor(job, instant, digest, keep_for);
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant instant,
+                              std::uint64_t digest, nanoseconds keep_for, std::string_view claimant) override {
+    if (dead()) return CatchUpClaim{CatchUpClaim::Status::error, std::nullopt, killed};
+    return store_->claim_catch_up(job, seen, instant, digest, keep_for, claimant);
+  }
+  std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
+    if (dead()) return std::vector<LedgerWriteResult>(writes.size(), {LedgerWriteResult::Status::error, killed});
+    return store_->record_fires(writes);
+  }
+  LedgerRead read_fires(std::string_view job, std::size_t limit) override {
+    if (dead()) return LedgerRead{LedgerRead::Status::error, {}, killed};
+    return store_->read_fires(job, limit);
+  }
+  StoredDocument load_document(Document which) override {
+    if (dead()) return StoredDocument{StoredDocument::Status::error, {}, 0, killed};
+    return store_->load_document(which);
+  }
+  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                   nanoseconds keep_for) override {
+    if (dead()) return DocumentReplace{DocumentReplace::Status::error, killed};
+    return store_->replace_document(which, seen, text, keep_for);
+  }
+
+ private:
+  static constexpr const char* killed = "process killed";
+  bool dead() const { return world_.killed(*inc_); }
+  World& world_;
+  std::shared_ptr<Incarnation> inc_;
+  std::shared_ptr<MemoryFleetState> store_;
+};
+
 class Recorder final : public Observer {
  public:
   Recorder(World& world, std::shared_ptr<Incarnation> inc) : world_(world), inc_(std::move(inc)) {}
@@ -285,7 +347,14 @@ class Recorder final : public Observer {
 
 World::World(const SimOptions& options) : options_(options), random_(mix(options.seed)) {
   if (options_.replicas < 1 || options_.replicas > 16) throw std::invalid_argument("replicas must be 1..16");
+  if (options_.ledger && options_.duration > std::chrono::hours{2}) {
+    throw std::invalid_argument("with the ledger, the duration is at most 2 hours (a job's ledger keeps 10,000 records)");
+  }
   end_ = options_.duration;
+  if (options_.ledger) {
+    store_clock_ = std::make_shared<VirtualClock>(sim_epoch());
+    fleet_state_ = std::make_shared<MemoryFleetState>(store_clock_);
+  }
 }
 
 nanoseconds World::exponential(std::chrono::seconds mean) {
@@ -374,7 +443,8 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
                fmt::format("skip {}{}{}", to_string(skipped->reason), skipped->error.empty() ? "" : ": ", skipped->error));
   } else if (const auto* cancelled = std::get_if<CancelledFireEvent>(&event)) {
     ++me.terminated;
-    key_record(fire_key(cancelled->entry->key, cancelled->scheduled_at), me, "cancelled: " + cancelled->cause);
+    key_record(fire_key(cancelled->entry->key, cancelled->scheduled_at), me,
+               "cancelled: " + cancelled->cause + (cancelled->claimed ? " [claimed]" : ""));
   } else if (const auto* rejected = std::get_if<RejectedFireEvent>(&event)) {
     ++me.terminated;
     key_record(fire_key(rejected->entry->key, rejected->scheduled_at), me, "rejected: queue full");
@@ -417,6 +487,7 @@ void World::start_incarnation(int replica, bool with_record) {
   scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
   if (uses_claims(options_.mode)) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
   if (uses_leader(options_.mode)) scheduler.elector = std::make_shared<SimElector>(*this, inc);
+  if (options_.ledger) give_fleet_state(scheduler, inc);
   inc->scheduler = std::make_unique<Scheduler>(std::move(scheduler));
   {
     std::lock_guard guard(mutex_);
@@ -451,6 +522,27 @@ void World::start_incarnation(int replica, bool with_record) {
   }
 }
 
+// The ledger and the registry, not cursors (the loss classes the checker
+// knows assume no catch-up) or controls.
+void World::give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<Incarnation>& inc) {
+  scheduler.fleet_state = std::make_shared<SimFleetState>(*this, inc, fleet_state_);
+  scheduler.catch_up_reach = nanoseconds::zero();
+  scheduler.controls = false;
+  scheduler.replica_id = sim_replica_id(inc->replica, inc->id);
+  scheduler.replica.host = fmt::format("replica-{}", inc->replica);
+  scheduler.registry_heartbeat_interval = options_.registry_heartbeat;
+  scheduler.ledger_retention = LedgerRetention{LedgerRetention::max_keep_count, LedgerRetention::max_keep_for};
+  inc->threads_on_clock = 4;
+}
+
+void World::read_ledger() {
+  for (const SimJob& job : sim_jobs()) {
+    const LedgerRead read = fleet_state_->read_fires(job.key, LedgerRetention::max_keep_count);
+    if (read.status != LedgerRead::Status::found) throw std::runtime_error("the ledger could not be read: " + read.error);
+    for (const FireRecord& record : read.records) outcome_.ledger.emplace(record.fire_key, record);
+  }
+}
+
 void World::close_spans(Incarnation& inc) {
   for (const auto& [key, from] : inc.span_from) {
     const Instant to = inc.planned.at(key) - nanoseconds{1};
@@ -468,6 +560,7 @@ bool World::kill(int replica, bool graceful) {
       note(fmt::format("r{}/i{} killed while paused", replica, inc->id));
     }
     inc->state = graceful ? State::stopping : State::dead;
+    if (!graceful) outcome_.killed[inc->id] = now_;
     note(fmt::format("r{}/i{} {}", replica, inc->id, graceful ? "stopped gracefully (SIGTERM)" : "killed (SIGKILL)"));
   }
   // Stop first (it does not wait: the deadline is now), so the fires still
@@ -654,15 +747,12 @@ void World::schedule_store_faults() {
 
 // ---- quiescence and the store ---------------------------------------------
 
-// A Scheduler's threads that wait on its clock when idle: the loop and the
-// timeout watchdog (see src/core/scheduler.cpp and dispatch.cpp).
-constexpr std::size_t threads_on_clock = 2;
-
 bool World::quiescent_locked() const {
   for (const auto& [id, inc] : by_id_) {
     if (inc->state != State::running) continue;
     // Its loop and its timeout watchdog wait on its clock when idle (the
     // workers wait for fires): until both do, a deadline may still change.
+    const std::uint64_t threads_on_clock = inc->threads_on_clock;
     if (inc->clock->inner().due_waiter_count() != 0 || inc->clock->inner().waiter_count() < threads_on_clock) return false;
     // Parked loops have published every fire they took: each is decided or
     // waits for the store. (An entry may be due on a drifting wall clock
@@ -687,7 +777,7 @@ bool World::saturated_locked() const {
   for (const auto& [id, inc] : by_id_) {
     if (inc->state != State::running) continue;
     const std::uint64_t waiters = inc->clock->inner().waiter_count();
-    const std::uint64_t sleepers = waiters > threads_on_clock ? waiters - threads_on_clock : 0;
+    const std::uint64_t sleepers = waiters > inc->threads_on_clock ? waiters - inc->threads_on_clock : 0;
     const std::uint64_t undecided = inc->emitted - std::min(inc->emitted, inc->terminated + inc->parked);
     if (undecided > sleepers) return true;
   }
@@ -1052,6 +1142,7 @@ Outcome World::run() {
     for (const auto& [id, inc] : by_id_) {
       if (inc->state == State::running && step > nanoseconds::zero()) inc->clock->inner().advance(step);
     }
+    if (store_clock_ && step > nanoseconds::zero()) store_clock_->advance(step);
     while (!events_.empty() && events_.top().at <= now_) {
       auto action = events_.top().action;
       events_.pop();
@@ -1068,6 +1159,7 @@ Outcome World::run() {
     kill(i, false);
   }
   outcome_.faults.emplace_back(now_, "end of simulation");
+  if (fleet_state_) read_ledger();
   return std::move(outcome_);
 }
 

@@ -85,7 +85,20 @@ struct SimOptions {
   /// Test hook: a store without the reset rule (no epoch record): the
   /// repeats after wipes and rollbacks come back.
   bool without_reset_rule = false;
+  /// Gives the fleet a fleet state (docs/fleet-state.md): one
+  /// MemoryFleetState on the store's clock, with the run ledger and the
+  /// replica registry (a heartbeat every `registry_heartbeat`), not
+  /// cursors or controls. A killed replica's calls fail from the kill on,
+  /// so its ledger queue is lost and its registry record expires, as with
+  /// SIGKILL; the store faults above hit claims and the lease only. The
+  /// checker then judges every instant's ledger record. At most 2 hours
+  /// (a job's ledger keeps 10,000 records).
+  bool ledger = false;
+  std::chrono::seconds registry_heartbeat{5};
 };
+
+/// The replica id an incarnation announces in the fleet state.
+[[nodiscard]] std::string sim_replica_id(int replica, int incarnation);
 
 /// One thing that happened to a fire key, as the checker sees it.
 struct KeyRecord {
@@ -136,6 +149,10 @@ struct Outcome {
   /// Store wipes and rollbacks (simulated time), for explaining duplicates
   /// in leader mode (claims refuse to repeat across them).
   std::vector<std::chrono::nanoseconds> wipes;
+  /// SIGKILLs: incarnation -> when (simulated time).
+  std::map<int, std::chrono::nanoseconds> killed;
+  /// With SimOptions::ledger: each fire key's record in the ledger at the end.
+  std::map<std::string, FireRecord> ledger;
   std::uint64_t steps = 0;
   std::uint64_t rounds = 0;
   std::uint64_t requests = 0;
