@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "fleetcron/api.h"
 #include "fleetcron/time.h"
@@ -129,6 +130,9 @@ struct FLEETCRON_API JobCompletedEvent {
 /// down. `missed` instants in [first_missed, last_missed] were due (counted
 /// up to 1,000; beyond that `missed_is_lower_bound` is set); the policy ran
 /// `runs` of them. A catch-up is published by the one replica that won it.
+/// `newest_missed` (a replica's own late loop only, not a catch-up): the
+/// newest missed instants, oldest first — all of them up to 1,000; beyond,
+/// run-all's 1,000 or else only `last_missed`.
 struct FLEETCRON_API MissedFireEvent {
   EntryRef entry;
   Instant first_missed;
@@ -139,6 +143,7 @@ struct FLEETCRON_API MissedFireEvent {
   std::chrono::nanoseconds lateness{0};
   MissedFirePolicy policy = MissedFirePolicy::run_once;
   bool catch_up = false;
+  std::vector<Instant> newest_missed;
 };
 /// A fire found no room: the run queue was full.
 struct FLEETCRON_API RejectedFireEvent {

@@ -70,9 +70,10 @@ struct FLEETCRON_API FireRecord {
 /// fire key: a write replaces only a record of a lower rank, so whichever
 /// replica writes first, the fire's fate is the one that happened — a run
 /// outranks another replica's skip of the same fire, a finished run its
-/// running record. A follower's skip (reason "not-leader") 0, other
-/// skipped and missed 1, cancelled before the job 2, running 3, lost 4,
-/// finished (cancelled after the start included) 5.
+/// running record. A follower's skip (reason "not-leader") and a missed
+/// record of one instant (a replica's late loop; its fire key has no
+/// "#missed") 0, other skipped and missed 1, cancelled before the job 2,
+/// running 3, lost 4, finished (cancelled after the start included) 5.
 [[nodiscard]] FLEETCRON_API int ledger_rank(const FireRecord& record) noexcept;
 
 /// How long a job's ledger keeps its records: the newest `keep_count`

@@ -73,7 +73,9 @@ int ledger_rank(const FireRecord& record) noexcept {
     case FireFate::skipped:
       return record.reason == to_string(SkipReason::not_leader) ? 0 : 1;
     case FireFate::missed:
-      return 1;
+      // A replica's own late loop records each instant (its fire key, no
+      // "#missed"): what it saw, below what any other replica records.
+      return record.fire_key.ends_with("#missed") ? 1 : 0;
     case FireFate::cancelled:
       return record.started_at ? 5 : 2;
     case FireFate::running:

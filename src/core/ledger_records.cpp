@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "fleetcron/coordination.h"
+#include "fleetcron/duration.h"
 
 namespace fleetcron::detail {
 
@@ -88,15 +89,41 @@ std::optional<FireRecord> rejected(const RejectedFireEvent& e, const std::string
   return record;
 }
 
-std::optional<FireRecord> missed(const MissedFireEvent& e, const std::string& replica_id, bool coordinated) {
-  if (coordinated && !e.catch_up) return std::nullopt;
-  FireRecord record = base(e.entry, missed_fire_key(e.entry->key, e.first_missed), e.first_missed, replica_id);
-  record.fate = FireFate::missed;
-  record.missed_count = e.missed;
-  record.last_missed = e.last_missed;
-  record.reason = fmt::format("{}: ran {} of {}{}{}", to_string(e.policy), e.runs, e.missed,
-                              e.missed_is_lower_bound ? " or more" : "", e.catch_up ? " (catch-up)" : "");
-  return record;
+std::string missed_reason(const MissedFireEvent& e) {
+  return fmt::format("{}: ran {} of {}{}{}", to_string(e.policy), e.runs, e.missed, e.missed_is_lower_bound ? " or more" : "",
+                     e.catch_up ? " (catch-up)" : "");
+}
+
+std::vector<FireRecord> missed(const MissedFireEvent& e, const std::string& replica_id, bool coordinated,
+                               std::size_t keep_count) {
+  std::vector<FireRecord> records;
+  if (!coordinated || e.catch_up) {
+    FireRecord record = base(e.entry, missed_fire_key(e.entry->key, e.first_missed), e.first_missed, replica_id);
+    record.fate = FireFate::missed;
+    record.missed_count = e.missed;
+    record.last_missed = e.last_missed;
+    record.reason = missed_reason(e);
+    records.push_back(std::move(record));
+    return records;
+  }
+  // This replica's own late loop: what it saw of each fire, below anything
+  // another replica records of it.
+  const std::size_t skip = e.newest_missed.size() > keep_count ? e.newest_missed.size() - keep_count : 0;
+  for (std::size_t i = skip; i < e.newest_missed.size(); ++i) {
+    const Instant at = e.newest_missed[i];
+    FireRecord record = base(e.entry, fire_key(e.entry->key, at), at, replica_id);
+    record.fate = FireFate::missed;
+    record.reason = missed_reason(e) + " (this replica's loop was late)";
+    record.error = fmt::format("reached {} late", format_duration(e.lateness));
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+std::vector<FireRecord> one(std::optional<FireRecord> record) {
+  std::vector<FireRecord> records;
+  if (record) records.push_back(std::move(*record));
+  return records;
 }
 
 }  // namespace
@@ -105,20 +132,21 @@ std::string missed_fire_key(const std::string& job_key, Instant first_missed) {
   return fire_key(job_key, first_missed) + "#missed";
 }
 
-std::optional<FireRecord> ledger_record(const Event& event, const std::string& replica_id, bool coordinated) {
+std::vector<FireRecord> ledger_records(const Event& event, const std::string& replica_id, bool coordinated,
+                                       std::size_t keep_count) {
   return std::visit(
-      [&](const auto& e) -> std::optional<FireRecord> {
+      [&](const auto& e) -> std::vector<FireRecord> {
         using E = std::decay_t<decltype(e)>;
         if constexpr (requires { e.entry; }) {
-          if (!e.entry || e.entry->key.empty()) return std::nullopt;
+          if (!e.entry || e.entry->key.empty()) return {};
         }
-        if constexpr (std::is_same_v<E, JobStartedEvent>) return started(e, replica_id);
-        if constexpr (std::is_same_v<E, JobCompletedEvent>) return completed(e, replica_id);
-        if constexpr (std::is_same_v<E, SkippedFireEvent>) return skipped(e, replica_id);
-        if constexpr (std::is_same_v<E, CancelledFireEvent>) return cancelled(e, replica_id);
-        if constexpr (std::is_same_v<E, RejectedFireEvent>) return rejected(e, replica_id);
-        if constexpr (std::is_same_v<E, MissedFireEvent>) return missed(e, replica_id, coordinated);
-        return std::nullopt;
+        if constexpr (std::is_same_v<E, JobStartedEvent>) return one(started(e, replica_id));
+        if constexpr (std::is_same_v<E, JobCompletedEvent>) return one(completed(e, replica_id));
+        if constexpr (std::is_same_v<E, SkippedFireEvent>) return one(skipped(e, replica_id));
+        if constexpr (std::is_same_v<E, CancelledFireEvent>) return one(cancelled(e, replica_id));
+        if constexpr (std::is_same_v<E, RejectedFireEvent>) return one(rejected(e, replica_id));
+        if constexpr (std::is_same_v<E, MissedFireEvent>) return missed(e, replica_id, coordinated, keep_count);
+        return {};
       },
       event);
 }

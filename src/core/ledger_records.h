@@ -1,24 +1,28 @@
 // Internal: which events become run-ledger records, and how.
 #pragma once
 
-#include <optional>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "fleetcron/events.h"
 #include "fleetcron/fire_record.h"
 
 namespace fleetcron::detail {
 
-/// The ledger record an event stands for, written by replica `replica_id`;
-/// nullopt for events that are no fire's fate to record: a follower's
-/// not-leader and a loser's already-claimed skips (another replica's
-/// record tells), later attempts' starts, unclaimed cancels (another
-/// replica may run the fire), manual rejects (the caller is told), and
-/// events of entries without a key. `coordinated`: the entry is claimed or
-/// leader-gated, so a missed fire this replica saw late may have been run
-/// by another and only the fleet-wide catch-up's count is recorded.
-[[nodiscard]] std::optional<FireRecord> ledger_record(const Event& event, const std::string& replica_id,
-                                                      bool coordinated);
+/// The ledger records an event stands for, written by replica
+/// `replica_id`: none for events that are no fire's fate to record — a
+/// loser's already-claimed skip (the holder's record tells), later
+/// attempts' starts, unclaimed cancels (another replica may run the fire),
+/// manual rejects (the caller is told), and events of entries without a
+/// key; one for any other fate. `coordinated`: the entry is claimed or
+/// leader-gated, so a fire this replica's loop reached late may have run
+/// elsewhere: its missed range is not the fleet's, and each of its newest
+/// `keep_count` instants gets its own rank-0 missed record instead, which
+/// any other replica's record of that fire replaces (ledger_rank()). Only
+/// the fleet-wide catch-up writes a range record for such an entry.
+[[nodiscard]] std::vector<FireRecord> ledger_records(const Event& event, const std::string& replica_id,
+                                                     bool coordinated, std::size_t keep_count);
 
 /// The fire key of a missed record: the first missed instant's fire key
 /// and "#missed", so the run of that instant keeps its own entry.

@@ -49,16 +49,19 @@ void LedgerWriter::on_event(const Event& event) {
     if (it == tracked_.end()) return;  // an entry not recorded
     tracked = it->second;
   }
-  std::optional<FireRecord> record = ledger_record(event, replica_id_, tracked.coordinated);
-  if (!record) return;
+  std::vector<FireRecord> records =
+      ledger_records(event, replica_id_, tracked.coordinated, tracked.retention.keep_count);
+  if (records.empty()) return;
   {
     std::lock_guard guard(mutex_);
-    if (closed_ || queue_.size() >= capacity_) {
-      ++dropped_;
-      ++dropped_unlogged_;
-      return;
+    for (FireRecord& record : records) {
+      if (closed_ || queue_.size() >= capacity_) {
+        ++dropped_;
+        ++dropped_unlogged_;
+        continue;
+      }
+      queue_.push_back(LedgerWrite{cut_fire_record(std::move(record)), tracked.retention});
     }
-    queue_.push_back(LedgerWrite{cut_fire_record(std::move(*record)), tracked.retention});
   }
   cv_.notify_one();
 }

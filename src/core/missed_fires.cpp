@@ -61,6 +61,7 @@ MissedPlan plan_missed(const Schedule& schedule, Instant first_due, Instant now,
   }
   if (plan.count_capped) {
     plan.last_missed = latest_at_or_before(schedule, first_due, now);
+    if (policy != MissedFirePolicy::run_all) newest.assign(1, plan.last_missed);
   } else {
     plan.last_missed = newest.back();
   }
@@ -88,6 +89,7 @@ MissedPlan plan_missed(const Schedule& schedule, Instant first_due, Instant now,
     case MissedFirePolicy::run_once: plan.runs.push_back(plan.last_missed); break;
     case MissedFirePolicy::run_all: plan.runs.assign(newest.begin(), newest.end()); break;
   }
+  plan.newest.assign(newest.begin(), newest.end());
   return plan;
 }
 

@@ -22,6 +22,10 @@ struct MissedPlan {
   bool count_capped = false;
   Instant first_missed{};  ///< first_due
   Instant last_missed{};
+  /// The newest missed instants, oldest first: every one up to
+  /// run_all_limit; past the count's cap run_all's window, or else only
+  /// last_missed (no bisection for instants nothing runs).
+  std::vector<Instant> newest;
 };
 
 /// `first_due` is an instant of `schedule` that is due (<= now).

@@ -438,7 +438,8 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
       entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
       if (want_events) {
         events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
-                                         plan.count_capped, plan.runs.size(), lateness, entry.settings->missed_fire});
+                                         plan.count_capped, plan.runs.size(), lateness, entry.settings->missed_fire,
+                                         false, plan.newest});
       }
       if (options_.log_events) {
         warnings.push_back(fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}",

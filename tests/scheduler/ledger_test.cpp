@@ -189,6 +189,51 @@ TEST(SchedulerLedger, MissedFiresOfOneProcessAreOneRecordBesideTheRun) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+TEST(SchedulerLedger, AClaimedJobsLateLoopRecordsEachInstantBelowOtherReplicas) {
+  Harness h;
+  auto state = std::make_shared<MemoryFleetState>(h.clock);
+  auto options = h.options();
+  options.fleet_state = state;
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  options.replica_id = "late";
+  options.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
+  Scheduler s(options);
+  add_job(s);
+  s.start();
+  h.clock->advance(10min);  // one jump: ten instants missed, the newest runs
+  // Another replica may have run any of them: no range record, one record
+  // per instant, and the run of the newest replaces its missed record.
+  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) {
+    return r.size() == 10 && r[0].fate == FireFate::succeeded;
+  }));
+  const auto records = ledger_of(*state, "job");
+  EXPECT_EQ(records[0].scheduled_at, at("2026-01-01T00:10:00Z"));
+  for (std::size_t i = 1; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].fate, FireFate::missed) << i;
+    EXPECT_EQ(records[i].fire_key, fire_key("job", records[i].scheduled_at)) << records[i].fire_key;
+    EXPECT_EQ(records[i].replica_id, "late");
+    EXPECT_EQ(records[i].reason, "run-once: ran 1 of 10 (this replica's loop was late)");
+    EXPECT_NE(records[i].error.find("late"), std::string::npos) << records[i].error;
+    EXPECT_EQ(ledger_rank(records[i]), 0);
+  }
+  EXPECT_EQ(records[9].scheduled_at, at("2026-01-01T00:01:00Z"));
+  // What another replica did of one of those fires replaces the record.
+  FireRecord run = records[5];
+  run.fate = FireFate::succeeded;
+  run.replica_id = "punctual";
+  run.reason.clear();
+  run.error.clear();
+  const LedgerWrite write{run, LedgerRetention{}};
+  const auto results = state->record_fires(std::span(&write, 1));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, LedgerWriteResult::Status::written) << results[0].error;
+  const auto after = ledger_of(*state, "job");
+  ASSERT_EQ(after.size(), 10u);
+  EXPECT_EQ(after[5].replica_id, "punctual");
+  EXPECT_EQ(after[5].fate, FireFate::succeeded);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   Harness h;
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));

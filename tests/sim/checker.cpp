@@ -11,6 +11,10 @@ namespace fleetcron::sim {
 using namespace std::chrono_literals;
 using std::chrono::nanoseconds;
 
+// A missed-fire count's cap (events.h, MissedFireEvent): a late range
+// records each of its newest this many instants.
+constexpr std::uint64_t missed_count_limit = 1000;
+
 namespace {
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
@@ -99,8 +103,27 @@ class Checker {
   void judge_ledger(const std::string& key, const std::vector<const RunRecord*>& runs,
                     const std::vector<std::pair<int, bool>>& passed);
   void judge_ledger_of_run(const std::string& key, const std::vector<const RunRecord*>& runs, const FireRecord* record);
+  struct Reported {  // what a replica did of a fire that the ledger records
+    const KeyRecord* what;
+    std::string fate;
+  };
+  void judge_late_miss_record(const std::string& key, const std::vector<const MissedRange*>& late,
+                              const std::vector<Reported>& reported, const FireRecord& record);
   void judge_ledger_of_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed,
                             const FireRecord* record);
+  /// The late-loop ranges (not catch-ups) that covered this instant.
+  std::vector<const MissedRange*> late_ranges_of(const std::string& key, const std::vector<std::pair<int, bool>>& passed) const {
+    std::vector<const MissedRange*> found;
+    const auto t = fire_key_instant(key);
+    const auto job = key.substr(0, key.rfind('@'));
+    for (const auto& [inc, missed] : passed) {
+      if (!missed || !t) continue;
+      for (const MissedRange& m : outcome_.missed) {
+        if (m.incarnation == inc && m.entry_key == job && *t >= m.first && *t <= m.last) found.push_back(&m);
+      }
+    }
+    return found;
+  }
   /// Whether incarnation `inc` was killed (SIGKILL) within `within` after `at`.
   bool killed_soon_after(int inc, nanoseconds at, nanoseconds within) const {
     const auto it = outcome_.killed.find(inc);
@@ -287,14 +310,9 @@ void Checker::judge_ledger_of_run(const std::string& key, const std::vector<cons
 // none (already-claimed), or its writer was killed first.
 void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed,
                                    const FireRecord* record) {
-  struct Reported {
-    const KeyRecord* what;
-    std::string fate;
-  };
   std::vector<Reported> reported;  // what the replicas did that the ledger records
   bool claimed_by_the_killed = false;
   bool cancelled_unclaimed = false;
-  const bool missed_by_some = std::any_of(passed.begin(), passed.end(), [](const auto& p) { return p.second; });
   for (const KeyRecord& r : history_of(key)) {
     if (starts_with(r.what, "cancelled: ") && !r.what.ends_with("[claimed]")) cancelled_unclaimed = true;
     if (starts_with(r.what, "granted, answer lost: process stopped")) claimed_by_the_killed = true;
@@ -304,6 +322,11 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
     if (starts_with(r.what, "rejected")) reported.push_back({&r, "skipped"});
   }
   auto id_of = [&](const KeyRecord& r) { return sim_replica_id(r.replica, r.incarnation); };
+  const std::vector<const MissedRange*> late = late_ranges_of(key, passed);
+  if (record != nullptr && record->fate == FireFate::missed) {
+    judge_late_miss_record(key, late, reported, *record);
+    return;
+  }
   if (record != nullptr) {
     const bool matches = std::any_of(reported.begin(), reported.end(), [&](const Reported& r) {
       if (id_of(*r.what) != record->replica_id || r.fate != to_string(record->fate)) return false;
@@ -327,12 +350,44 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
       return;
     }
   }
+  for (const MissedRange* m : late) {
+    // Each late range records its newest 1,000 instants (all of a smaller one).
+    if (m->missed < missed_count_limit && !killed_soon_after(m->incarnation, m->at, 1s)) {
+      violate("P5 ledger", key,
+              fmt::format("nobody ran it, r{}/i{} reported it missed, and the ledger has no record", m->replica,
+                          m->incarnation));
+      return;
+    }
+  }
   if (!reported.empty()) ++report_.ledger["no record: its reporter was killed as it reported"];
   else if (passed.empty()) ++report_.ledger["no record: no replica running"];
   else if (claimed_by_the_killed) ++report_.ledger["no record: claimed by a replica killed before its job started"];
-  else if (missed_by_some) ++report_.ledger["no record: missed by a replica's own late loop, run by none"];
+  else if (!late.empty()) ++report_.ledger["no record: missed in a late range beyond its 1,000 newest, or reporter killed"];
   else if (cancelled_unclaimed) ++report_.ledger["no record: cancelled before it was claimed, run by none"];
   else ++report_.ledger["no record: only already-claimed reported"];
+}
+
+// A replica's own late loop wrote it (rank 0): one of the ranges reported
+// of this instant, and no live replica's skip, which would outrank it.
+void Checker::judge_late_miss_record(const std::string& key, const std::vector<const MissedRange*>& late,
+                                     const std::vector<Reported>& reported, const FireRecord& record) {
+  const bool matches = std::any_of(late.begin(), late.end(), [&](const MissedRange* m) {
+    return sim_replica_id(m->replica, m->incarnation) == record.replica_id && ledger_rank(record) == 0;
+  });
+  if (!matches) {
+    violate("P5 ledger", key, fmt::format("nobody ran it, and the ledger says missed by {}, whose loop did not miss it",
+                                          record.replica_id));
+    return;
+  }
+  for (const Reported& r : reported) {
+    // A skip outranks it (but not a follower's not-leader, of equal rank).
+    if (starts_with(r.what->what, "skip not-leader") || killed_soon_after(r.what->incarnation, r.what->at, 1s)) continue;
+    violate("P5 ledger", key,
+            fmt::format("the ledger says missed by {}, but r{}/i{} reported \"{}\", which ranks higher", record.replica_id,
+                        r.what->replica, r.what->incarnation, r.what->what));
+    return;
+  }
+  ++report_.ledger["missed (a replica's late loop)"];
 }
 
 // P4: runs happen only at instants of their schedule (no invented fires).

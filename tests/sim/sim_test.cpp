@@ -285,5 +285,18 @@ TEST(Checker, AReportedSkipWithoutARecordIsAViolation) {
   EXPECT_TRUE(c.ledger_violations().empty());
 }
 
+TEST(Checker, AnInstantMissedLateWithoutARecordIsAViolation) {
+  LedgerCase c;
+  c.outcome.missed.push_back(MissedRange{0, 1, sim_jobs().front().key, c.at, c.at, 1, 0, MissedFirePolicy::skip,
+                                         c.at - sim_epoch() + 2s});
+  const auto violations = c.ledger_violations();
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_NE(violations.front().detail.find("reported it missed"), std::string::npos) << violations.front().detail;
+  c.record(FireFate::missed, 0, "skip: ran 0 of 1 (this replica's loop was late)");
+  EXPECT_TRUE(c.ledger_violations().empty());
+  c.outcome.ledger[c.key].replica_id = sim_replica_id(1, 2);  // a replica whose loop did not miss it
+  EXPECT_EQ(c.ledger_violations().size(), 1u);
+}
+
 }  // namespace
 }  // namespace fleetcron::sim

@@ -434,7 +434,7 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
   } else if (const auto* missed = std::get_if<MissedFireEvent>(&event)) {
     me.missed_runs[missed->entry->key] = missed->runs;
     outcome_.missed.push_back(MissedRange{me.replica, me.id, missed->entry->key, missed->first_missed, missed->last_missed, missed->missed,
-                                          missed->runs, missed->policy});
+                                          missed->runs, missed->policy, now_});
   } else if (const auto* completed = std::get_if<JobCompletedEvent>(&event)) {
     if (!completed->manual) ++me.terminated;
   } else if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {

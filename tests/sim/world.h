@@ -130,6 +130,7 @@ struct MissedRange {
   std::uint64_t missed = 0;
   std::uint64_t runs = 0;
   MissedFirePolicy policy = MissedFirePolicy::run_once;
+  std::chrono::nanoseconds at{0};  ///< simulated time it was reported
 };
 
 struct Outcome {
