@@ -268,7 +268,7 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
                     plan.withheld == 0 ? "" : fmt::format(" ({} older than the claims' dedup window not run)", plan.withheld)));
   }
   publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
-                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true});
+                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {}});
   std::vector<Fire> fires;
   for (const Instant at : missed.runs) {
     Fire fire{entry, at, false, nullptr};
