@@ -144,6 +144,10 @@ struct FLEETCRON_API MissedFireEvent {
   MissedFirePolicy policy = MissedFirePolicy::run_once;
   bool catch_up = false;
   std::vector<Instant> newest_missed;
+  /// A catch-up that runs fewer instants than its policy chose says why
+  /// ("catch-up-unknown: …", "… older than the claims' dedup window");
+  /// empty otherwise.
+  std::string withheld;
 };
 /// A fire found no room: the run queue was full.
 struct FLEETCRON_API RejectedFireEvent {

@@ -43,6 +43,13 @@ struct FLEETCRON_API JobCursor {
   /// advance did. A caller whose claim_catch_up() failed with an error
   /// (the store may have applied it) recognises its own win by it.
   std::string claimant;
+  /// The store's epoch when it was written: an identity the store changes
+  /// whenever it may have lost or gone back on writes (Redis: its
+  /// replication ID, new on every restart and failover). Empty where the
+  /// store has none to tell (memory, NATS: there a lost bucket takes its
+  /// cursors with it). A cursor from an earlier epoch may point before
+  /// fires that ran, so it catches nothing up (CatchUpClaim::epoch_changed).
+  std::string epoch;
 
   friend bool operator==(const JobCursor&, const JobCursor&) = default;
 };
@@ -77,6 +84,12 @@ struct FLEETCRON_API CatchUpClaim {
   enum class Status {
     claimed,     ///< this caller's compare-and-set won: it handles the range
     superseded,  ///< the cursor moved since it was read; `current` is its value
+    /// The cursor was still as read, but written in an earlier store epoch
+    /// (JobCursor::epoch: the store restarted, failed over or was restored
+    /// since), so it may point before fires that ran: the caller must not
+    /// run the range. The cursor now holds `instant` in the current epoch
+    /// (`current`); this caller reports the range (rule 4).
+    epoch_changed,
     error,       ///< the store failed: the caller must not run the range (fail closed); the
                  ///< store may still have applied it: read the cursor, and if it holds this
                  ///< caller's claimant and instant, the win is the caller's
@@ -289,7 +302,8 @@ FLEETCRON_API void check_ledger_read(std::string_view job_key, std::size_t limit
 [[nodiscard]] FLEETCRON_API std::string_view to_string(FleetState::Document which) noexcept;
 
 /// A cursor as Redis and NATS store it: "<instant µs> <schedule digest>
-/// <version> <claimant or ->", e.g. "1767322800000000 42 3 -".
+/// <version> <claimant or -> [<epoch>]", e.g. "1767322800000000 42 3 -"
+/// (the epoch only where the store has one).
 [[nodiscard]] FLEETCRON_API std::string format_cursor_record(const JobCursor& cursor);
 /// The cursor in that text; nullopt if the text is not one.
 [[nodiscard]] FLEETCRON_API std::optional<JobCursor> parse_cursor_record(std::string_view text);

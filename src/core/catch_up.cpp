@@ -215,6 +215,10 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
       run_catch_up(entry, *seen, *plan, election.grant);
       break;
     }
+    if (answer.status == CatchUpClaim::Status::epoch_changed) {
+      report_unknown_catch_up(entry, *seen, plan->missed, answer.current ? answer.current->epoch : std::string());
+      break;
+    }
     seen = answer.current;  // another replica moved it: what is left after its value?
     if (round + 1 == max_catch_up_rounds) return {false, "the cursor kept moving under the compare-and-set"};
   }
@@ -268,7 +272,10 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
                     plan.withheld == 0 ? "" : fmt::format(" ({} older than the claims' dedup window not run)", plan.withheld)));
   }
   publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
-                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {}});
+                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {},
+                          plan.withheld == 0 ? std::string()
+                                             : fmt::format("{} older than the claims' dedup window not run",
+                                                           plan.withheld)});
   std::vector<Fire> fires;
   for (const Instant at : missed.runs) {
     Fire fire{entry, at, false, nullptr};
@@ -290,6 +297,25 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
     fires.front().chain = std::move(rest);
   }
   enqueue(fires);
+}
+
+// Rule 4 (docs/fleet-state.md): the cursor outlived a store restart,
+// failover or restore, so it may point before fires that ran since; the
+// range is reported, not run, and the cursor starts again from its end.
+void Scheduler::Impl::report_unknown_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen,
+                                              const detail::MissedPlan& missed, const std::string& epoch) {
+  const std::string why = fmt::format(
+      "catch-up-unknown: the cursor ({}) was written before the store's last restart, failover or restore "
+      "(epoch {}, now {}), so it may point before fires that ran",
+      format_rfc3339(seen.instant), seen.epoch.empty() ? "none" : seen.epoch, epoch.empty() ? "none" : epoch);
+  if (options_.log_events) {
+    log(LogLevel::warning, fmt::format("entry \"{}\": {}{} fire(s) up to {} may have been missed while the fleet was "
+                                       "down, but nothing is caught up: {}",
+                                       entry->identity.key, missed.missed, missed.count_capped ? "+" : "",
+                                       format_rfc3339(missed.last_missed), why));
+  }
+  publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
+                          0, clock_->now() - missed.last_missed, entry->settings->missed_fire, true, {}, why});
 }
 
 std::vector<CursorAdvance> Scheduler::Impl::ask_fleet_state(std::span<Fire* const> fires) {

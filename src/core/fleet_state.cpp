@@ -18,26 +18,30 @@ using detail::parse_number;
 
 std::string format_cursor_record(const JobCursor& cursor) {
   const auto micros = std::chrono::floor<std::chrono::microseconds>(cursor.instant).time_since_epoch().count();
-  return fmt::format("{} {} {} {}", micros, cursor.schedule_digest, cursor.version,
-                     cursor.claimant.empty() ? std::string("-") : cursor.claimant);
+  return fmt::format("{} {} {} {}{}{}", micros, cursor.schedule_digest, cursor.version,
+                     cursor.claimant.empty() ? std::string("-") : cursor.claimant, cursor.epoch.empty() ? "" : " ",
+                     cursor.epoch);
 }
 
 std::optional<JobCursor> parse_cursor_record(std::string_view text) {
-  std::array<std::string_view, 4> fields;
-  for (std::size_t i = 0; i < fields.size(); ++i) {
+  std::array<std::string_view, 5> fields;  // the epoch is optional
+  std::size_t count = 0;
+  while (count < fields.size()) {
     const auto space = text.find(' ');
-    if ((space == std::string_view::npos) != (i + 1 == fields.size())) return std::nullopt;
-    fields[i] = text.substr(0, space);
-    if (space != std::string_view::npos) text.remove_prefix(space + 1);
+    fields[count++] = text.substr(0, space);
+    if (space == std::string_view::npos) break;
+    text.remove_prefix(space + 1);
+    if (count == fields.size()) return std::nullopt;  // a sixth field
   }
   std::int64_t micros = 0;
   JobCursor cursor;
-  if (!parse_number(fields[0], micros) || !parse_number(fields[1], cursor.schedule_digest) ||
-      !parse_number(fields[2], cursor.version) || fields[3].empty()) {
+  if (count < 4 || !parse_number(fields[0], micros) || !parse_number(fields[1], cursor.schedule_digest) ||
+      !parse_number(fields[2], cursor.version) || fields[3].empty() || (count == 5 && fields[4].empty())) {
     return std::nullopt;
   }
   cursor.instant = Instant{std::chrono::microseconds{micros}};
   if (fields[3] != "-") cursor.claimant = fields[3];
+  if (count == 5) cursor.epoch = fields[4];
   return cursor;
 }
 

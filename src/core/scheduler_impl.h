@@ -267,6 +267,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::optional<CatchUpPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
   void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
                     const detail::Grant& grant);
+  /// The cursor came from an earlier store epoch (`epoch` is the store's
+  /// now): the range is logged and published, nothing runs.
+  void report_unknown_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen,
+                               const detail::MissedPlan& missed, const std::string& epoch);
   /// Empty when the fire's entry is caught up (catching it up first if it
   /// is not); otherwise why the fire must not be claimed yet.
   std::string catch_up_pending(const detail::Fire& fire);

@@ -109,9 +109,10 @@ void FireRecorder::missed(const MissedFireEvent& event) {
   if (event.catch_up) {
     log_.write("warn", "catch-up",
                fmt::format("the fleet missed {}{} fire(s) from {} to {} while it was down; policy {} runs {}, once "
-                           "across the fleet",
+                           "across the fleet{}{}",
                            event.missed, event.missed_is_lower_bound ? "+" : "", format_rfc3339(event.first_missed),
-                           format_rfc3339(event.last_missed), to_string(event.policy), event.runs),
+                           format_rfc3339(event.last_missed), to_string(event.policy), event.runs,
+                           event.withheld.empty() ? "" : "; ", event.withheld),
                key_of(event.entry));
     return;
   }

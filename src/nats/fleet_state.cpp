@@ -63,7 +63,8 @@ class FLEETCRON_LOCAL FleetState::Impl {
     if (!out.error.empty() || !out.entry) return out;
     out.cursor = parse_cursor_record(out.entry->value);
     if (!out.cursor) {
-      out.error = fmt::format("bucket {}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
+      out.error = fmt::format("bucket {}: {} holds \"{}\", not a cursor "
+                              "(\"<instant µs> <digest> <version> <claimant> [<epoch>]\")",
                               bucket->name(), key, out.entry->value.substr(0, 64));
     }
     return out;

@@ -49,12 +49,12 @@ std::string keep_us(std::chrono::nanoseconds keep_for) {
 }
 
 // A script's {flag, value} answer; nullopt if it is not that.
-std::optional<std::pair<bool, std::string>> flagged(const Reply& reply) {
+std::optional<std::pair<std::int64_t, std::string>> flagged(const Reply& reply) {
   if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
       reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::string) {
     return std::nullopt;
   }
-  return std::pair{reply.elements[0].integer == 1, reply.elements[1].text};
+  return std::pair{reply.elements[0].integer, reply.elements[1].text};
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
   std::pair<std::optional<JobCursor>, std::string> decode(std::string_view job_key, std::string_view value) const {
     if (std::optional<JobCursor> cursor = parse_cursor_record(value)) return {cursor, {}};
     return {std::nullopt,
-            fmt::format("{}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant>\")",
+            fmt::format("{}: {} holds \"{}\", not a cursor (\"<instant µs> <digest> <version> <claimant> [<epoch>]\")",
                         client_->describe(), cursor_key(job_key), value.substr(0, 64))};
   }
 
@@ -120,7 +120,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
     }
     auto [cursor, decode_error] = decode(job_key, answer->second);
     if (!cursor) return {CursorAdvance::Status::error, std::nullopt, std::move(decode_error)};
-    return {answer->first ? CursorAdvance::Status::moved : CursorAdvance::Status::already_past, cursor, {}};
+    return {answer->first == 1 ? CursorAdvance::Status::moved : CursorAdvance::Status::already_past, cursor, {}};
   }
 
   std::shared_ptr<Client> client_;
@@ -200,10 +200,13 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
     return {CatchUpClaim::Status::error, std::nullopt,
             fmt::format("{}: the catch-up script answered {}", impl_->client_->describe(), to_string(reply.type))};
   }
-  if (!answer->first && answer->second.empty()) return {CatchUpClaim::Status::superseded, std::nullopt, {}};
+  if (answer->first == 0 && answer->second.empty()) return {CatchUpClaim::Status::superseded, std::nullopt, {}};
   auto [cursor, decode_error] = impl_->decode(job_key, answer->second);
   if (!cursor) return {CatchUpClaim::Status::error, std::nullopt, std::move(decode_error)};
-  return {answer->first ? CatchUpClaim::Status::claimed : CatchUpClaim::Status::superseded, cursor, {}};
+  const auto status = answer->first == 1   ? CatchUpClaim::Status::claimed
+                      : answer->first == 2 ? CatchUpClaim::Status::epoch_changed
+                                           : CatchUpClaim::Status::superseded;
+  return {status, cursor, {}};
 }
 
 std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWrite> writes) {

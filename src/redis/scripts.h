@@ -120,18 +120,32 @@ return 0
 )lua";
 
 // The fleet state's cursors (docs/fleet-state.md): "<instant µs> <schedule
-// digest> <version> <claimant, or - after an advance>", the version counting
-// the record's writes. The digest and claimant pass through as strings; the
-// instant is compared as a Lua number (exact to 2^53 µs, the year 2255).
-// A key holding anything else is refused (NOTCURSOR), never overwritten.
+// digest> <version> <claimant, or - after an advance> <epoch>", the version
+// counting the record's writes and the epoch the server's master_replid
+// (a new one on every restart and failover; absent in cursors of earlier
+// versions, or where scripts may not call INFO). The digest and claimant
+// pass through as strings; the instant is compared as a Lua number (exact
+// to 2^53 µs, the year 2255). A key holding anything else is refused
+// (NOTCURSOR), never overwritten.
+#define FLEETCRON_CURSOR_LUA_PRELUDE \
+  "local function store_epoch()\n" \
+  "  local info = redis.pcall('INFO', 'replication')\n" \
+  "  if type(info) ~= 'string' then return '' end\n" \
+  "  return string.match(info, 'master_replid:(%x+)') or ''\n" \
+  "end\n" \
+  "local function with_epoch(value, epoch)\n" \
+  "  if epoch == '' then return value end\n" \
+  "  return value .. ' ' .. epoch\n" \
+  "end\n"
+
 // KEYS: the cursor. ARGV: instant µs, digest, keep ms. Returns {1, new
 // value} if the cursor moved, {0, value} if it was already there or past it
 // (its expiry is refreshed either way).
-inline constexpr const char* advance_cursor_script = R"lua(
+inline constexpr const char* advance_cursor_script = FLEETCRON_CURSOR_LUA_PRELUDE R"lua(
 local current = redis.call('GET', KEYS[1])
 local version = 0
 if current then
-  local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+$')
+  local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+ ?%x*$')
   if not at then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
   if tonumber(at) >= tonumber(ARGV[1]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -139,27 +153,36 @@ if current then
   end
   version = tonumber(written)
 end
-local value = ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version + 1) .. ' -'
+local value = with_epoch(ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version + 1) .. ' -', store_epoch())
 redis.call('SET', KEYS[1], value, 'PX', ARGV[3])
 return {1, value}
 )lua";
 
 // KEYS: the cursor. ARGV: the cursor read, as stored ('' when it was
 // absent), instant µs, digest, keep ms, claimant. Returns {1, new value}
-// when the cursor was still exactly as read, else {0, current value or ''}.
-inline constexpr const char* catch_up_script = R"lua(
+// when the cursor was still exactly as read, {2, new value} when it was but
+// came from another epoch than the store's (rule 4: the caller runs
+// nothing), else {0, current value or ''}. A cursor without an epoch is
+// from another one when the store has one.
+inline constexpr const char* catch_up_script = FLEETCRON_CURSOR_LUA_PRELUDE R"lua(
 local current = redis.call('GET', KEYS[1])
 local version = 0
+local written_epoch = ''
 if current then
-  local written = string.match(current, '^%-?%d+ %d+ (%d+) %S+$')
+  local written, e = string.match(current, '^%-?%d+ %d+ (%d+) %S+ ?(%x*)$')
   if not written then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
   version = tonumber(written)
+  written_epoch = e
 end
 if (current or '') ~= ARGV[1] then return {0, current or ''} end
-local value = ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%.0f', version + 1) .. ' ' .. ARGV[5]
+local epoch = store_epoch()
+local value = with_epoch(ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. string.format('%.0f', version + 1) .. ' ' .. ARGV[5], epoch)
 redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
+if current and epoch ~= written_epoch then return {2, value} end
 return {1, value}
 )lua";
+
+#undef FLEETCRON_CURSOR_LUA_PRELUDE
 
 // KEYS: the ledger's index (a sorted set: fire key scored by its instant
 // in µs) and its records (a hash: fire key -> record). ARGV: fire key,

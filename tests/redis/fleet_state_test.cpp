@@ -2,8 +2,12 @@
 // with a key it did not write, an unreachable server and bad options.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <string>
+#include <thread>
 
 #include "fleetcron/redis/fleet_state.h"
 #include "redis/commands.h"
@@ -49,6 +53,56 @@ TEST(RedisFleetState, OptionsAreCheckedAndKeysLiveUnderTheFleetPrefix) {
   FleetState state(client);
   EXPECT_EQ(state.options().fleet_prefix, "cron:fleet:");
   EXPECT_EQ(state.cursor_key("nightly"), "cron:fleet:cursor:{nightly}");
+}
+
+// Rule 4 (docs/fleet-state.md): a cursor carries the server's replication
+// ID, which every restart changes, also one that kept every key; a
+// catch-up from a cursor of another epoch runs nothing.
+TEST(RedisFleetState, ACursorFromBeforeARestartCatchesNothingUp) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fleetcron-cursor-epoch-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  test::RedisServer server({.password = "", .extra_args = {"--dir", dir.string(), "--appendonly", "yes"}});
+  ClientOptions options = parse_uri(server.uri());
+  options.reconnect_backoff_initial = 1ms;
+  options.reconnect_backoff_max = 1ms;
+  auto client = std::make_shared<Client>(options);
+  FleetState state(client);
+  const Instant at = std::chrono::floor<std::chrono::seconds>(test::real_now());
+  ASSERT_EQ(state.advance_cursor("job", at, 7, 1h).status, CursorAdvance::Status::moved);
+  const std::optional<JobCursor> before = state.read_cursor("job").cursor;
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->epoch.size(), 40u) << before->epoch;  // master_replid
+  // The same epoch: the compare-and-set wins as ever.
+  const CatchUpClaim won = state.claim_catch_up("job", before, at + 1s, 7, 1h, "r1");
+  ASSERT_EQ(won.status, CatchUpClaim::Status::claimed) << won.error;
+  EXPECT_EQ(won.current->epoch, before->epoch);
+  server.stop();
+  server.start();  // the append-only file keeps the cursor: only the epoch tells
+  CursorRead read;
+  for (int attempt = 0; attempt < 100; ++attempt) {  // the first call may meet the dead pooled connection
+    read = state.read_cursor("job");
+    if (read.status != CursorRead::Status::error) break;
+    std::this_thread::sleep_for(2ms);  // past the 1 ms reconnect backoff
+  }
+  ASSERT_EQ(read.status, CursorRead::Status::found) << read.error;
+  EXPECT_EQ(*read.cursor, *won.current);
+  const CatchUpClaim refused = state.claim_catch_up("job", read.cursor, at + 5s, 7, 1h, "r2");
+  ASSERT_EQ(refused.status, CatchUpClaim::Status::epoch_changed) << refused.error;
+  ASSERT_TRUE(refused.current);
+  EXPECT_EQ(refused.current->instant, at + 5s);  // it starts again from there, in the new epoch
+  EXPECT_EQ(refused.current->claimant, "r2");
+  EXPECT_EQ(refused.current->epoch.size(), 40u);
+  EXPECT_NE(refused.current->epoch, before->epoch);
+  // Any other replica that read the old cursor finds it moved.
+  EXPECT_EQ(state.claim_catch_up("job", read.cursor, at + 5s, 7, 1h, "r3").status, CatchUpClaim::Status::superseded);
+  // A cursor of an earlier fleetcron (no epoch) is from another epoch too.
+  ASSERT_EQ(client->impl().command({"SET", state.cursor_key("old"), "1767322800000000 7 3 -"}).text, "OK");
+  const std::optional<JobCursor> old = state.read_cursor("old").cursor;
+  ASSERT_TRUE(old);
+  EXPECT_TRUE(old->epoch.empty());
+  EXPECT_EQ(state.claim_catch_up("old", old, at, 7, 1h, "r1").status, CatchUpClaim::Status::epoch_changed);
+  server.stop();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -292,6 +292,48 @@ class BarrierFleetState final : public ForwardingFleetState {
   int readers_;
 };
 
+// A store that restarted since the cursor was written (rule 4): its
+// compare-and-set still takes the cursor, but answers epoch_changed.
+class RestartedFleetState final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    CatchUpClaim answer = inner_->claim_catch_up(job, seen, at, digest, keep, claimant);
+    if (answer.status == CatchUpClaim::Status::claimed) answer.status = CatchUpClaim::Status::epoch_changed;
+    return answer;
+  }
+};
+
+TEST(CatchUp, ACursorFromAnEarlierStoreEpochIsReportedNotRun) {
+  Fleet fleet;
+  fleet.run_friday_then_stop(daily);
+  fleet.state = std::make_shared<RestartedFleetState>(fleet.state);
+  fleet.advance_to(at("2026-01-05T09:00:00Z"));  // the store restarted during the weekend
+  fleet.start(3, daily);
+  // One replica took the cursor and reported the range; nothing ran.
+  ASSERT_EQ(fleet.catch_ups().size(), 1U);
+  const MissedFireEvent event = fleet.catch_ups().front();
+  EXPECT_EQ(event.missed, 3U);
+  EXPECT_EQ(event.runs, 0U);
+  EXPECT_EQ(event.withheld.rfind("catch-up-unknown: the cursor (2026-01-02T03:00:00Z) was written before", 0), 0U)
+      << event.withheld;
+  const std::map<Instant, int> friday_only{{at("2026-01-02T03:00:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), friday_only);
+  // The ledger keeps the report; the cursor starts again from its end.
+  ASSERT_TRUE(Harness::eventually([&] {
+    const LedgerRead read = fleet.state->read_fires("job", 10);
+    return std::any_of(read.records.begin(), read.records.end(), [](const FireRecord& r) {
+      return r.fate == FireFate::missed && r.reason.find("ran 0 of 3 (catch-up); catch-up-unknown") != std::string::npos;
+    });
+  }));
+  EXPECT_EQ(fleet.state->read_cursor("job").cursor->instant, at("2026-01-05T03:00:00Z"));
+  fleet.advance_to(at("2026-01-06T03:00:30Z"));  // Tuesday's fire runs as ever
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(2));
+  fleet.stop_all();
+  EXPECT_EQ(fleet.runs().size(), 2U);
+}
+
 TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
   // No claimer and no elector: the compare-and-set alone keeps it once.
   Fleet fleet(Fleet::Mode::none);
