@@ -75,7 +75,7 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
       it = cursors.emplace(std::string(job_key), Record{}).first;
     }
     JobCursor& cursor = it->second.cursor;
-    cursor = JobCursor{cursor_instant(instant), digest, cursor.version + 1, std::string(claimant)};
+    cursor = JobCursor{cursor_instant(instant), digest, cursor.version + 1, std::string(claimant), {}};
     expire_at(it->second, it->first, expires_at);
     return {&it->second, {}};
   }

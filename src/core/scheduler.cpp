@@ -439,7 +439,7 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
       if (want_events) {
         events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
                                          plan.count_capped, plan.runs.size(), lateness, entry.settings->missed_fire,
-                                         false, plan.newest});
+                                         false, plan.newest, {}});
       }
       if (options_.log_events) {
         warnings.push_back(fmt::format("entry {} \"{}\": {}{} missed fire(s) from {} to {} ({} late); policy {} runs {}",

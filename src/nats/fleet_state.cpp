@@ -18,7 +18,7 @@ namespace {
 constexpr int max_rounds = 16;
 
 JobCursor record(Instant instant, std::uint64_t digest, std::uint64_t version, std::string_view claimant) {
-  return JobCursor{cursor_instant(instant), digest, version, std::string(claimant)};
+  return JobCursor{cursor_instant(instant), digest, version, std::string(claimant), {}};
 }
 
 }  // namespace
