@@ -209,7 +209,11 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
       const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
                         read.cursor->instant == cursor_instant(plan->missed.last_missed);
       if (!ours) return {false, "claiming the catch-up: " + answer.error};
-      answer.status = CatchUpClaim::Status::claimed;
+      // Applied in another epoch than the cursor's: the store's answer
+      // would have been epoch_changed.
+      answer.status = read.cursor->epoch == seen->epoch ? CatchUpClaim::Status::claimed
+                                                        : CatchUpClaim::Status::epoch_changed;
+      answer.current = read.cursor;
     }
     if (answer.status == CatchUpClaim::Status::claimed) {
       run_catch_up(entry, *seen, *plan, election.grant);

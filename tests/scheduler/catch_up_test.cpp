@@ -334,6 +334,54 @@ TEST(CatchUp, ACursorFromAnEarlierStoreEpochIsReportedNotRun) {
   EXPECT_EQ(fleet.runs().size(), 2U);
 }
 
+// A store whose catch-up answer is lost after it applied it, in epoch
+// "e2" if `restarted` (the cursor was read in "e1").
+class LostAnswerFleetState final : public ForwardingFleetState {
+ public:
+  LostAnswerFleetState(std::shared_ptr<FleetState> inner, bool restarted)
+      : ForwardingFleetState(std::move(inner)), restarted_(restarted) {}
+  CursorRead read_cursor(std::string_view job) override {
+    CursorRead read = inner_->read_cursor(job);
+    if (read.cursor) read.cursor->epoch = applied_ && restarted_ ? "e2" : "e1";
+    return read;
+  }
+  CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant at, std::uint64_t digest,
+                              std::chrono::nanoseconds keep, std::string_view claimant) override {
+    std::optional<JobCursor> stored = seen;
+    if (stored) stored->epoch.clear();  // as the inner store keeps it
+    CatchUpClaim answer = inner_->claim_catch_up(job, stored, at, digest, keep, claimant);
+    if (answer.status != CatchUpClaim::Status::claimed) return answer;
+    applied_ = true;
+    return {CatchUpClaim::Status::error, std::nullopt, "connection lost before the answer"};
+  }
+
+ private:
+  bool restarted_;
+  std::atomic<bool> applied_{false};
+};
+
+TEST(CatchUp, AWinWhoseAnswerWasLostIsRecognisedInItsEpoch) {
+  for (const bool restarted : {false, true}) {
+    SCOPED_TRACE(restarted ? "restarted" : "same epoch");
+    Fleet fleet;
+    fleet.run_friday_then_stop(daily);
+    fleet.state = std::make_shared<LostAnswerFleetState>(fleet.state, restarted);
+    fleet.advance_to(at("2026-01-05T09:00:00Z"));
+    fleet.start(1, daily);
+    ASSERT_EQ(fleet.catch_ups().size(), 1U);
+    const MissedFireEvent event = fleet.catch_ups().front();
+    if (restarted) {
+      EXPECT_EQ(event.runs, 0U);
+      EXPECT_EQ(event.withheld.rfind("catch-up-unknown: ", 0), 0U) << event.withheld;
+    } else {
+      EXPECT_EQ(event.runs, 1U);  // run-once: Monday 03:00
+      ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(2));
+    }
+    fleet.stop_all();
+    EXPECT_EQ(fleet.runs().size(), restarted ? 1U : 2U);
+  }
+}
+
 TEST(CatchUp, RacingCatchUpsFromOneCursorHaveOneWinnerWithoutAnyClaimer) {
   // No claimer and no elector: the compare-and-set alone keeps it once.
   Fleet fleet(Fleet::Mode::none);
