@@ -308,15 +308,17 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
 // range is reported, not run, and the cursor starts again from its end.
 void Scheduler::Impl::report_unknown_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen,
                                               const detail::MissedPlan& missed, const std::string& epoch) {
-  const std::string why = fmt::format(
-      "catch-up-unknown: the cursor ({}) was written before the store's last restart, failover or restore "
-      "(epoch {}, now {}), so it may point before fires that ran",
-      format_rfc3339(seen.instant), seen.epoch.empty() ? "none" : seen.epoch, epoch.empty() ? "none" : epoch);
+  // Short enough for a ledger reason (256 bytes) after the policy's words.
+  const std::string why =
+      fmt::format("catch-up-unknown: the cursor ({}) predates the store's last restart, failover or restore, so it may "
+                  "point before fires that ran",
+                  format_rfc3339(seen.instant));
   if (options_.log_events) {
     log(LogLevel::warning, fmt::format("entry \"{}\": {}{} fire(s) up to {} may have been missed while the fleet was "
-                                       "down, but nothing is caught up: {}",
+                                       "down, but nothing is caught up: {} (epoch {}, now {})",
                                        entry->identity.key, missed.missed, missed.count_capped ? "+" : "",
-                                       format_rfc3339(missed.last_missed), why));
+                                       format_rfc3339(missed.last_missed), why, seen.epoch.empty() ? "none" : seen.epoch,
+                                       epoch.empty() ? "none" : epoch));
   }
   publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
                           0, clock_->now() - missed.last_missed, entry->settings->missed_fire, true, {}, why});
@@ -379,7 +381,8 @@ void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
     if (covered) {
       fire.state = FireState::dropped;
       report_skip(fire, SkipReason::not_leader,
-                  fmt::format("the catch-up of {} already covers this instant", advance.current->claimant));
+                  fmt::format("the catch-up of {} already took this instant (ran or reported it)",
+                              advance.current->claimant));
     }
   }
 }

@@ -316,7 +316,7 @@ TEST(CatchUp, ACursorFromAnEarlierStoreEpochIsReportedNotRun) {
   const MissedFireEvent event = fleet.catch_ups().front();
   EXPECT_EQ(event.missed, 3U);
   EXPECT_EQ(event.runs, 0U);
-  EXPECT_EQ(event.withheld.rfind("catch-up-unknown: the cursor (2026-01-02T03:00:00Z) was written before", 0), 0U)
+  EXPECT_EQ(event.withheld.rfind("catch-up-unknown: the cursor (2026-01-02T03:00:00Z) predates the store's last", 0), 0U)
       << event.withheld;
   const std::map<Instant, int> friday_only{{at("2026-01-02T03:00:00Z"), 1}};
   EXPECT_EQ(fleet.runs(), friday_only);
@@ -324,7 +324,9 @@ TEST(CatchUp, ACursorFromAnEarlierStoreEpochIsReportedNotRun) {
   ASSERT_TRUE(Harness::eventually([&] {
     const LedgerRead read = fleet.state->read_fires("job", 10);
     return std::any_of(read.records.begin(), read.records.end(), [](const FireRecord& r) {
-      return r.fate == FireFate::missed && r.reason.find("ran 0 of 3 (catch-up); catch-up-unknown") != std::string::npos;
+      // The whole reason, not cut to the ledger's 256 bytes.
+      return r.fate == FireFate::missed && r.reason.find("ran 0 of 3 (catch-up); catch-up-unknown") != std::string::npos &&
+             r.reason.ends_with("before fires that ran");
     });
   }));
   EXPECT_EQ(fleet.state->read_cursor("job").cursor->instant, at("2026-01-05T03:00:00Z"));
