@@ -45,6 +45,16 @@ step "g++ tests"
 # output of passing tests only in its log.
 grep -h '^fleetcron_sim:' build/gcc/Testing/Temporary/LastTest.log || true
 step "g++ fleet runs: end to end and chaos (three daemons and their own server each; mostly waiting, so all six at once)"
+# Meanwhile, at the lowest priority on the CPU the fleets leave idle: the
+# core library alone, without the backends or the program
+# (FLEETCRON_REDIS/NATS/DAEMON=OFF), which must build by itself.
+(
+  nice -n 19 cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "${line_tables[@]}" -DFLEETCRON_WERROR=ON -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF \
+    -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF
+  nice -n 19 cmake --build build/gcc-core -j1
+) >build/gcc-core-build.log 2>&1 &
+core_build=$!
 (cd build/gcc && ctest --output-on-failure -j6 -L 'e2e|chaos')
 # Each fleet run's summary line: runs, duplicates, losses and their reasons.
 grep -hE '^ok( |:)' build/gcc/Testing/Temporary/LastTest.log || true
@@ -58,12 +68,8 @@ cmake --build build/gcc-release -j"$jobs"
 bash tests/install/check_exports.sh build/gcc-release
 bash tests/install/run_install_test.sh build/gcc-release . build/gcc-release/install-test
 build/gcc-release/src/daemon/fleetcron next -n 1 '@daily' >/dev/null
-step "core-only build: the library without the backends or the program (FLEETCRON_REDIS/NATS/DAEMON=OFF)"
-cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}" \
-  -DFLEETCRON_WERROR=ON \
-  -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \
-  -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
-cmake --build build/gcc-core -j"$jobs"
+step "core-only build: finished beside the fleet runs"
+wait "$core_build" || { tail -n 50 build/gcc-core-build.log; echo "the core-only build failed"; exit 1; }
 
 step "valgrind: NATS connections, buckets, claims and an election shut nats.c down without a leak"
 valgrind -q --leak-check=full --show-leak-kinds=definite,possible --errors-for-leak-kinds=definite,possible \
