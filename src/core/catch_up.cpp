@@ -267,19 +267,18 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
                                    const detail::Grant& grant) {
   const detail::MissedPlan& missed = plan.missed;
   const auto policy = entry->settings->missed_fire;
+  const std::string withheld =
+      plan.withheld == 0 ? std::string() : fmt::format("{} older than the claims' dedup window not run", plan.withheld);
   if (options_.log_events) {
     log(LogLevel::warning,
         fmt::format("entry \"{}\": the fleet missed {}{} fire(s) up to {} while it was down (its cursor was at {}); "
-                    "policy {} runs {}, once across the fleet{}",
+                    "policy {} runs {}, once across the fleet{}{}{}",
                     entry->identity.key, missed.missed, missed.count_capped ? "+" : "", format_rfc3339(missed.last_missed),
-                    format_rfc3339(seen.instant), to_string(policy), missed.runs.size(),
-                    plan.withheld == 0 ? "" : fmt::format(" ({} older than the claims' dedup window not run)", plan.withheld)));
+                    format_rfc3339(seen.instant), to_string(policy), missed.runs.size(), withheld.empty() ? "" : " (",
+                    withheld, withheld.empty() ? "" : ")"));
   }
   publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
-                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {},
-                          plan.withheld == 0 ? std::string()
-                                             : fmt::format("{} older than the claims' dedup window not run",
-                                                           plan.withheld)});
+                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {}, withheld});
   std::vector<Fire> fires;
   for (const Instant at : missed.runs) {
     Fire fire{entry, at, false, nullptr};

@@ -110,12 +110,14 @@ std::vector<FireRecord> missed(const MissedFireEvent& e, const std::string& repl
   // This replica's own late loop: what it saw of each fire, below anything
   // another replica records of it.
   const std::size_t skip = e.newest_missed.size() > keep_count ? e.newest_missed.size() - keep_count : 0;
+  const std::string reason = missed_reason(e) + " (this replica's loop was late)";
+  const std::string error = fmt::format("reached {} late", format_duration(e.lateness));
   for (std::size_t i = skip; i < e.newest_missed.size(); ++i) {
     const Instant at = e.newest_missed[i];
     FireRecord record = base(e.entry, fire_key(e.entry->key, at), at, replica_id);
     record.fate = FireFate::missed;
-    record.reason = missed_reason(e) + " (this replica's loop was late)";
-    record.error = fmt::format("reached {} late", format_duration(e.lateness));
+    record.reason = reason;
+    record.error = error;
     records.push_back(std::move(record));
   }
   return records;

@@ -5,6 +5,20 @@
 
 namespace fleetcron::redis::detail {
 
+// The store's epoch, as the claim and cursor scripts read it: the
+// server's master_replid ('' where scripts may not call INFO), and a
+// value with the epoch appended when there is one.
+#define FLEETCRON_EPOCH_LUA \
+  "local function store_epoch()\n" \
+  "  local info = redis.pcall('INFO', 'replication')\n" \
+  "  if type(info) ~= 'string' then return '' end\n" \
+  "  return string.match(info, 'master_replid:(%x+)') or ''\n" \
+  "end\n" \
+  "local function with_epoch(value, epoch)\n" \
+  "  if epoch == '' then return value end\n" \
+  "  return value .. ' ' .. epoch\n" \
+  "end\n"
+
 // KEYS: the fence counter, the epoch record, then the claim keys. ARGV:
 // TTL ms, local wall time µs, max skew µs, the highest fence this claimer
 // has seen, then per claim key its scheduled instant in µs ('' if the key
@@ -25,7 +39,7 @@ namespace fleetcron::redis::detail {
 // still written (value 0) so that a Go replica sees it taken. Fences
 // increase in key order and never fall below the server's TIME in µs nor
 // below a fence a claimer saw, so they keep growing across resets.
-inline constexpr const char* claim_script = R"lua(
+inline constexpr const char* claim_script = FLEETCRON_EPOCH_LUA R"lua(
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local offset = now - tonumber(ARGV[2])
@@ -36,9 +50,7 @@ if math.abs(offset) > skew then
   for i = 3, #KEYS do out[i + 2] = -1 end
   return out
 end
-local info = redis.pcall('INFO', 'replication')
-local replid = ''
-if type(info) == 'string' then replid = string.match(info, 'master_replid:(%x+)') or '' end
+local replid = store_epoch()
 local epoch, seen = 0, ''
 local record = redis.call('GET', KEYS[2])
 if record then
@@ -127,21 +139,11 @@ return 0
 // pass through as strings; the instant is compared as a Lua number (exact
 // to 2^53 µs, the year 2255). A key holding anything else is refused
 // (NOTCURSOR), never overwritten.
-#define FLEETCRON_CURSOR_LUA_PRELUDE \
-  "local function store_epoch()\n" \
-  "  local info = redis.pcall('INFO', 'replication')\n" \
-  "  if type(info) ~= 'string' then return '' end\n" \
-  "  return string.match(info, 'master_replid:(%x+)') or ''\n" \
-  "end\n" \
-  "local function with_epoch(value, epoch)\n" \
-  "  if epoch == '' then return value end\n" \
-  "  return value .. ' ' .. epoch\n" \
-  "end\n"
 
 // KEYS: the cursor. ARGV: instant µs, digest, keep ms. Returns {1, new
 // value} if the cursor moved, {0, value} if it was already there or past it
 // (its expiry is refreshed either way).
-inline constexpr const char* advance_cursor_script = FLEETCRON_CURSOR_LUA_PRELUDE R"lua(
+inline constexpr const char* advance_cursor_script = FLEETCRON_EPOCH_LUA R"lua(
 local current = redis.call('GET', KEYS[1])
 local version = 0
 if current then
@@ -164,7 +166,7 @@ return {1, value}
 // came from another epoch than the store's (rule 4: the caller runs
 // nothing), else {0, current value or ''}. A cursor without an epoch is
 // from another one when the store has one.
-inline constexpr const char* catch_up_script = FLEETCRON_CURSOR_LUA_PRELUDE R"lua(
+inline constexpr const char* catch_up_script = FLEETCRON_EPOCH_LUA R"lua(
 local current = redis.call('GET', KEYS[1])
 local version = 0
 local written_epoch = ''
@@ -182,7 +184,7 @@ if current and epoch ~= written_epoch then return {2, value} end
 return {1, value}
 )lua";
 
-#undef FLEETCRON_CURSOR_LUA_PRELUDE
+#undef FLEETCRON_EPOCH_LUA
 
 // KEYS: the ledger's index (a sorted set: fire key scored by its instant
 // in µs) and its records (a hash: fire key -> record). ARGV: fire key,
