@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "core/zone_rules.h"
@@ -73,27 +72,6 @@ TEST(ZoneRules, PosixRuleTransitions) {
   for (std::size_t i = 0; i + 1 < permanent.size(); ++i) EXPECT_EQ(permanent[i].offset_s, -4 * 3600);
   EXPECT_TRUE(detail::posix_rule_transitions("EST5EDT,M13.1.0,M11.1.0", 2040, 2040).empty());
   EXPECT_TRUE(detail::posix_rule_transitions("", 2040, 2040).empty());
-}
-
-TEST(TimeZone, ConcurrentFirstUseIsSafe) {
-  // Run under TSan: many threads locate zones and compute fires at once.
-  std::vector<std::thread> threads;
-  std::atomic<int> fires{0};
-  for (int i = 0; i < 8; ++i) {
-    threads.emplace_back([i, &fires] {
-      const char* names[] = {"Asia/Tokyo", "Europe/Paris", "America/Chicago", "Pacific/Auckland"};
-      ParseOptions options;
-      options.zone = TimeZone::locate(names[i % 4]);
-      const auto schedule = parse_schedule("*/5 * * * *", options);
-      Instant cursor = parse_rfc3339("2026-01-01T00:00:00Z");
-      for (int k = 0; k < 1000; ++k) {
-        cursor = *schedule->next(cursor);
-        fires.fetch_add(1, std::memory_order_relaxed);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(fires.load(), 8000);
 }
 
 }  // namespace
