@@ -183,6 +183,12 @@ struct FLEETCRON_API SchedulerOptions {
   std::uint64_t random_seed = 0;
 };
 
+/// Where an entry's automatic fires run.
+enum class EntryScope {
+  fleet,    ///< once across the fleet: claimed and leader-gated as the scheduler coordinates
+  replica,  ///< on every replica: never claimed or leader-gated; no cursor, catch-up or recovery
+};
+
 /// Per-entry settings; unset optionals inherit the scheduler's.
 struct FLEETCRON_API EntryOptions {
   std::string name;  ///< label for logs and trigger_by_name(); any text
@@ -222,6 +228,10 @@ struct FLEETCRON_API EntryOptions {
   /// Automatic fires while a run of this entry is still going (manual
   /// triggers always run).
   OverlapPolicy overlap = OverlapPolicy::allow;
+  /// EntryScope::replica: each replica runs every fire itself (local
+  /// cleanup, a cache warm-up), whatever the scheduler's claimer and
+  /// elector; its key still names it in the ledger and the controls.
+  EntryScope scope = EntryScope::fleet;
 };
 
 /// A snapshot of one entry.

@@ -125,6 +125,9 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
       report_cancel(fire, "entry removed", CancelReason::entry_removed);
     } else if (entry.paused.load()) {
       report_cancel(fire, "entry paused", CancelReason::entry_paused);
+    } else if (options_.elector && !entry.settings->leader_gated && !entry.settings->claimer) {
+      fire.grant = Grant{};  // EntryScope::replica: this replica's own, whoever leads
+      fire.state = FireState::granted;
     } else if (refused) {
       report_skip(fire, *refused, error);
     } else if (!refusal.empty() && (entry.settings->claimer || election.grant.leader_gated)) {

@@ -22,6 +22,7 @@ struct EntrySettings {
   std::optional<RetryPolicy> retry;
   MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
   std::shared_ptr<Claimer> claimer;
+  bool leader_gated = false;  // the scheduler has an elector and the entry's scope is the fleet
   OverlapPolicy overlap = OverlapPolicy::allow;
   std::chrono::nanoseconds catch_up_reach{0};
   LedgerRetention ledger_retention;

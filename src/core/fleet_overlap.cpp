@@ -32,7 +32,7 @@ std::string describe_busy(const ReplicaAnnounce& busy) {
 bool Scheduler::Impl::fleet_overlap_applies(const Fire& fire) const {
   const detail::Entry& entry = *fire.entry;
   return registry_on() && !fire.manual && entry.overlap && !entry.identity.key.empty() &&
-         (entry.settings->claimer || options_.elector);
+         (entry.settings->claimer || entry.settings->leader_gated);
 }
 
 bool Scheduler::Impl::enter_fleet_overlap(const Fire& fire, detail::Run& run, detail::WorkerSlot& slot,

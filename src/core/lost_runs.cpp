@@ -61,7 +61,7 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
     return fmt::format("{} old, beyond recover_within ({})", format_duration(age), format_duration(settings.recover_within));
   }
   if (run.manual) return "a manual run (trigger it again)";
-  if (!settings.claimer && !options_.elector) return "the entry is not coordinated (each replica runs its own fires)";
+  if (!settings.claimer && !settings.leader_gated) return "the entry is not coordinated (each replica runs its own fires)";
   // The verdict as it stands: never an announcement from here (announce() reports).
   if (auto verdict = registry_verdict(); !verdict || !verdict->empty()) {
     return verdict ? *verdict : std::string("this replica's settings are not verified");

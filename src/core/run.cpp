@@ -176,7 +176,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   // Leadership is decided at the scheduled instant, not after this
   // replica's own jitter (a handover inside the jitter window would run the
   // fire twice or never), and must hold with the same term after it.
-  detail::Election election = elect();
+  detail::Election election = settings.leader_gated ? elect() : detail::Election{};
   if (election.refused) {
     report_skip(fire, *election.refused, std::move(election.error));
     return false;

@@ -84,6 +84,7 @@ void Scheduler::Impl::log(LogLevel level, const std::string& message) const {
 }
 
 bool Scheduler::Impl::coordinated(const EntryOptions& entry) const {
+  if (entry.scope == EntryScope::replica) return false;
   const bool claims = entry.claimer ? *entry.claimer != nullptr : options_.claimer != nullptr;
   return claims || options_.elector != nullptr;
 }
@@ -91,7 +92,7 @@ bool Scheduler::Impl::coordinated(const EntryOptions& entry) const {
 bool Scheduler::Impl::coordinated(EntryId id) const {
   std::lock_guard guard(mutex_);
   const auto it = entries_.find(id);
-  return it != entries_.end() && (it->second->settings->claimer || options_.elector);
+  return it != entries_.end() && (it->second->settings->claimer || it->second->settings->leader_gated);
 }
 
 SchedulePtr Scheduler::Impl::parse(std::string_view spec, const EntryOptions& entry) const {
@@ -117,7 +118,8 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
                                    !options.catch_up_reach && !options.ledger_retention &&
                                    options.overlap == OverlapPolicy::allow && options.recover == RecoverPolicy::report &&
                                    options.recover_within == EntryOptions{}.recover_within &&
-                                   options.recover_max == EntryOptions{}.recover_max;
+                                   options.recover_max == EntryOptions{}.recover_max &&
+                                   options.scope == EntryScope::fleet;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,
@@ -130,13 +132,13 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
         "add: jitter {} is not below the claimer's dedup window {}: every fire would be too old to claim (stale)",
         format_duration(settings->jitter), format_duration(settings->claimer->dedup_window())));
   }
-  if (options_.elector && !settings->claimer && settings->jitter > std::chrono::nanoseconds::zero()) {
+  if (settings->leader_gated && !settings->claimer && settings->jitter > std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument(fmt::format(
         "add: jitter {} with an elector and no claimer: nothing would stop a fire from running twice when "
         "leadership moves inside the jitter window; use a claimer as well (the daemon's --coordination both)",
         format_duration(settings->jitter)));
   }
-  if ((settings->claimer || options_.elector) && schedule->is_process_anchored()) {
+  if ((settings->claimer || settings->leader_gated) && schedule->is_process_anchored()) {
     throw std::invalid_argument(fmt::format("add: entry \"{}\": a process-anchored every() schedule cannot be "
                                             "coordinated (replicas never agree on its instants, so each would run "
                                             "every fire); use aligned_every() or a cron spec",
@@ -183,7 +185,7 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     track_cursor(*entry, now);
     toggle_jobs_digest(*entry);
     if (ledger_ && !entry->identity.key.empty()) {
-      ledger_->track(entry->identity.key, resolved.ledger_retention, resolved.claimer || options_.elector);
+      ledger_->track(entry->identity.key, resolved.ledger_retention, resolved.claimer || resolved.leader_gated);
     }
     entries_.emplace(id, entry);
     push_heap(entry, events_.active() ? &events : nullptr);

@@ -176,10 +176,12 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->retry = entry.retry ? entry.retry : scheduler.retry;
   if (settings->retry && settings->retry->max_retries == 0) settings->retry.reset();
   settings->missed_fire = entry.missed_fire.value_or(scheduler.missed_fire);
-  settings->claimer = entry.claimer ? *entry.claimer : scheduler.claimer;
+  const bool fleet = entry.scope == EntryScope::fleet;
+  settings->claimer = !fleet ? nullptr : entry.claimer ? *entry.claimer : scheduler.claimer;
+  settings->leader_gated = fleet && scheduler.elector != nullptr;
   settings->overlap = entry.overlap;
-  settings->catch_up_reach = scheduler.fleet_state ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
-                                                   : std::chrono::nanoseconds::zero();
+  settings->catch_up_reach = scheduler.fleet_state && fleet ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
+                                                            : std::chrono::nanoseconds::zero();
   settings->ledger_retention = entry.ledger_retention.value_or(scheduler.ledger_retention);
   settings->recover = entry.recover;
   settings->recover_within = entry.recover_within;

@@ -59,10 +59,47 @@ std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
   return fmt::format("leader: \"{}\" (last renewed at revision {})\n", terminal_safe(entry->value), entry->revision);
 }
 
+namespace {
+
+void print_job(std::ostream& out, const JobsFile& file, const JobDefinition& job, int count, Instant from) {
+  out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", file.path, job.line, job.key,
+                     job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
+  if (job.input) out << fmt::format("  input    \"{}\" (standard input, from '%')\n", terminal_safe(*job.input));
+  if (job.attempt_timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed ||
+      job.catch_up || job.recover != RecoverPolicy::report) {
+    out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}{}\n",
+                       job.attempt_timeout.count() > 0 ? format_duration(job.attempt_timeout) : "none",
+                       job.jitter ? format_duration(*job.jitter) : "none", job.retries, to_string(job.overlap),
+                       job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "",
+                       job.catch_up ? fmt::format(" catch-up={}", format_duration(*job.catch_up)) : "",
+                       job.recover != RecoverPolicy::report ? " recover=rerun" : "");
+  }
+  if (job.at_start) {
+    out << "  scope    replica (@reboot: once when the daemon starts, on each replica, never claimed)\n";
+  } else if (job.scope == JobScope::replica) {
+    out << "  scope    replica (every replica runs each fire; never claimed or leader-gated)\n";
+  }
+  if (!job.working_directory.empty()) out << fmt::format("  dir      {}\n", job.working_directory);
+  if (!job.env_file.empty()) out << fmt::format("  env-file {}\n", job.env_file);
+  if (!job.user.empty()) {
+    out << fmt::format("  user     {}{}\n", job.user,
+                       job.run_as ? fmt::format(" (uid {}, gid {})", job.run_as->uid, job.run_as->gid) : " (the daemon's own)");
+  }
+  if (job.at_start) return;
+  const auto fires = next_n(*job.schedule, from, static_cast<std::size_t>(count));
+  if (fires.empty()) out << "  next     none (never fires)\n";
+  for (std::size_t i = 0; i < fires.size(); ++i) {
+    out << (i == 0 ? "  next     " : "           ") << format_rfc3339(fires[i], job.schedule->zone()) << '\n';
+  }
+}
+
+}  // namespace
+
 int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {
   try {
     validate(settings);
-    const JobsFile file = load_jobs_file(settings.jobs_file, jobs_parse_options(settings.seconds, settings.zone));
+    const JobsFile file =
+        load_jobs_file(settings.jobs_file, jobs_parse_options(settings.seconds, settings.zone), settings.job_defaults);
     // What `run` and a reload check, with the coordination settings given
     // (the claimer's dedup window and key limits), without connecting.
     SchedulerOptions scheduler_options;
@@ -75,27 +112,11 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
         throw std::runtime_error(fmt::format("{}:{}: {}", file.path, job.line, e.what()));
       }
     }
-    const Instant from = now();
     out << fmt::format("{}: {} job(s)\n", file.path, file.jobs.size());
-    for (const auto& job : file.jobs) {
-      out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", file.path, job.line, job.key,
-                         job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
-      if (job.attempt_timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed ||
-          job.catch_up || job.recover != RecoverPolicy::report) {
-        out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}{}\n",
-                           job.attempt_timeout.count() > 0 ? format_duration(job.attempt_timeout) : "none",
-                           job.jitter ? format_duration(*job.jitter) : "none",
-                           job.retries, to_string(job.overlap),
-                           job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "",
-                           job.catch_up ? fmt::format(" catch-up={}", format_duration(*job.catch_up)) : "",
-                           job.recover != RecoverPolicy::report ? " recover=rerun" : "");
-      }
-      const auto fires = next_n(*job.schedule, from, static_cast<std::size_t>(count));
-      if (fires.empty()) out << "  next     none (never fires)\n";
-      for (std::size_t i = 0; i < fires.size(); ++i) {
-        out << (i == 0 ? "  next     " : "           ") << format_rfc3339(fires[i], job.schedule->zone()) << '\n';
-      }
-    }
+    for (const auto& notice : file.notices) out << fmt::format("{}:{}: note: {}\n", file.path, notice.line, notice.message);
+    if (file.percent == PercentMode::literal) out << "'%' is literal in this file (fleetcron-file: percent=literal)\n";
+    const Instant from = now();
+    for (const auto& job : file.jobs) print_job(out, file, job, count, from);
     return 0;
   } catch (const std::exception& e) {
     err << e.what() << '\n';

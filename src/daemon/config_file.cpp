@@ -84,7 +84,7 @@ void apply_config_text(std::string_view text, const std::string& path, Settings&
 
 namespace {
 
-// [claim] or [leader].
+// [claim], [leader], [fleet] or [defaults].
 void apply_section(const std::string& name, const toml::node& node, const std::string& path, Settings& settings) {
   const auto* section = node.as_table();
   if (section == nullptr) throw SettingsError(fmt::format("{}: [{}] must be a table", where(path, node), name));
@@ -122,6 +122,12 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       } catch (const std::invalid_argument& e) {
         throw SettingsError(fmt::format("{}: {} \"{}\": {}", where(path, sub_node), full, text, e.what()));
       }
+    } else if (name == "defaults" && sub == "dir") {
+      settings.job_defaults.dir = string_value(path, full, sub_node);
+    } else if (name == "defaults" && sub == "env_file") {
+      settings.job_defaults.env_file = string_value(path, full, sub_node);
+    } else if (name == "defaults" && sub == "user") {
+      settings.job_defaults.user = string_value(path, full, sub_node);
     } else if (name == "leader" && sub == "ttl") {
       settings.leader_ttl = duration_value(path, full, sub_node);
     } else if (name == "leader" && sub == "key") {
@@ -132,7 +138,8 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
                                       name == "claim"   ? "ttl, max_clock_skew, prefix, bucket"
                                       : name == "fleet" ? "prefix, bucket, catch_up, catch_up_beyond_claim_ttl, history, history_age"
-                                                        : "ttl, key, bucket"));
+                                      : name == "defaults" ? "dir, env_file, user"
+                                                           : "ttl, key, bucket"));
     }
   }
 }
@@ -146,6 +153,10 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       const auto* value = node.as_boolean();
       if (value == nullptr) throw SettingsError(fmt::format("{}: seconds must be true or false", where(path, node)));
       settings.seconds = value->get();
+    } else if (name == "watch") {
+      const auto* value = node.as_boolean();
+      if (value == nullptr) throw SettingsError(fmt::format("{}: watch must be true or false", where(path, node)));
+      settings.watch = value->get();
     } else if (name == "require_noeviction") {
       const auto* value = node.as_boolean();
       if (value == nullptr) throw SettingsError(fmt::format("{}: require_noeviction must be true or false", where(path, node)));
@@ -184,12 +195,12 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       settings.max_concurrent = count_value(path, name, node, 4096);
     } else if (name == "max_output_bytes") {
       settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
-    } else if (name == "claim" || name == "leader" || name == "fleet") {
+    } else if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
       apply_section(name, node, path, settings);
     } else {
-      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, zone, coordinator, coordinator_password_file, coordination, "
+      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
-                                      "max_output_bytes, [claim], [leader], [fleet])",
+                                      "max_output_bytes, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));
     }
   }

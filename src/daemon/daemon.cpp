@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "daemon/file_watcher.h"
 #include "daemon/fire_recorder.h"
 #include "daemon/fleet_view.h"
 #include "daemon/job_metrics.h"
@@ -57,7 +58,8 @@ struct Daemon::Runtime {
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
   validate(settings_);
   parse_options_ = jobs_parse_options(settings_.seconds, settings_.zone);
-  const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_);
+  const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_, settings_.job_defaults);
+  log_notices(file);
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
     // The coordinator's password is the daemon's, not the jobs'.
@@ -123,6 +125,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
 }
 
 Daemon::~Daemon() {
+  watcher_.reset();
   metrics_server_.reset();
   {
     std::lock_guard guard(readiness_mutex_);
@@ -235,10 +238,16 @@ void Daemon::check_backend_loop() {
   }
 }
 
+void Daemon::log_notices(const JobsFile& file) {
+  for (const auto& notice : file.notices) {
+    log_.write("warn", "unsupported-line", fmt::format("{}:{}: {}", file.path, notice.line, notice.message));
+  }
+}
+
 void Daemon::add_job(const JobDefinition& job) {
   auto runtime = std::make_shared<Runtime>();
   runtime->job = job;
-  if (!job.schedule->next(Instant{std::chrono::system_clock::now().time_since_epoch()})) {
+  if (!job.at_start && !job.schedule->next(Instant{std::chrono::system_clock::now().time_since_epoch()})) {
     log_.write("warn", "job-never-fires", fmt::format("{}:{}: \"{}\" never fires: no instant matches after now", settings_.jobs_file,
                                                        job.line, job.spec), job.key);
   }
@@ -259,6 +268,9 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
   const JobDefinition& job = runtime.job;
   CommandSpec spec;
   spec.command = job.command;
+  spec.input = job.input;
+  spec.working_directory = job.working_directory;
+  spec.run_as = job.run_as;
   spec.kill_grace = settings_.kill_grace;
   spec.max_output_bytes = settings_.max_output_bytes;
   spec.environment = base_environment_;
@@ -267,6 +279,11 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
     std::erase_if(spec.environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
     spec.environment.push_back(prefix + value);
   };
+  if (job.run_as) {  // as cron does for a user's crontab; the file's lines may override them
+    set("HOME", job.run_as->home);
+    set("USER", job.run_as->name);
+    set("LOGNAME", job.run_as->name);
+  }
   for (const auto& [name, value] : job.environment) {
     set(name, value);
     if (name == "SHELL") spec.shell = value;
@@ -308,8 +325,11 @@ std::string Daemon::command_of(const std::string& key) {
 }
 
 bool Daemon::reload() {
+  std::lock_guard guard(reload_mutex_);
   try {
-    return apply_reload(load_jobs_file(settings_.jobs_file, parse_options_));
+    JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_, settings_.job_defaults);
+    log_notices(file);
+    return apply_reload(file);
   } catch (const std::exception& e) {
     metrics_.reloads(false);
     log_.write("error", "reload-failed", std::string(e.what()) + "; keeping the jobs loaded before");
@@ -364,6 +384,24 @@ bool Daemon::apply_reload(const JobsFile& file) {
   return true;
 }
 
+void Daemon::run_at_start_jobs() {
+  std::vector<std::pair<EntryId, std::string>> at_start;
+  {
+    std::lock_guard guard(jobs_mutex_);
+    for (const auto& [key, job] : jobs_) {
+      if (job.second->job.at_start) at_start.emplace_back(job.first, key);
+    }
+  }
+  for (const auto& [id, key] : at_start) {
+    try {
+      scheduler_->trigger(id);  // on this replica, uncoordinated: Vixie cron's @reboot
+      log_.write("info", "at-start", "@reboot: run once at daemon start, on this replica", key);
+    } catch (const std::exception& e) {
+      log_.write("error", "at-start", std::string("@reboot: could not start: ") + e.what(), key);
+    }
+  }
+}
+
 int Daemon::run() {
   // Refused before anything runs when the server answers; a server down
   // at start is checked when it comes up.
@@ -375,6 +413,14 @@ int Daemon::run() {
   log_.write("info", "started",
              fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(), settings_.jobs_file,
                          coordination_.description, to_string(settings_.coordination)));
+  run_at_start_jobs();
+  if (settings_.watch) {
+    watcher_ = std::make_unique<FileWatcher>(settings_.jobs_file, [this] {
+      log_.write("info", "reload-requested", fmt::format("--watch: {} changed", settings_.jobs_file));
+      reload();
+    });
+    log_.write("info", "watching", fmt::format("{}: reloaded when it changes", settings_.jobs_file));
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);

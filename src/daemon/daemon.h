@@ -20,6 +20,7 @@
 
 namespace fleetcron::daemon {
 
+class FileWatcher;
 class MetricsServer;
 
 class Daemon {
@@ -44,6 +45,10 @@ class Daemon {
  private:
   struct Runtime;  // one job: its definition
   void add_job(const JobDefinition& job);
+  /// MAILTO= and other lines accepted but not acted on: one warning each.
+  void log_notices(const JobsFile& file);
+  /// Triggers each @reboot job once, at start (not at a reload).
+  void run_at_start_jobs();
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.
   bool apply_reload(const JobsFile& file);
@@ -83,6 +88,8 @@ class Daemon {
   std::thread readiness_;
   std::thread job_metrics_;  // with --metrics and a fleet state
   std::unique_ptr<MetricsServer> metrics_server_;
+  std::mutex reload_mutex_;  // one reload at a time: SIGHUP and --watch
+  std::unique_ptr<FileWatcher> watcher_;
   std::vector<std::string> base_environment_;
 };
 

@@ -1,5 +1,6 @@
 #include "daemon/jobs_file.h"
 
+#include "daemon/env_file.h"
 #include "daemon/settings.h"
 
 #include <fmt/format.h>
@@ -23,165 +24,50 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_'; }
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
-
-/// One line being parsed, for error positions.
-struct Line {
-  const std::string& path;
-  int number;
-  std::string_view text;
-
-  [[noreturn]] void fail(std::size_t offset, const std::string& reason) const {
-    throw JobsFileError(path, number, static_cast<int>(offset) + 1, reason);
-  }
-  std::size_t offset_of(std::string_view part) const { return static_cast<std::size_t>(part.data() - text.data()); }
-};
-
 std::string_view trim(std::string_view text) {
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && (is_space(text.back()) || text.back() == '\r')) text.remove_suffix(1);
   return text;
 }
 
-/// NAME=value, NAME = value, NAME="value", NAME='value'. nullopt if the
-/// line is not an assignment.
-std::optional<std::pair<std::string, std::string>> parse_assignment(const Line& line, std::string_view text) {
-  std::size_t i = 0;
-  if (text.empty() || !is_name_start(text[0])) return std::nullopt;
-  while (i < text.size() && is_name_char(text[i])) ++i;
-  const std::string_view name = text.substr(0, i);
-  while (i < text.size() && is_space(text[i])) ++i;
-  if (i >= text.size() || text[i] != '=') return std::nullopt;
-  ++i;
-  while (i < text.size() && is_space(text[i])) ++i;
-  std::string_view value = text.substr(i);
-  if (!value.empty() && (value.front() == '"' || value.front() == '\'')) {
-    const char quote = value.front();
-    if (value.size() < 2 || value.back() != quote) line.fail(line.offset_of(value), "unterminated quoted value");
-    value = value.substr(1, value.size() - 2);
-  }
-  return std::pair{std::string(name), std::string(value)};
-}
-
-struct Directive {
-  int line = 0;
-  std::optional<std::string> key;
-  std::optional<std::chrono::nanoseconds> timeout, jitter, catch_up;
-  std::optional<int> retries;
-  std::optional<Overlap> overlap;
-  std::optional<MissedFirePolicy> missed;
-  std::optional<DstGap> gap;
-  std::optional<DstOverlap> dst_overlap;
-  std::optional<RecoverPolicy> recover;
+/// A never-firing schedule for @reboot jobs: the daemon triggers them once
+/// at start.
+class AtStartSchedule final : public Schedule {
+ public:
+  [[nodiscard]] std::optional<Instant> next(Instant) const noexcept override { return std::nullopt; }
+  [[nodiscard]] std::string_view spec() const noexcept override { return "@reboot"; }
+  [[nodiscard]] bool is_manual() const noexcept override { return true; }
 };
 
-std::optional<MissedFirePolicy> missed_from_string(std::string_view text) {
-  if (text == "run-once") return MissedFirePolicy::run_once;
-  if (text == "skip") return MissedFirePolicy::skip;
-  if (text == "run-all") return MissedFirePolicy::run_all;
-  return std::nullopt;
-}
-
-std::optional<Overlap> overlap_from_string(std::string_view text) {
-  if (text == "skip") return Overlap::skip;
-  if (text == "allow") return Overlap::allow;
-  if (text == "queue") return Overlap::queue;
-  return std::nullopt;
-}
-
-Directive parse_directive(const Line& line, std::string_view body) {
-  Directive directive;
-  directive.line = line.number;
+/// Vixie cron's '%': the command up to the first unescaped '%' ("\%" is a
+/// '%'), and the text after it as standard input, each further unescaped
+/// '%' a newline and a final newline added if it lacks one.
+std::pair<std::string, std::optional<std::string>> split_percent(std::string_view text) {
+  std::string command;
   std::size_t i = 0;
-  while (i < body.size()) {
-    while (i < body.size() && is_space(body[i])) ++i;
-    if (i >= body.size()) break;
-    std::size_t end = i;
-    while (end < body.size() && !is_space(body[end])) ++end;
-    const std::string_view token = body.substr(i, end - i);
-    const std::size_t at = line.offset_of(token);
-    const std::size_t equals = token.find('=');
-    if (equals == std::string_view::npos || equals == 0) {
-      line.fail(at, fmt::format("expected name=value in a fleetcron directive, got \"{}\"", quote_for_message(token)));
-    }
-    const std::string_view name = token.substr(0, equals);
-    const std::string_view value = token.substr(equals + 1);
-    const std::size_t value_at = at + equals + 1;
-    if (value.empty()) line.fail(value_at, fmt::format("{}= needs a value", name));
-    auto duration = [&](std::string_view what) {
-      try {
-        const auto d = parse_duration(value);
-        if (d < std::chrono::nanoseconds::zero()) line.fail(value_at, fmt::format("{} must not be negative", what));
-        return d;
-      } catch (const DurationError& e) {
-        line.fail(value_at + e.position(), fmt::format("{}: {}", what, e.what()));
-      }
-    };
-    auto once = [&](bool already) {
-      if (already) line.fail(at, fmt::format("{} given twice", name));
-    };
-    if (name == "key") {
-      once(directive.key.has_value());
-      directive.key = std::string(value);
-    } else if (name == "timeout") {
-      once(directive.timeout.has_value());
-      directive.timeout = duration("timeout");
-    } else if (name == "jitter") {
-      once(directive.jitter.has_value());
-      directive.jitter = duration("jitter");
-    } else if (name == "retries") {
-      once(directive.retries.has_value());
-      int n = 0;
-      const auto [end_ptr, error] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (error != std::errc{} || end_ptr != value.data() + value.size() || n < 0 || n > 100) {
-        line.fail(value_at, fmt::format("retries: expected 0..100, got \"{}\"", quote_for_message(value)));
-      }
-      directive.retries = n;
-    } else if (name == "overlap") {
-      once(directive.overlap.has_value());
-      directive.overlap = overlap_from_string(value);
-      if (!directive.overlap) line.fail(value_at, fmt::format("overlap: expected skip, allow or queue, got \"{}\"", quote_for_message(value)));
-    } else if (name == "missed") {
-      once(directive.missed.has_value());
-      directive.missed = missed_from_string(value);
-      if (!directive.missed) {
-        line.fail(value_at, fmt::format("missed: expected run-once, skip or run-all, got \"{}\"", quote_for_message(value)));
-      }
-    } else if (name == "catch-up") {
-      once(directive.catch_up.has_value());
-      try {
-        directive.catch_up = parse_catch_up(value);
-      } catch (const std::invalid_argument& e) {
-        line.fail(value_at, fmt::format("catch-up: {}", e.what()));
-      }
-    } else if (name == "recover") {
-      once(directive.recover.has_value());
-      if (value == "report") {
-        directive.recover = RecoverPolicy::report;
-      } else if (value == "rerun") {
-        directive.recover = RecoverPolicy::rerun;
-      } else {
-        line.fail(value_at, fmt::format("recover: expected report or rerun, got \"{}\"", quote_for_message(value)));
-      }
-    } else if (name == "dst-gap") {
-      once(directive.gap.has_value());
-      directive.gap = dst_gap_from_string(value);
-      if (!directive.gap) line.fail(value_at, fmt::format("dst-gap: expected shift or skip, got \"{}\"", quote_for_message(value)));
-    } else if (name == "dst-overlap") {
-      once(directive.dst_overlap.has_value());
-      directive.dst_overlap = dst_overlap_from_string(value);
-      if (!directive.dst_overlap) {
-        line.fail(value_at, fmt::format("dst-overlap: expected first, last or both, got \"{}\"", quote_for_message(value)));
-      }
+  for (; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '%') {
+      command += '%';
+      ++i;
+    } else if (text[i] == '%') {
+      break;
     } else {
-      line.fail(at, fmt::format("unknown directive option \"{}\" (known: key, timeout, jitter, retries, overlap, "
-                                "missed, catch-up, recover, dst-gap, dst-overlap)",
-                                quote_for_message(name)));
+      command += text[i];
     }
-    i = end;
   }
-  return directive;
+  if (i >= text.size()) return {command, std::nullopt};
+  std::string input;
+  for (++i; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '%') {
+      input += '%';
+      ++i;
+    } else {
+      input += text[i] == '%' ? '\n' : text[i];
+    }
+  }
+  if (input.empty() || input.back() != '\n') input += '\n';
+  while (!command.empty() && is_space(command.back())) command.pop_back();
+  return {command, input};
 }
 
 std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 14695981039346656037ULL) {
@@ -194,21 +80,14 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 1469598103934665
 
 }  // namespace
 
-std::string_view to_string(Overlap overlap) noexcept {
-  switch (overlap) {
-    case Overlap::skip: return "skip";
-    case Overlap::allow: return "allow";
-    case Overlap::queue: return "queue";
-  }
-  return "unknown";
-}
-
 bool JobDefinition::same_definition(const JobDefinition& other) const {
   return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
          catch_up == other.catch_up && recover == other.recover &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
-         environment == other.environment;
+         environment == other.environment && at_start == other.at_start && scope == other.scope &&
+         input == other.input && working_directory == other.working_directory && env_file == other.env_file &&
+         user == other.user;
 }
 
 JobsFileError::JobsFileError(const std::string& file, int line, int column, const std::string& reason)
@@ -233,6 +112,8 @@ EntryOptions entry_options(const JobDefinition& job) {
   options.missed_fire = job.missed;
   options.catch_up_reach = job.catch_up;
   options.recover = job.recover;
+  // @reboot runs on the replica that starts, as scope=replica jobs do.
+  if (job.scope == JobScope::replica || job.at_start) options.scope = EntryScope::replica;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
   switch (job.overlap) {
     case Overlap::skip: options.overlap = OverlapPolicy::skip; break;
@@ -255,28 +136,35 @@ namespace {
 struct FileParser {
   const std::string& path;
   const ParseOptions& options;
+  const JobDefaults& defaults;
   JobsFile file;
   std::vector<std::pair<std::string, std::string>> environment;
   std::optional<std::string> zone;  // from CRON_TZ= / TZ= lines
   std::optional<Directive> directive;
   std::map<std::string, int> key_lines;
+  int file_settings_line = 0;
 
-  void fail_pending_directive(const Line& line, std::size_t at) const {
+  void fail_pending_directive(const SourceLine& line, std::size_t at) const {
     line.fail(at, fmt::format("the fleetcron directive on line {} must be followed by a job line", directive->line));
   }
-  void comment(const Line& line, std::string_view content);
-  void assignment(const Line& line, std::string_view content, std::pair<std::string, std::string> variable);
-  void job(const Line& line, std::string_view content);
+  void comment(const SourceLine& line, std::string_view content);
+  void file_settings(const SourceLine& line, std::string_view body);
+  void assignment(const SourceLine& line, std::string_view content, std::pair<std::string, std::string> variable);
+  void job(const SourceLine& line, std::string_view content);
   /// The spec's tokens (5 or 6 fields, or one @-word, or `@every D`) from
   /// `content`; returns the spec and sets `command` to the rest.
-  std::string_view split_spec(const Line& line, std::string_view content, std::string_view& command) const;
+  std::string_view split_spec(const SourceLine& line, std::string_view content, std::string_view& command) const;
   void apply_directive(JobDefinition& job, ParseOptions& parse) const;
-  void check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin);
+  void set_command(JobDefinition& job, std::string_view command) const;
+  void check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin);
 };
 
-void FileParser::comment(const Line& line, std::string_view content) {
+void FileParser::comment(const SourceLine& line, std::string_view content) {
   std::string_view body = trim(content.substr(1));
-  if (body.starts_with("fleetcron:")) {
+  if (body.starts_with("fleetcron-file:")) {
+    if (directive) fail_pending_directive(line, line.offset_of(content));
+    file_settings(line, body.substr(15));
+  } else if (body.starts_with("fleetcron:")) {
     if (directive) {
       line.fail(line.offset_of(content), fmt::format("a second fleetcron directive (the first is on line {})", directive->line));
     }
@@ -286,7 +174,25 @@ void FileParser::comment(const Line& line, std::string_view content) {
   }
 }
 
-void FileParser::assignment(const Line& line, std::string_view content, std::pair<std::string, std::string> variable) {
+// `# fleetcron-file: percent=literal`: settings of the whole file, before
+// its first job so that every job line means one thing.
+void FileParser::file_settings(const SourceLine& line, std::string_view body) {
+  if (file_settings_line > 0) line.fail(0, fmt::format("a second fleetcron-file line (the first is line {})", file_settings_line));
+  if (!file.jobs.empty()) line.fail(0, fmt::format("the fleetcron-file line must come before the first job (line {})",
+                                                   file.jobs.front().line));
+  file_settings_line = line.number;
+  const std::string_view setting = trim(body);
+  if (setting == "percent=literal") {
+    file.percent = PercentMode::literal;
+  } else if (setting == "percent=input") {
+    file.percent = PercentMode::input;
+  } else {
+    line.fail(line.offset_of(setting), fmt::format("unknown file setting \"{}\" (known: percent=input, percent=literal)",
+                                                   quote_for_message(setting)));
+  }
+}
+
+void FileParser::assignment(const SourceLine& line, std::string_view content, std::pair<std::string, std::string> variable) {
   if (directive) fail_pending_directive(line, line.offset_of(content));
   auto& [name, value] = variable;
   if (name == "CRON_TZ" || name == "TZ") {
@@ -300,10 +206,14 @@ void FileParser::assignment(const Line& line, std::string_view content, std::pai
     }
     zone = value;
   }
+  if (name == "MAILTO" || name == "MAILFROM") {
+    file.notices.push_back({line.number, fmt::format("{} is not supported: fleetcron sends no mail; use on-failure= "
+                                                     "(a command), notify= (a webhook) or ping= (docs/daemon.md)", name)});
+  }
   environment.emplace_back(std::move(name), std::move(value));
 }
 
-std::string_view FileParser::split_spec(const Line& line, std::string_view content, std::string_view& command) const {
+std::string_view FileParser::split_spec(const SourceLine& line, std::string_view content, std::string_view& command) const {
   const std::string_view raw = line.text;
   std::vector<std::string_view> tokens;
   std::size_t i = line.offset_of(content);
@@ -337,6 +247,9 @@ std::string_view FileParser::split_spec(const Line& line, std::string_view conte
 }
 
 void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const {
+  job.working_directory = defaults.dir;
+  job.env_file = defaults.env_file;
+  job.user = defaults.user;
   if (!directive) return;
   if (directive->gap || directive->dst_overlap) {
     DstPolicy dst = options.dst;
@@ -353,9 +266,28 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.missed = directive->missed;
   job.catch_up = directive->catch_up;
   job.recover = directive->recover.value_or(RecoverPolicy::report);
+  job.scope = directive->scope.value_or(JobScope::fleet);
+  auto take = [&](const std::optional<std::string>& value, std::size_t at, std::string& field, OptionOrigin& origin) {
+    if (!value) return;
+    field = *value;
+    origin = {directive->line, static_cast<int>(at) + 1};
+  };
+  take(directive->dir, directive->dir_at, job.working_directory, job.dir_origin);
+  take(directive->env_file, directive->env_file_at, job.env_file, job.env_file_origin);
+  take(directive->user, directive->user_at, job.user, job.user_origin);
 }
 
-void FileParser::check_key(const Line& line, const JobDefinition& job, std::size_t spec_begin) {
+void FileParser::set_command(JobDefinition& job, std::string_view command) const {
+  if (file.percent == PercentMode::literal) {
+    job.command = std::string(command);
+    return;
+  }
+  auto [text, input] = split_percent(command);
+  job.command = std::move(text);
+  job.input = std::move(input);
+}
+
+void FileParser::check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin) {
   if (job.key.find('@') != std::string::npos || job.key.size() > 1024 ||
       std::any_of(job.key.begin(), job.key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
     throw JobsFileError(path, directive ? directive->line : line.number, 1,
@@ -369,7 +301,7 @@ void FileParser::check_key(const Line& line, const JobDefinition& job, std::size
   if (file.jobs.size() >= max_jobs) line.fail(spec_begin, fmt::format("more than {} jobs", max_jobs));
 }
 
-void FileParser::job(const Line& line, std::string_view content) {
+void FileParser::job(const SourceLine& line, std::string_view content) {
   JobDefinition job;
   job.line = line.number;
   std::string_view command;
@@ -378,16 +310,18 @@ void FileParser::job(const Line& line, std::string_view content) {
   ParseOptions parse = options;
   if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
   apply_directive(job, parse);
-  // @every counts from the process start, not a wall clock: no zone.
-  job.spec = zone && !spec.starts_with("@every") ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
+  job.at_start = spec == "@reboot";
+  // @every counts from the epoch, and @reboot from the start: no zone.
+  job.spec = zone && !spec.starts_with("@every") && !job.at_start ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
   const std::size_t prefix = job.spec.size() - spec.size();
   try {
-    job.schedule = parse_schedule(job.spec, parse);
+    job.schedule = job.at_start ? std::make_shared<AtStartSchedule>() : parse_schedule(job.spec, parse);
   } catch (const ParseError& e) {
     const std::size_t at = e.position() >= prefix ? spec_begin + e.position() - prefix : spec_begin;
     line.fail(at, fmt::format("{}{}", e.field().empty() ? "" : "field " + e.field() + ": ", e.reason()));
   }
-  job.command = std::string(command);
+  set_command(job, command);
+  if (job.command.empty()) line.fail(line.offset_of(command), "empty command before '%' (write \\% for a literal %)");
   job.environment = environment;
   if (job.key.empty()) {
     job.key = derive_key(job.spec, job.command);
@@ -400,12 +334,13 @@ void FileParser::job(const Line& line, std::string_view content) {
 
 }  // namespace
 
-JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options) {
+JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options,
+                         const JobDefaults& defaults) {
   if (text.size() > max_jobs_file_bytes) {
     throw JobsFileError(path, 0, 0, fmt::format("{} bytes, above the limit of {}", text.size(), max_jobs_file_bytes));
   }
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
-  FileParser parser{path, options, {}, {}, {}, {}, {}};
+  FileParser parser{path, options, defaults, {}, {}, {}, {}, {}, 0};
   parser.file.path = path;
   int number = 0;
   std::size_t start = 0;
@@ -415,7 +350,7 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
     ++number;
     start = end + 1;
     if (raw.size() > max_line_bytes) throw JobsFileError(path, number, 1, fmt::format("line longer than {} bytes", max_line_bytes));
-    const Line line{path, number, raw};
+    const SourceLine line{path, number, raw};
     const std::string_view content = trim(raw);
     if (content.find('\0') != std::string_view::npos) line.fail(line.offset_of(content) + content.find('\0'), "NUL byte");
     if (content.empty()) {
@@ -435,13 +370,15 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
   return std::move(parser.file);
 }
 
-JobsFile load_jobs_file(const std::string& path, const ParseOptions& options) {
+JobsFile load_jobs_file(const std::string& path, const ParseOptions& options, const JobDefaults& defaults) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JobsFileError(path, 0, 0, fmt::format("cannot read: {}", std::strerror(errno)));
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw JobsFileError(path, 0, 0, "read error");
-  return parse_jobs_file(content.str(), path, options);
+  JobsFile file = parse_jobs_file(content.str(), path, options, defaults);
+  resolve_job_resources(file);
+  return file;
 }
 
 }  // namespace fleetcron::daemon

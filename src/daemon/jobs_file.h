@@ -6,9 +6,13 @@
 //   # fleetcron: key=nightly timeout=30m jitter=10s retries=3 overlap=skip missed=run-once dst-gap=skip
 //   0 3 * * *  /usr/local/bin/backup --full
 //
-// A job line is a spec (5 fields, 6 with seconds first when enabled, or a
-// descriptor such as @daily or @every 90s) then the command, run with
-// /bin/sh -c. '%' is not special (unlike Vixie cron).
+// A job line is a spec (5 fields, 6 with seconds first when enabled, a
+// descriptor such as @daily or @every 90s, or @reboot) then the command,
+// run with SHELL -c (/bin/sh unless a SHELL= line says otherwise). As in
+// Vixie cron an unescaped '%' ends the command, the text after it is the
+// job's standard input (each further '%' a newline) and "\%" is a '%',
+// unless a "# fleetcron-file: percent=literal" line keeps '%' literal.
+// MAILTO= lines are accepted and reported as not supported (notices).
 #pragma once
 
 #include <chrono>
@@ -20,6 +24,9 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/job_directives.h"
+#include "daemon/run_as.h"
+#include "daemon/settings.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/events.h"
 #include "fleetcron/schedule.h"
@@ -27,13 +34,18 @@
 
 namespace fleetcron::daemon {
 
-/// What a fire does when the previous run of the same job still runs.
-enum class Overlap {
-  skip,   ///< the fire is skipped and reported (default)
-  allow,  ///< runs concurrently
-  queue,  ///< waits for the running one; at most one waiting run
+/// How the jobs file reads '%' in a command (`# fleetcron-file: percent=`).
+enum class PercentMode {
+  input,    ///< Vixie cron: '%' starts the standard input, "\%" is a '%' (default)
+  literal,  ///< '%' and '\' reach the shell as written
 };
-[[nodiscard]] std::string_view to_string(Overlap overlap) noexcept;
+
+/// Where an option of a job was written: line and column (1-based) of its
+/// directive, or line 0 for the config file's [defaults].
+struct OptionOrigin {
+  int line = 0;
+  int column = 0;
+};
 
 /// One job of the jobs file: its schedule, command and options (not to be
 /// confused with fleetcron::Job, the callable a scheduler entry runs).
@@ -54,7 +66,25 @@ struct JobDefinition {
   /// `recover=`: whether a replica that finds a run of it lost runs it again.
   RecoverPolicy recover = RecoverPolicy::report;
   std::optional<DstPolicy> dst;
-  /// The file's NAME=value lines above this job, in order.
+  /// `@reboot`: runs once when the daemon starts, on that replica, not
+  /// claimed (Vixie cron's meaning); `schedule` never fires.
+  bool at_start = false;
+  /// `scope=replica`: every replica runs it; never claimed or leader-gated.
+  JobScope scope = JobScope::fleet;
+  /// The text after the command's first unescaped '%' (percent=input).
+  std::optional<std::string> input;
+  /// `dir=`: where it runs (absolute; a relative one is resolved against
+  /// the jobs file's directory); empty: the daemon's working directory.
+  std::string working_directory;
+  /// `env-file=`: a dotenv file (resolved like dir=), read at load and
+  /// reload: its variables follow the file's in `environment`.
+  std::string env_file;
+  /// `user=`: the account it runs as; `run_as` is set at load when the
+  /// run must switch to it (the daemon is root and it is another user).
+  std::string user;
+  std::optional<RunAs> run_as;
+  OptionOrigin dir_origin, env_file_origin, user_origin;
+  /// The file's NAME=value lines above this job, in order, then its env file's.
   std::vector<std::pair<std::string, std::string>> environment;
   SchedulePtr schedule;
 
@@ -62,9 +92,18 @@ struct JobDefinition {
   [[nodiscard]] bool same_definition(const JobDefinition& other) const;
 };
 
+/// A line accepted but not acted on (MAILTO=): `validate` and the start
+/// log report it.
+struct JobsFileNotice {
+  int line = 0;
+  std::string message;
+};
+
 struct JobsFile {
   std::string path;
   std::vector<JobDefinition> jobs;
+  std::vector<JobsFileNotice> notices;
+  PercentMode percent = PercentMode::input;
 };
 
 /// file:line:column: what is wrong.
@@ -84,11 +123,19 @@ inline constexpr std::size_t max_jobs = 10'000;
 inline constexpr std::size_t max_line_bytes = 16 * 1024;
 
 /// Parses `text`; `path` names it in errors. `options` gives the seconds
-/// field and the default zone. Throws JobsFileError.
-[[nodiscard]] JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options);
-/// Reads and parses a file; a missing or unreadable file is a JobsFileError
-/// at line 0.
-[[nodiscard]] JobsFile load_jobs_file(const std::string& path, const ParseOptions& options);
+/// field and the default zone; `defaults` the options of the jobs whose
+/// directives leave them unset. Throws JobsFileError. It reads nothing
+/// else: load_jobs_file() resolves directories, env files and users.
+[[nodiscard]] JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options,
+                                       const JobDefaults& defaults = {});
+/// Reads and parses a file, then checks each job's directory, reads its env
+/// file and looks up its user (resolve_job_resources); a missing or
+/// unreadable file is a JobsFileError at line 0.
+[[nodiscard]] JobsFile load_jobs_file(const std::string& path, const ParseOptions& options,
+                                      const JobDefaults& defaults = {});
+/// What load_jobs_file() does after parsing; throws JobsFileError at the
+/// option's position (or the job's line, for [defaults]).
+void resolve_job_resources(JobsFile& file);
 
 /// How the daemon reads jobs: seconds field required or none, the zone,
 /// and `@every` counted from the epoch (the same instants on every replica).

@@ -37,6 +37,7 @@ struct Flags {
       fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent, history;
   bool seconds = false;
+  bool watch = false;
   bool require_noeviction = false;
   bool catch_up_beyond_claim_ttl = false;
 };
@@ -45,6 +46,7 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--config", flags.config, "TOML config file (flags win over it)");
   if (with_jobs) command->add_option("jobs", flags.jobs, "The jobs file (crontab syntax)");
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
+  command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
   command->add_option("--coordinator", flags.coordinator, "memory (default), redis://… or nats://…?bucket=…");
   command->add_option("--coordinator-password-file", flags.coordinator_password_file,
@@ -95,6 +97,7 @@ Settings build_settings(const Flags& flags) {
   if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
   if (flags.jobs) settings.jobs_file = *flags.jobs;
   if (flags.seconds) settings.seconds = true;
+  if (flags.watch) settings.watch = true;
   if (flags.zone) settings.zone = *flags.zone;
   if (flags.coordinator) settings.coordinator = *flags.coordinator;
   if (flags.coordinator_password_file) settings.coordinator_password_file = *flags.coordinator_password_file;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <grp.h>
 #include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,48 +159,116 @@ std::string CommandResult::describe() const {
 
 namespace {
 
-// Spawns `spec`'s shell in a process group of its own with stdout and
-// stderr on the pipes' write ends; registers it as owned. Returns its pid,
-// or -1 with result.start_error set.
-pid_t spawn(const CommandSpec& spec, const Fd& out_write, const Fd& err_write, CommandResult& result) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err_write.get(), 2);
-  // Nothing else of the daemon reaches the job: hiredis, nats.c and the
-  // metrics server open sockets without O_CLOEXEC, and a job's background
-  // child must not keep the daemon's port or connections open.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t no_signals, all_signals;
+/// What the child must do between fork() and exec(), prepared before the
+/// fork: after it only async-signal-safe calls are allowed (no allocation).
+struct ChildPlan {
+  std::string shell, dash_c = "-c", command;
+  std::vector<std::string> environment;
+  std::vector<char*> argv, envp;
+  int input = -1, output = -1, errors = -1, report = -1;  // report: the CLOEXEC pipe exec() closes
+  const char* directory = nullptr;
+  const RunAs* run_as = nullptr;
+};
+
+/// A failed step in the child, as the parent reads it from the report pipe.
+struct ChildFailure {
+  int step = 0;  // index into child_steps
+  int error = 0;
+};
+constexpr const char* child_steps[] = {"setpgid", "dup2", "chdir", "setgroups", "setgid", "setuid", "exec"};
+
+[[noreturn]] void child_fail(const ChildPlan& plan, int step) {
+  const ChildFailure failure{step, errno};
+  (void)!write(plan.report, &failure, sizeof failure);
+  _exit(127);
+}
+
+[[noreturn]] void run_child(const ChildPlan& plan) {
+  // Its own process group (so a timeout reaches its children), default
+  // dispositions and no blocked signals, whatever the daemon's threads have.
+  if (setpgid(0, 0) != 0) child_fail(plan, 0);
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) ::signal(signal_number, SIG_DFL);
+  sigset_t no_signals;
   sigemptyset(&no_signals);
-  sigfillset(&all_signals);
-  // Its own process group (so a timeout reaches its children), no blocked
-  // signals and default dispositions, whatever the daemon's threads have.
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawnattr_setsigmask(&attributes, &no_signals);
-  posix_spawnattr_setsigdefault(&attributes, &all_signals);
-  std::string shell = spec.shell, dash_c = "-c", command = spec.command;
-  std::vector<char*> argv{shell.data(), dash_c.data(), command.data(), nullptr};
-  std::vector<std::string> environment = spec.environment;
-  std::vector<char*> envp;
-  for (auto& entry : environment) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  std::unique_lock owning(owned_mutex);  // spawned and owned at once: reap_orphans() never takes it
-  const int spawn_error = posix_spawn(&pid, shell.c_str(), &actions, &attributes, argv.data(), envp.data());
-  if (spawn_error == 0) owned.insert(pid);
-  owning.unlock();
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  if (spawn_error != 0) {
-    result.start_error = fmt::format("{}: {}", spec.shell, std::strerror(spawn_error));
+  sigprocmask(SIG_SETMASK, &no_signals, nullptr);
+  if (dup2(plan.input, 0) < 0 || dup2(plan.output, 1) < 0 || dup2(plan.errors, 2) < 0) child_fail(plan, 1);
+  // Nothing else of the daemon reaches the job: hiredis, nats.c and the
+  // HTTP server open sockets without O_CLOEXEC, and a job's background
+  // child must not keep the daemon's port or connections open. The report
+  // pipe stays (CLOEXEC: exec closes it, which tells the parent it worked).
+  if (plan.report > 3) close_range(3, static_cast<unsigned>(plan.report) - 1, 0);
+  close_range(static_cast<unsigned>(plan.report) + 1, ~0U, 0);
+  if (plan.directory != nullptr && chdir(plan.directory) != 0) child_fail(plan, 2);
+  if (plan.run_as != nullptr) {
+    if (setgroups(plan.run_as->groups.size(), plan.run_as->groups.data()) != 0) child_fail(plan, 3);
+    if (setgid(plan.run_as->gid) != 0) child_fail(plan, 4);
+    if (setuid(plan.run_as->uid) != 0) child_fail(plan, 5);
+  }
+  execve(plan.shell.c_str(), plan.argv.data(), plan.envp.data());
+  child_fail(plan, 6);
+}
+
+/// After the fork: EOF on the report pipe means exec() worked.
+bool child_started(int report, const CommandSpec& spec, CommandResult& result) {
+  ChildFailure failure;
+  ssize_t got = 0;
+  do {
+    got = read(report, &failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  if (got != static_cast<ssize_t>(sizeof failure)) return true;
+  const std::string_view step = child_steps[failure.step];
+  if (step == "exec") {
+    result.start_error = fmt::format("{}: {}", spec.shell, std::strerror(failure.error));
+  } else if (step == "chdir") {
+    result.start_error = fmt::format("dir={}: {}", spec.working_directory, std::strerror(failure.error));
+  } else if (spec.run_as && (step == "setgroups" || step == "setgid" || step == "setuid")) {
+    result.start_error = fmt::format("user={}: {}: {}", spec.run_as->name, step, std::strerror(failure.error));
+  } else {
+    result.start_error = fmt::format("{}: {}", step, std::strerror(failure.error));
+  }
+  return false;
+}
+
+// Starts `spec`'s shell with stdin, stdout and stderr on the given pipe
+// ends; registers it as owned. Returns its pid, or -1 with
+// result.start_error set (the child, if any, reaped).
+pid_t spawn(const CommandSpec& spec, const Fd& input, const Fd& out_write, const Fd& err_write, CommandResult& result) {
+  ChildPlan plan;
+  plan.shell = spec.shell;
+  plan.command = spec.command;
+  plan.environment = spec.environment;
+  plan.argv = {plan.shell.data(), plan.dash_c.data(), plan.command.data(), nullptr};
+  for (auto& entry : plan.environment) plan.envp.push_back(entry.data());
+  plan.envp.push_back(nullptr);
+  plan.input = input.get();
+  plan.output = out_write.get();
+  plan.errors = err_write.get();
+  if (!spec.working_directory.empty()) plan.directory = spec.working_directory.c_str();
+  if (spec.run_as) plan.run_as = &*spec.run_as;
+  std::array<int, 2> report{};
+  if (pipe2(report.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
     return -1;
   }
-  return pid;
+  Fd report_read(report[0]), report_write(report[1]);
+  plan.report = report_write.get();
+  std::unique_lock owning(owned_mutex);  // forked and owned at once: reap_orphans() never takes it
+  const pid_t pid = fork();
+  if (pid == 0) run_child(plan);
+  const int fork_error = errno;
+  if (pid > 0) owned.insert(pid);
+  owning.unlock();
+  report_write.reset();
+  if (pid < 0) {
+    result.start_error = std::string("fork: ") + std::strerror(fork_error);
+    return -1;
+  }
+  if (child_started(report_read.get(), spec, result)) return pid;
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  std::lock_guard guard(owned_mutex);
+  owned.erase(pid);
+  return -1;
 }
 
 // Reads the output until the shell exited and its pipes closed (or the
@@ -264,6 +332,38 @@ std::optional<Clock::time_point> supervise(pid_t pid, const CommandSpec& spec, s
   return std::nullopt;
 }
 
+/// The job's stdin: /dev/null, or a pipe holding `spec.input` (at most
+/// max_input_bytes, below a pipe's capacity, so it is written whole now
+/// and the job reads it to its end, EOF, at its own pace).
+Fd open_input(const CommandSpec& spec, CommandResult& result) {
+  if (!spec.input) {
+    Fd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (null.get() < 0) result.start_error = std::string("/dev/null: ") + std::strerror(errno);
+    return null;
+  }
+  if (spec.input->size() > max_input_bytes) {
+    result.start_error = fmt::format("standard input of {} bytes, above the limit of {}", spec.input->size(), max_input_bytes);
+    return Fd();
+  }
+  std::array<int, 2> ends{};
+  if (pipe2(ends.data(), O_CLOEXEC) != 0) {
+    result.start_error = std::string("pipe: ") + std::strerror(errno);
+    return Fd();
+  }
+  Fd read_end(ends[0]), write_end(ends[1]);
+  std::size_t written = 0;
+  while (written < spec.input->size()) {
+    const ssize_t n = write(write_end.get(), spec.input->data() + written, spec.input->size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      result.start_error = std::string("writing standard input: ") + std::strerror(errno);
+      return Fd();
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  return read_end;
+}
+
 }  // namespace
 
 CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink) {
@@ -280,7 +380,10 @@ CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const O
     return result;
   }
   Fd err_read(err_pipe[0]), err_write(err_pipe[1]);
-  const pid_t pid = spawn(spec, out_write, err_write, result);
+  Fd input = open_input(spec, result);
+  if (input.get() < 0) return result;
+  const pid_t pid = spawn(spec, input, out_write, err_write, result);
+  input.reset();
   out_write.reset();
   err_write.reset();
   if (pid < 0) return result;

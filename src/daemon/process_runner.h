@@ -1,5 +1,5 @@
 // Runs one command the way cron does: SHELL -c COMMAND in its own process
-// group, with a given environment; reads its stdout and stderr line by line
+// group, with a given environment, directory, account and standard input; reads its stdout and stderr line by line
 // (bounded), and ends it on timeout or stop: SIGTERM to the whole group,
 // then SIGKILL after a grace period.
 #pragma once
@@ -7,16 +7,29 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "daemon/run_as.h"
+
 namespace fleetcron::daemon {
+
+/// The most standard input a run gets (the text after '%' in a job line is
+/// bounded by the line's 16 KiB): less than a pipe holds, written at once.
+inline constexpr std::size_t max_input_bytes = 32 * 1024;
 
 struct CommandSpec {
   std::string shell = "/bin/sh";
   std::string command;
+  /// Standard input (Vixie cron's text after '%'); nullopt: /dev/null.
+  std::optional<std::string> input;
+  /// Where it runs (dir=); empty: the daemon's working directory.
+  std::string working_directory;
+  /// The account it runs as (user=; the daemon must be root); nullopt: the daemon's.
+  std::optional<RunAs> run_as;
   /// The complete environment, "NAME=value" each.
   std::vector<std::string> environment;
   std::chrono::nanoseconds timeout{0};  // 0: none

@@ -26,6 +26,14 @@ enum class LeadershipLoss {
 [[nodiscard]] std::string_view to_string(LeadershipLoss policy) noexcept;
 [[nodiscard]] std::optional<LeadershipLoss> leadership_loss_from_string(std::string_view text) noexcept;
 
+/// The options of every job whose directive leaves them unset (TOML
+/// [defaults]; the directives of the same names, docs/daemon.md).
+struct JobDefaults {
+  std::string dir;       // dir=
+  std::string env_file;  // env-file=
+  std::string user;      // user=
+};
+
 struct Settings {
   std::string jobs_file;
   bool seconds = false;
@@ -77,6 +85,9 @@ struct Settings {
   std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
   std::size_t max_concurrent = 64;
   std::size_t max_output_bytes = 1 << 20;
+  JobDefaults job_defaults;
+  /// Reload when the jobs file changes (inotify; ConfigMap swaps too), as SIGHUP does.
+  bool watch = false;
 };
 
 /// The Redis prefix of the fleet state: fleet_prefix if set; else

@@ -1,5 +1,10 @@
 // The jobs file: syntax, directives, keys, and errors with file:line:column.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "daemon/jobs_file.h"
 #include "fleetcron/rfc3339.h"
@@ -94,7 +99,8 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"0 0 * * *\n", "jobs.cron:1:10: missing command after the spec"},
       {"@hourly\n", "jobs.cron:1:8: missing command after the spec"},
       {"@every 0s echo\n", "jobs.cron:1:8: field @every: interval 0s below minimum 1ms"},
-      {"@reboot echo\n", "jobs.cron:1:1: field descriptor:"},
+      {"@rebooted echo\n", "jobs.cron:1:1: field descriptor:"},
+      {"@reboot\n", "jobs.cron:1:8: missing command after the spec"},
       {"# fleetcron: timeout=soon\n0 * * * * x\n", "jobs.cron:1:22: timeout:"},
       {"# fleetcron: colour=red\n0 * * * * x\n", "jobs.cron:1:14: unknown directive option \"colour\""},
       {"# fleetcron: overlap=sometimes\n0 * * * * x\n", "jobs.cron:1:22: overlap: expected skip, allow or queue"},
@@ -151,6 +157,156 @@ TEST(JobsFile, MissingFileAndLimits) {
     EXPECT_STREQ(e.what(), "/nonexistent/jobs.cron: cannot read: No such file or directory");
   }
   EXPECT_EQ(error_of(std::string(max_line_bytes + 1, '#')).find("jobs.cron:1:1: line longer than"), 0u);
+}
+
+TEST(JobsFile, PercentEndsTheCommandAndTheRestIsStandardInputAsInVixieCron) {
+  const auto file = parse(R"(0 * * * *  mail -s "disk %" root%Dear root,%%the disk is 90\% full
+0 * * * *  date +\%Y-\%m-\%d
+0 * * * *  cat %
+0 * * * *  printf '%s\n' x
+)");
+  ASSERT_EQ(file.jobs.size(), 4u);
+  EXPECT_EQ(file.jobs[0].command, "mail -s \"disk");
+  ASSERT_TRUE(file.jobs[0].input);
+  EXPECT_EQ(*file.jobs[0].input, "\" root\nDear root,\n\nthe disk is 90% full\n");
+  EXPECT_EQ(file.jobs[1].command, "date +%Y-%m-%d");  // the backslash does not reach the shell
+  EXPECT_FALSE(file.jobs[1].input);
+  ASSERT_TRUE(file.jobs[2].input);
+  EXPECT_EQ(*file.jobs[2].input, "\n");  // an empty input is one newline, as cron writes it
+  EXPECT_EQ(file.jobs[3].command, "printf '");  // as cron: quotes do not protect '%'
+  EXPECT_EQ(error_of("0 * * * *  %input\n"), "jobs.cron:1:12: empty command before '%' (write \\% for a literal %)");
+}
+
+TEST(JobsFile, AFileSettingKeepsPercentLiteral) {
+  const auto file = parse("# fleetcron-file: percent=literal\n0 * * * *  date +%Y\\%m\n");
+  ASSERT_EQ(file.jobs.size(), 1u);
+  EXPECT_EQ(file.percent, PercentMode::literal);
+  EXPECT_EQ(file.jobs[0].command, "date +%Y\\%m");
+  EXPECT_FALSE(file.jobs[0].input);
+  EXPECT_EQ(error_of("0 * * * * true\n# fleetcron-file: percent=literal\n"),
+            "jobs.cron:2:1: the fleetcron-file line must come before the first job (line 1)");
+  EXPECT_EQ(error_of("# fleetcron-file: percent=maybe\n"),
+            "jobs.cron:1:19: unknown file setting \"percent=maybe\" (known: percent=input, percent=literal)");
+  EXPECT_EQ(error_of("# fleetcron-file: percent=input\n# fleetcron-file: percent=literal\n"),
+            "jobs.cron:2:1: a second fleetcron-file line (the first is line 1)");
+}
+
+TEST(JobsFile, ASystemCrontabValidatesAsCronReadsIt) {
+  const auto file = parse(R"(# /etc/crontab: system-wide crontab
+SHELL=/bin/sh
+PATH=/usr/local/sbin:/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin
+MAILTO=root
+
+@reboot     echo booted
+17 *  * * * cd / && run-parts --report /etc/cron.hourly
+@daily      test -x /usr/sbin/anacron || ( cd / && run-parts --report /etc/cron.daily )
+5 0 * * *   tar czf /backup/$(date +\%F).tgz /etc
+)");
+  ASSERT_EQ(file.jobs.size(), 4u);
+  ASSERT_EQ(file.notices.size(), 1u);
+  EXPECT_EQ(file.notices[0].line, 4);
+  EXPECT_NE(file.notices[0].message.find("MAILTO is not supported"), std::string::npos);
+  EXPECT_NE(file.notices[0].message.find("on-failure="), std::string::npos);
+  EXPECT_TRUE(file.jobs[0].at_start);
+  EXPECT_EQ(file.jobs[0].spec, "@reboot");
+  EXPECT_FALSE(file.jobs[0].schedule->next(parse_rfc3339("2026-01-01T00:00:00Z")));
+  EXPECT_EQ(entry_options(file.jobs[0]).scope, EntryScope::replica);
+  EXPECT_FALSE(file.jobs[1].at_start);
+  EXPECT_EQ(entry_options(file.jobs[1]).scope, EntryScope::fleet);
+  EXPECT_EQ(file.jobs[3].command, "tar czf /backup/$(date +%F).tgz /etc");
+  EXPECT_EQ(file.jobs[3].environment.back(), (std::pair<std::string, std::string>{"MAILTO", "root"}));
+}
+
+TEST(JobsFile, ScopeDirEnvFileAndUserDirectives) {
+  const auto file = parse(R"(# fleetcron: scope=replica dir="/srv/my app" env-file=app.env user=nobody
+*/5 * * * *  ./warm-cache
+)");
+  ASSERT_EQ(file.jobs.size(), 1u);
+  const JobDefinition& job = file.jobs[0];
+  EXPECT_EQ(job.scope, JobScope::replica);
+  EXPECT_EQ(entry_options(job).scope, EntryScope::replica);
+  EXPECT_EQ(job.working_directory, "/srv/my app");
+  EXPECT_EQ(job.env_file, "app.env");
+  EXPECT_EQ(job.user, "nobody");
+  EXPECT_EQ(job.dir_origin.line, 1);
+  EXPECT_EQ(job.dir_origin.column, 32);
+  EXPECT_EQ(error_of("# fleetcron: scope=everywhere\n0 * * * * x\n"),
+            "jobs.cron:1:20: scope: expected fleet or replica, got \"everywhere\"");
+  EXPECT_EQ(error_of("# fleetcron: dir=\"/a b\n0 * * * * x\n"), "jobs.cron:1:18: unterminated quoted value");
+  // Defaults apply where the directive says nothing.
+  ParseOptions options;
+  const auto defaulted = parse_jobs_file("# fleetcron: user=root\n0 * * * * a\n0 * * * * b\n", "jobs.cron", options,
+                                         JobDefaults{.dir = "/tmp", .env_file = "", .user = "nobody"});
+  EXPECT_EQ(defaulted.jobs[0].user, "root");
+  EXPECT_EQ(defaulted.jobs[1].user, "nobody");
+  EXPECT_EQ(defaulted.jobs[1].working_directory, "/tmp");
+  EXPECT_EQ(defaulted.jobs[1].user_origin.line, 0);
+}
+
+/// A scratch directory with files, removed at the end.
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    char name[] = "/tmp/fleetcron-jobs-XXXXXX";
+    dir = mkdtemp(name);
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string load_error(const std::string& jobs, const JobDefaults& defaults = {}) const {
+    try {
+      (void)load_jobs_file(write("jobs.cron", jobs), {}, defaults);
+    } catch (const JobsFileError& e) {
+      return std::string(e.what()).substr(dir.size() + 1);
+    }
+    return "(no error)";
+  }
+};
+
+TEST(JobsFile, LoadReadsEnvFilesAndChecksDirectoriesAndUsers) {
+  const Scratch scratch;
+  scratch.write("app.env", "# settings\nexport MODE=fast\nGREETING=\"hello world\"\n\nMODE=faster\n");
+  std::filesystem::create_directory(scratch.dir + "/work");
+  const auto file = load_jobs_file(
+      scratch.write("jobs.cron", "MODE=slow\n# fleetcron: env-file=app.env dir=work user=root\n0 * * * * true\n"), {});
+  ASSERT_EQ(file.jobs.size(), 1u);
+  const JobDefinition& job = file.jobs[0];
+  EXPECT_EQ(job.env_file, scratch.dir + "/app.env");  // relative to the jobs file
+  EXPECT_EQ(job.working_directory, scratch.dir + "/work");
+  using V = std::pair<std::string, std::string>;
+  EXPECT_EQ(job.environment, (std::vector<V>{{"MODE", "slow"}, {"MODE", "fast"}, {"GREETING", "hello world"}, {"MODE", "faster"}}));
+  if (geteuid() == 0) {
+    ASSERT_TRUE(job.run_as);
+    EXPECT_EQ(job.run_as->uid, 0u);
+  }
+  EXPECT_EQ(scratch.load_error("# fleetcron: dir=missing\n0 * * * * x\n"),
+            fmt::format("jobs.cron:1:18: dir: {}/missing: No such file or directory", scratch.dir));
+  EXPECT_EQ(scratch.load_error("# fleetcron: dir=app.env\n0 * * * * x\n"),
+            fmt::format("jobs.cron:1:18: dir: {}/app.env: not a directory", scratch.dir));
+  EXPECT_EQ(scratch.load_error("# fleetcron: user=no-such-user-here\n0 * * * * x\n"),
+            "jobs.cron:1:19: user: user \"no-such-user-here\" does not exist (not in the passwd database)");
+  EXPECT_EQ(scratch.load_error("0 * * * * x\n", JobDefaults{.dir = "", .env_file = "/dev/null", .user = ""}),
+            "jobs.cron:1:1: env-file (from [defaults]): /dev/null: not a regular file");
+  scratch.write("bad.env", "A=1\nnot an assignment\n");
+  try {
+    (void)load_jobs_file(scratch.write("jobs.cron", "# fleetcron: env-file=bad.env\n0 * * * * x\n"), {});
+    FAIL();
+  } catch (const JobsFileError& e) {
+    EXPECT_EQ(std::string(e.what()), scratch.dir + "/bad.env:2:1: expected NAME=value, got \"not an assignment\"");
+  }
+}
+
+TEST(JobsFile, WithoutRootOnlyTheDaemonsOwnUserIsAccepted) {
+  const RunAs nobody = resolve_run_as("nobody");
+  if (geteuid() == 0) {
+    EXPECT_EQ(run_as_refusal(nobody), "");
+  } else {
+    EXPECT_NE(run_as_refusal(nobody).find("not root"), std::string::npos);
+  }
+  EXPECT_EQ(run_as_refusal(resolve_run_as(std::to_string(geteuid()))), "");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // The process runner with real /bin/sh processes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -181,6 +183,46 @@ TEST(ProcessRunner, ACommandThatCannotStartIsAFailedResultNotACrash) {
   const auto missing = run_command(spec("/nonexistent/program"), {}, {});
   EXPECT_TRUE(missing.started);
   EXPECT_EQ(missing.exit_code, 127);  // the shell's "not found"
+}
+
+TEST(ProcessRunner, StandardInputDirectoryAndAccount) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto s = spec("cat; pwd; id -u; id -G");
+  s.input = "first line\nsecond line\n";
+  s.working_directory = dir;
+  const bool root = geteuid() == 0;
+  if (root) s.run_as = resolve_run_as("nobody");
+  Output output;
+  const auto result = run_command(s, {}, output.sink());
+  ASSERT_TRUE(result.succeeded()) << result.describe();
+  ASSERT_EQ(output.lines.size(), 5u);
+  EXPECT_EQ(output.lines[0], "stdout: first line");
+  EXPECT_EQ(output.lines[1], "stdout: second line");
+  EXPECT_EQ(output.lines[2], "stdout: " + std::filesystem::canonical(dir).string());
+  const RunAs expected = root ? resolve_run_as("nobody") : resolve_run_as(std::to_string(geteuid()));
+  EXPECT_EQ(output.lines[3], "stdout: " + std::to_string(expected.uid));
+  if (root) {
+    std::string groups;
+    for (const gid_t g : expected.groups) groups += (groups.empty() ? "" : " ") + std::to_string(g);
+    EXPECT_EQ(output.lines[4], "stdout: " + groups);  // the user's groups, none of the daemon's
+  }
+}
+
+TEST(ProcessRunner, AMissingDirectoryOrAnOversizedInputIsAStartError) {
+  auto s = spec("true");
+  s.working_directory = "/nonexistent/dir";
+  const auto result = run_command(s, {}, {});
+  EXPECT_FALSE(result.started);
+  EXPECT_EQ(result.describe(), "not started: dir=/nonexistent/dir: No such file or directory");
+  auto big = spec("cat >/dev/null");
+  big.input = std::string(max_input_bytes + 1, 'x');
+  EXPECT_EQ(run_command(big, {}, {}).describe(),
+            fmt::format("not started: standard input of {} bytes, above the limit of {}", max_input_bytes + 1, max_input_bytes));
+  auto full = spec("wc -c");
+  full.input = std::string(max_input_bytes, 'x');
+  Output output;
+  ASSERT_TRUE(run_command(full, {}, output.sink()).succeeded());
+  EXPECT_EQ(output.lines.at(0), fmt::format("stdout: {}", max_input_bytes));
 }
 
 }  // namespace

@@ -139,6 +139,39 @@ TEST(Coordination, FailingBackendsSkipWithTheReasonButManualTriggersRun) {
   }
 }
 
+TEST(Coordination, AReplicaScopedEntryRunsOnEveryReplicaWhateverTheClaimerAndElectorSay) {
+  // A follower whose every claim fails: the fleet's entries are skipped,
+  // the replica-scoped one (local cleanup, say) runs each fire here, with
+  // no claim and no term; jitter is allowed, as nothing is gated.
+  Harness h;
+  auto options = h.options();
+  options.claimer = std::make_shared<FailingClaimer>();
+  options.elector = std::make_shared<Follower>();
+  Scheduler s(options);
+  std::atomic<int> local{0};
+  std::atomic<std::uint64_t> fence{99};
+  s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "fleet"});
+  s.add("* * * * *", [&](const FireContext& fire, std::stop_token) {
+    fence = fire.fence;
+    ++local;
+  }, EntryOptions{.key = "local", .scope = EntryScope::replica});
+  {  // leader mode alone refuses jitter (a handover inside it could run a fire twice), not for the replica's own
+    auto leader_only = h.options();
+    leader_only.elector = std::make_shared<Follower>();
+    const Scheduler rules(leader_only);
+    EXPECT_THROW(rules.check("* * * * *", EntryOptions{.key = "gated", .jitter = 5s}), std::invalid_argument);
+    EXPECT_NO_THROW(rules.check("* * * * *", EntryOptions{.key = "spread", .jitter = 5s, .scope = EntryScope::replica}));
+  }
+  s.start();
+  for (int minute = 1; minute <= 3; ++minute) {
+    h.advance(60s, 1, [&] { return local.load() == minute && h.log->count<SkippedFireEvent>() == std::size_t(minute); });
+  }
+  EXPECT_EQ(local.load(), 3);
+  EXPECT_EQ(fence.load(), 0u);
+  for (const auto& skipped : h.log->all<SkippedFireEvent>()) EXPECT_TRUE(skipped.fire_key.starts_with("fleet@")) << skipped.fire_key;
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 // Records each claim_batch() call; grants even-numbered keys, refuses the
 // others as taken, and reports clock skew for keys starting with "skew".
 class BatchRecorder final : public Claimer {

@@ -1,0 +1,34 @@
+// --watch: reloads the jobs file when it changes (inotify), including a
+// Kubernetes ConfigMap update, where the kubelet swaps a symlink in the
+// mounted directory (..data -> ..2026_12_03_…) atomically and the file is
+// a symlink through it. Both the directory of the path as given and the
+// directory of the file it resolves to are watched, and re-resolved after
+// every change. Changes are debounced: the callback runs once the file has
+// been quiet for `quiet` (at most `max_delay` after the first change), and
+// only when its content differs from the last content it was called for.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace fleetcron::daemon {
+
+class FileWatcher {
+ public:
+  /// Starts watching; `on_change` runs on the watcher's thread. Throws
+  /// std::runtime_error naming the path if inotify cannot watch it.
+  FileWatcher(std::string path, std::function<void()> on_change,
+              std::chrono::milliseconds quiet = std::chrono::milliseconds{300},
+              std::chrono::milliseconds max_delay = std::chrono::seconds{2});
+  ~FileWatcher();
+  FileWatcher(const FileWatcher&) = delete;
+  FileWatcher& operator=(const FileWatcher&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fleetcron::daemon
