@@ -13,6 +13,7 @@ packages=(
   faketime curl iproute2 jq                             # e2e: a skewed clock, status --json; CLI: /metrics, ss
   libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, /metrics
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
+  chromium chromium-driver python3                      # the status page's test in a real browser (WebDriver)
 )
 
 missing=()

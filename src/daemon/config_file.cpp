@@ -179,8 +179,15 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
         throw SettingsError(fmt::format("{}: on_leadership_loss must be cancel or finish, got \"{}\"", where(path, node), text));
       }
       settings.on_leadership_loss = *policy;
-    } else if (name == "metrics") {
-      settings.metrics = string_value(path, name, node);
+    } else if (name == "http" || name == "metrics") {
+      settings.http = string_value(path, name, node);
+      try {
+        (void)parse_listen_address(settings.http, name);
+      } catch (const SettingsError& e) {
+        throw SettingsError(fmt::format("{}: {}", where(path, node), e.what()));
+      }
+    } else if (name == "api_token_file") {
+      settings.api_token_file = string_value(path, name, node);
     } else if (name == "log_format") {
       const std::string text = string_value(path, name, node);
       if (text != "text" && text != "json") {
@@ -199,7 +206,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       apply_section(name, node, path, settings);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
-                                      "on_leadership_loss, require_noeviction, metrics, log_format, shutdown_grace, kill_grace, max_concurrent, "
+                                      "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));
     }

@@ -6,6 +6,7 @@
 
 #include "fleetcron/duration.h"
 #include "fleetcron/memory_coordination.h"
+#include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/nats/elector.h"
 #include "fleetcron/nats/fleet_state.h"
@@ -213,6 +214,11 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
       auto lease = std::make_shared<MemoryLease>(system_clock(), settings.leader_ttl.value_or(MemoryLease::default_lease_ttl));
       elector = lease->make_elector();
       out.resources = lease;
+    }
+    // In-process: the ledger, the controls and the registry for the API
+    // and the status page; nothing survives the process.
+    if (settings.history > 0 || settings.catch_up > std::chrono::nanoseconds::zero()) {
+      out.fleet_state = std::make_shared<MemoryFleetState>(system_clock());
     }
     out.reachable = [] { return true; };
   } else if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {

@@ -21,8 +21,9 @@ namespace fleetcron::daemon {
 struct Coordination {
   std::shared_ptr<Claimer> claimer;  // set for claim and both
   std::shared_ptr<Elector> elector;  // set for leader and both
-  /// The fleet state (Redis, NATS); null on memory, and when catch-up and
-  /// the ledger are both off.
+  /// The fleet state (Redis, NATS; in memory for the memory coordinator,
+  /// where it lives and dies with the process); null when catch-up and the
+  /// ledger are both off.
   std::shared_ptr<FleetState> fleet_state;
   std::string description;           // no secrets
   /// True while the backend answers (readiness).

@@ -15,7 +15,9 @@
 #include "daemon/fire_recorder.h"
 #include "daemon/fleet_view.h"
 #include "daemon/job_metrics.h"
-#include "daemon/metrics_server.h"
+#include "daemon/api_service.h"
+#include "daemon/http_server.h"
+#include "daemon/status_page.h"
 #include "daemon/process_runner.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -108,25 +110,62 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
   readiness_ = std::thread([this] { check_backend_loop(); });
-  if (!settings_.metrics.empty() && coordination_.fleet_state) {
+  if (!settings_.http.empty() && coordination_.fleet_state) {
     job_metrics_ = std::thread([this] { job_metrics_loop(); });
   }
-  if (!settings_.metrics.empty()) {
-    metrics_server_ = std::make_unique<MetricsServer>(settings_.metrics, [this] {
-      if (coordination_.clock_offset) {
-        if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
-      }
-      metrics_.log_lines_lost(log_.lost_lines());
-      metrics_.log_lines_dropped(log_.dropped_lines());
-      return metrics_.render();
-    }, [this] { return ready(); });
-    log_.write("info", "metrics-listening", fmt::format("http://{}/metrics", settings_.metrics));
+  if (!settings_.http.empty()) start_http(options.replica_id);
+}
+
+void Daemon::start_http(const std::string& replica_id) {
+  ApiSources sources;
+  sources.fleet_state = coordination_.fleet_state;
+  sources.local_jobs = [this] { return local_jobs(); };
+  sources.leader = [this, replica_id] {
+    if (settings_.coordinator != "memory") return read_store_view(settings_, false).leader;
+    LeaderView leader;  // the memory lease's holder is this process
+    if (coordination_.elector && coordination_.elector->is_leader().status == Leadership::Status::leader) leader.holder = replica_id;
+    return leader;
+  };
+  sources.leads = [this] {
+    return coordination_.elector && coordination_.elector->is_leader().status == Leadership::Status::leader;
+  };
+  sources.replica_id = replica_id;
+  sources.coordinator = coordination_.description;
+  if (!settings_.api_token_file.empty()) sources.token = read_secret_file(settings_.api_token_file, "--api-token-file");
+  const bool writable = !sources.token.empty();
+  api_ = std::make_unique<ApiService>(std::move(sources));
+  HttpRoutes routes;
+  routes.metrics = [this] {
+    if (coordination_.clock_offset) {
+      if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
+    }
+    metrics_.log_lines_lost(log_.lost_lines());
+    metrics_.log_lines_dropped(log_.dropped_lines());
+    return metrics_.render();
+  };
+  routes.ready = [this] { return ready(); };
+  routes.api = [this](const HttpRequest& request) { return api_->handle(request); };
+  routes.page = [] { return status_page(); };
+  http_server_ = std::make_unique<HttpServer>(settings_.http, std::move(routes));
+  log_.write("info", "http-listening",
+             fmt::format("http://{}/ (status page), /api/v1/ ({}), /metrics, /healthz, /readyz", settings_.http,
+                         writable ? "controls need the bearer token" : "read-only: no --api-token-file"));
+}
+
+std::vector<LocalJob> Daemon::local_jobs() {
+  std::vector<LocalJob> out;
+  std::lock_guard guard(jobs_mutex_);
+  out.reserve(jobs_.size());
+  for (const auto& [key, entry] : jobs_) {
+    const JobDefinition& job = entry.second->job;
+    out.push_back(LocalJob{key, job.scope, job.at_start, job.schedule});
   }
+  return out;
 }
 
 Daemon::~Daemon() {
   watcher_.reset();
-  metrics_server_.reset();
+  http_server_.reset();
   {
     std::lock_guard guard(readiness_mutex_);
     readiness_stop_ = true;
@@ -143,8 +182,10 @@ Daemon::~Daemon() {
 void Daemon::log_catch_up() {
   if (settings_.catch_up <= std::chrono::nanoseconds::zero()) {
     log_.write("info", "catch-up", "off (--catch-up 0): a restarted fleet does not run what it missed");
-  } else if (!coordination_.fleet_state) {
+  } else if (settings_.coordinator == "memory") {
     log_.write("info", "catch-up", "not across restarts on the memory coordinator: its state ends with the process");
+  } else if (!coordination_.fleet_state) {
+    log_.write("info", "catch-up", "off: the fleet keeps no state (--catch-up 0 and --history 0)");
   } else if (!settings_.catch_up_beyond_claim_ttl && !coordination_.claimer) {
     log_.write("info", "catch-up",
                "leader mode has no claims to keep a caught-up fire once: a restarted fleet catches up only with "

@@ -20,8 +20,10 @@
 
 namespace fleetcron::daemon {
 
+class ApiService;
 class FileWatcher;
-class MetricsServer;
+class HttpServer;
+struct LocalJob;
 
 class Daemon {
  public:
@@ -49,6 +51,9 @@ class Daemon {
   void log_notices(const JobsFile& file);
   /// Triggers each @reboot job once, at start (not at a reload).
   void run_at_start_jobs();
+  /// The listener of --http: metrics, health, the API and the page.
+  void start_http(const std::string& replica_id);
+  [[nodiscard]] std::vector<LocalJob> local_jobs();
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.
   bool apply_reload(const JobsFile& file);
@@ -87,7 +92,8 @@ class Daemon {
   bool readiness_stop_ = false;
   std::thread readiness_;
   std::thread job_metrics_;  // with --metrics and a fleet state
-  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<ApiService> api_;
+  std::unique_ptr<HttpServer> http_server_;
   std::mutex reload_mutex_;  // one reload at a time: SIGHUP and --watch
   std::unique_ptr<FileWatcher> watcher_;
   std::vector<std::string> base_environment_;

@@ -21,6 +21,7 @@ void read_ledger(FleetState& state, JobView& job) {
   const LedgerRead read = state.read_fires(job.key, fleet_view_ledger_depth);
   if (read.status != LedgerRead::Status::found) throw std::runtime_error(fmt::format("job \"{}\": {}", job.key, read.error));
   for (const auto& record : read.records) {  // newest scheduled instant first
+    if (job.recent.size() < fleet_view_recent_runs) job.recent.push_back(record);
     if (record.fate == FireFate::running) job.running.push_back(record);
     if (!job.last_run && finished(record.fate) && record.started_at) job.last_run = record;
     if (!job.last_success && record.fate == FireFate::succeeded) job.last_success = record;

@@ -16,6 +16,8 @@ namespace fleetcron::daemon {
 /// How many of each job's newest ledger records are read: its last run,
 /// last success and lost runs are found among them.
 inline constexpr std::size_t fleet_view_ledger_depth = 100;
+/// How many of them each job keeps in full (the status page's recent runs).
+inline constexpr std::size_t fleet_view_recent_runs = 10;
 
 /// One job as the fleet state tells it.
 struct JobView {
@@ -28,6 +30,7 @@ struct JobView {
   std::optional<JobControl> control;
   std::optional<std::chrono::nanoseconds> interval;  // between the next two fires
   std::size_t lost = 0;                               // lost records among the newest read
+  std::vector<FireRecord> recent;                     // the newest fleet_view_recent_runs records
 };
 
 struct FleetView {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "daemon/log_sink.h"
+#include "fleetcron/replica_registry.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
@@ -27,6 +28,44 @@ std::string record_json(const FireRecord& r) {
       json_instant(r.finished_at), std::chrono::duration<double>(r.duration).count(), json_number(r.exit_status),
       json_number(r.signal), json_string(r.reason), json_string(r.error), json_string(r.output_tail), r.missed_count,
       json_instant(r.last_missed));
+}
+
+std::string optional_record_json(const std::optional<FireRecord>& record) {
+  return record ? record_json(*record) : std::string("null");
+}
+
+std::string replica_json(const ReplicaRecord& r) {
+  std::string settings;
+  for (const auto& s : r.replica.settings) settings += fmt::format("{}{}:{}", settings.empty() ? "" : ",", json_string(s.name), json_string(s.value));
+  return fmt::format("{{\"id\":{},\"host\":{},\"pid\":{},\"version\":{},\"started_at\":{},\"beat_at\":{},"
+                     "\"expires_at\":{},\"accepted\":{},\"settings_fingerprint\":{},\"jobs_digest\":{},\"settings\":{{{}}}}}",
+                     json_string(r.replica.replica_id), json_string(r.replica.host), r.replica.pid,
+                     json_string(r.replica.version), json_instant(r.replica.started), json_instant(r.beat),
+                     json_instant(r.expires_at), r.accepted ? "true" : "false",
+                     json_string(settings_fingerprint(r.replica.settings)), json_string(r.replica.jobs_digest), settings);
+}
+
+std::string job_json(const JobView& job, std::string_view extra_fields) {
+  std::string running;
+  for (const auto& run : job.running) running += (running.empty() ? "" : ",") + record_json(run);
+  const bool paused = job.control && job.control->paused;
+  return fmt::format(
+      "{{\"job\":{},\"spec\":{},\"zone\":{},\"next_fire\":{},\"last_run\":{},\"last_success\":{},\"running\":[{}],"
+      "\"paused\":{},\"paused_by\":{},\"paused_at\":{},\"triggers_waiting\":{}{}}}",
+      json_string(job.key), job.catalogued ? json_string(job.catalogued->spec) : "null",
+      job.catalogued ? json_string(job.catalogued->zone) : "null", json_instant(job.next_fire),
+      optional_record_json(job.last_run), optional_record_json(job.last_success), running, paused ? "true" : "false",
+      paused ? json_string(job.control->changed_by) : "null",
+      paused ? json_instant(job.control->changed_at) : std::string("null"),
+      job.control ? job.control->triggers.size() : 0, extra_fields);
+}
+
+std::string leader_json(const LeaderView& leader) {
+  if (!leader.holder) return "null";
+  return fmt::format("{{\"holder\":{},\"term\":{},\"lease_expires_in_ms\":{},\"renewed_revision\":{}}}",
+                     json_string(*leader.holder), leader.term ? json_string(*leader.term) : "null",
+                     leader.expires_in_ms ? std::to_string(*leader.expires_in_ms) : "null",
+                     leader.renewed_revision ? std::to_string(*leader.renewed_revision) : "null");
 }
 
 }  // namespace fleetcron::daemon

@@ -34,7 +34,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
-      fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, log_format, shutdown_grace, kill_grace;
+      fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent, history;
   bool seconds = false;
   bool watch = false;
@@ -75,7 +75,9 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
   command->add_option("--on-leadership-loss", flags.on_leadership_loss,
                       "Running jobs when leadership is lost: cancel or finish (default: finish in both, cancel in leader)");
-  command->add_option("--metrics", flags.metrics, "Serve /metrics, /healthz, /readyz on host:port");
+  command->add_option("--http", flags.http, "Serve the API, the status page, /metrics, /healthz, /readyz on host:port");
+  command->add_option("--metrics", flags.metrics, "Alias of --http");
+  command->add_option("--api-token-file", flags.api_token_file, "File holding the bearer token the API's writes need");
   command->add_option("--log-format", flags.log_format, "text (default) or json");
   command->add_option("--shutdown-grace", flags.shutdown_grace, "How long SIGTERM lets runs finish (default 30s)");
   command->add_option("--kill-grace", flags.kill_grace, "SIGTERM to SIGKILL for timed-out runs (default 5s)");
@@ -140,7 +142,10 @@ Settings build_settings(const Flags& flags) {
     }
     settings.on_leadership_loss = *policy;
   }
-  if (flags.metrics) settings.metrics = *flags.metrics;
+  if (flags.metrics) settings.http = *flags.metrics;
+  if (flags.http) settings.http = *flags.http;
+  if (flags.metrics || flags.http) (void)fleetcron::daemon::parse_listen_address(settings.http, flags.http ? "--http" : "--metrics");
+  if (flags.api_token_file) settings.api_token_file = *flags.api_token_file;
   if (flags.log_format) {
     if (*flags.log_format != "text" && *flags.log_format != "json") {
       throw fleetcron::daemon::SettingsError("option --log-format \"" + *flags.log_format + "\": expected text or json");

@@ -88,7 +88,7 @@ std::string effective_fleet_bucket(const Settings& settings) {
   return derived_name(settings.claim_bucket, "CLAIMS", "STATE", "_STATE");
 }
 
-ListenAddress parse_listen_address(const std::string& text) {
+ListenAddress parse_listen_address(const std::string& text, std::string_view option) {
   const auto colon = text.rfind(':');
   ListenAddress address;
   std::string port = text;
@@ -103,7 +103,7 @@ ListenAddress parse_listen_address(const std::string& text) {
   const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), address.port);
   if (port.empty() || error != std::errc() || end != port.data() + port.size() || address.port < 0 ||
       address.port > 65535) {
-    throw SettingsError(fmt::format("option --metrics \"{}\": expected [host]:port with a port of 0..65535", text));
+    throw SettingsError(fmt::format("option {} \"{}\": expected [host]:port with a port of 0..65535", option, text));
   }
   return address;
 }
@@ -127,19 +127,23 @@ std::string without_userinfo(const std::string& uri) {
 
 }  // namespace
 
+std::string read_secret_file(const std::string& path, std::string_view what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw SettingsError(fmt::format("{} {}: cannot read: {}", what, path, std::strerror(errno)));
+  std::string secret;
+  secret.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  if (secret.ends_with('\n')) secret.pop_back();
+  if (secret.ends_with('\r')) secret.pop_back();
+  if (secret.empty()) throw SettingsError(fmt::format("{} {}: empty", what, path));
+  if (secret.size() > 4096) throw SettingsError(fmt::format("{} {}: longer than 4096 bytes", what, path));
+  return secret;
+}
+
 void resolve_coordinator_password(Settings& settings) {
   std::string password;
   std::string source;
   if (!settings.coordinator_password_file.empty()) {
-    std::ifstream file(settings.coordinator_password_file, std::ios::binary);
-    if (!file) {
-      throw SettingsError(fmt::format("coordinator password file {}: cannot read: {}", settings.coordinator_password_file,
-                                      std::strerror(errno)));
-    }
-    password.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-    if (password.ends_with('\n')) password.pop_back();
-    if (password.ends_with('\r')) password.pop_back();
-    if (password.empty()) throw SettingsError(fmt::format("coordinator password file {}: empty", settings.coordinator_password_file));
+    password = read_secret_file(settings.coordinator_password_file, "coordinator password file");
     source = "coordinator password file " + settings.coordinator_password_file;
   } else {
     const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
@@ -192,7 +196,7 @@ void validate(const Settings& settings) {
                                       settings.coordinator.starts_with("tls://"))) {
     throw SettingsError("require_noeviction: only a Redis coordinator has a maxmemory-policy");
   }
-  if (!settings.metrics.empty()) (void)parse_listen_address(settings.metrics);
+  if (!settings.http.empty()) (void)parse_listen_address(settings.http);
   // The lease is renewed every TTL/3: below a second the keep-alive would
   // spin and any scheduling hiccup would lose leadership.
   if (settings.leader_ttl && *settings.leader_ttl < min_leader_ttl) {

@@ -79,7 +79,12 @@ struct Settings {
   /// hiccup does not take away), cancel in leader mode (the term is the
   /// run's only fence).
   std::optional<LeadershipLoss> on_leadership_loss;
-  std::string metrics;     // "host:port" or empty
+  /// The HTTP listener (--http, alias --metrics; TOML http or metrics):
+  /// "host:port" or empty for none.
+  std::string http;
+  /// A file whose content (one trailing newline dropped) is the bearer
+  /// token the API's writes need; empty: the API is read-only.
+  std::string api_token_file;
   LogFormat log_format = LogFormat::text;
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds{30};
   std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
@@ -130,7 +135,7 @@ struct ListenAddress {
   int port = 0;
 };
 /// Throws SettingsError naming the option and the value.
-[[nodiscard]] ListenAddress parse_listen_address(const std::string& text);
+[[nodiscard]] ListenAddress parse_listen_address(const std::string& text, std::string_view option = "--http");
 
 /// Environment variables that carry the coordinator's password; removed
 /// from the environment the jobs get.
@@ -141,6 +146,11 @@ inline constexpr const char* password_variables[] = {"FLEETCRON_REDIS_PASSWORD",
 /// (nats://, tls://). Throws SettingsError for an unreadable file or a URI
 /// that carries a password as well.
 void resolve_coordinator_password(Settings& settings);
+
+/// A secret kept in a file (a password, the API token): its content with
+/// one trailing newline dropped. Throws SettingsError naming `what` and the
+/// path for an unreadable, empty or over-long (4 KiB) file.
+[[nodiscard]] std::string read_secret_file(const std::string& path, std::string_view what);
 
 /// The shortest leadership lease the daemon accepts.
 inline constexpr std::chrono::nanoseconds min_leader_ttl = std::chrono::seconds{1};

@@ -11,6 +11,7 @@
 #include "daemon/coordination_setup.h"
 #include "daemon/fleet_view.h"
 #include "daemon/json_output.h"
+#include "daemon/store_view.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
@@ -28,21 +29,7 @@ Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
 }
 
-/// The leader as the store holds it.
-struct LeaderView {
-  std::optional<std::string> holder;
-  std::optional<std::string> term;               // Redis
-  std::optional<std::int64_t> expires_in_ms;     // Redis
-  std::optional<std::uint64_t> renewed_revision;  // NATS
-};
-
-struct StoreView {
-  std::string coordinator;
-  LeaderView leader;
-  std::string text;  // the store-specific lines (leader, Redis claims), escaped
-};
-
-StoreView redis_view(const Settings& settings) try {
+StoreView redis_view(const Settings& settings, bool with_claims) try {
   redis::Client client(redis_options(settings));
   StoreView view{client.describe(), {}, {}};
   const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
@@ -56,6 +43,7 @@ StoreView redis_view(const Settings& settings) try {
   } else {
     view.text = "leader: none\n";
   }
+  if (!with_claims) return view;
   // Claims: prefix + key@RFC3339; count those of the last hour per job.
   const Instant cutoff = now() - std::chrono::hours{1};
   std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
@@ -154,44 +142,6 @@ std::string job_text(const JobView& job) {
   return text;
 }
 
-std::string optional_record_json(const std::optional<FireRecord>& record) {
-  return record ? record_json(*record) : std::string("null");
-}
-
-std::string replica_json(const ReplicaRecord& r) {
-  std::string settings;
-  for (const auto& s : r.replica.settings) settings += fmt::format("{}{}:{}", settings.empty() ? "" : ",", json_string(s.name), json_string(s.value));
-  return fmt::format("{{\"id\":{},\"host\":{},\"pid\":{},\"version\":{},\"started_at\":{},\"beat_at\":{},"
-                     "\"expires_at\":{},\"accepted\":{},\"settings_fingerprint\":{},\"jobs_digest\":{},\"settings\":{{{}}}}}",
-                     json_string(r.replica.replica_id), json_string(r.replica.host), r.replica.pid,
-                     json_string(r.replica.version), json_instant(r.replica.started), json_instant(r.beat),
-                     json_instant(r.expires_at), r.accepted ? "true" : "false",
-                     json_string(settings_fingerprint(r.replica.settings)), json_string(r.replica.jobs_digest), settings);
-}
-
-std::string job_json(const JobView& job) {
-  std::string running;
-  for (const auto& run : job.running) running += (running.empty() ? "" : ",") + record_json(run);
-  const bool paused = job.control && job.control->paused;
-  return fmt::format(
-      "{{\"job\":{},\"spec\":{},\"zone\":{},\"next_fire\":{},\"last_run\":{},\"last_success\":{},\"running\":[{}],"
-      "\"paused\":{},\"paused_by\":{},\"paused_at\":{},\"triggers_waiting\":{}}}",
-      json_string(job.key), job.catalogued ? json_string(job.catalogued->spec) : "null",
-      job.catalogued ? json_string(job.catalogued->zone) : "null", json_instant(job.next_fire),
-      optional_record_json(job.last_run), optional_record_json(job.last_success), running, paused ? "true" : "false",
-      paused ? json_string(job.control->changed_by) : "null",
-      paused ? json_instant(job.control->changed_at) : std::string("null"),
-      job.control ? job.control->triggers.size() : 0);
-}
-
-std::string leader_json(const LeaderView& leader) {
-  if (!leader.holder) return "null";
-  return fmt::format("{{\"holder\":{},\"term\":{},\"lease_expires_in_ms\":{},\"renewed_revision\":{}}}",
-                     json_string(*leader.holder), leader.term ? json_string(*leader.term) : "null",
-                     leader.expires_in_ms ? std::to_string(*leader.expires_in_ms) : "null",
-                     leader.renewed_revision ? std::to_string(*leader.renewed_revision) : "null");
-}
-
 void print(const StoreView& store, const FleetView& fleet, Instant at, bool json, std::ostream& out) {
   if (json) {
     std::string replicas, jobs;
@@ -210,6 +160,11 @@ void print(const StoreView& store, const FleetView& fleet, Instant at, bool json
 
 }  // namespace
 
+StoreView read_store_view(const Settings& settings, bool with_claims) {
+  const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
+  return nats ? nats_view(settings) : redis_view(settings, with_claims);
+}
+
 int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err) {
   try {
     if (settings.coordinator == "memory") {
@@ -222,7 +177,7 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
       return 0;
     }
     const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
-    const StoreView store = nats ? nats_view(settings) : redis_view(settings);
+    const StoreView store = read_store_view(settings, true);
     const Instant at = now();
     std::shared_ptr<FleetState> state;
     try {

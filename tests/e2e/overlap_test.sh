@@ -14,8 +14,8 @@ name=overlap bucket=OVERLAP_CLAIMS   # NATS: the fleet bucket is OVERLAP_STATE
 source "$(dirname "$0")/../support/e2e_fleet.sh"
 
 span() {  # span JOB SECONDS: the command journaling a run's start and end, in ns
-  echo "echo \"start $1 \$FLEETCRON_FIRE_KEY \$REPLICA \$(date +%s%N)\" >> $journal; sleep $2;" \
-    "echo \"end $1 \$FLEETCRON_FIRE_KEY \$REPLICA \$(date +%s%N)\" >> $journal"
+  echo "echo \"start $1 \$FLEETCRON_FIRE_KEY \$REPLICA \$(date +\\%s\\%N)\" >> $journal; sleep $2;" \
+    "echo \"end $1 \$FLEETCRON_FIRE_KEY \$REPLICA \$(date +\\%s\\%N)\" >> $journal"
 }
 {
   echo '# fleetcron: key=skipper overlap=skip'

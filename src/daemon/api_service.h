@@ -1,0 +1,79 @@
+// The JSON API under /api/v1/ (docs/api.md): the fleet's jobs, their runs,
+// the replicas and the leader, read from the fleet state through the same
+// contract `fleetcron status` reads; and the controls trigger, pause and
+// resume, written there, so they act fleet-wide from any replica's API.
+// Writes need the bearer token; without one configured the API is
+// read-only. No HTTP here: it sees HttpRequest and answers HttpAnswer.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/fleet_view.h"
+#include "daemon/http_server.h"
+#include "daemon/job_directives.h"
+#include "daemon/store_view.h"
+#include "fleetcron/fleet_state.h"
+#include "fleetcron/schedule.h"
+
+namespace fleetcron::daemon {
+
+/// A job this replica runs, as its jobs file says.
+struct LocalJob {
+  std::string key;
+  JobScope scope = JobScope::fleet;
+  bool at_start = false;
+  SchedulePtr schedule;
+};
+
+struct ApiSources {
+  std::shared_ptr<FleetState> fleet_state;
+  std::function<std::vector<LocalJob>()> local_jobs;
+  /// The leader as the store holds it; throws if it cannot be read.
+  std::function<LeaderView()> leader;
+  /// Whether this replica leads now (its elector's answer; false without one).
+  std::function<bool()> leads;
+  std::string replica_id;
+  std::string coordinator;  // its description, no secrets
+  std::string token;        // empty: read-only
+};
+
+/// How long one read of the fleet view serves every request: bounds the
+/// store reads the API causes (one ledger read per job per second at most).
+inline constexpr std::chrono::milliseconds api_view_lifetime{1000};
+/// runs?limit=: 1 to 1,000 (default 50); the fleet document's recent runs: 50.
+inline constexpr std::size_t api_max_runs = 1000;
+inline constexpr std::size_t api_default_runs = 50;
+inline constexpr std::size_t api_recent_runs = 50;
+
+class ApiService {
+ public:
+  explicit ApiService(ApiSources sources);
+  /// Never throws: every failure is a JSON answer {"error": "…"}.
+  [[nodiscard]] HttpAnswer handle(const HttpRequest& request);
+
+ private:
+  HttpAnswer route(const HttpRequest& request);
+  HttpAnswer jobs();
+  HttpAnswer job(const std::string& key);
+  HttpAnswer runs(const std::string& key, const HttpRequest& request);
+  HttpAnswer replicas();
+  HttpAnswer leader();
+  HttpAnswer fleet();
+  HttpAnswer control(const std::string& key, const std::string& action, const HttpRequest& request);
+  /// The fleet view, read at most once per api_view_lifetime.
+  std::shared_ptr<const FleetView> view();
+  std::string job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
+
+  ApiSources sources_;
+  std::mutex view_mutex_;  // one reader at a time; guards view_, view_read_at_
+  std::shared_ptr<const FleetView> view_;
+  std::chrono::steady_clock::time_point view_read_at_;
+};
+
+}  // namespace fleetcron::daemon

@@ -1,0 +1,151 @@
+#include "daemon/http_server.h"
+
+#include "daemon/settings.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace fleetcron::daemon {
+
+namespace {
+
+/// httplib's ThreadPool queues without bound; this one runs a connection
+/// on the listener's own thread when the queue is full, which stops the
+/// accepting until it ends: backpressure instead of unbounded memory.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  BoundedPool(std::size_t threads, std::size_t max_waiting) : max_waiting_(max_waiting) {
+    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard guard(mutex_);
+      if (waiting_.size() < max_waiting_) {
+        waiting_.push_back(std::move(fn));
+        cv_.notify_one();
+        return;
+      }
+    }
+    fn();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard guard(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (auto& worker : workers_) {
+      if (worker.joinable()) worker.join();
+    }
+  }
+
+ private:
+  void work() {
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
+        if (waiting_.empty()) return;  // stopping, and nothing left
+        fn = std::move(waiting_.front());
+        waiting_.pop_front();
+      }
+      fn();
+    }
+  }
+  std::size_t max_waiting_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> waiting_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+HttpRequest to_request(const httplib::Request& request) {
+  HttpRequest out;
+  out.method = request.method;
+  out.path = request.path;
+  for (const auto& [name, value] : request.params) out.query.emplace(name, value);
+  out.authorization = request.get_header_value("Authorization");
+  out.body = request.body;
+  return out;
+}
+
+void answer(const HttpAnswer& from, httplib::Response& response) {
+  response.status = from.status;
+  if (!from.www_authenticate.empty()) response.set_header("WWW-Authenticate", from.www_authenticate);
+  response.set_header("Cache-Control", "no-store");
+  response.set_content(from.body, from.content_type.c_str());
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  httplib::Server server;
+  HttpRoutes routes;
+};
+
+HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(std::make_unique<Impl>()) {
+  const ListenAddress listen = parse_listen_address(address);
+  impl_->routes = std::move(routes);
+  auto& server = impl_->server;
+  const HttpRoutes& r = impl_->routes;
+  server.set_tcp_nodelay(true);  // otherwise keep-alive scrapes crawl (Nagle + delayed ACK)
+  server.new_task_queue = [] { return new BoundedPool(http_threads, http_max_waiting_connections); };
+  server.set_read_timeout(std::chrono::seconds{2});
+  server.set_write_timeout(std::chrono::seconds{2});
+  server.set_keep_alive_timeout(2);
+  server.set_keep_alive_max_count(100);
+  server.set_payload_max_length(http_max_request_bytes);
+  server.Get("/metrics", [&r](const httplib::Request&, httplib::Response& response) {
+    response.set_content(r.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content("ok\n", "text/plain");
+  });
+  server.Get("/readyz", [&r](const httplib::Request&, httplib::Response& response) {
+    const bool is_ready = r.ready();
+    response.status = is_ready ? 200 : 503;
+    response.set_content(is_ready ? "ready\n" : "not ready\n", "text/plain");
+  });
+  if (r.page) {
+    server.Get("/", [&r](const httplib::Request&, httplib::Response& response) { answer(r.page(), response); });
+  }
+  if (r.api) {
+    const auto api = [&r](const httplib::Request& request, httplib::Response& response) {
+      answer(r.api(to_request(request)), response);
+    };
+    server.Get(R"(/api/.*)", api);
+    server.Post(R"(/api/.*)", api);
+    server.Put(R"(/api/.*)", api);
+    server.Delete(R"(/api/.*)", api);
+    server.Patch(R"(/api/.*)", api);
+  }
+  server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
+    response.status = 500;
+    response.set_content("{\"error\":\"internal error\"}", "application/json");
+  });
+  port_ = listen.port == 0 ? server.bind_to_any_port(listen.host)
+                           : (server.bind_to_port(listen.host, listen.port) ? listen.port : -1);
+  if (port_ <= 0) throw std::runtime_error(fmt::format("--http {}: cannot listen there", address));
+  thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  // httplib 0.11's stop() does nothing before the listen loop runs: wait
+  // for it, so the destructor can always stop and join (bounded).
+  for (int i = 0; i < 500 && !impl_->server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds{2});
+}
+
+HttpServer::~HttpServer() {
+  impl_->server.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace fleetcron::daemon

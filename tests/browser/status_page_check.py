@@ -1,0 +1,103 @@
+"""Drives the status page of a running fleet in headless Chromium.
+
+Usage: status_page_check.py DRIVER_URL CHROMIUM PAGE_URL JOURNAL TOKEN OUT_DIR STORE_LEADER
+
+Checks that the page shows the fleet's jobs, its three replicas and the
+leader; that every run the page lists as succeeded is in the journal the
+jobs write (and that recent journal entries are on the page); that the
+failing job is marked as failed; then types the token, presses trigger
+for a job that never fires by itself, and sees its run appear on the page
+and in the journal. Saves screenshots (laptop and phone) under OUT_DIR.
+"""
+import sys
+import time
+
+from webdriver import Session
+
+driver_url, chromium, page_url, journal_path, token, out_dir, store_leader = sys.argv[1:8]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def journal():
+    with open(journal_path) as f:
+        return [line.split() for line in f if line.strip()]
+
+
+PAGE_STATE = """
+const rows = sel => [...document.querySelectorAll(sel)];
+return {
+  jobs: rows('#jobs tbody tr[data-job]').map(r => ({job: r.dataset.job, bad: r.classList.contains('bad'),
+        outcome: r.querySelector('.outcome').textContent, state: r.querySelector('.state').textContent})),
+  runs: rows('#runs tbody tr[data-fire]').map(r => ({fire: r.dataset.fire, fate: r.dataset.fate})),
+  replicas: rows('#replicas tbody tr[data-replica]').map(r => r.dataset.replica),
+  leader: document.getElementById('leader').dataset.holder || '',
+  updated: document.getElementById('updated').dataset.at || '',
+  message: document.getElementById('message').textContent,
+};
+"""
+
+session = Session(driver_url, chromium, 1280, 1000)
+try:
+    session.open(page_url)
+    state = session.wait("the jobs, three replicas and some runs on the page", lambda: (
+        lambda s: s if len(s["jobs"]) >= 3 and len(s["replicas"]) == 3 and len(s["runs"]) >= 5
+        and any(j["job"] == "fails" and j["bad"] for j in s["jobs"]) else None)(session.script(PAGE_STATE)))
+    keys = sorted(j["job"] for j in state["jobs"])
+    check(keys == ["fails", "manual", "tick"], f"the page lists the fleet's jobs: {keys}")
+    check(len(state["replicas"]) == 3, f"three replicas: {state['replicas']}")
+    check(state["leader"] == store_leader, f"the leader is the store's: page {state['leader']!r}, store {store_leader!r}")
+    fails = next(j for j in state["jobs"] if j["job"] == "fails")
+    check(fails["bad"] and "failed" in fails["outcome"] and "exit 3" in fails["outcome"],
+          f"the failing job is marked failed: {fails}")
+    ran = {entry[0] for entry in journal()}
+    shown_succeeded = [r["fire"] for r in state["runs"] if r["fate"] == "succeeded"]
+    check(shown_succeeded and all(fire in ran for fire in shown_succeeded),
+          f"every succeeded run on the page is in the journal ({len(shown_succeeded)} shown)")
+    shown = {r["fire"] for r in state["runs"]}
+    newest_tick = sorted(e[0] for e in journal() if e[0].startswith("tick@"))[-8:-3]
+    check(any(fire in shown for fire in newest_tick), "the journal's recent tick runs are on the page")
+    check(any(r["fate"] == "failed" for r in state["runs"]), "failed runs are among the recent runs")
+    session.screenshot(f"{out_dir}/status_page.png")
+
+    # Trigger: without the token the page asks for it; with it one replica runs the job.
+    session.click('button[data-action="trigger"][data-job="manual"]')
+    asked = session.wait("the page asking for the token", lambda: "API token" in session.script(PAGE_STATE)["message"])
+    check(bool(asked), "trigger without a token asks for it")
+    session.type("#token", token)
+    session.click('button[data-action="trigger"][data-job="manual"]')
+    session.wait("the trigger to be accepted", lambda: "requested" in session.script(PAGE_STATE)["message"])
+    run = session.wait("the triggered run on the page", lambda: next(
+        (r for r in session.script(PAGE_STATE)["runs"] if r["fire"].startswith("manual@") and r["fate"] == "succeeded"),
+        None), seconds=30)
+    manual_in_journal = [e for e in journal() if e[0].startswith("manual@")]
+    check(len(manual_in_journal) == 1 and manual_in_journal[0][0] == run["fire"],
+          f"the triggered run {run['fire']} ran once, as the journal says: {manual_in_journal}")
+    # Pause from the page: the state column says so, for the whole fleet.
+    session.click('button[data-action="pause"][data-job="tick"]')
+    session.wait("tick shown paused", lambda: any(j["job"] == "tick" and "paused" in j["state"]
+                                                  for j in session.script(PAGE_STATE)["jobs"]))
+    check(True, "pause from the page shows the job paused")
+    session.click('button[data-action="resume"][data-job="tick"]')
+    session.wait("tick resumed", lambda: any(j["job"] == "tick" and "paused" not in j["state"]
+                                             for j in session.script(PAGE_STATE)["jobs"]))
+    session.screenshot(f"{out_dir}/status_page_after_trigger.png")
+    session.resize(390, 844)
+    time.sleep(0.5)  # the layout of the narrow window: nothing to wait on but the resize
+    session.screenshot(f"{out_dir}/status_page_phone.png")
+    final = session.script(PAGE_STATE)
+    print(f"page: {len(final['jobs'])} jobs, {len(final['runs'])} recent runs "
+          f"({sum(r['fate'] == 'failed' for r in final['runs'])} failed), replicas {final['replicas']}, "
+          f"leader {final['leader']}")
+finally:
+    session.close()
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("all status page checks passed")

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The status page in a real browser: three daemons on a real redis-server
+# (or nats-server) serve it; headless Chromium from Debian, driven through
+# chromedriver (WebDriver, over the DevTools protocol), checks that the
+# page shows the jobs and runs the journal says ran, presses trigger and
+# sees the run appear, pauses and resumes. Screenshots go to OUT_DIR.
+#
+#   status_page_test.sh FLEETCRON_BINARY redis|nats OUT_DIR
+set -euo pipefail
+binary=$1 backend=$2 out_dir=$3
+name=browser bucket=BROWSER_CLAIMS
+source "$(dirname "$0")/../support/e2e_fleet.sh"
+mkdir -p "$out_dir"
+chromium=$(command -v chromium) || fail "chromium is not installed (scripts/deps.sh installs it)"
+chromedriver=$(command -v chromedriver) || fail "chromedriver is not installed (package chromium-driver)"
+driver_pid=
+e2e_cleanup() { [[ -n $driver_pid ]] && kill "$driver_pid" 2>/dev/null; return 0; }
+
+{
+  echo '# fleetcron: key=tick'
+  echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
+  echo '# fleetcron: key=fails'
+  echo '*/2 * * * * *  echo "disk full" >&2; exit 3'
+  echo '# fleetcron: key=manual'
+  echo "0 0 0 1 1 *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"   # New Year only: runs when triggered
+} >"$work/jobs.cron"
+printf 'browser-test-token\n' >"$work/token"
+ports=()
+for r in 0 1 2; do
+  ports[$r]=$(pick_port)
+  REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination both --claim-ttl 10s \
+    --http "127.0.0.1:${ports[$r]}" --api-token-file "$work/token" --shutdown-grace 2s >"$work/replica-$r.log" 2>&1 &
+  daemon_pids[$r]=$!
+done
+has_runs() { (($(grep -c '^tick@' "$journal") >= 8)); }
+wait_until "the fleet to run tick 8 times" has_runs
+page_answers() { curl -sf "http://127.0.0.1:${ports[0]}/" | grep -q '<title>fleetcron</title>'; }
+wait_until "the page to be served" page_answers
+
+status_uri=$coordinator
+leader_known() { [[ $("$binary" status --coordinator "$status_uri" --json | jq -r '.leader.holder // empty') != "" ]]; }
+wait_until "a leader in the store" leader_known
+store_leader=$("$binary" status --coordinator "$status_uri" --json | jq -r '.leader.holder')
+driver_port=$(pick_port)
+"$chromedriver" --port="$driver_port" --allowed-ips=127.0.0.1 >"$work/chromedriver.log" 2>&1 &
+driver_pid=$!
+driver_up() { curl -sf "http://127.0.0.1:$driver_port/status" | grep -q '"ready": *true'; }
+wait_until "chromedriver to answer" driver_up
+python3 "$root/tests/browser/status_page_check.py" "http://127.0.0.1:$driver_port" "$chromium" \
+  "http://127.0.0.1:${ports[0]}/" "$journal" browser-test-token "$out_dir" "$store_leader" || fail "the page checks failed"
+echo "screenshots: $out_dir/status_page.png, $out_dir/status_page_after_trigger.png, $out_dir/status_page_phone.png"

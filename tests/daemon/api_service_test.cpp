@@ -1,0 +1,126 @@
+// The HTTP API's routes on an in-memory fleet state: what each answers,
+// the token rule of the controls, and errors as JSON naming what is wrong.
+// (The listener itself is tested over real HTTP in tests/cli and by the
+// browser test, tests/browser.)
+#include <gtest/gtest.h>
+
+#include "daemon/api_service.h"
+#include "fleetcron/memory_fleet_state.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Fixture {
+  std::shared_ptr<MemoryFleetState> state = std::make_shared<MemoryFleetState>(system_clock());
+  std::vector<LocalJob> local;
+  ApiService api;
+
+  explicit Fixture(std::string token = "s3cret")
+      : api(ApiSources{state, [this] { return local; }, [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
+                       "replica-a", "memory", std::move(token)}) {
+    const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+    const std::vector<CataloguedJob> jobs{{"backup", "0 3 * * *", "UTC", false, now, "replica-a"},
+                                          {"team/report", "*/5 * * * *", "UTC", false, now, "replica-b"}};
+    EXPECT_EQ(state->catalogue_jobs(jobs, now).status, ControlChange::Status::changed);
+    FireRecord run;
+    run.job_key = "backup";
+    run.scheduled_at = parse_rfc3339("2026-12-03T03:00:00Z");
+    run.fire_key = "backup@2026-12-03T03:00:00Z";
+    run.fate = FireFate::failed;
+    run.replica_id = "replica-b";
+    run.started_at = run.scheduled_at;
+    run.finished_at = run.scheduled_at + 2s;
+    run.duration = 2s;
+    run.exit_status = 3;
+    run.attempts = 1;
+    const std::vector<LedgerWrite> writes{{run, LedgerRetention{}}};
+    EXPECT_EQ(state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+    local.push_back(LocalJob{"backup", JobScope::fleet, false, parse_schedule("0 3 * * *", {})});
+  }
+  HttpAnswer get(const std::string& path, std::map<std::string, std::string> query = {}) {
+    return api.handle(HttpRequest{"GET", path, std::move(query), "", ""});
+  }
+  HttpAnswer post(const std::string& path, const std::string& authorization) {
+    return api.handle(HttpRequest{"POST", path, {}, authorization, ""});
+  }
+};
+
+bool has(const HttpAnswer& answer, std::string_view text) { return answer.body.find(text) != std::string::npos; }
+
+TEST(Api, JobsRunsReplicasLeaderAndTheFleetDocument) {
+  Fixture f;
+  const auto jobs = f.get("/api/v1/jobs");
+  EXPECT_EQ(jobs.status, 200);
+  EXPECT_EQ(jobs.content_type, "application/json");
+  EXPECT_TRUE(has(jobs, R"("job":"backup","spec":"0 3 * * *")")) << jobs.body;
+  EXPECT_TRUE(has(jobs, R"("fate":"failed")")) << jobs.body;
+  EXPECT_TRUE(has(jobs, R"("scope":"fleet","on_this_replica":true)")) << jobs.body;
+  EXPECT_TRUE(has(jobs, R"("job":"team/report")")) << jobs.body;
+  const auto one = f.get("/api/v1/jobs/team/report");  // a key with a '/'
+  EXPECT_EQ(one.status, 200) << one.body;
+  EXPECT_TRUE(has(one, R"("scope":null,"on_this_replica":false)")) << one.body;
+  const auto runs = f.get("/api/v1/jobs/backup/runs", {{"limit", "5"}});
+  EXPECT_EQ(runs.status, 200);
+  EXPECT_TRUE(has(runs, R"("fire_key":"backup@2026-12-03T03:00:00Z")")) << runs.body;
+  EXPECT_TRUE(has(runs, R"("exit_status":3)")) << runs.body;
+  EXPECT_EQ(f.get("/api/v1/leader").body, "{\"leader\":{\"holder\":\"replica-a\",\"term\":null,\"lease_expires_in_ms\":null,\"renewed_revision\":null}}\n");
+  EXPECT_EQ(f.get("/api/v1/replicas").body, "{\"replicas\":[]}\n");
+  const auto fleet = f.get("/api/v1/fleet");
+  EXPECT_EQ(fleet.status, 200);
+  EXPECT_TRUE(has(fleet, R"("replica":"replica-a","coordinator":"memory")")) << fleet.body;
+  EXPECT_TRUE(has(fleet, R"("writable":true)")) << fleet.body;
+  EXPECT_TRUE(has(fleet, R"("recent_runs":[{"job":"backup")")) << fleet.body;
+}
+
+TEST(Api, ErrorsAreJsonAndNameWhatIsWrong) {
+  Fixture f;
+  EXPECT_EQ(f.get("/api/v1/jobs/nope").body, "{\"error\":\"no job \\\"nope\\\" in the fleet's catalogue or controls\"}\n");
+  EXPECT_EQ(f.get("/api/v1/jobs/nope").status, 404);
+  EXPECT_EQ(f.get("/api/v1/colours").status, 404);
+  EXPECT_EQ(f.get("/api/v2/jobs").status, 404);
+  const auto limit = f.get("/api/v1/jobs/backup/runs", {{"limit", "5000"}});
+  EXPECT_EQ(limit.status, 400);
+  EXPECT_EQ(limit.body, "{\"error\":\"limit \\\"5000\\\": expected 1 to 1000\"}\n");
+  const auto method = f.post("/api/v1/jobs", "");
+  EXPECT_EQ(method.status, 405);
+  EXPECT_EQ(method.body, "{\"error\":\"POST /api/v1/jobs: use GET\"}\n");
+  EXPECT_EQ(f.get("/api/v1/jobs/backup/trigger").status, 405);
+}
+
+TEST(Api, ControlsNeedTheTokenAndActThroughTheFleetState) {
+  Fixture f;
+  const auto missing = f.post("/api/v1/jobs/backup/pause", "");
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_EQ(missing.www_authenticate, "Bearer realm=\"fleetcron\"");
+  EXPECT_EQ(f.post("/api/v1/jobs/backup/pause", "Bearer wrong").status, 401);
+  EXPECT_EQ(f.post("/api/v1/jobs/backup/pause", "Bearer s3cre").status, 401);
+  const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+  EXPECT_TRUE(f.state->read_controls(now).jobs.empty());  // nothing changed by a refused request
+  const auto paused = f.post("/api/v1/jobs/backup/pause", "Bearer s3cret");
+  EXPECT_EQ(paused.status, 200) << paused.body;
+  EXPECT_TRUE(has(paused, R"("changed":true)")) << paused.body;
+  EXPECT_TRUE(has(f.get("/api/v1/jobs/backup"), R"("paused":true,"paused_by":"api@replica-a")"));  // seen at once
+  EXPECT_TRUE(has(f.post("/api/v1/jobs/backup/pause", "Bearer s3cret"), R"("changed":false)"));
+  EXPECT_TRUE(has(f.post("/api/v1/jobs/backup/resume", "Bearer s3cret"), R"("changed":true)"));
+  const auto trigger = f.post("/api/v1/jobs/team/report/trigger", "Bearer s3cret");
+  EXPECT_EQ(trigger.status, 202) << trigger.body;
+  const auto controls = f.state->read_controls(now);
+  ASSERT_EQ(controls.jobs.size(), 1u);
+  EXPECT_EQ(controls.jobs[0].job_key, "team/report");
+  EXPECT_EQ(controls.jobs[0].triggers.size(), 1u);
+  EXPECT_EQ(f.post("/api/v1/jobs/ghost/trigger", "Bearer s3cret").status, 404);
+}
+
+TEST(Api, WithoutATokenTheApiIsReadOnly) {
+  Fixture f("");
+  const auto refused = f.post("/api/v1/jobs/backup/trigger", "Bearer anything");
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.body, "{\"error\":\"the API is read-only: the daemon runs without --api-token-file\"}\n");
+  EXPECT_TRUE(has(f.get("/api/v1/fleet"), R"("writable":false)"));
+}
+
+}  // namespace
+}  // namespace fleetcron::daemon
