@@ -11,7 +11,7 @@ packages=(
   libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests
   libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
   faketime curl iproute2 jq                             # e2e: a skewed clock, status --json; CLI: /metrics, ss
-  libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, /metrics
+  libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, HTTP (with OpenSSL: https:// webhooks)
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
   chromium chromium-driver python3                      # the status page's test in a real browser (WebDriver)
 )

@@ -18,5 +18,6 @@ fi
 echo "\$ fleetcron validate --seconds examples/demo.cron -n 1"
 "$bin" validate --seconds examples/demo.cron -n 1
 echo
-echo "\$ fleetcron run --seconds examples/demo.cron    (Ctrl-C to stop)"
-exec "$bin" run --seconds examples/demo.cron
+http=${FLEETCRON_HTTP:-127.0.0.1:9464}
+echo "\$ fleetcron run --seconds --http $http examples/demo.cron    (status page: http://$http/; Ctrl-C to stop)"
+exec "$bin" run --seconds --http "$http" examples/demo.cron

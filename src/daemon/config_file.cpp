@@ -128,6 +128,17 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       settings.job_defaults.env_file = string_value(path, full, sub_node);
     } else if (name == "defaults" && sub == "user") {
       settings.job_defaults.user = string_value(path, full, sub_node);
+    } else if (name == "defaults" && (sub == "on_failure" || sub == "on_lost" || sub == "on_missed")) {
+      auto& field = sub == "on_failure" ? settings.job_defaults.on_failure
+                    : sub == "on_lost"  ? settings.job_defaults.on_lost
+                                        : settings.job_defaults.on_missed;
+      field = string_value(path, full, sub_node);
+    } else if (name == "defaults" && (sub == "notify" || sub == "ping")) {
+      const std::string url = string_value(path, full, sub_node);
+      if (!url.starts_with("http://") && !url.starts_with("https://")) {
+        throw SettingsError(fmt::format("{}: {} must be an http:// or https:// URL, got \"{}\"", where(path, sub_node), full, url));
+      }
+      (sub == "notify" ? settings.job_defaults.notify : settings.job_defaults.ping) = url;
     } else if (name == "leader" && sub == "ttl") {
       settings.leader_ttl = duration_value(path, full, sub_node);
     } else if (name == "leader" && sub == "key") {
@@ -138,7 +149,7 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
       throw SettingsError(fmt::format("{}: unknown key {} (known in [{}]: {})", where(path, sub_node), full, name,
                                       name == "claim"   ? "ttl, max_clock_skew, prefix, bucket"
                                       : name == "fleet" ? "prefix, bucket, catch_up, catch_up_beyond_claim_ttl, history, history_age"
-                                      : name == "defaults" ? "dir, env_file, user"
+                                      : name == "defaults" ? "dir, env_file, user, on_failure, on_lost, on_missed, notify, ping"
                                                            : "ttl, key, bucket"));
     }
   }

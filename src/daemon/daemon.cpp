@@ -17,6 +17,7 @@
 #include "daemon/job_metrics.h"
 #include "daemon/api_service.h"
 #include "daemon/http_server.h"
+#include "daemon/notifier.h"
 #include "daemon/status_page.h"
 #include "daemon/process_runner.h"
 #include "fleetcron/duration.h"
@@ -29,6 +30,9 @@ extern char** environ;
 namespace fleetcron::daemon {
 
 namespace {
+
+/// How long a stopping daemon keeps delivering queued notifications.
+constexpr auto notify_drain = std::chrono::seconds{5};
 
 /// This daemon's name in the fleet state: host, pid and 6 random hex
 /// digits (a container's pid is often 1), e.g. "web-1-4242-3fa9c1".
@@ -100,12 +104,15 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   // once: the scheduler does not log them itself.
   options.recorder = std::make_shared<FireRecorder>(metrics_, log_, [this](const std::string& key) { return command_of(key); });
   options.log_events = false;
+  notifier_ = std::make_shared<Notifier>(metrics_, log_, options.replica_id);
+  options.observers.push_back(notifier_);
   options.logger = [this](LogLevel level, std::string_view message) {
     static constexpr const char* names[] = {"debug", "info", "warn", "error"};
     log_.write(names[static_cast<int>(level)], "scheduler", message);
   };
   scheduler_ = std::make_unique<Scheduler>(options);
   for (const auto& job : file.jobs) add_job(job);
+  update_notifications();
   metrics_.jobs_loaded(file.jobs.size());
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
@@ -298,28 +305,14 @@ void Daemon::add_job(const JobDefinition& job) {
 }
 
 
-fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
-  return [this, runtime](const FireContext& fire, std::stop_token stop) { run_job(*runtime, fire, stop); };
-}
-
-void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop) {
-  // Metrics and the run-started/run-finished lines come from the events
-  // (FireRecorder); the attempt timeout is the scheduler's, which asks the
-  // command to stop through `stop`.
-  const JobDefinition& job = runtime.job;
+CommandSpec Daemon::command_spec(const JobDefinition& job) const {
   CommandSpec spec;
-  spec.command = job.command;
-  spec.input = job.input;
   spec.working_directory = job.working_directory;
   spec.run_as = job.run_as;
   spec.kill_grace = settings_.kill_grace;
   spec.max_output_bytes = settings_.max_output_bytes;
   spec.environment = base_environment_;
-  auto set = [&](const std::string& name, const std::string& value) {
-    const std::string prefix = name + "=";
-    std::erase_if(spec.environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
-    spec.environment.push_back(prefix + value);
-  };
+  auto set = [&](const std::string& name, const std::string& value) { set_variable(spec.environment, name, value); };
   if (job.run_as) {  // as cron does for a user's crontab; the file's lines may override them
     set("HOME", job.run_as->home);
     set("USER", job.run_as->name);
@@ -329,6 +322,34 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
     set(name, value);
     if (name == "SHELL") spec.shell = value;
   }
+  return spec;
+}
+
+void Daemon::update_notifications() {
+  std::map<std::string, NotifiedJob> notified;
+  {
+    std::lock_guard guard(jobs_mutex_);
+    for (const auto& [key, entry] : jobs_) {
+      const JobDefinition& job = entry.second->job;
+      if (job.notifications.any()) notified.emplace(key, NotifiedJob{job.notifications, command_spec(job)});
+    }
+  }
+  notifier_->set_jobs(std::move(notified));
+}
+
+fleetcron::Job Daemon::make_job(std::shared_ptr<Runtime> runtime) {
+  return [this, runtime](const FireContext& fire, std::stop_token stop) { run_job(*runtime, fire, stop); };
+}
+
+void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop) {
+  // Metrics and the run-started/run-finished lines come from the events
+  // (FireRecorder); the attempt timeout is the scheduler's, which asks the
+  // command to stop through `stop`.
+  const JobDefinition& job = runtime.job;
+  CommandSpec spec = command_spec(job);
+  spec.command = job.command;
+  spec.input = job.input;
+  auto set = [&](const std::string& name, const std::string& value) { set_variable(spec.environment, name, value); };
   set("FLEETCRON_JOB_KEY", job.key);
   set("FLEETCRON_FIRE_KEY", fire.fire_key);
   set("FLEETCRON_SCHEDULED_AT", format_rfc3339(fire.scheduled_at));
@@ -419,6 +440,7 @@ bool Daemon::apply_reload(const JobsFile& file) {
   }
   for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run gets stop requested
   for (const JobDefinition* job : to_add) add_job(*job);
+  update_notifications();
   metrics_.jobs_loaded(file.jobs.size());
   metrics_.reloads(true);
   log_.write("info", "reloaded", fmt::format("{} jobs: {} added, {} removed, {} changed", file.jobs.size(), added, removed, changed));
@@ -482,6 +504,7 @@ int Daemon::run() {
     const auto deadline = std::chrono::steady_clock::now() + settings_.shutdown_grace;
     bool clean = scheduler_->drain(deadline);
     if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
+    notifier_->stop(std::chrono::steady_clock::now() + notify_drain);  // the last runs' notifications
     log_.write("info", "stopped", clean ? "all runs finished" : "some runs did not end in time");
     return config_refused_ ? 1 : 0;
   }

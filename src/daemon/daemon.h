@@ -21,6 +21,8 @@
 namespace fleetcron::daemon {
 
 class ApiService;
+class Notifier;
+struct CommandSpec;
 class FileWatcher;
 class HttpServer;
 struct LocalJob;
@@ -54,6 +56,10 @@ class Daemon {
   /// The listener of --http: metrics, health, the API and the page.
   void start_http(const std::string& replica_id);
   [[nodiscard]] std::vector<LocalJob> local_jobs();
+  /// How the job's commands run: shell, environment, directory, account.
+  [[nodiscard]] CommandSpec command_spec(const JobDefinition& job) const;
+  /// Gives the notifier the jobs that notify (after a load or reload).
+  void update_notifications();
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.
   bool apply_reload(const JobsFile& file);
@@ -93,6 +99,7 @@ class Daemon {
   std::thread readiness_;
   std::thread job_metrics_;  // with --metrics and a fleet state
   std::unique_ptr<ApiService> api_;
+  std::shared_ptr<Notifier> notifier_;  // an observer of the scheduler
   std::unique_ptr<HttpServer> http_server_;
   std::mutex reload_mutex_;  // one reload at a time: SIGHUP and --watch
   std::unique_ptr<FileWatcher> watcher_;

@@ -35,6 +35,10 @@ void find_next_fire(JobView& job, Instant from) {
     job.next_error = "a schedule built in code, without a spec";
     return;
   }
+  if (job.catalogued->spec == "@reboot") {
+    job.next_error = "@reboot: it runs when a daemon starts, on that replica";
+    return;
+  }
   ParseOptions options;
   options.seconds = job.catalogued->seconds_field ? SecondsField::optional : SecondsField::none;
   options.every_anchor = EveryAnchor::epoch;

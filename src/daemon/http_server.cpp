@@ -1,9 +1,10 @@
 #include "daemon/http_server.h"
 
+#include "daemon/http_client.h"
 #include "daemon/settings.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
+#include <httplib.h>  // with CPPHTTPLIB_OPENSSL_SUPPORT (its pkg-config flags): https:// webhooks
 
 #include <chrono>
 #include <condition_variable>
@@ -146,6 +147,45 @@ HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(st
 HttpServer::~HttpServer() {
   impl_->server.stop();
   if (thread_.joinable()) thread_.join();
+}
+
+HttpPostResult http_post(const std::string& url, std::string_view body, std::string_view content_type,
+                         std::chrono::milliseconds timeout) {
+  HttpPostResult result;
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) {
+    result.error = "not a URL";
+    return result;
+  }
+  const auto path_start = url.find('/', scheme_end + 3);
+  const std::string origin = url.substr(0, path_start);
+  const std::string path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  try {
+    httplib::Client client(origin);
+    if (!client.is_valid()) {
+      result.error = "cannot make a client for " + origin;
+      return result;
+    }
+    client.set_connection_timeout(timeout);
+    client.set_read_timeout(timeout);
+    client.set_write_timeout(timeout);
+    client.set_follow_location(false);
+    if (url.starts_with("https://")) {
+      client.enable_server_certificate_verification(true);
+      client.set_ca_cert_path("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs");
+    }
+    const auto answer = client.Post(path, body.data(), body.size(), std::string(content_type));
+    if (!answer) {
+      result.error = httplib::to_string(answer.error());
+      return result;
+    }
+    result.status = answer->status;
+    result.delivered = answer->status >= 200 && answer->status < 300;
+    if (!result.delivered) result.error = fmt::format("HTTP {}", answer->status);
+  } catch (const std::exception& e) {
+    result.error = e.what();
+  }
+  return result;
 }
 
 }  // namespace fleetcron::daemon

@@ -51,6 +51,15 @@ struct Option {
       line.fail(value_at + e.position(), fmt::format("{}: {}", name, e.what()));
     }
   }
+  /// An http:// or https:// URL with a host.
+  std::string url() const {
+    const auto scheme = value.find("://");
+    const bool known = value.starts_with("http://") || value.starts_with("https://");
+    if (!known || scheme + 3 >= value.size() || value[scheme + 3] == '/') {
+      fail_value(fmt::format("{}: expected an http:// or https:// URL, got \"{}\"", name, quote_for_message(value)));
+    }
+    return std::string(value);
+  }
   template <typename T>
   void once(std::optional<T>& field, T value_to_set) const {
     if (field) line.fail(at, fmt::format("{} given twice", name));
@@ -137,6 +146,11 @@ const std::map<std::string_view, Handler>& handlers() {
          o.once(d.user, std::string(o.value));
          d.user_at = o.value_at;
        }},
+      {"on-failure", [](Directive& d, const Option& o) { o.once(d.on_failure, std::string(o.value)); }},
+      {"on-lost", [](Directive& d, const Option& o) { o.once(d.on_lost, std::string(o.value)); }},
+      {"on-missed", [](Directive& d, const Option& o) { o.once(d.on_missed, std::string(o.value)); }},
+      {"notify", [](Directive& d, const Option& o) { o.once(d.notify, o.url()); }},
+      {"ping", [](Directive& d, const Option& o) { o.once(d.ping, o.url()); }},
   };
   return table;
 }

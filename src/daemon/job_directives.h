@@ -55,6 +55,7 @@ struct Directive {
   std::optional<RecoverPolicy> recover;
   std::optional<JobScope> scope;
   std::optional<std::string> dir, env_file, user;
+  std::optional<std::string> on_failure, on_lost, on_missed, notify, ping;
   /// Column (0-based) of each path-like option's value, for errors found
   /// when the file is loaded (a missing directory, a bad env file).
   std::size_t dir_at = 0, env_file_at = 0, user_at = 0;

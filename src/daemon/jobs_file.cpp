@@ -87,7 +87,7 @@ bool JobDefinition::same_definition(const JobDefinition& other) const {
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment && at_start == other.at_start && scope == other.scope &&
          input == other.input && working_directory == other.working_directory && env_file == other.env_file &&
-         user == other.user;
+         user == other.user && notifications == other.notifications;
 }
 
 JobsFileError::JobsFileError(const std::string& file, int line, int column, const std::string& reason)
@@ -250,7 +250,16 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.working_directory = defaults.dir;
   job.env_file = defaults.env_file;
   job.user = defaults.user;
+  job.notifications = {defaults.on_failure, defaults.on_lost, defaults.on_missed, defaults.notify, defaults.ping};
   if (!directive) return;
+  auto take_text = [](const std::optional<std::string>& value, std::string& field) {
+    if (value) field = *value;
+  };
+  take_text(directive->on_failure, job.notifications.on_failure);
+  take_text(directive->on_lost, job.notifications.on_lost);
+  take_text(directive->on_missed, job.notifications.on_missed);
+  take_text(directive->notify, job.notifications.notify);
+  take_text(directive->ping, job.notifications.ping);
   if (directive->gap || directive->dst_overlap) {
     DstPolicy dst = options.dst;
     if (directive->gap) dst.gap = *directive->gap;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "daemon/job_directives.h"
+#include "daemon/job_notifications.h"
 #include "daemon/run_as.h"
 #include "daemon/settings.h"
 #include "fleetcron/cron.h"
@@ -84,6 +85,9 @@ struct JobDefinition {
   std::string user;
   std::optional<RunAs> run_as;
   OptionOrigin dir_origin, env_file_origin, user_origin;
+  /// on-failure=, on-lost=, on-missed= (commands), notify= and ping= (URLs):
+  /// docs/daemon.md#notifications.
+  JobNotifications notifications;
   /// The file's NAME=value lines above this job, in order, then its env file's.
   std::vector<std::pair<std::string, std::string>> environment;
   SchedulePtr schedule;

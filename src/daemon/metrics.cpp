@@ -48,6 +48,10 @@ void Metrics::skipped(const std::string& reason) {
   std::lock_guard guard(mutex_);
   ++skips_[reason];
 }
+void Metrics::notification(const std::string& kind, const std::string& result) {
+  std::lock_guard guard(mutex_);
+  ++notifications_["kind=\"" + kind + "\",result=\"" + result + "\""];
+}
 void Metrics::missed(std::uint64_t count) { missed_.fetch_add(count, std::memory_order_relaxed); }
 void Metrics::lateness(double seconds) { lateness_.observe(seconds); }
 void Metrics::running(int delta) { running_.fetch_add(delta, std::memory_order_relaxed); }
@@ -150,6 +154,12 @@ std::string Metrics::render() const {
   out += fmt::format("fleetcron_log_lines_dropped_total {}\n", log_lines_dropped_.load());
   metric("fleetcron_jobs", "gauge", "Jobs loaded from the jobs file.");
   out += fmt::format("fleetcron_jobs {}\n", jobs_.load());
+  {
+    std::lock_guard guard(mutex_);
+    metric("fleetcron_notifications_total", "counter",
+           "Notifications (on-failure/on-lost/on-missed commands, webhooks, pings), by kind and result.");
+    for (const auto& [labels, count] : notifications_) out += fmt::format("fleetcron_notifications_total{{{}}} {}\n", labels, count);
+  }
   metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");
   out += fmt::format("fleetcron_reloads_total{{result=\"ok\"}} {}\n", reloads_ok_.load());
   out += fmt::format("fleetcron_reloads_total{{result=\"failed\"}} {}\n", reloads_failed_.load());

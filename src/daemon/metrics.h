@@ -53,6 +53,9 @@ class Metrics {
   void cancelled(CancelReason reason, bool claimed);
   void step_down();
   void lost();  // another replica's run, found lost here
+  /// A notification: kind command, webhook or ping; result delivered,
+  /// failed (every attempt) or dropped (the queue was full, or the daemon stopped).
+  void notification(const std::string& kind, const std::string& result);
   /// The per-job series read from the fleet state (render_job_metrics()),
   /// at `at`; or a failed refresh (the last series stay).
   void fleet_jobs(std::string text, double at_seconds);
@@ -80,7 +83,7 @@ class Metrics {
   std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};
   std::atomic<double> clock_offset_{0};
   mutable std::mutex mutex_;  // guards the maps
-  std::map<std::string, std::uint64_t> runs_, skips_;
+  std::map<std::string, std::uint64_t> runs_, skips_, notifications_;
   std::optional<std::pair<std::string, bool>> backend_config_;  // unset until read (Redis only)
   Histogram lateness_, duration_, backend_latency_;
 };

@@ -366,6 +366,12 @@ Fd open_input(const CommandSpec& spec, CommandResult& result) {
 
 }  // namespace
 
+void set_variable(std::vector<std::string>& environment, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  std::erase_if(environment, [&](const std::string& entry) { return entry.starts_with(prefix); });
+  environment.push_back(prefix + value);
+}
+
 CommandResult run_command(const CommandSpec& spec, std::stop_token stop, const OutputSink& sink) {
   CommandResult result;
   const auto started = Clock::now();

@@ -55,6 +55,9 @@ struct CommandResult {
   [[nodiscard]] std::string describe() const;
 };
 
+/// Sets NAME=value in an environment ("NAME=value" entries), replacing an earlier one.
+void set_variable(std::vector<std::string>& environment, const std::string& name, const std::string& value);
+
 /// `stream` is "stdout" or "stderr"; `line` has no trailing newline.
 using OutputSink = std::function<void(std::string_view stream, std::string_view line)>;
 

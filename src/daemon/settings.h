@@ -32,6 +32,8 @@ struct JobDefaults {
   std::string dir;       // dir=
   std::string env_file;  // env-file=
   std::string user;      // user=
+  std::string on_failure, on_lost, on_missed;  // on-failure=, on-lost=, on-missed= (commands)
+  std::string notify, ping;                    // notify=, ping= (URLs)
 };
 
 struct Settings {

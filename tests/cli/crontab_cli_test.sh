@@ -138,6 +138,22 @@ wait "$pid"
 status=$?
 if ((status == 0)); then ok "SIGTERM: exit 0"; else bad "exit status $status"; fi
 
+# The shipped examples validate.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+for example in "$root"/examples/*.cron; do
+  if out=$("$bin" validate "$example" 2>&1) || out=$("$bin" validate --seconds "$example" 2>&1); then
+    ok "$(basename "$example") validates"
+  else
+    bad "$(basename "$example"): $out"
+  fi
+done
+out=$("$bin" validate "$root/examples/crontab.cron" -n 1)
+if [[ $out == *'input    "Good morning.\nToday'* && $out == *"scope    replica (every replica"* && $out == *"env-file $root/examples/crontab.env"* ]]; then
+  ok "examples/crontab.cron reads as documented"
+else
+  bad "crontab.cron: $out"
+fi
+
 # Refusals at load, with file:line:column.
 printf '# fleetcron: user=no-such-user-anywhere\n* * * * * true\n' >"$work/user.cron"
 out=$("$bin" validate "$work/user.cron" 2>&1)

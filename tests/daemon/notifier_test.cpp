@@ -1,0 +1,136 @@
+// Notifications from the scheduler's events, with real commands: what each
+// event sends and with which variables, retries, a full queue, a stop.
+// (Webhooks and pings against a real HTTP receiver: tests/e2e/notify_test.sh.)
+#include "daemon/notifier.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    char name[] = "/tmp/fleetcron-notify-XXXXXX";
+    dir = mkdtemp(name);
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  [[nodiscard]] std::string read(const std::string& name) const {
+    std::ifstream in(dir + "/" + name);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+};
+
+NotifiedJob job(const JobNotifications& notifications) {
+  NotifiedJob out;
+  out.notifications = notifications;
+  out.command.environment = {"PATH=/usr/bin:/bin", "GREETING=hi"};
+  return out;
+}
+
+std::string metrics_line(const Metrics& metrics, std::string_view labels) {
+  const std::string text = metrics.render();
+  const std::string wanted = "fleetcron_notifications_total{" + std::string(labels) + "} ";
+  const auto at = text.find(wanted);
+  return at == std::string::npos ? "absent" : text.substr(at + wanted.size(), text.find('\n', at) - at - wanted.size());
+}
+
+TEST(Notifier, FailureLostAndMissedRunTheirCommandsWithTheFiresVariables) {
+  const Scratch s;
+  Metrics metrics;
+  std::ostringstream out;
+  LogSink log(LogFormat::text, out);
+  {
+    Notifier notifier(metrics, log, "replica-a", NotifierOptions{.first_backoff = 10ms});
+    const std::string write = " >> " + s.dir + "/notes";
+    notifier.set_jobs({{"backup", job({.on_failure = "echo \"$FLEETCRON_OUTCOME $FLEETCRON_FIRE_KEY $FLEETCRON_EXIT_STATUS "
+                                                     "$FLEETCRON_ATTEMPTS $GREETING $FLEETCRON_OUTPUT_TAIL\"" + write,
+                                       .on_lost = "echo \"$FLEETCRON_OUTCOME $FLEETCRON_FIRE_KEY $FLEETCRON_LOST_REPLICA\"" + write,
+                                       .on_missed = "echo \"$FLEETCRON_OUTCOME $FLEETCRON_MISSED_COUNT $FLEETCRON_LAST_MISSED\"" + write,
+                                       .notify = "", .ping = ""})}});
+    auto entry = std::make_shared<EntryIdentity>(EntryIdentity{1, "backup", "backup"});
+    const Instant at = parse_rfc3339("2026-12-03T03:00:00Z");
+    JobCompletedEvent failed{entry, "backup@2026-12-03T03:00:00Z", at, 2s, RunStatus::failed, 2, "exit 3", false, at, 7, {}};
+    failed.details.exit_status = 3;
+    failed.details.output_tail = "disk full";
+    notifier.on_event(failed);
+    JobCompletedEvent fine = failed;
+    fine.status = RunStatus::succeeded;
+    notifier.on_event(fine);  // no command for a success
+    LostFireEvent lost;
+    lost.job_key = "backup";
+    lost.fire_key = "backup@2026-12-03T04:00:00Z";
+    lost.replica_id = "replica-b";
+    notifier.on_event(lost);
+    MissedFireEvent missed;
+    missed.entry = entry;
+    missed.first_missed = at;
+    missed.last_missed = parse_rfc3339("2026-12-03T05:00:00Z");
+    missed.missed = 3;
+    notifier.on_event(missed);
+    auto other = std::make_shared<EntryIdentity>(EntryIdentity{2, "quiet", "quiet"});
+    notifier.on_event(JobCompletedEvent{other, "quiet@x", at, 1s, RunStatus::failed, 1, "exit 1", false, at, 1, {}});
+    notifier.stop(std::chrono::steady_clock::now() + 10s);
+  }
+  EXPECT_EQ(s.read("notes"),
+            "failed backup@2026-12-03T03:00:00Z 3 2 hi disk full\n"
+            "lost backup@2026-12-03T04:00:00Z replica-b\n"
+            "missed 3 2026-12-03T05:00:00Z\n");
+  EXPECT_EQ(metrics_line(metrics, R"(kind="command",result="delivered")"), "3");
+}
+
+TEST(Notifier, AFailingDeliveryIsRetriedThenCountedAndLogged) {
+  const Scratch s;
+  Metrics metrics;
+  std::ostringstream out;
+  {
+    LogSink log(LogFormat::text, out);
+    Notifier notifier(metrics, log, "replica-a", NotifierOptions{.attempts = 3, .first_backoff = 10ms});
+    notifier.set_jobs({{"j", job({.on_failure = "echo try >> " + s.dir + "/tries; exit 1", .on_lost = "", .on_missed = "",
+                                  .notify = "http://127.0.0.1:1/hook", .ping = ""})}});
+    auto entry = std::make_shared<EntryIdentity>(EntryIdentity{1, "j", "j"});
+    notifier.on_event(JobCompletedEvent{entry, "j@x", {}, 1s, RunStatus::timed_out, 1, "timeout", false, {}, 1, {}});
+    notifier.stop(std::chrono::steady_clock::now() + 10s);
+    EXPECT_TRUE(log.flush());
+  }
+  EXPECT_EQ(s.read("tries"), "try\ntry\ntry\n");  // three attempts
+  EXPECT_EQ(metrics_line(metrics, R"(kind="command",result="failed")"), "1");
+  EXPECT_EQ(metrics_line(metrics, R"(kind="webhook",result="failed")"), "1");
+  EXPECT_NE(out.str().find("notify-failed"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("webhook http://127.0.0.1:1/hook:"), std::string::npos) << out.str();
+}
+
+TEST(Notifier, AFullQueueDropsAndCountsAndAStopDropsWhatIsLeft) {
+  Metrics metrics;
+  std::ostringstream out;
+  {
+    LogSink log(LogFormat::text, out);
+    Notifier notifier(metrics, log, "replica-a", NotifierOptions{.max_queued = 2});
+    notifier.set_jobs({{"j", job({.on_failure = "sleep 5", .on_lost = "", .on_missed = "", .notify = "", .ping = ""})}});
+    auto entry = std::make_shared<EntryIdentity>(EntryIdentity{1, "j", "j"});
+    for (int i = 0; i < 6; ++i) {
+      notifier.on_event(JobCompletedEvent{entry, "j@" + std::to_string(i), {}, 1s, RunStatus::failed, 1, "", false, {}, 1, {}});
+    }
+    const auto started = std::chrono::steady_clock::now();
+    notifier.stop(started + 200ms);  // the sleep in flight is ended, the queued ones dropped
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 4s);
+    EXPECT_TRUE(log.flush());
+  }
+  // One in flight, two queued, three refused by the full queue (at least).
+  EXPECT_EQ(metrics_line(metrics, R"(kind="command",result="dropped")"), "5");
+  EXPECT_NE(out.str().find("already wait (the limit)"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("not sent: the daemon stopped"), std::string::npos) << out.str();
+}
+
+}  // namespace
+}  // namespace fleetcron::daemon
