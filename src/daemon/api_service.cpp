@@ -159,9 +159,17 @@ HttpAnswer ApiService::replicas() {
   return json(200, fmt::format("{{\"replicas\":{}}}", list(items)));
 }
 
-HttpAnswer ApiService::leader() {
-  return json(200, fmt::format("{{\"leader\":{}}}", leader_json(sources_.leader())));
+LeaderView ApiService::cached_leader() {
+  std::lock_guard guard(leader_mutex_);
+  const auto steady = std::chrono::steady_clock::now();
+  if (!leader_ || steady - leader_read_at_ >= api_view_lifetime) {
+    leader_ = sources_.leader();  // a failure is not cached: it throws
+    leader_read_at_ = steady;
+  }
+  return *leader_;
 }
+
+HttpAnswer ApiService::leader() { return json(200, fmt::format("{{\"leader\":{}}}", leader_json(cached_leader()))); }
 
 HttpAnswer ApiService::fleet() {
   const auto fleet_view = view();
@@ -182,7 +190,7 @@ HttpAnswer ApiService::fleet() {
   for (const auto& replica : fleet_view->replicas) replicas.push_back(replica_json(replica));
   std::string leader = "null", leader_error = "null";
   try {
-    leader = leader_json(sources_.leader());
+    leader = leader_json(cached_leader());
   } catch (const std::exception& e) {
     leader_error = json_string(e.what());
   }

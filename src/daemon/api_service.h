@@ -74,6 +74,12 @@ class ApiService {
   std::mutex view_mutex_;  // one reader at a time; guards view_, view_read_at_
   std::shared_ptr<const FleetView> view_;
   std::chrono::steady_clock::time_point view_read_at_;
+  /// The leader, read at most once per api_view_lifetime too (a store
+  /// round trip, or a connection on NATS). Guarded by leader_mutex_.
+  LeaderView cached_leader();
+  std::mutex leader_mutex_;
+  std::optional<LeaderView> leader_;
+  std::chrono::steady_clock::time_point leader_read_at_;
 };
 
 }  // namespace fleetcron::daemon

@@ -116,11 +116,13 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   metrics_.jobs_loaded(file.jobs.size());
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
+  // Before any thread of ours: a bad token file or a port taken throws
+  // here, and the caller exits 2.
+  if (!settings_.http.empty()) start_http(options.replica_id);
   readiness_ = std::thread([this] { check_backend_loop(); });
   if (!settings_.http.empty() && coordination_.fleet_state) {
     job_metrics_ = std::thread([this] { job_metrics_loop(); });
   }
-  if (!settings_.http.empty()) start_http(options.replica_id);
 }
 
 void Daemon::start_http(const std::string& replica_id) {
@@ -331,7 +333,8 @@ void Daemon::update_notifications() {
     std::lock_guard guard(jobs_mutex_);
     for (const auto& [key, entry] : jobs_) {
       const JobDefinition& job = entry.second->job;
-      if (job.notifications.any()) notified.emplace(key, NotifiedJob{job.notifications, command_spec(job)});
+      const bool fleet_scoped = settings_.coordinator != "memory" && job.scope == JobScope::fleet && !job.at_start;
+      if (job.notifications.any()) notified.emplace(key, NotifiedJob{job.notifications, fleet_scoped, command_spec(job)});
     }
   }
   notifier_->set_jobs(std::move(notified));
@@ -497,6 +500,7 @@ int Daemon::run() {
       reload();
       continue;
     }
+    watcher_.reset();  // no reload while stopping
     log_.write("info", "stopping", fmt::format("{}: draining running jobs for up to {}", signal == SIGINT ? "SIGINT" : "SIGTERM",
                                              format_duration(settings_.shutdown_grace)));
     // Let running jobs finish within the grace; then stop (SIGTERM to

@@ -1,6 +1,7 @@
 #include "daemon/env_file.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <cerrno>
@@ -46,6 +47,10 @@ std::optional<Variable> parse_assignment(const SourceLine& line, std::string_vie
 }
 
 std::vector<Variable> load_env_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::uintmax_t>(info.st_size) > max_env_file_bytes) {
+    throw JobsFileError(path, 0, 0, fmt::format("env file of {} bytes, above the limit of {}", info.st_size, max_env_file_bytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JobsFileError(path, 0, 0, fmt::format("cannot read the env file: {}", std::strerror(errno)));
   std::ostringstream content;

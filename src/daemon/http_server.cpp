@@ -125,11 +125,25 @@ HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(st
     const auto api = [&r](const httplib::Request& request, httplib::Response& response) {
       answer(r.api(to_request(request)), response);
     };
+    // httplib answers 400 to a POST without Content-Length (curl -X POST
+    // sends none) unless the handler reads the body itself: these read it
+    // when there is one, within the request limit, and ignore its absence.
+    const auto api_with_body = [&r](const httplib::Request& request, httplib::Response& response,
+                                    const httplib::ContentReader& content) {
+      HttpRequest converted = to_request(request);
+      if (request.has_header("Content-Length") || request.has_header("Transfer-Encoding")) {
+        content([&](const char* data, std::size_t length) {
+          converted.body.append(data, length);
+          return converted.body.size() <= http_max_request_bytes;
+        });
+      }
+      answer(r.api(converted), response);
+    };
     server.Get(R"(/api/.*)", api);
-    server.Post(R"(/api/.*)", api);
-    server.Put(R"(/api/.*)", api);
+    server.Post(R"(/api/.*)", api_with_body);
+    server.Put(R"(/api/.*)", api_with_body);
     server.Delete(R"(/api/.*)", api);
-    server.Patch(R"(/api/.*)", api);
+    server.Patch(R"(/api/.*)", api_with_body);
   }
   server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
     response.status = 500;

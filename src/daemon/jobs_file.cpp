@@ -39,32 +39,42 @@ class AtStartSchedule final : public Schedule {
   [[nodiscard]] bool is_manual() const noexcept override { return true; }
 };
 
-/// Vixie cron's '%': the command up to the first unescaped '%' ("\%" is a
-/// '%'), and the text after it as standard input, each further unescaped
-/// '%' a newline and a final newline added if it lacks one.
+/// Vixie cron's '%', read as its do_command.c reads it: in the command a
+/// backslash escapes a '%' (which ends the command otherwise) and is then
+/// dropped; any other backslash stays, and escapes only the next character
+/// ("\\%" is a backslash, then the end of the command). In the input each
+/// unescaped '%' is a newline, "\%" a '%', and a final newline is added
+/// when it lacks one.
 std::pair<std::string, std::optional<std::string>> split_percent(std::string_view text) {
   std::string command;
+  bool escaped = false;
   std::size_t i = 0;
   for (; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '%') {
-      command += '%';
-      ++i;
-    } else if (text[i] == '%') {
-      break;
-    } else {
-      command += text[i];
+    const char c = text[i];
+    if (escaped) {
+      if (c == '%') command.back() = '%';  // the backslash gives way to the '%'
+      else command += c;
+      escaped = false;
+      continue;
     }
+    if (c == '%') break;
+    escaped = c == '\\';
+    command += c;
   }
   if (i >= text.size()) return {command, std::nullopt};
   std::string input;
+  escaped = false;
   for (++i; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '%') {
-      input += '%';
-      ++i;
-    } else {
-      input += text[i] == '%' ? '\n' : text[i];
+    char c = text[i];
+    if (escaped) {
+      if (c != '%') input += '\\';
+    } else if (c == '%') {
+      c = '\n';
     }
+    escaped = c == '\\';
+    if (!escaped) input += c;
   }
+  if (escaped) input += '\\';
   if (input.empty() || input.back() != '\n') input += '\n';
   while (!command.empty() && is_space(command.back())) command.pop_back();
   return {command, input};
@@ -87,7 +97,7 @@ bool JobDefinition::same_definition(const JobDefinition& other) const {
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment && at_start == other.at_start && scope == other.scope &&
          input == other.input && working_directory == other.working_directory && env_file == other.env_file &&
-         user == other.user && notifications == other.notifications;
+         user == other.user && run_as == other.run_as && notifications == other.notifications;
 }
 
 JobsFileError::JobsFileError(const std::string& file, int line, int column, const std::string& reason)

@@ -1,6 +1,8 @@
 // The fleetcron program. The only translation unit that includes CLI11.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <array>
 #include <iostream>
@@ -164,7 +166,16 @@ Settings build_settings(const Flags& flags) {
   return settings;
 }
 
+/// A daemon started with stdin, stdout or stderr closed would hand those
+/// numbers to its own pipes and sockets, where a job's redirections land.
+void open_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) == -1 && open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) std::abort();
+  }
+}
+
 int run_daemon(const Flags& flags) {
+  open_standard_descriptors();
   // Before any thread exists: the signals the daemon waits for are blocked
   // everywhere (every thread inherits the mask); runs get a clean mask.
   sigset_t signals;

@@ -150,6 +150,10 @@ void Notifier::missed(const MissedFireEvent& event) {
     std::lock_guard guard(mutex_);
     const auto it = jobs_.find(key);
     if (it == jobs_.end()) return;
+    // A fleet job's instants this replica's own loop passed late were
+    // likely run on time by another replica: only a catch-up (one replica
+    // for the fleet) says the fleet missed them.
+    if (it->second.fleet_scoped && !event.catch_up) return;
     on_missed = it->second.notifications.on_missed;
   }
   FireRecord record;
@@ -245,6 +249,7 @@ void Notifier::work() {
       std::unique_lock wait(mutex_);
       const auto resume = SteadyClock::now() + backoff;
       cv_.wait_until(wait, resume, [&] { return stop_source_.stop_requested(); });
+      if (stop_source_.stop_requested()) break;  // no new attempt once the deadline passed
       backoff *= 2;
     }
     metrics_.notification(kind, error.empty() ? "delivered" : "failed");
@@ -269,8 +274,8 @@ void Notifier::stop(SteadyClock::time_point deadline) {
   cv_.wait_until(lock, deadline, [this] { return queue_.empty() && !busy_; });
   std::deque<Delivery> dropped;
   dropped.swap(queue_);
+  stop_source_.request_stop();  // under the lock: the worker's backoff wait cannot miss it
   lock.unlock();
-  stop_source_.request_stop();
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   for (const auto& delivery : dropped) {

@@ -38,6 +38,9 @@ struct NotifierOptions {
 /// environment, directory, account).
 struct NotifiedJob {
   JobNotifications notifications;
+  /// Run once across a fleet of replicas (not scope=replica, not @reboot,
+  /// not the memory coordinator): its misses are notified from catch-up only.
+  bool fleet_scoped = false;
   CommandSpec command;  // shell, environment, working_directory, run_as; command unset
 };
 

@@ -175,7 +175,7 @@ struct ChildFailure {
   int step = 0;  // index into child_steps
   int error = 0;
 };
-constexpr const char* child_steps[] = {"setpgid", "dup2", "chdir", "setgroups", "setgid", "setuid", "exec"};
+constexpr const char* child_steps[] = {"setpgid", "dup2", "setgroups", "setgid", "setuid", "chdir", "exec"};
 
 [[noreturn]] void child_fail(const ChildPlan& plan, int step) {
   const ChildFailure failure{step, errno};
@@ -198,12 +198,13 @@ constexpr const char* child_steps[] = {"setpgid", "dup2", "chdir", "setgroups", 
   // pipe stays (CLOEXEC: exec closes it, which tells the parent it worked).
   if (plan.report > 3) close_range(3, static_cast<unsigned>(plan.report) - 1, 0);
   close_range(static_cast<unsigned>(plan.report) + 1, ~0U, 0);
-  if (plan.directory != nullptr && chdir(plan.directory) != 0) child_fail(plan, 2);
   if (plan.run_as != nullptr) {
-    if (setgroups(plan.run_as->groups.size(), plan.run_as->groups.data()) != 0) child_fail(plan, 3);
-    if (setgid(plan.run_as->gid) != 0) child_fail(plan, 4);
-    if (setuid(plan.run_as->uid) != 0) child_fail(plan, 5);
+    if (setgroups(plan.run_as->groups.size(), plan.run_as->groups.data()) != 0) child_fail(plan, 2);
+    if (setgid(plan.run_as->gid) != 0) child_fail(plan, 3);
+    if (setuid(plan.run_as->uid) != 0) child_fail(plan, 4);
   }
+  // As the user, as cron does: a directory it cannot enter is an error.
+  if (plan.directory != nullptr && chdir(plan.directory) != 0) child_fail(plan, 5);
   execve(plan.shell.c_str(), plan.argv.data(), plan.envp.data());
   child_fail(plan, 6);
 }
@@ -220,7 +221,8 @@ bool child_started(int report, const CommandSpec& spec, CommandResult& result) {
   if (step == "exec") {
     result.start_error = fmt::format("{}: {}", spec.shell, std::strerror(failure.error));
   } else if (step == "chdir") {
-    result.start_error = fmt::format("dir={}: {}", spec.working_directory, std::strerror(failure.error));
+    result.start_error = fmt::format("dir={}: {}{}", spec.working_directory, std::strerror(failure.error),
+                                     spec.run_as ? " (as user " + spec.run_as->name + ")" : std::string());
   } else if (spec.run_as && (step == "setgroups" || step == "setgid" || step == "setuid")) {
     result.start_error = fmt::format("user={}: {}: {}", spec.run_as->name, step, std::strerror(failure.error));
   } else {
@@ -351,12 +353,18 @@ Fd open_input(const CommandSpec& spec, CommandResult& result) {
     return Fd();
   }
   Fd read_end(ends[0]), write_end(ends[1]);
+  // Never blocks: a pipe may hold less than usual (pipe-user-pages-soft),
+  // and nobody reads it yet.
+  (void)fcntl(write_end.get(), F_SETPIPE_SZ, static_cast<int>(max_input_bytes));
+  (void)fcntl(write_end.get(), F_SETFL, O_NONBLOCK);
   std::size_t written = 0;
   while (written < spec.input->size()) {
     const ssize_t n = write(write_end.get(), spec.input->data() + written, spec.input->size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      result.start_error = std::string("writing standard input: ") + std::strerror(errno);
+      result.start_error = errno == EAGAIN ? fmt::format("standard input of {} bytes does not fit in a pipe here "
+                                                         "(/proc/sys/fs/pipe-user-pages-soft)", spec.input->size())
+                                           : std::string("writing standard input: ") + std::strerror(errno);
       return Fd();
     }
     written += static_cast<std::size_t>(n);

@@ -1,6 +1,6 @@
 // The account a job runs as (the user= directive): resolved from the
-// passwd and group databases at load (an unknown user is a load error)
-// and again before each run (the databases may change).
+// passwd and group databases at load and at each reload (an unknown user
+// is a load error); a job whose account changed meanwhile is replaced.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +16,7 @@ struct RunAs {
   gid_t gid = 0;
   std::vector<gid_t> groups;  // every group of the user, the primary one included
   std::string home, shell;    // from passwd: the run's HOME (and cron's SHELL default)
+  friend bool operator==(const RunAs&, const RunAs&) = default;
 };
 
 /// Looks `name` up (a user name, or a numeric uid). Throws

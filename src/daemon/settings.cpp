@@ -1,5 +1,7 @@
 #include "daemon/settings.h"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -128,6 +130,10 @@ std::string without_userinfo(const std::string& uri) {
 }  // namespace
 
 std::string read_secret_file(const std::string& path, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) throw SettingsError(fmt::format("{} {}: cannot read: {}", what, path, std::strerror(errno)));
+  if (!S_ISREG(info.st_mode)) throw SettingsError(fmt::format("{} {}: not a regular file", what, path));
+  if (info.st_size > 4098) throw SettingsError(fmt::format("{} {}: longer than 4096 bytes", what, path));
   std::ifstream file(path, std::ios::binary);
   if (!file) throw SettingsError(fmt::format("{} {}: cannot read: {}", what, path, std::strerror(errno)));
   std::string secret;

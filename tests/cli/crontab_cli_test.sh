@@ -80,7 +80,10 @@ MAILTO=ops@example.com
 JOBS
 ln -s ..2026_12_03_a "$work/config/..data"
 ln -s ..data/jobs "$work/config/jobs"
-"$bin" run --seconds --watch --shutdown-grace 1s --log-format json "$work/config/jobs" 2>"$work/log" &
+printf 'memory-token\n' >"$work/token"
+port=$((20000 + RANDOM % 40000))
+"$bin" run --seconds --watch --shutdown-grace 1s --log-format json --http "127.0.0.1:$port" --api-token-file "$work/token" \
+  "$work/config/jobs" 2>"$work/log" &
 pid=$!
 pids+=("$pid")
 if wait_for "$work/booted" booted 10 && wait_for "$work/stdin.txt" world 10; then ok "@reboot ran at start; % fed stdin"; else bad "no @reboot or stdin run: $(tail -5 "$work/log")"; fi
@@ -98,6 +101,24 @@ if wait_for "$work/app/where.txt" fast 10; then
 else
   bad "the dir/env-file/user job did not run: $(grep where "$work/log" | tail -3)"
 fi
+
+# The API on the memory coordinator: the fleet is this process.
+api() { curl -s -m 5 "$@"; }
+if wait_for "$work/log" '"event":"http-listening"' 10 && [[ $(api "127.0.0.1:$port/api/v1/fleet") == *'"coordinator":"memory"'* ]]; then
+  ok "the API serves the fleet document on memory"
+else
+  bad "no fleet document: $(api "127.0.0.1:$port/api/v1/fleet" | head -c 300)"
+fi
+jobs_answer=$(api "127.0.0.1:$port/api/v1/jobs")
+if [[ $jobs_answer == *'"job":"where"'* && $jobs_answer == *'"scope":"replica (@reboot)"'* ]]; then ok "/api/v1/jobs lists the jobs, @reboot as such"; else bad "jobs: ${jobs_answer:0:400}"; fi
+status=$(api -o /dev/null -w '%{http_code}' -X POST "127.0.0.1:$port/api/v1/jobs/where/trigger")
+[[ $status == 401 ]] && ok "a trigger without the token is 401" || bad "trigger without a token: $status"
+status=$(api -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer memory-token' "127.0.0.1:$port/api/v1/jobs/where/trigger")
+manual_run() { api "127.0.0.1:$port/api/v1/jobs/where/runs?limit=20" | grep -q '"manual":true,'; }
+deadline=$((SECONDS + 10))
+until manual_run || ((SECONDS > deadline)); do sleep 0.2; done
+if [[ $status == 202 ]] && manual_run; then ok "a trigger through the API runs the job (the ledger shows it)"; else bad "trigger: $status, runs: $(api "127.0.0.1:$port/api/v1/jobs/where/runs?limit=3" | head -c 300)"; fi
+if [[ $(api "127.0.0.1:$port/") == *'<title>fleetcron</title>'* ]]; then ok "the status page is served at /"; else bad "no status page"; fi
 
 # --watch: a ConfigMap update swaps ..data atomically.
 wait_for "$work/version" one 10 || bad "version job did not run"
@@ -153,6 +174,14 @@ if [[ $out == *'input    "Good morning.\nToday'* && $out == *"scope    replica (
 else
   bad "crontab.cron: $out"
 fi
+
+# A token file that cannot serve is refused at start (exit 2), naming it.
+printf '* * * * * true\n' >"$work/one.cron"
+: >"$work/empty-token"
+out=$("$bin" run --http 127.0.0.1:0 --api-token-file "$work/empty-token" "$work/one.cron" 2>&1)
+if [[ $? == 2 && $out == *"--api-token-file $work/empty-token: empty"* ]]; then ok "an empty token file: exit 2"; else bad "empty token file: $out"; fi
+out=$("$bin" run --http 127.0.0.1:0 --api-token-file /dev/zero "$work/one.cron" 2>&1)
+if [[ $? == 2 && $out == *"--api-token-file /dev/zero: not a regular file"* ]]; then ok "a token 'file' that is a device: exit 2"; else bad "/dev/zero token: $out"; fi
 
 # Refusals at load, with file:line:column.
 printf '# fleetcron: user=no-such-user-anywhere\n* * * * * true\n' >"$work/user.cron"

@@ -174,6 +174,13 @@ TEST(JobsFile, PercentEndsTheCommandAndTheRestIsStandardInputAsInVixieCron) {
   ASSERT_TRUE(file.jobs[2].input);
   EXPECT_EQ(*file.jobs[2].input, "\n");  // an empty input is one newline, as cron writes it
   EXPECT_EQ(file.jobs[3].command, "printf '");  // as cron: quotes do not protect '%'
+  // As Vixie's do_command.c: "\\%" is a backslash, then the end of the command;
+  // in the input a backslash before anything but '%' stays.
+  const auto escapes = parse(R"(0 * * * *  echo a\\%in\\%put\n\q\
+)");
+  EXPECT_EQ(escapes.jobs[0].command, R"(echo a\\)");
+  ASSERT_TRUE(escapes.jobs[0].input);
+  EXPECT_EQ(*escapes.jobs[0].input, "in\\%put\\n\\q\\\n");
   EXPECT_EQ(error_of("0 * * * *  %input\n"), "jobs.cron:1:12: empty command before '%' (write \\% for a literal %)");
 }
 

@@ -89,6 +89,31 @@ TEST(Notifier, FailureLostAndMissedRunTheirCommandsWithTheFiresVariables) {
   EXPECT_EQ(metrics_line(metrics, R"(kind="command",result="delivered")"), "3");
 }
 
+TEST(Notifier, AFleetJobsMissesAreNotifiedFromCatchUpOnlyNotFromOneReplicasLateLoop) {
+  const Scratch s;
+  Metrics metrics;
+  std::ostringstream out;
+  LogSink log(LogFormat::text, out);
+  {
+    Notifier notifier(metrics, log, "replica-a");
+    NotifiedJob fleet = job({.on_failure = "", .on_lost = "", .on_missed = "echo \"$FLEETCRON_MISSED_COUNT\" >> " + s.dir + "/notes",
+                             .notify = "", .ping = ""});
+    fleet.fleet_scoped = true;
+    notifier.set_jobs({{"nightly", fleet}});
+    MissedFireEvent late;
+    late.entry = std::make_shared<EntryIdentity>(EntryIdentity{1, "nightly", "nightly"});
+    late.first_missed = late.last_missed = parse_rfc3339("2026-12-03T03:00:00Z");
+    late.missed = 1;
+    notifier.on_event(late);  // this replica was late; another likely ran it
+    MissedFireEvent caught_up = late;
+    caught_up.catch_up = true;
+    caught_up.missed = 2;
+    notifier.on_event(caught_up);  // the whole fleet was down: one replica reports it
+    notifier.stop(std::chrono::steady_clock::now() + 10s);
+  }
+  EXPECT_EQ(s.read("notes"), "2\n");
+}
+
 TEST(Notifier, AFailingDeliveryIsRetriedThenCountedAndLogged) {
   const Scratch s;
   Metrics metrics;
