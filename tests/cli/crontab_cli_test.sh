@@ -77,6 +77,8 @@ MAILTO=ops@example.com
 * * * * * *  echo "\$(pwd) \$APP_MODE \$APP_NAME \$(id -u) \$HOME" > $work/app/where.txt
 # fleetcron: key=version
 * * * * * *  echo one > $work/version
+# fleetcron: key=failing on-failure='echo "\$FLEETCRON_FIRE_KEY \$FLEETCRON_OUTCOME \$FLEETCRON_EXIT_STATUS" >> $work/failures'
+*/2 * * * * *  exit 4
 JOBS
 ln -s ..2026_12_03_a "$work/config/..data"
 ln -s ..data/jobs "$work/config/jobs"
@@ -119,6 +121,8 @@ deadline=$((SECONDS + 10))
 until manual_run || ((SECONDS > deadline)); do sleep 0.2; done
 if [[ $status == 202 ]] && manual_run; then ok "a trigger through the API runs the job (the ledger shows it)"; else bad "trigger: $status, runs: $(api "127.0.0.1:$port/api/v1/jobs/where/runs?limit=3" | head -c 300)"; fi
 if [[ $(api "127.0.0.1:$port/") == *'<title>fleetcron</title>'* ]]; then ok "the status page is served at /"; else bad "no status page"; fi
+
+if wait_for "$work/failures" "failed 4" 10; then ok "on-failure runs with the outcome and exit status (memory)"; else bad "no on-failure: $(grep notify "$work/log" | tail -3)"; fi
 
 # --watch: a ConfigMap update swaps ..data atomically.
 wait_for "$work/version" one 10 || bad "version job did not run"
