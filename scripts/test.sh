@@ -2,13 +2,14 @@
 # Every test: installs what is needed, then
 #  1. g++ build (-Werror): unit tests, differential test, CLI tests, fuzz
 #     corpus replay, installed-package consumer test, Redis and NATS
-#     integration tests, end-to-end fleets of three daemons; a -O3 build of
+#     integration tests, end-to-end fleets of three daemons (the status page
+#     in headless Chromium among them); a -O3 build of
 #     the shared libraries, program and examples (-Werror; exported symbols
 #     checked, installed package tested); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
-#  3. g++ ThreadSanitizer build: the scheduler tests, the Redis tests and
-#     the other concurrency tests.
+#  3. g++ ThreadSanitizer build: the scheduler tests, the Redis and NATS
+#     tests, the daemon's notifier and API, and the simulator.
 # Integration tests share a redis-server and a nats-server started here on
 # free loopback ports (stopped by PID on exit); fault tests start private ones.
 # Exits non-zero on any failure. FUZZ_SECONDS (default 6) sets the fuzz run.
@@ -120,13 +121,15 @@ done
 step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}" \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
-cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_scheduler_tests fleetcron_redis_tests \
+cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_scheduler_tests fleetcron_redis_tests fleetcron_daemon_tests \
   fleetcron_nats_tests fleetcron_sim_tests
 step "ThreadSanitizer tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build/gcc-tsan/tests/fleetcron_scheduler_tests
 build/gcc-tsan/tests/fleetcron_redis_tests
 build/gcc-tsan/tests/fleetcron_nats_tests
+# The daemon's threads: the notifier's queue and worker, the API's caches.
+build/gcc-tsan/tests/fleetcron_daemon_tests --gtest_filter='Notifier.*:Api.*'
 # Three real schedulers per simulated fleet, their threads, crashes and restarts.
 build/gcc-tsan/tests/fleetcron_sim_tests --gtest_filter='Simulation.ClaimMode*:Simulation.LeaderMode*:Simulation.BothMode*'
 
