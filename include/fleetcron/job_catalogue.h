@@ -27,6 +27,8 @@ struct FLEETCRON_API CataloguedJob {
   bool seconds_field = false;
   Instant seen{};            ///< when a replica last said it runs the job
   std::string seen_by = {};  ///< that replica
+  /// EntryScope::replica: every replica runs it, each its own fires.
+  bool every_replica = false;
   friend bool operator==(const CataloguedJob&, const CataloguedJob&) = default;
 };
 
@@ -47,7 +49,11 @@ inline constexpr std::chrono::nanoseconds catalogue_keep_for = std::chrono::hour
 
 /// The catalogue as the stores keep it: one line per job, "1 <job> <spec>
 /// <zone> <seconds 0|1> <seen µs> <seen by>", text percent-encoded as in
-/// fire records ("-" for empty).
+/// fire records ("-" for empty); a job every replica runs
+/// (every_replica) is "2 … <seen by> replica" instead. Fleet jobs keep the
+/// version-1 line, which every earlier release reads; a version-2 line is
+/// read by this release on (an earlier one rebuilds the catalogue without
+/// it: upgrade every replica before using scope=replica).
 [[nodiscard]] FLEETCRON_API std::string format_job_catalogue(std::span<const CataloguedJob> jobs);
 /// The jobs in that text; nullopt if it is not such a document.
 [[nodiscard]] FLEETCRON_API std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view text);

@@ -23,6 +23,7 @@ struct EntrySettings {
   MissedFirePolicy missed_fire = MissedFirePolicy::run_once;
   std::shared_ptr<Claimer> claimer;
   bool leader_gated = false;  // the scheduler has an elector and the entry's scope is the fleet
+  bool every_replica = false;  // EntryScope::replica
   OverlapPolicy overlap = OverlapPolicy::allow;
   std::chrono::nanoseconds catch_up_reach{0};
   LedgerRetention ledger_retention;

@@ -20,17 +20,20 @@ using detail::encode_text;
 using detail::micros_text;
 
 constexpr std::string_view catalogue_version = "1";
+constexpr std::string_view every_replica_version = "2";  // one more field: "replica"
 
 std::optional<CataloguedJob> parse_line(std::string_view line) {
   const std::vector<std::string_view> f = detail::split_fields(line);
-  if (f.size() != 7 || f[0] != catalogue_version || (f[4] != "0" && f[4] != "1")) return std::nullopt;
+  const bool fleet = f.size() == 7 && f[0] == catalogue_version;
+  const bool every_replica = f.size() == 8 && f[0] == every_replica_version && f[7] == "replica";
+  if ((!fleet && !every_replica) || (f[4] != "0" && f[4] != "1")) return std::nullopt;
   auto key = decode_text(f[1]);
   auto spec = decode_text(f[2]);
   auto zone = decode_text(f[3]);
   auto by = decode_text(f[6]);
   std::optional<Instant> seen;
   if (!key || key->empty() || !spec || !zone || !by || !detail::parse_instant(f[5], seen) || !seen) return std::nullopt;
-  return CataloguedJob{std::move(*key), std::move(*spec), std::move(*zone), f[4] == "1", *seen, std::move(*by)};
+  return CataloguedJob{std::move(*key), std::move(*spec), std::move(*zone), f[4] == "1", *seen, std::move(*by), every_replica};
 }
 
 /// The catalogue read, without the entries stale at `now`, by key;
@@ -60,8 +63,9 @@ std::string format_job_catalogue(std::span<const CataloguedJob> jobs) {
   std::string out;
   for (const auto& job : jobs) {
     if (!out.empty()) out += '\n';
-    out += fmt::format("{} {} {} {} {} {} {}", catalogue_version, encode_text(job.job_key), encode_text(job.spec),
-                       encode_text(job.zone), job.seconds_field ? 1 : 0, micros_text(job.seen), encode_text(job.seen_by));
+    out += fmt::format("{} {} {} {} {} {} {}{}", job.every_replica ? every_replica_version : catalogue_version,
+                       encode_text(job.job_key), encode_text(job.spec), encode_text(job.zone), job.seconds_field ? 1 : 0,
+                       micros_text(job.seen), encode_text(job.seen_by), job.every_replica ? " replica" : "");
   }
   return out;
 }

@@ -70,6 +70,9 @@ void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ULL;
   }
+  // A job every replica runs differs from the same job run once (a change
+  // of scope is recatalogued at once); fleet jobs hash as before.
+  if (entry.settings->every_replica) hash = (hash ^ 0x9e3779b97f4a7c15ULL) * 1099511628211ULL;
   jobs_digest_ ^= hash;  // a sum of the entries, whatever their order
 }
 
@@ -160,9 +163,11 @@ void Scheduler::Impl::catalogue_if_due() {
     if (catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh) return;
     jobs.reserve(keys_.size());
     for (const auto& [key, id] : keys_) {
-      const Schedule& schedule = *entries_.at(id)->schedule;
+      const Entry& entry = *entries_.at(id);
+      const Schedule& schedule = *entry.schedule;
       jobs.push_back(CataloguedJob{key, std::string(schedule.spec()), std::string(schedule.zone().name()),
-                                   options_.seconds_field, cursor_instant(now), options_.replica_id});
+                                   options_.seconds_field, cursor_instant(now), options_.replica_id,
+                                   entry.settings->every_replica});
     }
   }
   // Only what the fleet runs: a refused replica's jobs may be another deploy's.

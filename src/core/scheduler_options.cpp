@@ -179,6 +179,7 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   const bool fleet = entry.scope == EntryScope::fleet;
   settings->claimer = !fleet ? nullptr : entry.claimer ? *entry.claimer : scheduler.claimer;
   settings->leader_gated = fleet && scheduler.elector != nullptr;
+  settings->every_replica = !fleet;
   settings->overlap = entry.overlap;
   settings->catch_up_reach = scheduler.fleet_state && fleet ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
                                                             : std::chrono::nanoseconds::zero();

@@ -109,9 +109,10 @@ std::string ApiService::job_object(const JobView& job, const std::vector<LocalJo
   } else if (job.next_fire) {
     next.push_back(json_instant(job.next_fire));
   }
-  const std::string scope = mine == local.end() ? "null"
-                            : mine->at_start    ? json_string("replica (@reboot)")
-                                                : json_string(to_string(mine->scope));
+  const bool catalogued_every_replica = job.catalogued && job.catalogued->every_replica;
+  const std::string scope = mine != local.end() ? (mine->at_start ? json_string("replica (@reboot)") : json_string(to_string(mine->scope)))
+                            : job.catalogued   ? json_string(catalogued_every_replica ? "replica" : "fleet")
+                                               : "null";
   std::vector<std::string> recent;
   for (const auto& record : job.recent) recent.push_back(record_json(record));
   return job_json(job, fmt::format(",\"next_fires\":{},\"scope\":{},\"on_this_replica\":{},\"lost_recently\":{},"

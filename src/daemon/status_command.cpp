@@ -118,6 +118,7 @@ std::string job_text(const JobView& job) {
   std::string text = "  " + terminal_safe(job.key);
   if (job.catalogued) {
     text += fmt::format("  \"{}\" {}", terminal_safe(job.catalogued->spec), terminal_safe(job.catalogued->zone));
+    if (job.catalogued->every_replica) text += "  scope=replica (every replica runs it)";
   }
   text += "\n";
   text += fmt::format("    next          {}\n", job.next_fire   ? format_rfc3339(*job.next_fire)

@@ -22,8 +22,8 @@ struct Fixture {
       : api(ApiSources{state, [this] { return local; }, [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
                        "replica-a", "memory", std::move(token)}) {
     const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
-    const std::vector<CataloguedJob> jobs{{"backup", "0 3 * * *", "UTC", false, now, "replica-a"},
-                                          {"team/report", "*/5 * * * *", "UTC", false, now, "replica-b"}};
+    const std::vector<CataloguedJob> jobs{{"backup", "0 3 * * *", "UTC", false, now, "replica-a", false},
+                                          {"team/report", "*/5 * * * *", "UTC", false, now, "replica-b", true}};
     EXPECT_EQ(state->catalogue_jobs(jobs, now).status, ControlChange::Status::changed);
     FireRecord run;
     run.job_key = "backup";
@@ -61,7 +61,9 @@ TEST(Api, JobsRunsReplicasLeaderAndTheFleetDocument) {
   EXPECT_TRUE(has(jobs, R"("job":"team/report")")) << jobs.body;
   const auto one = f.get("/api/v1/jobs/team/report");  // a key with a '/'
   EXPECT_EQ(one.status, 200) << one.body;
-  EXPECT_TRUE(has(one, R"("scope":null,"on_this_replica":false)")) << one.body;
+  // Not run here: its scope is the catalogue's (the replica that runs it said so).
+  EXPECT_TRUE(has(one, R"("every_replica":true)")) << one.body;
+  EXPECT_TRUE(has(one, R"("scope":"replica","on_this_replica":false)")) << one.body;
   const auto runs = f.get("/api/v1/jobs/backup/runs", {{"limit", "5"}});
   EXPECT_EQ(runs.status, 200);
   EXPECT_TRUE(has(runs, R"("fire_key":"backup@2026-12-03T03:00:00Z")")) << runs.body;

@@ -18,6 +18,8 @@ source "$(dirname "$0")/../support/e2e_fleet.sh"
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
   echo '# fleetcron: key=nightly'
   echo "0 0 3 * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
+  echo '# fleetcron: key=zlocal scope=replica'   # every replica runs it: status says so
+  echo "0 0 4 * * *  true"
 } >"$work/jobs.cron"
 
 metrics_port=$(pick_port)
@@ -37,7 +39,10 @@ wait_until "tick to run 5 times" ticked
 control pause nightly >/dev/null
 wait_until "three accepted replicas in status" three_accepted
 status=$(control status --json)
-jq -e '.jobs | map(.job) == ["nightly", "tick"]' <<<"$status" >/dev/null || fail "jobs: $(jq -c '.jobs | map(.job)' <<<"$status")"
+jq -e '.jobs | map(.job) == ["nightly", "tick", "zlocal"]' <<<"$status" >/dev/null || fail "jobs: $(jq -c '.jobs | map(.job)' <<<"$status")"
+jq -e '.jobs[2].every_replica and (.jobs[1].every_replica | not)' <<<"$status" >/dev/null ||
+  fail "scope in status --json: $(jq -c '.jobs | map({job, every_replica})' <<<"$status")"
+[[ $(control status) == *'"0 0 4 * * *" UTC  scope=replica (every replica runs it)'* ]] || fail "status does not show zlocal's scope: $(control status)"
 jq -e '.jobs[1].spec == "* * * * * *" and .jobs[1].zone == "UTC" and (.jobs[1].paused | not)' <<<"$status" >/dev/null ||
   fail "tick: $(jq -c '.jobs[1]' <<<"$status")"
 next_nightly=$(date -u -d "$(date -u +%F) 03:00" +%s)

@@ -110,14 +110,18 @@ TEST(ReplicaRegistry, AnAnnouncementOutsideTheBoundsIsRejectedByField) {
 TEST(JobCatalogue, TheTextRoundTripsEveryFieldAndRefusesOthers) {
   const std::vector<CataloguedJob> jobs{{"nightly report", "TZ=Europe/Paris 0 3 * * *", "Europe/Paris", false,
                                          Instant{1767322800123456us}, "web-1"},
-                                        {"tick", "", "UTC", true, Instant{1767322800000000us}, ""}};
+                                        {"tick", "", "UTC", true, Instant{1767322800000000us}, "", false},
+                                        {"warm", "*/5 * * * *", "UTC", false, Instant{1767322800000000us}, "web-2", true}};
   const std::string text = format_job_catalogue(jobs);
-  EXPECT_EQ(text.substr(text.find('\n') + 1), "1 tick - UTC 1 1767322800000000 -");
+  // A fleet job keeps the line every earlier release reads; a job every
+  // replica runs says so in a version-2 line.
+  EXPECT_NE(text.find("\n1 tick - UTC 1 1767322800000000 -\n"), std::string::npos) << text;
+  EXPECT_EQ(text.substr(text.rfind('\n') + 1), "2 warm */5%20*%20*%20*%20* UTC 0 1767322800000000 web-2 replica");
   const auto parsed = parse_job_catalogue(text);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(*parsed, jobs);
   for (const char* bad : {"1 tick - UTC 2 0 -", "1 - - UTC 1 0 -", "1 tick - UTC 1 - -", "2 tick - UTC 1 0 -",
-                          "1 tick - UTC 1 0"}) {
+                          "1 tick - UTC 1 0", "1 tick - UTC 1 0 - replica", "2 tick - UTC 1 0 - fleet", "3 tick - UTC 1 0 - replica"}) {
     EXPECT_FALSE(parse_job_catalogue(bad)) << bad;
   }
 }
