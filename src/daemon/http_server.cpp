@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -71,6 +72,16 @@ class BoundedPool final : public httplib::TaskQueue {
   std::vector<std::thread> workers_;
 };
 
+bool is_loopback_name(std::string_view host) {
+  return host == "localhost" || host.starts_with("127.") || host == "::1" || host == "[::1]";
+}
+
+/// The host part of a Host header ("name:port", "[v6]:port", "name").
+std::string_view host_of(std::string_view header) {
+  if (header.starts_with('[')) return header.substr(0, header.find(']') + 1);
+  return header.substr(0, header.find(':'));
+}
+
 HttpRequest to_request(const httplib::Request& request) {
   HttpRequest out;
   out.method = request.method;
@@ -93,11 +104,26 @@ void answer(const HttpAnswer& from, httplib::Response& response) {
 struct HttpServer::Impl {
   httplib::Server server;
   HttpRoutes routes;
+  bool loopback = false;  // bound to a loopback address: the page and the API answer loopback names only
+  /// DNS rebinding: a page elsewhere that makes its name resolve to
+  /// 127.0.0.1 would read a loopback API from the user's browser, under its
+  /// own name. nullopt: the Host is fine.
+  [[nodiscard]] std::optional<HttpAnswer> refuse_host(const httplib::Request& request) const {
+    if (!loopback) return std::nullopt;
+    const std::string header = request.get_header_value("Host");
+    if (header.empty() || is_loopback_name(host_of(header))) return std::nullopt;
+    return HttpAnswer{403, "application/json",
+                      fmt::format("{{\"error\":\"Host {} is not served here: this listener is on loopback and answers "
+                                  "localhost, 127.0.0.0/8 and [::1] only (bind another address to serve other names)\"}}\n",
+                                  header.size() <= 100 && header.find_first_of("\"\\") == std::string::npos ? header : "(this one)"),
+                      {}};
+  }
 };
 
 HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(std::make_unique<Impl>()) {
   const ListenAddress listen = parse_listen_address(address);
   impl_->routes = std::move(routes);
+  impl_->loopback = is_loopback_name(listen.host);
   auto& server = impl_->server;
   const HttpRoutes& r = impl_->routes;
   server.set_tcp_nodelay(true);  // otherwise keep-alive scrapes crawl (Nagle + delayed ACK)
@@ -119,17 +145,22 @@ HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(st
     response.set_content(is_ready ? "ready\n" : "not ready\n", "text/plain");
   });
   if (r.page) {
-    server.Get("/", [&r](const httplib::Request&, httplib::Response& response) { answer(r.page(), response); });
+    server.Get("/", [&r, impl = impl_.get()](const httplib::Request& request, httplib::Response& response) {
+      answer(impl->refuse_host(request).value_or(r.page()), response);
+    });
   }
   if (r.api) {
-    const auto api = [&r](const httplib::Request& request, httplib::Response& response) {
+    const Impl* impl = impl_.get();
+    const auto api = [&r, impl](const httplib::Request& request, httplib::Response& response) {
+      if (auto refused = impl->refuse_host(request)) return answer(*refused, response);
       answer(r.api(to_request(request)), response);
     };
     // httplib answers 400 to a POST without Content-Length (curl -X POST
     // sends none) unless the handler reads the body itself: these read it
     // when there is one, within the request limit, and ignore its absence.
-    const auto api_with_body = [&r](const httplib::Request& request, httplib::Response& response,
-                                    const httplib::ContentReader& content) {
+    const auto api_with_body = [&r, impl](const httplib::Request& request, httplib::Response& response,
+                                          const httplib::ContentReader& content) {
+      if (auto refused = impl->refuse_host(request)) return answer(*refused, response);
       HttpRequest converted = to_request(request);
       if (request.has_header("Content-Length") || request.has_header("Transfer-Encoding")) {
         content([&](const char* data, std::size_t length) {

@@ -121,6 +121,14 @@ deadline=$((SECONDS + 10))
 until manual_run || ((SECONDS > deadline)); do sleep 0.2; done
 if [[ $status == 202 ]] && manual_run; then ok "a trigger through the API runs the job (the ledger shows it)"; else bad "trigger: $status, runs: $(api "127.0.0.1:$port/api/v1/jobs/where/runs?limit=3" | head -c 300)"; fi
 if [[ $(api "127.0.0.1:$port/") == *'<title>fleetcron</title>'* ]]; then ok "the status page is served at /"; else bad "no status page"; fi
+# DNS rebinding: on loopback, another name in Host is refused.
+rebound=$(api -w ' %{http_code}' -H 'Host: evil.example:80' "127.0.0.1:$port/api/v1/fleet")
+named=$(api -o /dev/null -w '%{http_code}' -H "Host: localhost:$port" "127.0.0.1:$port/api/v1/fleet")
+if [[ $rebound == *'Host evil.example:80 is not served here'*' 403' && $named == 200 ]]; then
+  ok "a loopback listener answers loopback names only"
+else
+  bad "Host check: $rebound / $named"
+fi
 
 if wait_for "$work/failures" "failed 4" 10; then ok "on-failure runs with the outcome and exit status (memory)"; else bad "no on-failure: $(grep notify "$work/log" | tail -3)"; fi
 
