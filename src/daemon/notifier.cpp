@@ -65,16 +65,20 @@ void Notifier::set_jobs(std::map<std::string, NotifiedJob> jobs) {
   jobs_ = std::move(jobs);
 }
 
+std::optional<NotifiedJob> Notifier::job_of(const std::string& key) {
+  std::lock_guard guard(mutex_);
+  const auto it = jobs_.find(key);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Notifier::on_event(const Event& event) {
   if (const auto* started = std::get_if<JobStartedEvent>(&event)) {
     if (started->attempt != 1) return;
-    std::string ping;
-    {
-      std::lock_guard guard(mutex_);
-      const auto it = jobs_.find(started->entry->key);
-      if (it != jobs_.end()) ping = it->second.notifications.ping;
+    const auto job = job_of(started->entry->key);
+    if (job && !job->notifications.ping.empty()) {
+      enqueue(Delivery{Delivery::Kind::ping, started->entry->key, ping_url(job->notifications.ping, "start"), {}, {}});
     }
-    if (!ping.empty()) enqueue(Delivery{Delivery::Kind::ping, started->entry->key, ping_url(ping, "start"), {}, {}});
   } else if (const auto* done = std::get_if<JobCompletedEvent>(&event)) {
     completed(*done);
   } else if (const auto* gone = std::get_if<LostFireEvent>(&event)) {
@@ -86,14 +90,9 @@ void Notifier::on_event(const Event& event) {
 
 void Notifier::completed(const JobCompletedEvent& event) {
   const std::string& key = event.entry->key;
-  std::string ping, on_failure;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    ping = it->second.notifications.ping;
-    on_failure = it->second.notifications.on_failure;
-  }
+  const auto job = job_of(key);
+  if (!job) return;
+  const std::string& ping = job->notifications.ping;
   const bool success = event.status == RunStatus::succeeded;
   if (!ping.empty()) enqueue(Delivery{Delivery::Kind::ping, key, ping_url(ping, success ? "" : "fail"), {}, {}});
   if (success || event.status == RunStatus::cancelled) return;  // a stop is not the job's failure
@@ -113,7 +112,7 @@ void Notifier::completed(const JobCompletedEvent& event) {
   record.signal = event.details.signal;
   record.error = event.error;
   record.output_tail = event.details.output_tail;
-  announce(key, record, on_failure,
+  announce(*job, key, record, job->notifications.on_failure,
            {{"FLEETCRON_OUTCOME", std::string(fate_name(event.status))},
             {"FLEETCRON_EXIT_STATUS", event.details.exit_status ? std::to_string(*event.details.exit_status) : ""},
             {"FLEETCRON_SIGNAL", event.details.signal ? std::to_string(*event.details.signal) : ""},
@@ -121,13 +120,8 @@ void Notifier::completed(const JobCompletedEvent& event) {
 }
 
 void Notifier::lost(const LostFireEvent& event) {
-  std::string on_lost;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = jobs_.find(event.job_key);
-    if (it == jobs_.end()) return;
-    on_lost = it->second.notifications.on_lost;
-  }
+  const auto job = job_of(event.job_key);
+  if (!job) return;
   FireRecord record;
   record.job_key = event.job_key;
   record.fire_key = event.fire_key;
@@ -139,23 +133,18 @@ void Notifier::lost(const LostFireEvent& event) {
   record.error = fmt::format("the run's replica {} on {} stopped announcing itself (last at {}); found by {}",
                              event.replica_id, event.host, format_rfc3339(event.last_beat), replica_id_);
   record.reason = event.rerun ? "rerun" : event.not_rerun;
-  announce(event.job_key, record, on_lost, {{"FLEETCRON_OUTCOME", "lost"}, {"FLEETCRON_LOST_REPLICA", event.replica_id}});
+  announce(*job, event.job_key, record, job->notifications.on_lost,
+           {{"FLEETCRON_OUTCOME", "lost"}, {"FLEETCRON_LOST_REPLICA", event.replica_id}});
 }
 
 void Notifier::missed(const MissedFireEvent& event) {
   if (event.missed == 0) return;
   const std::string& key = event.entry->key;
-  std::string on_missed;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    // A fleet job's instants this replica's own loop passed late were
-    // likely run on time by another replica: only a catch-up (one replica
-    // for the fleet) says the fleet missed them.
-    if (it->second.fleet_scoped && !event.catch_up) return;
-    on_missed = it->second.notifications.on_missed;
-  }
+  const auto job = job_of(key);
+  // A fleet job's instants this replica's own loop passed late were likely
+  // run on time by another replica: only a catch-up (one replica for the
+  // fleet) says the fleet missed them.
+  if (!job || (job->fleet_scoped && !event.catch_up)) return;
   FireRecord record;
   record.job_key = key;
   record.fire_key = key + "@" + format_rfc3339(event.first_missed);
@@ -166,22 +155,15 @@ void Notifier::missed(const MissedFireEvent& event) {
   record.error = event.withheld;
   record.missed_count = event.missed;
   record.last_missed = event.last_missed;
-  announce(key, record, on_missed,
+  announce(*job, key, record, job->notifications.on_missed,
            {{"FLEETCRON_OUTCOME", "missed"},
             {"FLEETCRON_MISSED_COUNT", std::to_string(event.missed)},
             {"FLEETCRON_MISSED_RUN", std::to_string(event.runs)},
             {"FLEETCRON_LAST_MISSED", format_rfc3339(event.last_missed)}});
 }
 
-void Notifier::announce(const std::string& key, const FireRecord& record, const std::string& command,
-                        std::map<std::string, std::string> variables) {
-  NotifiedJob job;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    job = it->second;
-  }
+void Notifier::announce(const NotifiedJob& job, const std::string& key, const FireRecord& record,
+                        const std::string& command, std::map<std::string, std::string> variables) {
   if (!job.notifications.notify.empty()) {
     const std::string body = fmt::format("{{\"event\":\"{}\",\"replica\":{},\"record\":{}}}", to_string(record.fate),
                                          json_string(replica_id_), record_json(record));

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -75,8 +76,10 @@ class Notifier final : public Observer {
   void missed(const MissedFireEvent& event);
   /// The commands and webhook for a failure, loss or miss, with the
   /// record as the webhook's body and the command's variables.
-  void announce(const std::string& key, const FireRecord& record, const std::string& command,
+  void announce(const NotifiedJob& job, const std::string& key, const FireRecord& record, const std::string& command,
                 std::map<std::string, std::string> variables);
+  /// A copy of the job's settings (set_jobs may replace them meanwhile).
+  [[nodiscard]] std::optional<NotifiedJob> job_of(const std::string& key);
   void enqueue(Delivery delivery);
   void work();
   /// One attempt; "" when delivered, else why not.
