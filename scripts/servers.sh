@@ -2,6 +2,8 @@
 # on free loopback ports and stops them by PID when the shell exits.
 # Each start fails loudly (the tests must not run without their server).
 
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
+
 server_pids=()
 server_dir=$(mktemp -d /tmp/fleetcron-servers.XXXXXX)
 
@@ -20,40 +22,6 @@ stop_servers() {
   release_ports
 }
 trap stop_servers EXIT
-
-# A random port in 20000..59999 that nothing listens on right now and no
-# other test script holds: tests run in parallel, and a chaos test that
-# restarts its server leaves the port free meanwhile, so each port is
-# reserved (mkdir is atomic) until the script that took it exits. A
-# reservation whose owner is gone is taken over.
-port_reservations=/tmp/fleetcron-ports
-pick_port() {
-  local port dir owner
-  mkdir -p "$port_reservations"
-  while :; do
-    port=$((20000 + RANDOM % 40000))
-    dir=$port_reservations/$port
-    if ! mkdir "$dir" 2>/dev/null; then
-      owner=$(cat "$dir/owner" 2>/dev/null || true)
-      if [[ -n $owner ]] && ! kill -0 "$owner" 2>/dev/null; then rm -rf "$dir"; fi
-      continue
-    fi
-    echo "$$" >"$dir/owner"  # $$: the script, also inside $(pick_port)
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return
-    fi
-    rm -rf "$dir"
-  done
-}
-
-release_ports() {
-  local owner_file
-  for owner_file in "$port_reservations"/*/owner; do
-    [[ -e $owner_file && $(cat "$owner_file" 2>/dev/null) == "$$" ]] && rm -rf "$(dirname "$owner_file")"
-  done
-  return 0
-}
 
 # Starts redis-server; sets FLEETCRON_TEST_REDIS_URL.
 start_redis() {

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <httplib.h>  // with CPPHTTPLIB_OPENSSL_SUPPORT (its pkg-config flags): https:// webhooks
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -180,9 +182,15 @@ HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(st
     response.status = 500;
     response.set_content("{\"error\":\"internal error\"}", "application/json");
   });
+  errno = 0;
   port_ = listen.port == 0 ? server.bind_to_any_port(listen.host)
                            : (server.bind_to_port(listen.host, listen.port) ? listen.port : -1);
-  if (port_ <= 0) throw std::runtime_error(fmt::format("--http {}: cannot listen there", address));
+  if (port_ <= 0) {
+    // httplib reports only failure; the socket call that failed left errno.
+    const int error = errno;
+    throw std::runtime_error(fmt::format("--http {}: cannot listen there{}", address,
+                                         error == 0 ? "" : fmt::format(" ({})", std::strerror(error))));
+  }
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
   // httplib 0.11's stop() does nothing before the listen loop runs: wait
   // for it, so the destructor can always stop and join (bounded).

@@ -8,6 +8,7 @@
 # Usage: crontab_cli_test.sh PATH_TO_FLEETCRON
 set -uo pipefail
 bin=$1
+source "$(dirname "$0")/../../scripts/ports.sh"
 work=$(mktemp -d /tmp/fleetcron-crontab.XXXXXX)
 chmod 755 "$work"
 pids=()
@@ -16,6 +17,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
   rm -rf "$work"
+  release_ports
 }
 trap cleanup EXIT
 failures=0
@@ -83,7 +85,7 @@ JOBS
 ln -s ..2026_12_03_a "$work/config/..data"
 ln -s ..data/jobs "$work/config/jobs"
 printf 'memory-token\n' >"$work/token"
-port=$((20000 + RANDOM % 40000))
+port=$(pick_port)
 "$bin" run --seconds --watch --shutdown-grace 1s --log-format json --http "127.0.0.1:$port" --api-token-file "$work/token" \
   "$work/config/jobs" 2>"$work/log" &
 pid=$!

@@ -6,6 +6,7 @@
 # Usage: daemon_cli_test.sh PATH_TO_FLEETCRON
 set -uo pipefail
 bin=$1
+source "$(dirname "$0")/../../scripts/ports.sh"
 work=$(mktemp -d /tmp/fleetcron-cli.XXXXXX)
 pids=()
 cleanup() {
@@ -13,6 +14,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null
   rm -rf "$work"
+  release_ports
 }
 trap cleanup EXIT
 failures=0
@@ -93,7 +95,7 @@ JOBS
 out=$("$bin" validate --seconds "$work/jobs.cron" -n 1)
 if [[ $out == *"key tick"* && $out == *"key slow"* && $out == *"overlap=skip"* ]]; then ok "validate prints keys and options"; else bad "validate output: $out"; fi
 
-port=$((20000 + RANDOM % 40000))
+port=$(pick_port)
 "$bin" run --seconds --claim-ttl 10m --shutdown-grace 1s --log-format json --metrics "127.0.0.1:$port" "$work/jobs.cron" 2>"$work/log" &
 pid=$!
 pids+=("$pid")
@@ -168,7 +170,7 @@ cat >"$work/hang.cron" <<JOBS
 # fleetcron: key=hang timeout=1s retries=1
 * * * * * *  echo started >> $work/hang-starts; sleep 30
 JOBS
-hang_port=$((20000 + RANDOM % 40000))
+hang_port=$(pick_port)
 "$bin" run --seconds --shutdown-grace 1s --kill-grace 1s --log-format json --metrics "127.0.0.1:$hang_port" \
   "$work/hang.cron" 2>"$work/hang.log" &
 hang_pid=$!
@@ -200,7 +202,7 @@ cat >"$work/loud.cron" <<JOBS
 # fleetcron: key=loud
 * * * * * *  env > $work/loud.env; head -c 200000 /dev/zero | tr '\\0' x; echo; seq 1 20000; echo run >> $work/loud
 JOBS
-port=$((20000 + RANDOM % 40000))
+port=$(pick_port)
 FLEETCRON_REDIS_PASSWORD=hunter2 "$bin" run --seconds --metrics ":$port" "$work/loud.cron" 2>"$work/stuck" &
 loud_pid=$!
 pids+=("$loud_pid")
@@ -227,7 +229,7 @@ kill -KILL "$loud_pid" 2>/dev/null; wait "$loud_pid" 2>/dev/null
 exec 3>&-
 
 # The coordinator password from a file or the environment, never argv.
-redis_port=$((20000 + RANDOM % 40000))
+redis_port=$(pick_port)
 redis-server --port "$redis_port" --bind 127.0.0.1 --requirepass s3cret --save '' --appendonly no >"$work/redis.log" 2>&1 &
 redis_pid=$!
 pids+=("$redis_pid")
@@ -254,7 +256,7 @@ kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null
 # metric, or a refusal with --require-noeviction; CONFIG disabled is a
 # warning, not a crash.
 start_test_redis() {  # EXTRA ARGS... → sets test_redis_port, test_redis_pid
-  test_redis_port=$((20000 + RANDOM % 40000))
+  test_redis_port=$(pick_port)
   redis-server --port "$test_redis_port" --bind 127.0.0.1 --save '' --appendonly no "$@" >"$work/redis-$test_redis_port.log" 2>&1 &
   test_redis_pid=$!
   pids+=("$test_redis_pid")
@@ -266,7 +268,7 @@ expect_error "--require-noeviction refuses an evicting Redis" 2 "refusing to run
   run "$work/evict.cron" --coordinator "redis://127.0.0.1:$test_redis_port" --require-noeviction
 expect_error "--require-noeviction needs Redis" 2 "require_noeviction: only a Redis coordinator" -- \
   run "$work/evict.cron" --require-noeviction
-metrics_port=$((20000 + RANDOM % 40000))
+metrics_port=$(pick_port)
 "$bin" run "$work/evict.cron" --coordinator "redis://127.0.0.1:$test_redis_port" --metrics "127.0.0.1:$metrics_port" \
   >"$work/evict.log" 2>&1 &
 evict_pid=$!
