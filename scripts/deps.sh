@@ -10,6 +10,7 @@ packages=(
   libfmt-dev libcli11-dev                               # formatting, command line
   libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests
   libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
+  libpq-dev postgresql postgresql-client                # fleetcron::postgres; initdb, pg_ctl, psql, pgbench for its tests
   faketime curl iproute2 jq                             # e2e: a skewed clock, status --json; CLI: /metrics, ss
   libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, HTTP (with OpenSSL: https:// webhooks)
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks

@@ -7,8 +7,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 server_pids=()
 server_dir=$(mktemp -d /tmp/fleetcron-servers.XXXXXX)
 
+postgres_pids=()
+postgres_dir=
+
 stop_servers() {
   local pid
+  for pid in "${postgres_pids[@]}"; do
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -INT "$pid" 2>/dev/null || true  # fast shutdown: TERM would wait for every client to leave
+  done
+  for pid in "${postgres_pids[@]}"; do
+    for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  postgres_pids=()
+  [[ -n $postgres_dir ]] && rm -rf "$postgres_dir"
   for pid in "${server_pids[@]}"; do
     kill -CONT "$pid" 2>/dev/null || true
     kill -TERM "$pid" 2>/dev/null || true
@@ -76,6 +89,26 @@ start_nats() {
   kill -KILL "$pid" 2>/dev/null || true
   echo "nats-server did not start; log:" >&2
   cat "$server_dir/nats.log" >&2 || true
+  return 1
+}
+
+# Starts a private PostgreSQL cluster (scripts/postgres_cluster.sh: initdb
+# and pg_ctl as the postgres user when root); sets FLEETCRON_TEST_POSTGRES_URL.
+# Its postmaster is stopped by PID with the other servers (a fast shutdown).
+start_postgres() {
+  local attempt port pid
+  postgres_dir=$(mktemp -d /tmp/fleetcron-postgres.XXXXXX)
+  for attempt in 1 2 3; do
+    port=$(pick_port)
+    if pid=$(bash "$(dirname "${BASH_SOURCE[0]}")/postgres_cluster.sh" start "$postgres_dir" "$port"); then
+      postgres_pids+=("$pid")
+      postgres_port=$port
+      export FLEETCRON_TEST_POSTGRES_URL="postgres://fleetcron:fleetcron-test@127.0.0.1:$port/postgres"
+      echo "postgres $(psql --version | grep -o '[0-9][0-9.]*' | head -1) pid $pid on 127.0.0.1:$port"
+      return 0
+    fi
+  done
+  echo "PostgreSQL did not start" >&2
   return 1
 }
 

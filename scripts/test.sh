@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Every test: installs what is needed, then
 #  1. g++ build (-Werror): unit tests, differential test, CLI tests, fuzz
-#     corpus replay, installed-package consumer test, Redis and NATS
+#     corpus replay, installed-package consumer test, Redis, NATS and PostgreSQL
 #     integration tests, end-to-end fleets of three daemons (the status page
 #     in headless Chromium among them); a -O3 build of
 #     the shared libraries, program and examples (-Werror; exported symbols
 #     checked, installed package tested); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
-#  3. g++ ThreadSanitizer build: the scheduler tests, the Redis and NATS
-#     tests, the daemon's notifier and API, and the simulator.
-# Integration tests share a redis-server and a nats-server started here on
-# free loopback ports (stopped by PID on exit); fault tests start private ones.
+#  3. g++ ThreadSanitizer build: the scheduler tests, the Redis, NATS and
+#     PostgreSQL tests, the daemon's notifier and API, and the simulator.
+# Integration tests share a redis-server, a nats-server and a PostgreSQL
+# cluster started here on free loopback ports (stopped by PID on exit); fault tests start private ones.
 # Exits non-zero on any failure. FUZZ_SECONDS (default 6) sets the fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,7 @@ step "servers for the integration tests"
 source scripts/servers.sh
 start_redis
 start_nats
+start_postgres
 
 # The RelWithDebInfo builds here keep line tables only (-g1): sanitizer
 # reports and backtraces still name file and line, and the builds take
@@ -122,12 +123,13 @@ step "g++ ThreadSanitizer build"
 cmake -S . -B build/gcc-tsan -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo "${line_tables[@]}" \
   -DFLEETCRON_SANITIZE=thread -DFLEETCRON_BENCH=OFF -DFLEETCRON_INSTALL=OFF >/dev/null
 cmake --build build/gcc-tsan -j"$jobs" --target fleetcron_scheduler_tests fleetcron_redis_tests fleetcron_daemon_tests \
-  fleetcron_nats_tests fleetcron_sim_tests
+  fleetcron_nats_tests fleetcron_postgres_tests fleetcron_sim_tests
 step "ThreadSanitizer tests"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 build/gcc-tsan/tests/fleetcron_scheduler_tests
 build/gcc-tsan/tests/fleetcron_redis_tests
 build/gcc-tsan/tests/fleetcron_nats_tests
+build/gcc-tsan/tests/fleetcron_postgres_tests
 # The daemon's threads: the notifier's queue and worker, the API's caches.
 build/gcc-tsan/tests/fleetcron_daemon_tests --gtest_filter='Notifier.*:Api.*'
 # Three real schedulers per simulated fleet, their threads, crashes and restarts.

@@ -39,6 +39,11 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
 /// read or change it without a daemon. Throws if it cannot be reached.
 [[nodiscard]] std::shared_ptr<FleetState> open_fleet_state(Settings settings);
 
+/// `fleetcron migrate`: creates the PostgreSQL coordinator's tables
+/// (postgres::migrate) and prints what it did. 0, or 1 with the error on
+/// `err` (2 for a coordinator that is not PostgreSQL).
+int run_migrate_command(const Settings& settings, std::ostream& out, std::ostream& err);
+
 enum class ControlAction { pause, resume, trigger };
 
 /// `fleetcron pause|resume|trigger --coordinator URI JOB [--json]`: pauses

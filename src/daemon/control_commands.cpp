@@ -58,7 +58,7 @@ int run_control_command(const Settings& settings, ControlAction action, const st
                         std::ostream& out, std::ostream& err) {
   const std::string_view name = action_name(action);
   if (settings.coordinator == "memory") {
-    err << name << ": the memory coordinator has no fleet outside its process; use redis:// or nats://\n";
+    err << name << ": the memory coordinator has no fleet outside its process; use redis://, nats:// or postgres://\n";
     return 2;
   }
   try {

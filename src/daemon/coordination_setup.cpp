@@ -11,6 +11,10 @@
 #include "fleetcron/nats/elector.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/nats/uri.h"
+#include "fleetcron/postgres/claimer.h"
+#include "fleetcron/postgres/elector.h"
+#include "fleetcron/postgres/fleet_state.h"
+#include "fleetcron/postgres/uri.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/elector.h"
 #include "fleetcron/redis/fleet_state.h"
@@ -160,6 +164,13 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
   return options;
 }
 
+postgres::UriOptions postgres_options(const Settings& settings) {
+  postgres::UriOptions options = postgres::parse_uri(settings.coordinator);
+  if (!settings.coordinator_password.empty()) options.connection.password = settings.coordinator_password;
+  if (!settings.leader_key.empty()) options.leader_name = settings.leader_key;
+  return options;
+}
+
 redis::ClientOptions redis_options(const Settings& settings) {
   redis::ClientOptions options = redis::parse_uri(settings.coordinator);
   if (!settings.coordinator_password.empty()) options.password = settings.coordinator_password;
@@ -174,6 +185,13 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
     (void)parse_nats_uri(settings.coordinator, settings);
     return std::make_shared<OfflineNatsClaimer>(settings);
   }
+  if (postgres::is_postgres_uri(settings.coordinator)) {  // connects lazily: nothing touches the network
+    const auto options = postgres_options(settings);
+    return std::make_shared<postgres::Claimer>(
+        std::make_shared<postgres::Connection>(options.connection),
+        postgres::ClaimerOptions{.tables = options.tables, .claim_ttl = settings.claim_ttl,
+                                 .max_clock_skew = max_clock_skew(settings)});
+  }
   // Neither constructor touches the network.
   auto client = std::make_shared<redis::Client>(redis_options(settings));
   return std::make_shared<redis::Claimer>(
@@ -182,16 +200,26 @@ std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
 }
 
 std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
-  const bool nats = !settings.coordinator.starts_with("redis") && settings.coordinator != "memory";
+  const bool postgres = postgres::is_postgres_uri(settings.coordinator);
+  const bool nats = !settings.coordinator.starts_with("redis") && settings.coordinator != "memory" && !postgres;
+  std::optional<postgres::UriOptions> tables;
+  if (postgres) tables = postgres_options(settings);
   std::vector<ReplicaSetting> out{{"mode", std::string(to_string(settings.coordination))}};
   if (settings.coordination != CoordinationMode::leader) {
     out.push_back({"claim_ttl", format_duration(settings.claim_ttl)});
     out.push_back({"max_clock_skew", format_duration(max_clock_skew(settings))});
-    out.push_back(nats ? ReplicaSetting{"claim_bucket", settings.claim_bucket}
-                       : ReplicaSetting{"claim_prefix", settings.claim_prefix});
+    out.push_back(postgres ? ReplicaSetting{"claims_table", tables->tables.claims}
+                  : nats   ? ReplicaSetting{"claim_bucket", settings.claim_bucket}
+                           : ReplicaSetting{"claim_prefix", settings.claim_prefix});
   }
   if (settings.coordination != CoordinationMode::claim) {
     const auto ttl = settings.leader_ttl.value_or(nats ? nats::default_leader_ttl : redis::default_leader_ttl);
+    if (postgres) {
+      out.push_back({"leader_ttl", format_duration(ttl)});
+      out.push_back({"leader_table", tables->tables.leader});
+      out.push_back({"leader_key", tables->leader_name.value_or(std::string(postgres::default_leader_name))});
+      return out;
+    }
     const std::string_view key = nats ? nats::default_leader_key : redis::default_leader_key;
     out.push_back({"leader_ttl", format_duration(ttl)});
     out.push_back({"leader_key", settings.leader_key.empty() ? std::string(key) : settings.leader_key});
@@ -199,6 +227,53 @@ std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
   }
   return out;
 }
+
+namespace {
+
+/// PostgreSQL: its Claimer, Elector and fleet state on one pool.
+void make_postgres(const Settings& settings, Coordination& out, std::shared_ptr<Claimer>& claimer,
+                   std::shared_ptr<Elector>& elector) {
+  const postgres::UriOptions options = postgres_options(settings);
+  auto connection = std::make_shared<postgres::Connection>(options.connection);
+  out.description = connection->describe();
+  if (settings.coordination != CoordinationMode::leader) {
+    auto pg_claimer = std::make_shared<postgres::Claimer>(
+        connection, postgres::ClaimerOptions{.tables = options.tables, .claim_ttl = settings.claim_ttl,
+                                             .max_clock_skew = max_clock_skew(settings)});
+    claimer = pg_claimer;
+    out.clock_offset = [pg_claimer]() -> std::optional<double> {
+      const auto offset = pg_claimer->clock_offset();
+      if (!offset) return std::nullopt;
+      return std::chrono::duration<double>(offset->offset).count();
+    };
+  }
+  if (settings.coordination != CoordinationMode::claim) {
+    elector = std::make_shared<postgres::Elector>(
+        connection, postgres::ElectorOptions{.tables = options.tables,
+                                             .leader_name = options.leader_name.value_or(
+                                                 std::string(postgres::default_leader_name)),
+                                             .lease_ttl = settings.leader_ttl.value_or(postgres::default_leader_ttl),
+                                             .keep_alive = true});
+  }
+  const bool fleet_state = settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0;
+  if (fleet_state) {
+    out.fleet_state = std::make_shared<postgres::FleetState>(connection, postgres::FleetStateOptions{.tables = options.tables});
+  }
+  out.schema_problems = [connection, tables = options.tables, fleet_state] {
+    return postgres::missing_schema(*connection, tables, fleet_state);
+  };
+  out.reachable = [connection] {
+    try {
+      connection->ping();
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  out.resources = connection;
+}
+
+}  // namespace
 
 Coordination make_coordination(const Settings& given, Metrics& metrics) {
   Settings settings = given;
@@ -237,6 +312,8 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
       }
     };
     out.resources = nats;
+  } else if (postgres::is_postgres_uri(settings.coordinator)) {
+    make_postgres(settings, out, claimer, elector);
   } else {
     auto client = std::make_shared<redis::Client>(redis_options(settings));
     out.description = client->describe();

@@ -13,6 +13,7 @@
 #include "fleetcron/coordination.h"
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/nats/connection.h"
+#include "fleetcron/postgres/uri.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/eviction_policy.h"
 
@@ -32,6 +33,9 @@ struct Coordination {
   std::function<std::optional<double>()> clock_offset;
   /// Redis: what the server's maxmemory-policy is (one round trip).
   std::function<redis::EvictionPolicy()> eviction_policy;
+  /// PostgreSQL: what the schema lacks (one line each; empty: complete).
+  /// Throws BackendError when the server cannot be asked.
+  std::function<std::vector<std::string>()> schema_problems;
   std::shared_ptr<void> resources;   // connections and the like, kept alive
   /// What the replica registry compares between replicas (dedup_settings()).
   std::vector<ReplicaSetting> replica_settings;
@@ -50,6 +54,9 @@ struct Coordination {
 /// library's rules. Throws std::invalid_argument (UriError for the URI).
 [[nodiscard]] nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& settings);
 
+/// A PostgreSQL coordinator URI's options: Settings::coordinator_password
+/// the password, Settings::leader_key the election name. Throws UriError.
+[[nodiscard]] postgres::UriOptions postgres_options(const Settings& settings);
 /// The coordinator URI's Redis options, with the password from
 /// Settings::coordinator_password when one was given that way.
 [[nodiscard]] redis::ClientOptions redis_options(const Settings& settings);

@@ -468,6 +468,24 @@ void Daemon::run_at_start_jobs() {
   }
 }
 
+bool Daemon::check_schema() {
+  // The daemon never runs DDL: `fleetcron migrate` does. A server down at
+  // start is not refused (its claims fail closed until it answers).
+  try {
+    const std::vector<std::string> missing = coordination_.schema_problems();
+    for (const auto& line : missing) log_.write("error", "backend-schema", line);
+    if (!missing.empty()) {
+      log_.write("error", "backend-schema",
+                 fmt::format("{} schema object(s) missing on {}: run `fleetcron migrate --coordinator …` first",
+                             missing.size(), coordination_.description));
+    }
+    return missing.empty();
+  } catch (const std::exception& e) {
+    log_.write("warn", "backend-schema", std::string("could not check the schema at start: ") + e.what());
+    return true;
+  }
+}
+
 int Daemon::run() {
   // Refused before anything runs when the server answers; a server down
   // at start is checked when it comes up.
@@ -475,6 +493,7 @@ int Daemon::run() {
     (void)check_eviction_policy(false);
     if (config_refused_) return 2;
   }
+  if (coordination_.schema_problems && !check_schema()) return 2;
   scheduler_->start();
   log_.write("info", "started",
              fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(), settings_.jobs_file,

@@ -89,6 +89,8 @@ class Daemon {
   /// `running`: the scheduler runs (stop it with SIGTERM), else run()
   /// has not started it yet (it returns 2).
   redis::EvictionPolicy check_eviction_policy(bool running);
+  /// PostgreSQL: logs each missing schema object; false if any is missing.
+  bool check_schema();
   std::mutex eviction_mutex_;            // one check at a time: guards eviction_state_
   std::string eviction_state_;           // the last one logged
   std::atomic<bool> config_refused_{false};

@@ -10,6 +10,7 @@
 #include "daemon/json_output.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/nats/fleet_state.h"
+#include "fleetcron/postgres/fleet_state.h"
 #include "fleetcron/redis/fleet_state.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -39,6 +40,11 @@ std::string record_line(const FireRecord& r) {
 }  // namespace
 
 std::shared_ptr<FleetState> open_fleet_state(Settings settings) {  // a copy: parsing the URI fills it in
+  if (postgres::is_postgres_uri(settings.coordinator)) {
+    const auto options = postgres_options(settings);
+    return std::make_shared<postgres::FleetState>(std::make_shared<postgres::Connection>(options.connection),
+                                                  postgres::FleetStateOptions{.tables = options.tables});
+  }
   if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     const auto options = parse_nats_uri(settings.coordinator, settings);
     auto connection = nats::Connection::connect(options);
@@ -75,7 +81,7 @@ LedgerRead fleet_history(FleetState& state, std::size_t count) {
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err) {
   if (settings.coordinator == "memory") {
-    err << "history: the memory coordinator keeps no state outside its process; use redis:// or nats://\n";
+    err << "history: the memory coordinator keeps no state outside its process; use redis://, nats:// or postgres://\n";
     return 2;
   }
   try {

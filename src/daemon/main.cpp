@@ -250,6 +250,11 @@ int main(int argc, char** argv) {
   history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
   history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
 
+  Flags migrate_flags;
+  CLI::App* migrate = app.add_subcommand(
+      "migrate", "PostgreSQL: create the tables fleetcron and libtnb/cron use (idempotent; prints what it did)");
+  add_settings_flags(migrate, migrate_flags, false);
+
   // pause, resume, trigger: one job's fleet-wide controls.
   struct ControlCommand {
     fleetcron::daemon::ControlAction action;
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
   Flags& flags = control != nullptr                 ? control->flags
                  : app.got_subcommand("validate") ? validate_flags
                  : app.got_subcommand("history")  ? history_flags
+                 : app.got_subcommand("migrate")  ? migrate_flags
                                                   : status_flags;
   Settings settings;
   try {
@@ -314,5 +320,6 @@ int main(int argc, char** argv) {
     return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,
                                                   std::cerr);
   }
+  if (app.got_subcommand("migrate")) return fleetcron::daemon::run_migrate_command(settings, std::cout, std::cerr);
   return fleetcron::daemon::run_status_command(settings, status_json, std::cout, std::cerr);
 }

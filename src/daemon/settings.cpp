@@ -13,6 +13,7 @@
 
 #include "fleetcron/duration.h"
 #include "fleetcron/fire_record.h"
+#include "fleetcron/postgres/uri.h"
 
 namespace fleetcron::daemon {
 
@@ -153,7 +154,8 @@ void resolve_coordinator_password(Settings& settings) {
     source = "coordinator password file " + settings.coordinator_password_file;
   } else {
     const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
-    const char* name = nats ? "FLEETCRON_NATS_PASSWORD" : "FLEETCRON_REDIS_PASSWORD";
+    const bool postgres = postgres::is_postgres_uri(settings.coordinator);
+    const char* name = nats ? "FLEETCRON_NATS_PASSWORD" : postgres ? "FLEETCRON_POSTGRES_PASSWORD" : "FLEETCRON_REDIS_PASSWORD";
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0' || settings.coordinator == "memory") return;
     password = value;
@@ -181,8 +183,9 @@ void validate(const Settings& settings) {
   if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
   const bool memory = settings.coordinator == "memory";
   if (!memory && !settings.coordinator.starts_with("redis://") && !settings.coordinator.starts_with("unix:") &&
-      !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://")) {
-    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:… or nats://…",
+      !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://") &&
+      !postgres::is_postgres_uri(settings.coordinator)) {
+    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:…, nats://… or postgres://…",
                                     without_userinfo(settings.coordinator)));
   }
   // Fires older than the claimer's dedup window (half the TTL) are skipped
@@ -199,7 +202,8 @@ void validate(const Settings& settings) {
                                     format_duration(settings.claim_ttl / 2)));
   }
   if (settings.require_noeviction && (memory || settings.coordinator.starts_with("nats://") ||
-                                      settings.coordinator.starts_with("tls://"))) {
+                                      settings.coordinator.starts_with("tls://") ||
+                                      postgres::is_postgres_uri(settings.coordinator))) {
     throw SettingsError("require_noeviction: only a Redis coordinator has a maxmemory-policy");
   }
   if (!settings.http.empty()) (void)parse_listen_address(settings.http);

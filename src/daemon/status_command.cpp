@@ -15,6 +15,7 @@
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/postgres/elector.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/elector.h"
 #include "fleetcron/redis/inspection.h"
@@ -93,6 +94,24 @@ StoreView nats_view(const Settings& given) {
   return view;
 }
 
+StoreView postgres_view(const Settings& settings) try {
+  const postgres::UriOptions options = postgres_options(settings);
+  postgres::Connection connection(options.connection);
+  StoreView view{connection.describe(), {}, {}};
+  const std::string name = options.leader_name.value_or(std::string(postgres::default_leader_name));
+  const auto row = postgres::read_leader(connection, options.tables, name);
+  if (!row) {
+    view.text = "leader: none\n";
+    return view;
+  }
+  view.leader = {row->holder, std::to_string(row->term), row->expires_in.count(), std::nullopt};
+  view.text = fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(row->holder), row->term,
+                          row->expires_in.count());
+  return view;
+} catch (const BackendError& e) {
+  throw std::runtime_error(terminal_safe(e.what()));
+}
+
 std::string ago(Instant then, Instant at) {
   return then <= at ? format_duration(std::chrono::floor<std::chrono::milliseconds>(at - then)) + " ago" : "ahead";
 }
@@ -163,6 +182,7 @@ void print(const StoreView& store, const FleetView& fleet, Instant at, bool json
 
 StoreView read_store_view(const Settings& settings, bool with_claims) {
   const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
+  if (postgres::is_postgres_uri(settings.coordinator)) return postgres_view(settings);
   return nats ? nats_view(settings) : redis_view(settings, with_claims);
 }
 

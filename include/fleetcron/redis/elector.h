@@ -1,7 +1,7 @@
 // fleetcron::redis::Elector — libtnb/cron's rediscoord Elector in C++: a
 // lease on one key, taken when free and renewed by its holder; plus a
 // leadership term, an optional keep-alive thread, a local renew deadline
-// and resign().
+// and resign() (those of fleetcron::LeaseElector).
 #pragma once
 
 #include <chrono>
@@ -14,6 +14,7 @@
 #include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
+#include "fleetcron/lease_elector.h"
 #include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {
@@ -49,12 +50,7 @@ struct FLEETCRON_API ElectorOptions {
 };
 
 /// What this elector knows, for metrics and `fleetcron status`.
-struct FLEETCRON_API ElectorState {
-  bool leader = false;
-  std::uint64_t term = 0;  // the term led (or last led); 0 if never
-  std::optional<Clock::SteadyTime> valid_until;  // local renew deadline while leading
-  std::string last_error;  // the last failed round trip's error, if the last one failed
-};
+using ElectorState = fleetcron::ElectorState;
 
 /// Thread-safe. Each elector has a random 128-bit identity (32 lowercase
 /// hex digits) from the OS random source; the lease key's value is the

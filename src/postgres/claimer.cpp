@@ -1,0 +1,292 @@
+#include "fleetcron/postgres/claimer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <climits>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "fleetcron/duration.h"
+#include "fleetcron/lease_elector.h"
+#include "fleetcron/rfc3339.h"
+#include "postgres/pool.h"
+
+namespace fleetcron::postgres {
+
+namespace {
+
+// Fires per statement: one statement holds its rows' locks until it ends.
+constexpr std::size_t keys_per_statement = 1000;
+
+std::int64_t micros(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+bool blank(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+Instant from_micros(std::int64_t us) {
+  return Instant{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{us})};
+}
+
+// The claim of a batch, in one statement: the server's clock, the epoch
+// row and the fence counter decide which fires may be claimed at all
+// (docs/postgres.md); those are then inserted, or take over an expired
+// row, exactly as the reference's INSERT … ON CONFLICT … WHERE expires_at
+// < now() does, with the fence of each row granted. Parameters: $1 fire
+// keys, $2 their instants in µs (NULL: none), $3 holder, $4 TTL in float
+// seconds, $5 max_clock_skew µs, $6 the largest fence this claimer saw,
+// $7 TTL µs.
+std::string claim_statement(const TableNames& t) {
+  return fmt::format(
+      "WITH clock AS (SELECT (extract(epoch FROM now()) * 1000000)::bigint AS t_us, "
+      "(SELECT value FROM {fence} WHERE id = 1) AS counter, "
+      "(SELECT (extract(epoch FROM claimed_at) * 1000000)::bigint FROM {claims} WHERE fire_key = '{epoch}') AS "
+      "epoch_us), "
+      "store AS (SELECT t_us, epoch_us IS NULL OR coalesce(counter, 0) < $6::bigint AS reset, epoch_us FROM clock), "
+      "rule AS (SELECT t_us, reset, CASE WHEN reset THEN t_us ELSE epoch_us END AS e_us FROM store), "
+      "new_epoch AS (INSERT INTO {claims} (fire_key, holder, claimed_at, expires_at) "
+      "SELECT '{epoch}', 'fleetcron store-reset epoch', now(), 'infinity' FROM rule WHERE reset "
+      "ON CONFLICT (fire_key) DO UPDATE SET claimed_at = now() RETURNING 1), "
+      "requests AS (SELECT u.k, u.i, CASE WHEN u.s IS NULL THEN 'try' "
+      "WHEN u.s < r.e_us + $5::bigint THEN 'reset' WHEN r.t_us < u.s - $5::bigint THEN 'early' "
+      "WHEN r.t_us > u.s + $7::bigint - $5::bigint THEN 'late' ELSE 'try' END AS verdict "
+      "FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(k, s, i) CROSS JOIN rule r), "
+      "claimed AS (INSERT INTO {claims} AS c (fire_key, holder, expires_at) "
+      "SELECT k, $3, now() + ($4::float8 * interval '1 second') FROM requests WHERE verdict = 'try' "
+      "ON CONFLICT (fire_key) DO UPDATE SET holder = EXCLUDED.holder, claimed_at = now(), "
+      "expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence WHERE c.expires_at < now() "
+      "RETURNING c.fire_key, c.fence) "
+      "SELECT q.i, q.verdict, c.fence, r.t_us, r.e_us, r.reset FROM requests q CROSS JOIN rule r "
+      "LEFT JOIN claimed c ON c.fire_key = q.k ORDER BY q.i",
+      fmt::arg("fence", t.fence_table()), fmt::arg("claims", t.claims), fmt::arg("epoch", epoch_row));
+}
+
+std::string reset_message(std::int64_t epoch_us, std::chrono::nanoseconds skew) {
+  return fmt::format(
+      "scheduled before the claim store's reset epoch {} + max_clock_skew {}: the store lost (or may "
+      "have lost) its claims, so a claim made before the reset could be gone; not claimed again",
+      format_rfc3339(from_micros(epoch_us)), format_duration(skew));
+}
+
+std::string window_message(std::string_view verdict, std::int64_t server_us, std::string_view fire_key,
+                           std::chrono::nanoseconds skew) {
+  const auto at = fire_key_instant(fire_key);
+  const auto apart = at ? from_micros(server_us) - *at : std::chrono::nanoseconds{0};
+  if (verdict == "early") {
+    return fmt::format(
+        "the PostgreSQL server's clock is {} before this fire, beyond max_clock_skew {}: the local "
+        "clock is ahead of the server's",
+        format_duration(-apart), format_duration(skew));
+  }
+  return fmt::format(
+      "the PostgreSQL server's clock says this fire is {} old, beyond its dedup window (claim_ttl - "
+      "max_clock_skew {}): the local clock is behind the server's, or the claim came late",
+      format_duration(apart), format_duration(skew));
+}
+
+}  // namespace
+
+std::string make_holder() {
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "unknown");
+  return fmt::format("{}-{}", host, random_hex(8));
+}
+
+class FLEETCRON_LOCAL Claimer::Impl {
+ public:
+  Impl(std::shared_ptr<Connection> connection, ClaimerOptions options);
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
+  void claim_chunk(std::span<const std::string> keys, std::span<ClaimResult> results);
+  void maybe_clean_up();
+  std::size_t cleanup();
+
+  ClaimerOptions options_;
+  std::shared_ptr<Connection> connection_;
+  std::string statement_;
+  std::string ttl_seconds_;
+  std::string ttl_us_;
+  std::string skew_us_;
+  std::atomic<std::uint64_t> fence_seen_{0};
+  std::atomic<std::uint64_t> resets_found_{0};
+  mutable std::mutex mutex_;  // guards the members below
+  std::optional<ClockOffset> offset_;
+  std::optional<Clock::SteadyTime> last_cleanup_;
+};
+
+Claimer::Impl::Impl(std::shared_ptr<Connection> connection, ClaimerOptions options)
+    : options_(std::move(options)), connection_(std::move(connection)) {
+  if (!connection_) throw std::invalid_argument("postgres::Claimer: connection is null");
+  check_table_names(options_.tables);
+  if (options_.claim_ttl < std::chrono::milliseconds{1}) {
+    throw std::invalid_argument(fmt::format("postgres::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
+                                            format_duration(options_.claim_ttl)));
+  }
+  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 4;
+  const auto skew = *options_.max_clock_skew;
+  if (skew <= std::chrono::nanoseconds::zero() || skew >= options_.claim_ttl - skew) {
+    throw std::invalid_argument(
+        fmt::format("postgres::ClaimerOptions.max_clock_skew: {} is not in (0, claim_ttl / 2 = {})",
+                    format_duration(skew), format_duration(options_.claim_ttl / 2)));
+  }
+  if (options_.cleanup_interval < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("postgres::ClaimerOptions.cleanup_interval: negative");
+  }
+  if (options_.holder.empty()) options_.holder = make_holder();
+  if (!options_.clock) options_.clock = system_clock();
+  statement_ = claim_statement(options_.tables);
+  ttl_seconds_ = fmt::format("{:.6f}", std::chrono::duration<double>(options_.claim_ttl).count());
+  ttl_us_ = std::to_string(micros(options_.claim_ttl));
+  skew_us_ = std::to_string(micros(skew));
+}
+
+std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string> fire_keys) {
+  std::vector<ClaimResult> results(fire_keys.size());
+  // Each key once per statement (ON CONFLICT cannot touch a row twice); a
+  // repeat in the batch finds its first occurrence's claim.
+  std::vector<std::string> keys;
+  std::vector<std::size_t> where;
+  std::map<std::string_view, std::size_t> first_of;  // key -> its first index
+  std::vector<std::size_t> repeats;
+  for (std::size_t i = 0; i < fire_keys.size(); ++i) {
+    if (blank(fire_keys[i])) {
+      results[i] = ClaimResult::failed("blank fire key");
+    } else if (fire_keys[i] == epoch_row || fire_keys[i].find('\0') != std::string::npos) {
+      results[i] = ClaimResult::failed(
+          fmt::format("fire key \"{}\" cannot be claimed on PostgreSQL (reserved or NUL)", fire_keys[i].substr(0, 64)));
+    } else if (!first_of.emplace(fire_keys[i], i).second) {
+      repeats.push_back(i);
+    } else {
+      keys.push_back(fire_keys[i]);
+      where.push_back(i);
+    }
+  }
+  std::vector<ClaimResult> answers(keys.size());
+  for (std::size_t first = 0; first < keys.size(); first += keys_per_statement) {
+    const std::size_t count = std::min(keys_per_statement, keys.size() - first);
+    claim_chunk(std::span<const std::string>(keys).subspan(first, count),
+                std::span<ClaimResult>(answers).subspan(first, count));
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) results[where[k]] = std::move(answers[k]);
+  for (const std::size_t i : repeats) {
+    const ClaimResult& first = results[first_of.at(fire_keys[i])];
+    results[i] = first.status == ClaimResult::Status::claimed ? ClaimResult::taken() : first;
+  }
+  maybe_clean_up();
+  return results;
+}
+
+void Claimer::Impl::claim_chunk(std::span<const std::string> keys, std::span<ClaimResult> results) {
+  std::string instants = "{";
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto at = fire_key_instant(keys[i]);
+    instants += (i ? "," : "") + (at ? std::to_string(micros(at->time_since_epoch())) : std::string("NULL"));
+  }
+  instants += '}';
+  const auto steady = options_.clock->steady_now();
+  const auto before = options_.clock->now();
+  detail::Rows rows;
+  try {
+    rows =
+        connection_->pool().exec(statement_, {detail::text_array({keys.begin(), keys.end()}), instants, options_.holder,
+                                              ttl_seconds_, skew_us_, std::to_string(fence_seen_.load()), ttl_us_});
+  } catch (const std::exception& e) {
+    for (auto& result : results) result = ClaimResult::failed(e.what());  // fail closed
+    return;
+  }
+  const auto after = options_.clock->now();
+  if (rows.rows.size() != keys.size()) {
+    for (auto& result : results) {
+      result = ClaimResult::failed(fmt::format("{}: the claim answered {} rows for {} fires", connection_->describe(),
+                                               rows.rows.size(), keys.size()));
+    }
+    return;
+  }
+  const std::int64_t server_us = std::stoll(rows.text(0, 3));
+  const std::int64_t local_us = (micros(before.time_since_epoch()) + micros(after.time_since_epoch())) / 2;
+  {
+    std::lock_guard guard(mutex_);
+    if (!offset_ || offset_->measured_at <= steady)
+      offset_ = ClockOffset{std::chrono::microseconds{server_us - local_us}, steady};
+  }
+  if (rows.text(0, 5) == "t") resets_found_.fetch_add(1);
+  for (std::size_t r = 0; r < rows.rows.size(); ++r) {
+    const std::size_t k = std::stoul(rows.text(r, 0)) - 1;
+    const std::string& verdict = rows.text(r, 1);
+    if (verdict == "reset") {
+      results[k] = ClaimResult::reset(reset_message(std::stoll(rows.text(r, 4)), *options_.max_clock_skew));
+    } else if (verdict != "try") {
+      results[k] = ClaimResult::skewed(window_message(verdict, server_us, keys[k], *options_.max_clock_skew));
+    } else if (rows.null(r, 2)) {
+      results[k] = ClaimResult::taken();
+    } else {
+      const std::uint64_t fence = std::stoull(rows.text(r, 2));
+      std::uint64_t seen = fence_seen_.load();
+      while (seen < fence && !fence_seen_.compare_exchange_weak(seen, fence)) {
+      }
+      results[k] = ClaimResult::claimed(fence);
+    }
+  }
+}
+
+void Claimer::Impl::maybe_clean_up() {
+  if (options_.cleanup_interval == std::chrono::nanoseconds::zero()) return;
+  const auto now = options_.clock->steady_now();
+  {
+    std::lock_guard guard(mutex_);
+    if (last_cleanup_ && now - *last_cleanup_ < options_.cleanup_interval) return;
+    last_cleanup_ = now;
+  }
+  try {
+    (void)cleanup();
+  } catch (...) {
+    // the next interval tries again; claims are unaffected by leftovers
+  }
+}
+
+std::size_t Claimer::Impl::cleanup() {
+  return connection_->pool()
+      .exec(fmt::format("DELETE FROM {} WHERE expires_at < now() - interval '1 minute'", options_.tables.claims))
+      .affected;
+}
+
+Claimer::Claimer(std::shared_ptr<Connection> connection, ClaimerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(connection), std::move(options))) {}
+Claimer::~Claimer() = default;
+
+ClaimResult Claimer::claim(std::string_view fire_key) {
+  const std::string key(fire_key);
+  return std::move(impl_->claim_batch(std::span<const std::string>(&key, 1)).front());
+}
+
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  return impl_->claim_batch(fire_keys);
+}
+
+std::chrono::nanoseconds Claimer::dedup_window() const {
+  return impl_->options_.claim_ttl - 2 * *impl_->options_.max_clock_skew;
+}
+
+void Claimer::check_entry_key(std::string_view key) const {
+  if (key.find('\0') != std::string_view::npos) {
+    throw std::invalid_argument("entry key: contains a NUL byte, which PostgreSQL text cannot hold");
+  }
+}
+
+std::size_t Claimer::cleanup() { return impl_->cleanup(); }
+
+std::optional<ClockOffset> Claimer::clock_offset() const {
+  std::lock_guard guard(impl_->mutex_);
+  return impl_->offset_;
+}
+
+const ClaimerOptions& Claimer::options() const noexcept { return impl_->options_; }
+std::uint64_t Claimer::resets_found() const noexcept { return impl_->resets_found_.load(); }
+
+}  // namespace fleetcron::postgres
