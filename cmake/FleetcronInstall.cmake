@@ -1,5 +1,5 @@
 # Install rules: headers, the libraries, the exported CMake package
-# (find_package(fleetcron [COMPONENTS redis nats]) -> fleetcron::core and
+# (find_package(fleetcron [COMPONENTS redis nats postgres]) -> fleetcron::core and
 # the components' targets, each component in an export set of its own, so
 # a core-only consumer needs neither hiredis nor libnats) and pkg-config
 # files. The build tree exports the same package (fleetcron_DIR=<build>).
@@ -8,11 +8,11 @@ include(CMakePackageConfigHelpers)
 set(FLEETCRON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fleetcron)
 
 install(DIRECTORY include/fleetcron DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN redis EXCLUDE PATTERN nats EXCLUDE)
+        PATTERN redis EXCLUDE PATTERN nats EXCLUDE PATTERN postgres EXCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/include/fleetcron/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/fleetcron)
 set(FLEETCRON_COMPONENTS "")
-foreach(part core redis nats)
+foreach(part core redis nats postgres)
   if(NOT TARGET fleetcron_${part})
     continue()
   endif()
@@ -46,11 +46,13 @@ if(BUILD_SHARED_LIBS)
   set(FLEETCRON_PC_LIBS_EXTRA "")
   set(FLEETCRON_PC_REDIS_LIBS_EXTRA "")
   set(FLEETCRON_PC_NATS_LIBS_EXTRA "")
+  set(FLEETCRON_PC_POSTGRES_LIBS_EXTRA "")
 else()
   set(FLEETCRON_PC_LIBS_PRIVATE "")
   set(FLEETCRON_PC_LIBS_EXTRA "-ldate-tz -lfmt -pthread")
   set(FLEETCRON_PC_REDIS_LIBS_EXTRA "-lhiredis -lfmt")
   set(FLEETCRON_PC_NATS_LIBS_EXTRA "-lnats -lfmt")
+  set(FLEETCRON_PC_POSTGRES_LIBS_EXTRA "-lpq -lfmt")
 endif()
 # Relative, so the package works wherever --prefix puts it.
 file(RELATIVE_PATH FLEETCRON_PC_PREFIX_FROM_PCDIR

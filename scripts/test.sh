@@ -58,7 +58,7 @@ step "g++ fleet runs: end to end and chaos (three daemons and their own server e
     -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=ON -DFLEETCRON_INSTALL=ON
   nice -n 19 cmake --build build/gcc-release -j1
   nice -n 19 cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "${line_tables[@]}" -DFLEETCRON_WERROR=ON -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_DAEMON=OFF \
+    "${line_tables[@]}" -DFLEETCRON_WERROR=ON -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_POSTGRES=OFF -DFLEETCRON_DAEMON=OFF \
     -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF
   nice -n 19 cmake --build build/gcc-core -j1
 ) >build/background-builds.log 2>&1 &

@@ -37,6 +37,15 @@ nats_expected="job=402026-01-02T15=3A04=3A05Z leader"
 out=$("$scratch/cmake-consumer/nats_consumer")
 echo "find_package nats consumer: $out"
 [[ $out == "$nats_expected" ]] || { echo "FAIL: expected $nats_expected"; exit 1; }
+postgres_expected="postgres://cron@127.0.0.1:5433/ops jobs.claims jobs.claims_fence"
+out=$("$scratch/cmake-consumer/postgres_consumer")
+echo "find_package postgres consumer: $out"
+[[ $out == "$postgres_expected" ]] || { echo "FAIL: expected $postgres_expected"; exit 1; }
+flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron-postgres)
+c++ "$source/tests/install/consumer/postgres_main.cpp" -o "$scratch/pc-postgres-consumer" $flags
+out=$("$scratch/pc-postgres-consumer")
+echo "pkg-config postgres consumer: $out"
+[[ $out == "$postgres_expected" ]] || { echo "FAIL: expected $postgres_expected"; exit 1; }
 flags=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs fleetcron-nats)
 c++ "$source/tests/install/consumer/nats_main.cpp" -o "$scratch/pc-nats-consumer" $flags
 out=$("$scratch/pc-nats-consumer")
