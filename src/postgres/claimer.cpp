@@ -35,14 +35,14 @@ Instant from_micros(std::int64_t us) {
   return Instant{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{us})};
 }
 
-// The claim of a batch, in one statement: the server's clock, the epoch
-// row and the fence counter decide which fires may be claimed at all
-// (docs/postgres.md); those are then inserted, or take over an expired
-// row, exactly as the reference's INSERT … ON CONFLICT … WHERE expires_at
-// < now() does, with the fence of each row granted. Parameters: $1 fire
-// keys, $2 their instants in µs (NULL: none), $3 holder, $4 TTL in float
-// seconds, $5 max_clock_skew µs, $6 the largest fence this claimer saw,
-// $7 TTL µs.
+// The claim of a batch, in one statement: the skew guard (the caller's
+// clock against the server's now()), the epoch row and the fence counter
+// decide which fires may be claimed at all (docs/postgres.md); those are
+// then inserted, or take over an expired row, exactly as the reference's
+// INSERT … ON CONFLICT … WHERE expires_at < now() does, with the fence of
+// each row granted. Parameters: $1 fire keys, $2 their instants in µs
+// (NULL: none), $3 holder, $4 TTL in float seconds, $5 max_clock_skew µs,
+// $6 the largest fence this claimer saw, $7 the caller's clock in µs.
 std::string claim_statement(const TableNames& t) {
   return fmt::format(
       "WITH clock AS (SELECT (extract(epoch FROM now()) * 1000000)::bigint AS t_us, "
@@ -54,9 +54,8 @@ std::string claim_statement(const TableNames& t) {
       "new_epoch AS (INSERT INTO {claims} (fire_key, holder, claimed_at, expires_at) "
       "SELECT '{epoch}', 'fleetcron store-reset epoch', now(), 'infinity' FROM rule WHERE reset "
       "ON CONFLICT (fire_key) DO UPDATE SET claimed_at = now() RETURNING 1), "
-      "requests AS (SELECT u.k, u.i, CASE WHEN u.s IS NULL THEN 'try' "
-      "WHEN u.s < r.e_us + $5::bigint THEN 'reset' WHEN r.t_us < u.s - $5::bigint THEN 'early' "
-      "WHEN r.t_us > u.s + $7::bigint - $5::bigint THEN 'late' ELSE 'try' END AS verdict "
+      "requests AS (SELECT u.k, u.i, CASE WHEN abs(r.t_us - $7::bigint) > $5::bigint THEN 'skew' "
+      "WHEN u.s IS NULL THEN 'try' WHEN u.s < r.e_us + $5::bigint THEN 'reset' ELSE 'try' END AS verdict "
       "FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(k, s, i) CROSS JOIN rule r), "
       "claimed AS (INSERT INTO {claims} AS c (fire_key, holder, expires_at) "
       "SELECT k, $3, now() + ($4::float8 * interval '1 second') FROM requests WHERE verdict = 'try' "
@@ -75,20 +74,10 @@ std::string reset_message(std::int64_t epoch_us, std::chrono::nanoseconds skew) 
       format_rfc3339(from_micros(epoch_us)), format_duration(skew));
 }
 
-std::string window_message(std::string_view verdict, std::int64_t server_us, std::string_view fire_key,
-                           std::chrono::nanoseconds skew) {
-  const auto at = fire_key_instant(fire_key);
-  const auto apart = at ? from_micros(server_us) - *at : std::chrono::nanoseconds{0};
-  if (verdict == "early") {
-    return fmt::format(
-        "the PostgreSQL server's clock is {} before this fire, beyond max_clock_skew {}: the local "
-        "clock is ahead of the server's",
-        format_duration(-apart), format_duration(skew));
-  }
-  return fmt::format(
-      "the PostgreSQL server's clock says this fire is {} old, beyond its dedup window (claim_ttl - "
-      "max_clock_skew {}): the local clock is behind the server's, or the claim came late",
-      format_duration(apart), format_duration(skew));
+std::string skew_message(std::chrono::microseconds offset, std::chrono::nanoseconds skew) {
+  return fmt::format("local clock is {} {} the PostgreSQL server's, beyond max_clock_skew {}",
+                     format_duration(offset < offset.zero() ? -offset : offset),
+                     offset > offset.zero() ? "behind" : "ahead of", format_duration(skew));
 }
 
 }  // namespace
@@ -111,7 +100,6 @@ class FLEETCRON_LOCAL Claimer::Impl {
   std::shared_ptr<Connection> connection_;
   std::string statement_;
   std::string ttl_seconds_;
-  std::string ttl_us_;
   std::string skew_us_;
   std::atomic<std::uint64_t> fence_seen_{0};
   std::atomic<std::uint64_t> resets_found_{0};
@@ -142,7 +130,6 @@ Claimer::Impl::Impl(std::shared_ptr<Connection> connection, ClaimerOptions optio
   if (!options_.clock) options_.clock = system_clock();
   statement_ = claim_statement(options_.tables);
   ttl_seconds_ = fmt::format("{:.6f}", std::chrono::duration<double>(options_.claim_ttl).count());
-  ttl_us_ = std::to_string(micros(options_.claim_ttl));
   skew_us_ = std::to_string(micros(skew));
 }
 
@@ -195,7 +182,8 @@ void Claimer::Impl::claim_chunk(std::span<const std::string> keys, std::span<Cla
   try {
     rows =
         connection_->pool().exec(statement_, {detail::text_array({keys.begin(), keys.end()}), instants, options_.holder,
-                                              ttl_seconds_, skew_us_, std::to_string(fence_seen_.load()), ttl_us_});
+                                              ttl_seconds_, skew_us_, std::to_string(fence_seen_.load()),
+                                              std::to_string(micros(before.time_since_epoch()))});
   } catch (const std::exception& e) {
     for (auto& result : results) result = ClaimResult::failed(e.what());  // fail closed
     return;
@@ -222,7 +210,8 @@ void Claimer::Impl::claim_chunk(std::span<const std::string> keys, std::span<Cla
     if (verdict == "reset") {
       results[k] = ClaimResult::reset(reset_message(std::stoll(rows.text(r, 4)), *options_.max_clock_skew));
     } else if (verdict != "try") {
-      results[k] = ClaimResult::skewed(window_message(verdict, server_us, keys[k], *options_.max_clock_skew));
+      results[k] = ClaimResult::skewed(
+          skew_message(std::chrono::microseconds{server_us - micros(before.time_since_epoch())}, *options_.max_clock_skew));
     } else if (rows.null(r, 2)) {
       results[k] = ClaimResult::taken();
     } else {

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End to end: three `fleetcron run` daemons share one crontab of ten jobs
-# firing every second, coordinated through a real redis-server or
-# nats-server on a free loopback port. Every run appends its fire key, fence
+# firing every second, coordinated through a real redis-server, nats-server
+# or PostgreSQL cluster on a free loopback port. Every run appends its fire key, fence
 # and replica to a journal; the checks read the journal.
 #
-#   fleet_test.sh FLEETCRON_BINARY redis|nats claim|leader SECONDS
+#   fleet_test.sh FLEETCRON_BINARY redis|nats|postgres claim|leader SECONDS
 #
 # claim:  halfway one daemon is SIGKILLed, at three quarters another gets
 #         SIGTERM. No fire key may appear twice; every second while a
@@ -37,6 +37,9 @@ fail() { echo "FAIL: $*"; for f in "$work"/replica*.log; do echo "--- $f (tail)"
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=2s ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=E2E_CLAIMS&leader_bucket=E2E_LEADER"; leader_ttl=10s ;;
+  postgres)
+    start_postgres; coordinator=$FLEETCRON_TEST_POSTGRES_URL; leader_ttl=2s
+    "$binary" migrate --coordinator "$coordinator" >"$work/migrate.out" || fail "migrate: $(cat "$work/migrate.out")" ;;
   *) echo "unknown backend $backend"; exit 2 ;;
 esac
 
@@ -201,7 +204,7 @@ if [[ $mode == leader ]]; then
     grep -q "@$stamp " "$journal" || gap_term=$((gap_term + 1))
   done
   ((gap_term <= 1)) || fail "graceful handover left $gap_term seconds without runs (want at most 1)"
-  bound=$([[ $backend == redis ]] && echo 4 || echo 19)
+  bound=$([[ $backend != nats ]] && echo 4 || echo 19)
   resumed=-1
   for ((t = leader_kill_time + 1; t <= leader_kill_time + bound + 1; t++)); do
     stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)

@@ -31,7 +31,7 @@ ran_by_2() { (($(runs_by 2) >= 2)); }
 start_replica 0 5s
 start_replica 1 5s
 wait_until "tick to run twice" at_least 2
-if [[ $backend == redis ]]; then
+if [[ $backend != nats ]]; then
   start_replica 2 7s
   refusal='claim_ttl is 7s here, 5s in the fleet'
 else

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 
 #include "fleetcron/backend_error.h"
@@ -162,19 +164,37 @@ TEST_F(PostgresBackend, ABatchIsOneClaimPerDistinctFireAcrossStatements) {
   EXPECT_EQ(fences.size(), 2400u);
 }
 
-TEST_F(PostgresBackend, TheServerClockBoundsTheWindowInWhichAFireIsClaimed) {
-  postgres::Claimer claimer(connection_, {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 10s});
-  const ClaimResult early = claimer.claim(key_at("early", 30s));
-  EXPECT_EQ(early.status, ClaimResult::Status::clock_skew);
-  EXPECT_NE(early.error.find("before this fire, beyond max_clock_skew 10s"), std::string::npos) << early.error;
-  const ClaimResult late = claimer.claim(key_at("late", -55s));
-  EXPECT_EQ(late.status, ClaimResult::Status::clock_skew);
-  EXPECT_NE(late.error.find("beyond its dedup window"), std::string::npos) << late.error;
-  EXPECT_EQ(claimer.claim(key_at("inside", -45s)).status, ClaimResult::Status::claimed);
-  EXPECT_EQ(claimer.claim(key_at("inside-early", 8s)).status, ClaimResult::Status::claimed);
-  EXPECT_EQ(claimer.dedup_window(), 40s);
-  ASSERT_TRUE(claimer.clock_offset().has_value());
-  EXPECT_LT(std::chrono::abs(claimer.clock_offset()->offset), 1s);
+// A local clock `offset` from the real one.
+class OffsetClock final : public Clock {
+ public:
+  explicit OffsetClock(std::chrono::nanoseconds offset) : offset_(offset) {}
+  Instant now() const noexcept override { return system_clock()->now() + offset_; }
+  SteadyTime steady_now() const noexcept override { return system_clock()->steady_now(); }
+  void wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, SteadyTime deadline) override {
+    system_clock()->wait_until(cv, lock, deadline);
+  }
+
+ private:
+  std::chrono::nanoseconds offset_;
+};
+
+TEST_F(PostgresBackend, TheServerRefusesClaimsFromALocalClockBeyondTheGuard) {
+  for (const auto offset : {30s, -30s}) {
+    postgres::Claimer skewed(connection_, {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 10s,
+                                           .clock = std::make_shared<OffsetClock>(offset)});
+    const ClaimResult claim = skewed.claim(key_at("skewed", 0s));
+    EXPECT_EQ(claim.status, ClaimResult::Status::clock_skew);
+    EXPECT_NE(claim.error.find(offset > 0s ? "ahead of the PostgreSQL server's, beyond max_clock_skew 10s"
+                                           : "behind the PostgreSQL server's, beyond max_clock_skew 10s"),
+              std::string::npos)
+        << claim.error;
+    ASSERT_TRUE(skewed.clock_offset().has_value());
+    EXPECT_LT(std::chrono::abs(skewed.clock_offset()->offset + offset), 1s);
+  }
+  postgres::Claimer inside(connection_, {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 10s,
+                                         .clock = std::make_shared<OffsetClock>(5s)});
+  EXPECT_EQ(inside.claim(key_at("inside", 0s)).status, ClaimResult::Status::claimed);
+  EXPECT_EQ(inside.dedup_window(), 40s);
 }
 
 TEST_F(PostgresBackend, ATruncatedClaimsTableIsAStoreResetAndRefusesOlderFires) {

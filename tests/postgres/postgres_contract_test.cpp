@@ -32,17 +32,14 @@ class PostgresFleet final : public ContractFleet {
     (void)postgres::migrate(*connection, tables_);
   }
   std::shared_ptr<Claimer> claimer() override {
-    // The contract claims fires up to three hours ahead: the server grants
-    // a claim from max_clock_skew before its instant.
-    return std::make_shared<postgres::Claimer>(
-        connect(uri_),
-        postgres::ClaimerOptions{.tables = tables_, .claim_ttl = claim_ttl(), .max_clock_skew = 3h + 30min});
+    return std::make_shared<postgres::Claimer>(connect(uri_),
+                                               postgres::ClaimerOptions{.tables = tables_, .claim_ttl = claim_ttl()});
   }
   std::shared_ptr<Elector> elector() override {
     return std::make_shared<postgres::Elector>(connect(uri_),
                                                postgres::ElectorOptions{.tables = tables_, .lease_ttl = 2s});
   }
-  std::chrono::nanoseconds claim_ttl() const override { return 8h; }
+  std::chrono::nanoseconds claim_ttl() const override { return postgres::default_claim_ttl; }
   void end_lease() override { (void)psql(uri_, "DELETE FROM " + tables_.leader); }
   void lose_store() override { server_->stop(); }
   std::chrono::milliseconds handover_bound() const override { return 5000ms; }

@@ -1,7 +1,7 @@
 // fleetcron::postgres::Claimer — libtnb/cron's postgrescoord Claimer in
 // C++: one cron_claims row per fire, inserted or taken over once expired,
-// all time from the server's now(); plus fences, batches, the dedup window
-// on server time and store-reset detection (docs/postgres.md).
+// expiry from the server's now(); plus fences, batches, a clock-skew guard
+// against the server's clock and store-reset detection (docs/postgres.md).
 #pragma once
 
 #include <chrono>
@@ -27,11 +27,11 @@ struct FLEETCRON_API ClaimerOptions {
   TableNames tables;
   /// At least 1 ms; sent as float seconds, as the reference does.
   std::chrono::nanoseconds claim_ttl = default_claim_ttl;
-  /// `g`: the server grants a claim on a fire scheduled at `s` only while
-  /// its now() is within [s - g, s + claim_ttl - g] (so every claim on a
-  /// fire lives past the last moment another could be granted), and
-  /// refuses fires scheduled before the store's reset epoch + g. nullopt:
-  /// claim_ttl / 4. Positive, below claim_ttl / 2.
+  /// `g`: claims are refused (ClaimResult::Status::clock_skew) while the
+  /// local clock differs from the server's now() by more than this (the
+  /// server compares them, in the claim's statement), and fires scheduled
+  /// before the store's reset epoch + g are refused (store_reset).
+  /// nullopt: claim_ttl / 4. Positive, below claim_ttl / 2.
   std::optional<std::chrono::nanoseconds> max_clock_skew;
   /// The holder written into each row. Empty: "<hostname>-<16 hex digits>",
   /// the reference's form.
@@ -57,8 +57,8 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   /// Any failure is an error result (fail closed), never an exception.
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
-  /// claim_ttl - 2 * max_clock_skew: the local clock's view of the
-  /// server's window, for a local clock within max_clock_skew of it.
+  /// claim_ttl - 2 * max_clock_skew: two replicas inside the guard differ
+  /// by at most twice it, as on Redis.
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
   /// Refuses keys PostgreSQL text cannot hold (a NUL byte).
   void check_entry_key(std::string_view key) const override;
