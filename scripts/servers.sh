@@ -145,6 +145,22 @@ restart_redis() {  # port
   return 1
 }
 
+restart_postgres() {  # the cluster started by start_postgres: a crash (immediate shutdown), then a start
+  local old=${postgres_pids[0]} pid
+  kill -QUIT "$old" 2>/dev/null || true   # immediate: no checkpoint, crash recovery at the start
+  for _ in $(seq 200); do kill -0 "$old" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$old" 2>/dev/null && { echo "postgres $old survived an immediate shutdown for 10 s" >&2; return 1; }
+  pid=$(bash "$(dirname "${BASH_SOURCE[0]}")/postgres_cluster.sh" start "$postgres_dir" "$postgres_port") || return 1
+  postgres_pids=("$pid")
+}
+
+# Ends every connection fleetcron holds (pg_terminate_backend): each
+# client finds its connection closed at its next statement.
+terminate_postgres_clients() {
+  psql -X -q -t -A "$FLEETCRON_TEST_POSTGRES_URL" \
+    -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'fleetcron'"
+}
+
 restart_nats() {  # port [lose-store]: the nats-server started by start_nats
   local port=$1 pid
   kill_and_reap "$nats_pid" || return 1

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Chaos: three `fleetcron run` daemons share ten jobs firing every second
-# through a real redis-server or nats-server on loopback, while this
-# script, driven by a seed, SIGKILLs and restarts daemons, SIGSTOPs them for
-# longer than the lease and the claim TTL, and kills and restarts the
-# server. Every run appends "fire-key fence replica" to a journal.
+# through a real redis-server, nats-server or PostgreSQL cluster on
+# loopback, while this script, driven by a seed, SIGKILLs and restarts
+# daemons, SIGSTOPs them for longer than the lease and the claim TTL, and
+# kills and restarts the server (PostgreSQL: an immediate shutdown, and
+# pg_terminate_backend of every daemon connection). Every run appends "fire-key fence replica" to a journal.
 #
-#   chaos_test.sh FLEETCRON_BINARY redis|nats SECONDS [SEED] [both|claim]
+#   chaos_test.sh FLEETCRON_BINARY redis|nats|postgres SECONDS [SEED] [both|claim]
 #
 # Coordination `both` (default: a leader runs the fires, each claimed) or
 # `claim`. Afterwards: duplicates must be 0; every lost fire is listed with
@@ -44,6 +45,9 @@ fail() { echo "FAIL (seed $seed): $*"; for f in "$work"/replica*.log; do echo "-
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CHAOS_CLAIMS&leader_bucket=CHAOS_LEADER"; leader_ttl=10; failover=19 ;;
+  postgres)  # as Redis: a 3 s lease
+    start_postgres; coordinator=$FLEETCRON_TEST_POSTGRES_URL; leader_ttl=3; failover=5
+    "$binary" migrate --coordinator "$coordinator" >"$work/migrate.out" || fail "migrate: $(cat "$work/migrate.out")" ;;
   *) echo "unknown backend $backend"; exit 2 ;;
 esac
 server_port=${coordinator##*:}
@@ -72,6 +76,9 @@ echo "chaos: 3 daemons on $backend ($mode), ${duration}s, seed $seed; work $work
 # at about 60 % of the run.
 server_restart_at=$((started + duration * 6 / 10))
 server_restarted=0
+# PostgreSQL also has every daemon connection terminated at about 30 %.
+terminate_at=$((started + duration * 3 / 10))
+terminated=$([[ $backend == postgres ]] && echo 0 || echo 1)
 # Faults start once the fleet runs: a first leader paused or killed before
 # it ran anything would push the first run past the failover bound (the
 # check below), a property of the seed rather than of the daemons.
@@ -82,9 +89,16 @@ while (($(date +%s) < started + duration - 8)); do
   now=$(date +%s)
   if ((server_restarted == 0 && now >= server_restart_at)); then
     note "server-down"
-    if [[ $backend == redis ]]; then restart_redis "$server_port"; else restart_nats "$server_port"; fi
+    case $backend in
+      redis) restart_redis "$server_port" ;;
+      nats) restart_nats "$server_port" ;;
+      postgres) restart_postgres ;;
+    esac
     note "server-up"
     server_restarted=1
+  elif ((terminated == 0 && now >= terminate_at)); then
+    note "clients-terminated $(terminate_postgres_clients)"
+    terminated=1
   else
     victim=$((RANDOM % 3))
     # A daemon that died on its own is a finding, not a fault to inject.
@@ -155,6 +169,7 @@ explain() {  # fire key, second → reason or empty
     $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= stopped[$3] + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
     $2 == "server-down" {down = $1}
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
+    $2 == "clients-terminated" && t >= $1 - 1 && t <= $1 + 2 + after {print "connections terminated"; exit}
   ' "$actions"
 }
 # Coverage counts from the first run: the first election takes up to one
