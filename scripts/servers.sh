@@ -36,12 +36,15 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# Starts redis-server; sets FLEETCRON_TEST_REDIS_URL.
+# Starts redis-server; sets FLEETCRON_TEST_REDIS_URL. Its directory is
+# the servers' own: a replica's full sync writes dump.rdb there, and a
+# server started later in the same directory would load it.
 start_redis() {
   local attempt port pid
   for attempt in 1 2 3 4 5; do
     port=$(pick_port)
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$server_dir" --dbfilename "redis-$port.rdb" --save '' \
+      --appendonly no --daemonize no \
       --logfile "$server_dir/redis-$port.log" &
     pid=$!
     for _ in $(seq 200); do
@@ -133,7 +136,8 @@ restart_redis() {  # port
   [[ -n $old ]] || { echo "no redis-server answers on port $port" >&2; return 1; }
   kill_and_reap "$old" || return 1
   forget_pid "$old"
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$server_dir" --dbfilename "redis-$port.rdb" --save '' \
+    --appendonly no --daemonize no \
     --logfile "$server_dir/redis-$port.log" &
   pid=$!
   server_pids+=("$pid")   # tracked at once: stop_servers stops it even if it never answers

@@ -50,7 +50,7 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
   command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
-  command->add_option("--coordinator", flags.coordinator, "memory (default), redis://… or nats://…?bucket=…");
+  command->add_option("--coordinator", flags.coordinator, "memory (default), redis://…, nats://…?bucket=… or postgres://…");
   command->add_option("--coordinator-password-file", flags.coordinator_password_file,
                       "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD / FLEETCRON_NATS_PASSWORD)");
   command->add_option("--coordination", flags.coordination, "claim (default), leader or both");

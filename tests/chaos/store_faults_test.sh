@@ -54,7 +54,8 @@ own_redis() {  # name, more args → sets own_pid and own_port once it answers
   local name=$1
   shift
   own_port=$(pick_port)
-  redis-server --port "$own_port" --bind 127.0.0.1 --unixsocket "$work/$name.sock" --save '' --appendonly no \
+  redis-server --port "$own_port" --bind 127.0.0.1 --unixsocket "$work/$name.sock" --dir "$work" \
+    --dbfilename "$name.rdb" --save '' --appendonly no \
     --daemonize no --logfile "$work/$name.log" "$@" &
   own_pid=$!
   server_pids+=("$own_pid")

@@ -230,7 +230,7 @@ exec 3>&-
 
 # The coordinator password from a file or the environment, never argv.
 redis_port=$(pick_port)
-redis-server --port "$redis_port" --bind 127.0.0.1 --requirepass s3cret --save '' --appendonly no >"$work/redis.log" 2>&1 &
+redis-server --port "$redis_port" --bind 127.0.0.1 --requirepass s3cret --dir "$work" --save '' --appendonly no >"$work/redis.log" 2>&1 &
 redis_pid=$!
 pids+=("$redis_pid")
 for _ in $(seq 50); do redis-cli -p "$redis_port" -a s3cret --no-auth-warning ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
@@ -257,7 +257,7 @@ kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null
 # warning, not a crash.
 start_test_redis() {  # EXTRA ARGS... → sets test_redis_port, test_redis_pid
   test_redis_port=$(pick_port)
-  redis-server --port "$test_redis_port" --bind 127.0.0.1 --save '' --appendonly no "$@" >"$work/redis-$test_redis_port.log" 2>&1 &
+  redis-server --port "$test_redis_port" --bind 127.0.0.1 --dir "$work" --dbfilename "redis-$test_redis_port.rdb" --save '' --appendonly no "$@" >"$work/redis-$test_redis_port.log" 2>&1 &
   test_redis_pid=$!
   pids+=("$test_redis_pid")
   for _ in $(seq 50); do redis-cli -p "$test_redis_port" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done

@@ -58,7 +58,10 @@ RedisServer::~RedisServer() {
 void RedisServer::launch() {
   log_path_ = "/tmp/fleetcron-test-redis-" + std::to_string(port_) + ".log";
   std::vector<std::string> args{"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", log_path_};
+                                "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", log_path_,
+                                // A replica's full sync writes the RDB to disk: never into a shared directory,
+                                // where a later server would load it at its start.
+                                "--dir", "/tmp", "--dbfilename", "fleetcron-test-redis-" + std::to_string(port_) + ".rdb"};
   if (!options_.password.empty()) {
     args.emplace_back("--requirepass");
     args.push_back(options_.password);
