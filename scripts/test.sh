@@ -84,6 +84,7 @@ step "benchmark smoke run (numbers: see docs/time-engine.md and docs/scheduler.m
 build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next/.*/1|BM_Parse/5/0'
 build/gcc/bench/scheduler_load 100000 2000 2000
 bash bench/redis_bench.sh build/gcc 2000 2
+bash bench/postgres_bench.sh build/gcc 2000 2 1
 
 step "clang ASan+UBSan build"
 # The examples and the installed-package test ran in the g++ passes: they

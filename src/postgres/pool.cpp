@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 
 #include "fleetcron/backend_error.h"
@@ -102,10 +103,13 @@ class Conn {
  private:
   [[noreturn]] void fail_result(PGresult* result);
   PGresult* await_result(SteadyClock::time_point deadline);
+  /// The answer to what was sent: rows, or the first error thrown.
+  Rows collect(SteadyClock::time_point deadline);
 
   std::unique_ptr<PGconn, void (*)(PGconn*)> conn_{nullptr, PQfinish};
   const std::string& description_;
   std::chrono::milliseconds statement_timeout_;
+  std::map<std::string, std::string> prepared_;  // statement text -> its name on this connection
 };
 
 Conn::Conn(const ConnectionOptions& options, const std::string& description)
@@ -155,6 +159,7 @@ void Conn::fail_result(PGresult* result) {
   PQclear(result);
   if (PQstatus(conn_.get()) == CONNECTION_BAD) broken = true;
   if (state == "57014") throw TimeoutError(message);  // statement_timeout
+  if (state == "0A000") broken = true;  // a prepared plan the schema changed under: a new connection prepares anew
   if (state.starts_with("28") || state == "42501") throw AuthError(message);
   if (state.starts_with("08") || state.starts_with("57P")) {  // connection failure, terminated, shut down
     broken = true;
@@ -169,12 +174,34 @@ Rows Conn::exec(std::string_view sql, const Params& params) {
   values.reserve(params.size());
   for (const auto& param : params) values.push_back(param ? param->c_str() : nullptr);
   const std::string text(sql);
-  if (!PQsendQueryParams(conn_.get(), text.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                         nullptr, 0)) {
+  const auto deadline = SteadyClock::now() + statement_timeout_ + std::chrono::seconds{1};
+  const int count = static_cast<int>(values.size());
+  bool sent = false;
+  if (params.empty()) {
+    sent = PQsendQueryParams(conn_.get(), text.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) != 0;
+  } else {
+    // Statements with parameters are the backend's own, few and repeated:
+    // each is prepared once per connection, so it is planned once.
+    auto name = prepared_.find(text);
+    if (name == prepared_.end()) {
+      const std::string fresh = fmt::format("fleetcron_{}", prepared_.size());
+      if (!PQsendPrepare(conn_.get(), fresh.c_str(), text.c_str(), count, nullptr)) {
+        broken = true;
+        throw IoError(fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get()))));
+      }
+      (void)collect(deadline);
+      name = prepared_.emplace(text, fresh).first;
+    }
+    sent = PQsendQueryPrepared(conn_.get(), name->second.c_str(), count, values.data(), nullptr, nullptr, 0) != 0;
+  }
+  if (!sent) {
     broken = true;
     throw IoError(fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get()))));
   }
-  const auto deadline = SteadyClock::now() + statement_timeout_ + std::chrono::seconds{1};
+  return collect(deadline);
+}
+
+Rows Conn::collect(SteadyClock::time_point deadline) {
   Rows rows;
   PGresult* failed = nullptr;
   while (PGresult* result = await_result(deadline)) {

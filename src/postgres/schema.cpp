@@ -70,9 +70,12 @@ std::vector<SchemaObject> objects(const TableNames& t) {
        run});
   out.push_back({"function " + t.fence_function() + "()",
                  fmt::format("SELECT to_regprocedure('{}()') IS NOT NULL", t.fence_function()),
-                 fmt::format("CREATE OR REPLACE FUNCTION {0}() RETURNS bigint VOLATILE LANGUAGE sql AS $$ "
+                 // PL/pgSQL keeps its plan for the session (a SQL function is planned at every call).
+                 fmt::format("CREATE OR REPLACE FUNCTION {0}() RETURNS bigint VOLATILE LANGUAGE plpgsql AS $$ "
+                             "DECLARE granted bigint; BEGIN "
                              "INSERT INTO {1} AS f (id, value) VALUES (1, {2}) ON CONFLICT (id) DO UPDATE "
-                             "SET value = greatest(f.value + 1, EXCLUDED.value) RETURNING value $$",
+                             "SET value = greatest(f.value + 1, EXCLUDED.value) RETURNING value INTO granted; "
+                             "RETURN granted; END $$",
                              t.fence_function(), t.fence_table(), now_us),
                  run});
   out.push_back({"column " + t.claims + ".fence", column_exists(t.claims, "fence"),
