@@ -202,33 +202,33 @@ Rows Conn::exec(std::string_view sql, const Params& params) {
 }
 
 Rows Conn::collect(SteadyClock::time_point deadline) {
+  using Result = std::unique_ptr<PGresult, void (*)(PGresult*)>;
   Rows rows;
-  PGresult* failed = nullptr;
-  while (PGresult* result = await_result(deadline)) {
-    const ExecStatusType status = PQresultStatus(result);
-    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-      const int columns = PQnfields(result);
-      for (int r = 0; r < PQntuples(result); ++r) {
-        auto& row = rows.rows.emplace_back();
-        for (int c = 0; c < columns; ++c) {
-          if (PQgetisnull(result, r, c)) {
-            row.emplace_back(std::nullopt);
-          } else {
-            row.emplace_back(
-                std::string(PQgetvalue(result, r, c), static_cast<std::size_t>(PQgetlength(result, r, c))));
-          }
+  Result failed{nullptr, PQclear};  // freed too when a later wait throws
+  while (true) {
+    Result result{await_result(deadline), PQclear};
+    if (!result) break;
+    const ExecStatusType status = PQresultStatus(result.get());
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+      if (!failed) failed = std::move(result);  // read on to the end of the answer, then throw
+      continue;
+    }
+    const int columns = PQnfields(result.get());
+    for (int r = 0; r < PQntuples(result.get()); ++r) {
+      auto& row = rows.rows.emplace_back();
+      for (int c = 0; c < columns; ++c) {
+        if (PQgetisnull(result.get(), r, c)) {
+          row.emplace_back(std::nullopt);
+        } else {
+          row.emplace_back(std::string(PQgetvalue(result.get(), r, c),
+                                       static_cast<std::size_t>(PQgetlength(result.get(), r, c))));
         }
       }
-      const char* affected = PQcmdTuples(result);
-      if (affected && *affected) rows.affected = std::stoul(affected);
-      PQclear(result);
-    } else if (!failed) {
-      failed = result;  // read on to the end of the answer, then throw
-    } else {
-      PQclear(result);
     }
+    const char* affected = PQcmdTuples(result.get());
+    if (affected && *affected) rows.affected = std::stoul(affected);
   }
-  if (failed) fail_result(failed);
+  if (failed) fail_result(failed.release());
   if (PQstatus(conn_.get()) == CONNECTION_BAD) {
     broken = true;
     throw IoError(fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get()))));
