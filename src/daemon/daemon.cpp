@@ -20,6 +20,7 @@
 #include "daemon/notifier.h"
 #include "daemon/status_page.h"
 #include "daemon/process_runner.h"
+#include "fleetcron/backend_error.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
@@ -480,6 +481,10 @@ bool Daemon::check_schema() {
                              missing.size(), coordination_.description));
     }
     return missing.empty();
+  } catch (const AuthError& e) {
+    // Not a server that is down: every claim would fail until restarted.
+    log_.write("error", "backend-schema", std::string("cannot check the schema: ") + e.what());
+    return false;
   } catch (const std::exception& e) {
     log_.write("warn", "backend-schema", std::string("could not check the schema at start: ") + e.what());
     return true;

@@ -31,6 +31,22 @@ bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
 
+// Whether PostgreSQL text (UTF-8) can hold it: valid UTF-8, no NUL. One
+// key that cannot would fail the whole batch's statement.
+bool storable(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : (lead >> 3) == 0x1e ? 4 : 0;
+    if (lead == 0 || length == 0 || i + length > text.size()) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return false;
+    }
+    if (length == 2 && lead < 0xc2) return false;  // overlong
+    i += length;
+  }
+  return true;
+}
+
 Instant from_micros(std::int64_t us) {
   return Instant{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{us})};
 }
@@ -51,9 +67,9 @@ std::string claim_statement(const TableNames& t) {
       "epoch_us), "
       "store AS (SELECT t_us, epoch_us IS NULL OR coalesce(counter, 0) < $6::bigint AS reset, epoch_us FROM clock), "
       "rule AS (SELECT t_us, reset, CASE WHEN reset THEN t_us ELSE epoch_us END AS e_us FROM store), "
-      "new_epoch AS (INSERT INTO {claims} (fire_key, holder, claimed_at, expires_at) "
+      "new_epoch AS (INSERT INTO {claims} AS e (fire_key, holder, claimed_at, expires_at) "
       "SELECT '{epoch}', 'fleetcron store-reset epoch', now(), 'infinity' FROM rule WHERE reset "
-      "ON CONFLICT (fire_key) DO UPDATE SET claimed_at = now() RETURNING 1), "
+      "ON CONFLICT (fire_key) DO UPDATE SET claimed_at = greatest(e.claimed_at, now()) RETURNING 1), "
       "requests AS (SELECT u.k, u.i, CASE WHEN abs(r.t_us - $7::bigint) > $5::bigint THEN 'skew' "
       "WHEN u.s IS NULL THEN 'try' WHEN u.s < r.e_us + $5::bigint THEN 'reset' ELSE 'try' END AS verdict "
       "FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS u(k, s, i) CROSS JOIN rule r), "
@@ -144,9 +160,9 @@ std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string>
   for (std::size_t i = 0; i < fire_keys.size(); ++i) {
     if (blank(fire_keys[i])) {
       results[i] = ClaimResult::failed("blank fire key");
-    } else if (fire_keys[i] == epoch_row || fire_keys[i].find('\0') != std::string::npos) {
+    } else if (fire_keys[i] == epoch_row || !storable(fire_keys[i])) {
       results[i] = ClaimResult::failed(
-          fmt::format("fire key \"{}\" cannot be claimed on PostgreSQL (reserved or NUL)", fire_keys[i].substr(0, 64)));
+          "fire key cannot be claimed on PostgreSQL: the epoch row's name, or not valid UTF-8 (or a NUL byte)");
     } else if (!first_of.emplace(fire_keys[i], i).second) {
       repeats.push_back(i);
     } else {
@@ -165,7 +181,10 @@ std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string>
     const ClaimResult& first = results[first_of.at(fire_keys[i])];
     results[i] = first.status == ClaimResult::Status::claimed ? ClaimResult::taken() : first;
   }
-  maybe_clean_up();
+  // Not after a failure: against a server that is down it would only double the wait.
+  const bool answered = std::none_of(results.begin(), results.end(),
+                                     [](const ClaimResult& r) { return r.status == ClaimResult::Status::error; });
+  if (answered) maybe_clean_up();
   return results;
 }
 
@@ -263,8 +282,8 @@ std::chrono::nanoseconds Claimer::dedup_window() const {
 }
 
 void Claimer::check_entry_key(std::string_view key) const {
-  if (key.find('\0') != std::string_view::npos) {
-    throw std::invalid_argument("entry key: contains a NUL byte, which PostgreSQL text cannot hold");
+  if (!storable(key)) {
+    throw std::invalid_argument("entry key: not valid UTF-8 or holds a NUL byte, which PostgreSQL text cannot hold");
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "postgres/pool.h"
 
@@ -36,21 +37,6 @@ Parsed parse(const std::string& uri) {
   return out;
 }
 
-// `message` with the URI's password (user:password@…) left out.
-std::string without_password(std::string message, std::string_view uri) {
-  const auto scheme = uri.find("://");
-  const auto at = uri.find('@', scheme == std::string_view::npos ? 0 : scheme + 3);
-  if (scheme == std::string_view::npos || at == std::string_view::npos) return message;
-  const std::string_view userinfo = uri.substr(scheme + 3, at - scheme - 3);
-  const auto colon = userinfo.find(':');
-  if (colon == std::string_view::npos || colon + 1 == userinfo.size()) return message;
-  const std::string password(userinfo.substr(colon + 1));
-  for (auto found = message.find(password); found != std::string::npos; found = message.find(password)) {
-    message.replace(found, password.size(), "***");
-  }
-  return message;
-}
-
 void check_bound(std::string_view name, std::chrono::milliseconds value) {
   if (value < std::chrono::milliseconds{1} || value > std::chrono::hours{1}) {
     throw std::invalid_argument(
@@ -59,6 +45,36 @@ void check_bound(std::string_view name, std::chrono::milliseconds value) {
 }
 
 }  // namespace
+
+namespace detail {
+
+std::string without_secrets(std::string text, std::string_view uri) {
+  std::vector<std::string> secrets;
+  const auto scheme = uri.find("://");
+  // The user information ends at the last '@' before the query: a password
+  // may hold an unencoded '/', '?' or '@'.
+  const auto query = uri.find('?', uri.rfind('@') == std::string_view::npos ? 0 : uri.rfind('@'));
+  const auto at = uri.substr(0, query).rfind('@');
+  if (scheme != std::string_view::npos && at != std::string_view::npos && at > scheme) {
+    const std::string_view userinfo = uri.substr(scheme + 3, at - scheme - 3);
+    const auto colon = userinfo.find(':');
+    if (colon != std::string_view::npos && colon + 1 < userinfo.size()) secrets.emplace_back(userinfo.substr(colon + 1));
+  }
+  for (auto found = uri.find("password="); found != std::string_view::npos; found = uri.find("password=", found + 1)) {
+    const auto begin = found + std::string_view("password=").size();
+    const auto end = uri.find('&', begin);
+    const std::string_view value = uri.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
+    if (!value.empty()) secrets.emplace_back(value);
+  }
+  for (const std::string& secret : secrets) {
+    for (auto found = text.find(secret); found != std::string::npos; found = text.find(secret, found + 3)) {
+      text.replace(found, secret.size(), "***");
+    }
+  }
+  return text;
+}
+
+}  // namespace detail
 
 void validate(const ConnectionOptions& options) {
   if (!options.uri.starts_with("postgres://") && !options.uri.starts_with("postgresql://")) {
@@ -69,7 +85,7 @@ void validate(const ConnectionOptions& options) {
   if (!parsed.options) {
     // libpq's message quotes the part it refused, which may be the password.
     throw std::invalid_argument(
-        fmt::format("postgres::ConnectionOptions.uri: {}", without_password(parsed.error, options.uri)));
+        fmt::format("postgres::ConnectionOptions.uri: {}", detail::without_secrets(parsed.error, options.uri)));
   }
   check_bound("connect_timeout", options.connect_timeout);
   check_bound("statement_timeout", options.statement_timeout);

@@ -103,6 +103,8 @@ class Conn {
  private:
   [[noreturn]] void fail_result(PGresult* result);
   PGresult* await_result(SteadyClock::time_point deadline);
+  /// Sends what libpq still buffers, under the deadline.
+  void flush(SteadyClock::time_point deadline);
   /// The answer to what was sent: rows, or the first error thrown.
   Rows collect(SteadyClock::time_point deadline);
 
@@ -135,7 +137,12 @@ Conn::Conn(const ConnectionOptions& options, const std::string& description)
     if (auth_failure(message)) throw AuthError(message);
     throw ConnectError(message);
   }
+  // Non-blocking: a send into a full socket buffer (a partitioned server)
+  // waits under the statement's deadline too (flush()).
+  if (PQsetnonblocking(conn_.get(), 1) != 0) throw ConnectError(description_ + ": cannot make the connection non-blocking");
+  // Bytes come back as bytea's hex form whatever the role's default is.
   (void)exec(fmt::format("SET statement_timeout = {}", statement_timeout_.count()), {});
+  (void)exec("SET bytea_output = hex", {});
 }
 
 PGresult* Conn::await_result(SteadyClock::time_point deadline) {
@@ -189,6 +196,7 @@ Rows Conn::exec(std::string_view sql, const Params& params) {
         broken = true;
         throw IoError(fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get()))));
       }
+      flush(deadline);
       (void)collect(deadline);
       name = prepared_.emplace(text, fresh).first;
     }
@@ -198,7 +206,20 @@ Rows Conn::exec(std::string_view sql, const Params& params) {
     broken = true;
     throw IoError(fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get()))));
   }
+  flush(deadline);
   return collect(deadline);
+}
+
+void Conn::flush(SteadyClock::time_point deadline) {
+  while (true) {
+    const int left = PQflush(conn_.get());
+    if (left == 0) return;
+    if (left < 0 || !wait_socket(PQsocket(conn_.get()), POLLOUT | POLLIN, deadline) || !PQconsumeInput(conn_.get())) {
+      broken = true;
+      throw TimeoutError(fmt::format("{}: could not send the statement within statement_timeout {} ms (+1 s): {}",
+                                     description_, statement_timeout_.count(), trimmed(PQerrorMessage(conn_.get()))));
+    }
+  }
 }
 
 Rows Conn::collect(SteadyClock::time_point deadline) {

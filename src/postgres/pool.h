@@ -70,6 +70,10 @@ class Pool {
 [[nodiscard]] std::string to_bytea(std::string_view bytes);
 [[nodiscard]] std::string from_bytea(std::string_view hex);
 
+/// `text` with every password `uri` holds (its user information's, a
+/// `password=` parameter's) shown as "***": the one masker of the backend.
+[[nodiscard]] std::string without_secrets(std::string text, std::string_view uri);
+
 /// `values` as a PostgreSQL array literal of text ("{\"a\",\"b\"}").
 [[nodiscard]] std::string text_array(const std::vector<std::string>& values);
 

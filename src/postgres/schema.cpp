@@ -75,7 +75,7 @@ std::vector<SchemaObject> objects(const TableNames& t) {
                              "DECLARE granted bigint; BEGIN "
                              "INSERT INTO {1} AS f (id, value) VALUES (1, {2}) ON CONFLICT (id) DO UPDATE "
                              "SET value = greatest(f.value + 1, EXCLUDED.value) RETURNING value INTO granted; "
-                             "RETURN granted; END $$",
+                             "RETURN granted; END $$ SECURITY DEFINER SET search_path FROM CURRENT",
                              t.fence_function(), t.fence_table(), now_us),
                  run});
   out.push_back({"column " + t.claims + ".fence", column_exists(t.claims, "fence"),
@@ -131,24 +131,29 @@ std::vector<std::string> migrate(Connection& connection, const TableNames& table
   connection.pool().transaction([&](detail::Session& session) {
     // One migration at a time: CREATE … IF NOT EXISTS races otherwise.
     (void)session.exec("SELECT pg_advisory_xact_lock(7308466417920233472)");
-    bool new_claims = false;
+    bool new_claims = false, new_fences = false;
     for (const SchemaObject& object : objects(tables)) {
       const bool existed = session.exec(object.exists_sql).text(0, 0) == "t";
       const bool function = object.description.starts_with("function ");
       if (!existed || function) (void)session.exec(object.create_sql);  // functions: replaced, so they stay current
       if (!existed && object.description == "table " + tables.claims) new_claims = true;
+      if (!existed && object.description == "table " + tables.fence_table()) new_fences = true;
       done.push_back(fmt::format("{} {}", existed ? (function ? "replaced" : "kept") : "created", object.description));
     }
-    // The store-reset epoch: a new table cannot have lost claims (the
-    // epoch is then the Unix epoch); one that had none may have (now).
-    const std::string epoch = new_claims ? "'1970-01-01T00:00:00Z'::timestamptz" : "now()";
+    // The store-reset epoch: a store new from scratch (claims and fence
+    // tables both created now) cannot have lost claims, so its epoch is the
+    // Unix epoch; a claims table without the row — dropped and made again
+    // beside a surviving fence counter, or made by the Go Migrate — may
+    // have, so its epoch is now.
+    const bool fresh = new_claims && new_fences;
+    const std::string epoch = fresh ? "'1970-01-01T00:00:00Z'::timestamptz" : "now()";
     const detail::Rows wrote = session.exec(fmt::format(
         "INSERT INTO {} (fire_key, holder, claimed_at, expires_at) VALUES ('{}', 'fleetcron store-reset epoch', {}, "
         "'infinity') ON CONFLICT (fire_key) DO NOTHING RETURNING claimed_at",
         tables.claims, epoch_row, epoch));
     done.push_back(wrote.empty() ? fmt::format("kept the store-reset epoch row of {}", tables.claims)
                                  : fmt::format("wrote the store-reset epoch row of {} ({})", tables.claims,
-                                               new_claims ? "a new table: nothing lost before it" : "now"));
+                                               fresh ? "a new store: nothing lost before it" : "now"));
   });
   return done;
 }

@@ -7,25 +7,14 @@
 #include <vector>
 
 #include "fleetcron/duration.h"
+#include "postgres/pool.h"
 
 namespace fleetcron::postgres {
 
 namespace {
 
-// The URI with the password in its user information shown as "***".
-std::string shown(std::string_view uri) {
-  const auto scheme = uri.find("://");
-  if (scheme == std::string_view::npos) return std::string(uri);
-  const auto end = uri.find_first_of("/?", scheme + 3);
-  const auto at = uri.rfind('@', end == std::string_view::npos ? uri.size() : end);
-  if (at == std::string_view::npos || at < scheme) return std::string(uri);
-  const auto colon = uri.find(':', scheme + 3);
-  if (colon == std::string_view::npos || colon > at) return std::string(uri);
-  return fmt::format("{}***{}", uri.substr(0, colon + 1), uri.substr(at));
-}
-
 [[noreturn]] void refuse(std::string_view uri, const std::string& what) {
-  throw UriError(fmt::format("coordinator URI {}: {}", shown(uri), what));
+  throw UriError(fmt::format("coordinator URI {}: {}", detail::without_secrets(std::string(uri), uri), detail::without_secrets(what, uri)));
 }
 
 std::string decoded(std::string_view uri, std::string_view text) {

@@ -218,6 +218,16 @@ TEST_F(PostgresBackend, ATruncatedClaimsTableIsAStoreResetAndRefusesOlderFires) 
   EXPECT_EQ(other.resets_found(), 0u);
 }
 
+TEST_F(PostgresBackend, AClaimsTableDroppedAndMigratedAgainIsAStoreReset) {
+  postgres::Claimer claimer(connection_, {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 5s});
+  const std::string fire = key_at("dropped", -1s);
+  ASSERT_EQ(claimer.claim(fire).status, ClaimResult::Status::claimed);
+  (void)psql(shared_postgres_uri(), "DROP TABLE " + tables_.claims);
+  (void)postgres::migrate(*connection_, tables_);  // the fence counter survived: the epoch is now
+  postgres::Claimer late(connect(), {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 5s});
+  EXPECT_EQ(late.claim(fire).status, ClaimResult::Status::store_reset);
+}
+
 TEST_F(PostgresBackend, AFenceCounterThatWentBackIsAStoreReset) {
   postgres::Claimer claimer(connection_, {.tables = tables_, .claim_ttl = 60s, .max_clock_skew = 5s});
   ASSERT_EQ(claimer.claim(key_at("counter", 0s)).status, ClaimResult::Status::claimed);
@@ -269,6 +279,18 @@ TEST(PostgresErrors, BadUrisNameWhatIsWrongAndNeverShowThePassword) {
     const std::string what = e.what();
     EXPECT_NE(what.find("bogus_option"), std::string::npos) << what;
     EXPECT_EQ(what.find("s3cret"), std::string::npos) << what;
+  }
+  try {  // a password as a query parameter, and one with an unencoded '/' and '?'
+    (void)postgres::parse_uri("postgres://u@127.0.0.1/db?password=s3cret&pool_size=x");
+    FAIL() << "accepted";
+  } catch (const UriError& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
+  }
+  try {
+    (void)postgres::parse_uri("postgres://u:p/a?ss@127.0.0.1/db?pool_size=x");
+    FAIL() << "accepted";
+  } catch (const UriError& e) {
+    EXPECT_EQ(std::string(e.what()).find("p/a?ss"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)postgres::parse_uri("mysql://127.0.0.1/db"), UriError);
   EXPECT_THROW((void)postgres::parse_uri("postgres://127.0.0.1/db?claims_table=bad-name"), UriError);

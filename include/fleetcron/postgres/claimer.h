@@ -60,7 +60,7 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   /// claim_ttl - 2 * max_clock_skew: two replicas inside the guard differ
   /// by at most twice it, as on Redis.
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
-  /// Refuses keys PostgreSQL text cannot hold (a NUL byte).
+  /// Refuses keys PostgreSQL text cannot hold (invalid UTF-8, a NUL byte).
   void check_entry_key(std::string_view key) const override;
   /// The reference's Cleanup: deletes claims expired for over a minute;
   /// returns how many. Throws BackendError.
