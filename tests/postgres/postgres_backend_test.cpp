@@ -146,7 +146,9 @@ TEST_F(PostgresBackend, ABatchIsOneClaimPerDistinctFireAcrossStatements) {
   postgres::Claimer first(connection_, claimer_options());
   postgres::Claimer second(connect(), claimer_options());
   std::vector<std::string> keys;
-  for (int i = 0; i < 2500; ++i) keys.push_back(key_at("batch-" + std::to_string(i % 2400), 0s));  // 100 repeats
+  // One instant for all (a slow build could cross a second between calls of key_at).
+  const Instant at = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  for (int i = 0; i < 2500; ++i) keys.push_back(fire_key("batch-" + std::to_string(i % 2400), at));  // 100 repeats
   const auto mine = first.claim_batch(keys);
   const auto theirs = second.claim_batch(keys);
   std::set<std::uint64_t> fences;
