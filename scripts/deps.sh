@@ -9,6 +9,7 @@ packages=(
   tzdata libhowardhinnant-date-dev                      # time zones (date, USE_OS_TZDB=1)
   libfmt-dev libcli11-dev                               # formatting, command line
   libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests
+  libssl-dev openssl                                    # Redis over TLS; the tests' certificates
   libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
   libpq-dev postgresql postgresql-client                # fleetcron::postgres; initdb, pg_ctl, psql, pgbench for its tests
   faketime curl iproute2 jq                             # e2e: a skewed clock, status --json; CLI: /metrics, ss

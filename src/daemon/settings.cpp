@@ -14,6 +14,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/fire_record.h"
 #include "fleetcron/postgres/uri.h"
+#include "fleetcron/redis/uri.h"
 
 namespace fleetcron::daemon {
 
@@ -182,10 +183,10 @@ std::chrono::nanoseconds max_clock_skew(const Settings& settings) {
 void validate(const Settings& settings) {
   if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
   const bool memory = settings.coordinator == "memory";
-  if (!memory && !settings.coordinator.starts_with("redis://") && !settings.coordinator.starts_with("unix:") &&
+  if (!memory && !redis::is_redis_uri(settings.coordinator) &&
       !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://") &&
       !postgres::is_postgres_uri(settings.coordinator)) {
-    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, unix:…, nats://… or postgres://…",
+    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, rediss://…, unix:…, nats://… or postgres://…",
                                     without_userinfo(settings.coordinator)));
   }
   // Fires older than the claimer's dedup window (half the TTL) are skipped

@@ -4,6 +4,7 @@
 #include "fleetcron/duration.h"
 #include "redis/commands.h"
 #include "redis/connection.h"
+#include "redis/tls_context.h"
 
 namespace fleetcron::redis {
 
@@ -58,6 +59,7 @@ ClientStats Client::stats() const noexcept { return impl_->stats(); }
 Client::Impl::Impl(ClientOptions options) : options_(std::move(options)) {
   validate(options_);
   description_ = redis::describe(options_);
+  if (options_.tls) tls_ = std::make_unique<detail::TlsContext>(options_);
 }
 
 Client::Impl::~Impl() = default;
@@ -89,7 +91,7 @@ std::unique_ptr<Connection> Client::Impl::checkout() {
   ++open_;
   lock.unlock();
   try {
-    auto connection = std::make_unique<Connection>(options_, description_);
+    auto connection = std::make_unique<Connection>(options_, tls_.get(), description_);
     connects_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
     backoff_ = std::chrono::milliseconds{0};

@@ -23,7 +23,8 @@ namespace fleetcron::redis {
 
 namespace detail {
 class Connection;
-}
+class TlsContext;
+}  // namespace detail
 
 /// A Lua script, called by SHA1 (EVALSHA) once the server has it. The SHA
 /// is learnt from SCRIPT LOAD on first use; a NOSCRIPT answer (script
@@ -77,6 +78,7 @@ class FLEETCRON_LOCAL Client::Impl {
 
   ClientOptions options_;
   std::string description_;
+  std::unique_ptr<detail::TlsContext> tls_;  // with options_.tls
   std::mutex mutex_;  // guards the members below
   std::condition_variable returned_;
   std::vector<std::unique_ptr<detail::Connection>> idle_;

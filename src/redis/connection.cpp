@@ -1,10 +1,12 @@
 #include "redis/connection.h"
 
+#include "redis/tls_context.h"
+#include "redis/transport.h"
+
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/time.h>
 
 #include <cerrno>
 #include <cstring>
@@ -13,29 +15,13 @@ namespace fleetcron::redis::detail {
 
 namespace {
 
-timeval to_timeval(std::chrono::milliseconds duration) {
-  timeval tv{};
-  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(duration.count() / 1000);
-  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((duration.count() % 1000) * 1000);
-  return tv;
-}
-
 struct FreeReply {
   void operator()(void* reply) const noexcept { freeReplyObject(reply); }
 };
 using ReplyPtr = std::unique_ptr<void, FreeReply>;
 
-// hiredis reports a read timeout as an I/O error with EAGAIN's text.
-bool is_timeout(const redisContext& context) {
-  if (context.err != REDIS_ERR_IO) return false;
-  return std::strcmp(context.errstr, std::strerror(EAGAIN)) == 0 ||
-         std::strcmp(context.errstr, std::strerror(EWOULDBLOCK)) == 0 ||
-         std::strcmp(context.errstr, std::strerror(ETIMEDOUT)) == 0 ||
-         std::strstr(context.errstr, "timed out") != nullptr;
-}
-
-// hiredis 0.14 writes with write(2): a write to a connection the server
-// closed raises SIGPIPE, which kills the process by default. This blocks
+// OpenSSL writes with write(2): a write to a connection the server closed
+// raises SIGPIPE, which kills the process by default. This blocks
 // SIGPIPE on the calling thread while hiredis does I/O and discards one
 // raised meanwhile (the write itself then fails with EPIPE).
 class SigpipeBlock {
@@ -112,26 +98,16 @@ Reply decode(const redisReply& reply) {
   return out;
 }
 
-void Connection::Free::operator()(redisContext* context) const noexcept { redisFree(context); }
+void Connection::FreeReader::operator()(redisReader* reader) const noexcept { redisReaderFree(reader); }
 
-Connection::Connection(const ClientOptions& options, const std::string& description) : description_(description) {
-  const timeval connect_tv = to_timeval(options.connect_timeout);
-  redisContext* raw = options.unix_socket.empty()
-                          ? redisConnectWithTimeout(options.host.c_str(), options.port, connect_tv)
-                          : redisConnectUnixWithTimeout(options.unix_socket.c_str(), connect_tv);
-  if (raw == nullptr) throw ConnectError(fmt::format("{}: cannot allocate a connection", description_));
-  context_.reset(raw);
-  if (context_->err != 0) {
-    const bool timed_out = is_timeout(*context_);
-    throw ConnectError(fmt::format("{}: connect {}: {}", description_,
-                                   timed_out ? "timed out" : "failed", context_->errstr));
-  }
-  // AUTH and SELECT are bounded by the connect timeout, then every
-  // command by the command timeout.
-  if (redisSetTimeout(context_.get(), connect_tv) != REDIS_OK) fail("setting the timeout");
-  // TCP only: on a Unix socket hiredis fails with EOPNOTSUPP and leaves
-  // the context in error, so every command on it failed.
-  if (options.unix_socket.empty()) redisEnableKeepAlive(context_.get());
+Connection::Connection(const ClientOptions& options, const TlsContext* tls, const std::string& description)
+    : description_(description), reader_(redisReaderCreate()) {
+  if (!reader_) throw ConnectError(fmt::format("{}: cannot allocate a reply reader", description_));
+  const SigpipeBlock no_sigpipe;  // a TLS handshake writes with write(2)
+  transport_ = std::make_unique<Transport>(options, tls, description_, options.connect_timeout);
+  // AUTH and SELECT are bounded by the connect timeout, then every wait of
+  // a command by the request timeout.
+  transport_->set_io_timeout(options.connect_timeout);
   if (!options.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
     if (!options.user.empty()) auth.push_back(options.user);
@@ -151,19 +127,10 @@ Connection::Connection(const ClientOptions& options, const std::string& descript
       throw AuthError(fmt::format("{}: SELECT {} refused: {}", description_, options.database, reply.text));
     }
   }
-  if (redisSetTimeout(context_.get(), to_timeval(options.request_timeout)) != REDIS_OK) fail("setting the timeout");
+  transport_->set_io_timeout(options.request_timeout);
 }
 
 Connection::~Connection() = default;
-
-void Connection::fail(const std::string& what) {
-  broken_ = true;
-  if (is_timeout(*context_)) {
-    throw TimeoutError(fmt::format("{}: {}: no reply within the request timeout", description_, what));
-  }
-  throw IoError(fmt::format("{}: {}: {}", description_, what,
-                            context_->errstr[0] != '\0' ? context_->errstr : "connection broken"));
-}
 
 void Connection::append(std::span<const std::string> args) {
   std::vector<const char*> argv;
@@ -174,33 +141,54 @@ void Connection::append(std::span<const std::string> args) {
     argv.push_back(arg.data());
     lengths.push_back(arg.size());
   }
-  if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
-    fail("sending a command");
-  }
+  char* formatted = nullptr;
+  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), argv.data(), lengths.data());
+  if (length < 0 || formatted == nullptr) throw IoError(fmt::format("{}: cannot format a command", description_));
+  outgoing_.append(formatted, static_cast<std::size_t>(length));
+  redisFreeCommand(formatted);
+}
+
+void Connection::flush() {
+  const std::string pending = std::move(outgoing_);
+  outgoing_.clear();
+  transport_->write(pending, "sending a command");
 }
 
 Reply Connection::read() {
-  void* raw = nullptr;
-  if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("reading a reply");
-  ReplyPtr reply(raw);
-  return decode(*static_cast<redisReply*>(raw));
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      throw IoError(fmt::format("{}: reading a reply: protocol error: {}", description_, reader_->errstr));
+    }
+    if (raw != nullptr) {
+      const ReplyPtr reply(raw);
+      return decode(*static_cast<redisReply*>(raw));
+    }
+    char buffer[16 * 1024];
+    const std::size_t got = transport_->read(buffer, sizeof buffer, "reading a reply");
+    if (redisReaderFeed(reader_.get(), buffer, got) != REDIS_OK) {
+      throw IoError(fmt::format("{}: reading a reply: {}", description_, reader_->errstr));
+    }
+  }
 }
 
 Reply Connection::command(std::span<const std::string> args) {
-  if (broken_) fail("using a broken connection");
+  if (broken_) throw IoError(fmt::format("{}: using a broken connection", description_));
   const SigpipeBlock no_sigpipe;
   broken_ = true;  // until the reply is read: an exception midway leaves it unusable
   append(args);
+  flush();
   Reply reply = read();
   broken_ = false;
   return reply;
 }
 
 std::vector<Reply> Connection::pipeline(std::span<const std::vector<std::string>> commands) {
-  if (broken_) fail("using a broken connection");
+  if (broken_) throw IoError(fmt::format("{}: using a broken connection", description_));
   const SigpipeBlock no_sigpipe;
   broken_ = true;  // until every reply is read: unread replies must not reach the next caller
   for (const auto& command : commands) append(command);
+  flush();
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) replies.push_back(read());

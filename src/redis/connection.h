@@ -1,5 +1,7 @@
-// Internal: one hiredis context. Not thread-safe; the Client's pool lends
-// each connection to one caller at a time.
+// Internal: one connection to Redis — our transport (TCP, Unix socket or
+// TLS) under hiredis's command formatter and reply reader. Not
+// thread-safe; the Client's pool lends each connection to one caller at a
+// time.
 #pragma once
 
 #include <memory>
@@ -11,7 +13,7 @@
 #include "fleetcron/redis/client_options.h"
 #include "redis/reply.h"
 
-struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace fleetcron::redis::detail {
@@ -19,11 +21,15 @@ namespace fleetcron::redis::detail {
 /// Decodes a hiredis reply tree (does not free it).
 Reply decode(const redisReply& reply);
 
+class TlsContext;
+class Transport;
+
 class Connection {
  public:
-  /// Connects, applies the command timeout, AUTHs and SELECTs; throws Error.
-  /// `description` (no secrets) prefixes messages.
-  Connection(const ClientOptions& options, const std::string& description);
+  /// Connects (with TLS when `tls` is not null), AUTHs and SELECTs, all
+  /// within the connect timeout; throws BackendError. `description` (no
+  /// secrets, outlives the connection) prefixes messages.
+  Connection(const ClientOptions& options, const TlsContext* tls, const std::string& description);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -36,15 +42,17 @@ class Connection {
   [[nodiscard]] bool broken() const noexcept { return broken_; }
 
  private:
-  void append(std::span<const std::string> args);
+  void append(std::span<const std::string> args);  // formats into outgoing_
+  void flush();                                     // writes outgoing_
   Reply read();
-  [[noreturn]] void fail(const std::string& what);
 
-  struct Free {
-    void operator()(redisContext* context) const noexcept;
+  struct FreeReader {
+    void operator()(redisReader* reader) const noexcept;
   };
-  std::unique_ptr<redisContext, Free> context_;
   const std::string& description_;
+  std::unique_ptr<redisReader, FreeReader> reader_;
+  std::unique_ptr<Transport> transport_;
+  std::string outgoing_;
   bool broken_ = false;
 };
 

@@ -38,6 +38,9 @@ class UriParser {
     bool authority = true;
     if (uri_.starts_with("redis://")) {
       at = 8;
+    } else if (uri_.starts_with("rediss://")) {
+      at = 9;
+      options_.tls = true;
     } else if (uri_.starts_with("unix://")) {
       at = 7;
       unix_socket = true;
@@ -49,10 +52,7 @@ class UriParser {
       // Not ours, but it may still carry a password: hide it in the message.
       const std::size_t slashes = uri_.find("://");
       mark_secrets(slashes == std::string_view::npos ? 0 : slashes + 3, true);
-      if (uri_.starts_with("rediss://")) {
-        fail(0, "scheme", "rediss:// (TLS) is not supported by hiredis 0.14; use redis:// through a TLS tunnel");
-      }
-      fail(0, "scheme", "expected redis://, unix: or unix://");
+      fail(0, "scheme", "expected redis://, rediss://, unix: or unix://");
     }
     mark_secrets(at, authority);
     const std::size_t query_at = std::min(uri_.find('?', at), uri_.size());
@@ -267,15 +267,21 @@ class UriParser {
       }
       seen.push_back(name);
       // command_timeout: the name this option had before it took NATS's.
-      static constexpr std::string_view known[] = {"db",        "connect_timeout", "request_timeout", "command_timeout",
-                                                   "pool_size", "password",        "user"};
+      static constexpr std::string_view known[] = {
+          "db",          "connect_timeout", "request_timeout", "command_timeout", "pool_size",       "password",
+          "user",        "tls_ca_file",     "tls_ca_dir",      "tls_cert_file",   "tls_key_file",    "tls_server_name",
+          "tls_verify"};
       if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
         fail(pair_at, "query",
-             fmt::format("unknown option {} (known: db, connect_timeout, request_timeout, pool_size, password, user)",
+             fmt::format("unknown option {} (known: db, connect_timeout, request_timeout, pool_size, password, user, "
+                         "tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name, tls_verify)",
                          piece(pair_at, name)));
       }
       const std::string value = decode(value_at, raw, name);
-      if (name == "db") {
+      if (name.starts_with("tls_")) {
+        if (!options_.tls) fail(pair_at, name, "a TLS option needs rediss://");
+        parse_tls_option(value_at, name, value);
+      } else if (name == "db") {
         options_.database = static_cast<int>(number(value_at, value, name, 0, std::numeric_limits<int>::max()));
       } else if (name == "connect_timeout") {
         options_.connect_timeout = duration(value_at, value, name);
@@ -293,6 +299,20 @@ class UriParser {
     }
   }
 
+  void parse_tls_option(std::size_t at, const std::string& name, const std::string& value) {
+    if (name == "tls_verify") {
+      if (value != "true" && value != "false") fail(at, name, fmt::format("expected true or false, got {}", piece(at, value)));
+      options_.tls_verify = value == "true";
+      return;
+    }
+    if (value.empty()) fail(at, name, "empty value");
+    if (name == "tls_ca_file") options_.tls_ca_file = value;
+    if (name == "tls_ca_dir") options_.tls_ca_dir = value;
+    if (name == "tls_cert_file") options_.tls_cert_file = value;
+    if (name == "tls_key_file") options_.tls_key_file = value;
+    if (name == "tls_server_name") options_.tls_server_name = value;
+  }
+
   std::string_view uri_;
   ClientOptions options_;
   std::vector<std::pair<std::size_t, std::size_t>> secrets_;  // [begin, end) that may hold passwords; sorted, disjoint
@@ -305,7 +325,32 @@ void check_duration(std::string_view field, std::chrono::milliseconds value) {
   }
 }
 
+void validate_tls(const ClientOptions& options) {
+  const std::pair<std::string_view, const std::string*> files[] = {{"tls_ca_file", &options.tls_ca_file},
+                                                                   {"tls_ca_dir", &options.tls_ca_dir},
+                                                                   {"tls_cert_file", &options.tls_cert_file},
+                                                                   {"tls_key_file", &options.tls_key_file},
+                                                                   {"tls_server_name", &options.tls_server_name}};
+  for (const auto& [field, value] : files) {
+    if (!options.tls && !value->empty()) {
+      throw std::invalid_argument(fmt::format("redis::ClientOptions.{}: set, but tls is off (rediss://)", field));
+    }
+  }
+  if (options.tls && !options.unix_socket.empty()) {
+    throw std::invalid_argument("redis::ClientOptions.tls: Redis serves TLS on TCP only, not on unix_socket");
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.{}: set without {} (a client certificate needs both)",
+                                            options.tls_cert_file.empty() ? "tls_key_file" : "tls_cert_file",
+                                            options.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file"));
+  }
+}
+
 }  // namespace
+
+bool is_redis_uri(std::string_view uri) noexcept {
+  return uri.starts_with("redis://") || uri.starts_with("rediss://") || uri.starts_with("unix:");
+}
 
 ClientOptions parse_uri(std::string_view uri, ClientOptions base) { return UriParser(uri, std::move(base)).parse(); }
 
@@ -331,6 +376,7 @@ void validate(const ClientOptions& options) {
     throw std::invalid_argument(fmt::format("redis::ClientOptions.pool_size: {} is out of range 1..{}",
                                             options.pool_size, max_pool_size));
   }
+  validate_tls(options);
 }
 
 std::string describe(const ClientOptions& options) {
@@ -344,8 +390,10 @@ std::string describe(const ClientOptions& options) {
     return out;
   }
   const bool ipv6 = options.host.find(':') != std::string::npos;
-  return fmt::format("redis://{}{}{}{}:{}/{}", userinfo, ipv6 ? "[" : "", options.host, ipv6 ? "]" : "", options.port,
-                     options.database);
+  std::string out = fmt::format("{}://{}{}{}{}:{}/{}", options.tls ? "rediss" : "redis", userinfo, ipv6 ? "[" : "",
+                                options.host, ipv6 ? "]" : "", options.port, options.database);
+  if (options.tls && !options.tls_verify) out += "?tls_verify=false";
+  return out;
 }
 
 }  // namespace fleetcron::redis

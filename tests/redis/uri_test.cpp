@@ -59,14 +59,48 @@ TEST(RedisUri, UnixSocketsAndQueryOptions) {
   EXPECT_EQ(parse_uri("redis://h", base).request_timeout, 3s);  // the base fills what the URI leaves out
 }
 
+TEST(RedisUri, TlsSchemeAndOptions) {
+  const auto tls = parse_uri(
+      "rediss://u:pw@cache.example:6380/2?tls_ca_file=/etc/ca.pem&tls_cert_file=/c.pem&tls_key_file=/k.pem"
+      "&tls_server_name=redis.internal");
+  EXPECT_TRUE(tls.tls);
+  EXPECT_TRUE(tls.tls_verify);
+  EXPECT_EQ(tls.tls_ca_file, "/etc/ca.pem");
+  EXPECT_EQ(tls.tls_cert_file, "/c.pem");
+  EXPECT_EQ(tls.tls_key_file, "/k.pem");
+  EXPECT_EQ(tls.tls_server_name, "redis.internal");
+  EXPECT_EQ(describe(tls), "rediss://u:***@cache.example:6380/2");
+  EXPECT_FALSE(parse_uri("redis://h").tls);
+
+  // Turning verification off is explicit, and shows in every message.
+  const auto unverified = parse_uri("rediss://h?tls_verify=false&tls_ca_dir=/etc/ssl/certs");
+  EXPECT_FALSE(unverified.tls_verify);
+  EXPECT_EQ(unverified.tls_ca_dir, "/etc/ssl/certs");
+  EXPECT_EQ(describe(unverified), "rediss://h:6379/0?tls_verify=false");
+
+  EXPECT_TRUE(is_redis_uri("rediss://h"));
+  EXPECT_TRUE(is_redis_uri("unix:/run/redis.sock"));
+  EXPECT_FALSE(is_redis_uri("nats://h"));
+
+  ClientOptions options;
+  options.tls_ca_file = "/ca.pem";
+  EXPECT_THROW(validate(options), std::invalid_argument);  // a TLS option without tls
+  options.tls = true;
+  options.unix_socket = "/run/redis.sock";
+  EXPECT_THROW(validate(options), std::invalid_argument);  // TLS on a Unix socket
+}
+
 TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
   struct Case {
     const char* uri;
     const char* message;
   };
   const Case cases[] = {
-      {"http://h", "redis URI \"http://h\": scheme at offset 0: expected redis://, unix: or unix://"},
-      {"rediss://h", "scheme at offset 0: rediss:// (TLS) is not supported by hiredis 0.14"},
+      {"http://h", "redis URI \"http://h\": scheme at offset 0: expected redis://, rediss://, unix: or unix://"},
+      {"redis://h?tls_ca_file=/ca.pem", "tls_ca_file at offset 10: a TLS option needs rediss://"},
+      {"rediss://h?tls_verify=no", "tls_verify at offset 22: expected true or false, got \"no\""},
+      {"rediss://h?tls_ca_file=", "tls_ca_file at offset 23: empty value"},
+      {"rediss://h?tls_cert_file=/c.pem", "tls_cert_file: set without tls_key_file"},
       {"redis://", "host at offset 8: missing host"},
       {"redis://h:0", "port at offset 10: 0 is out of range 1..65535"},
       {"redis://h:99999", "port at offset 10: 99999 is out of range 1..65535"},
@@ -97,7 +131,7 @@ TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
       {"redis://u:se?cret@h", "redis URI \"redis://u:***@h\":"},
       {"redis://h?password=ab&cd", "redis URI \"redis://h?password=***\": query at offset 19: option \"***\" has no"},
       {"redis://h?Passwd=secret-x", "redis URI \"redis://h?Passwd=***\": query at offset 10: unknown option \"Passwd\""},
-      {"rediss://u:secret@h", "redis URI \"rediss://u:***@h\": scheme at offset 0"},
+      {"rediss://u:secret@h:x", "redis URI \"rediss://u:***@h:x\": port at offset 17: expected a number"},
       {"redis://a:secret@h:1:2?password=other-secret", "redis URI \"redis://a:***@h:1:2?password=***\": host at offset 14: an IPv6"},
   };
   for (const auto& c : cases) {

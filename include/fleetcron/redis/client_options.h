@@ -35,6 +35,24 @@ struct FLEETCRON_API ClientOptions {
   /// failure up to reconnect_backoff_max; calls during the wait fail at once.
   std::chrono::milliseconds reconnect_backoff_initial{50};
   std::chrono::milliseconds reconnect_backoff_max{2000};
+
+  /// TLS (rediss://) over TCP, on OpenSSL: the server's certificate and
+  /// name are verified unless tls_verify is false.
+  bool tls = false;
+  /// PEM file of the CAs to trust; with tls_ca_dir empty too, the system's
+  /// default store (/etc/ssl/certs).
+  std::string tls_ca_file;
+  /// Directory of CA certificates by subject hash (c_rehash/openssl rehash).
+  std::string tls_ca_dir;
+  /// Client certificate chain (PEM) and its private key, for servers that
+  /// ask for one (tls-auth-clients); both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// The name the certificate must carry (and the SNI sent); empty: host.
+  std::string tls_server_name;
+  /// false: any certificate, any name is accepted (anyone on the path can
+  /// impersonate the server). Off only when asked; describe() shows it.
+  bool tls_verify = true;
 };
 
 /// "redis://user:***@host:port/db" or "unix:/path": for logs, no secrets.

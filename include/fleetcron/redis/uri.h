@@ -12,13 +12,18 @@ namespace fleetcron::redis {
 
 /// Parses
 ///   redis://[user[:password]@]host[:port][/db][?option=value&...]
+///   rediss://… (the same, over TLS)
 ///   unix:PATH[?option=value&...]      unix://[user[:password]@]PATH[?...]
 /// onto `base` (defaults for what the URI leaves out). host may be a name,
 /// an IPv4 address or [IPv6]; user and password are percent-decoded.
 /// Options: db (unix), connect_timeout, request_timeout (command_timeout is
 /// accepted for it too; durations such as
-/// 500ms), pool_size, password and user (unix). rediss:// is refused:
-/// hiredis 0.14 has no TLS. Throws UriError.
+/// 500ms), pool_size, password and user (unix); with rediss:// also
+/// tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name
+/// and tls_verify (true|false; see ClientOptions). Throws UriError.
+/// True if `uri` has one of the schemes parse_uri() reads.
+[[nodiscard]] FLEETCRON_API bool is_redis_uri(std::string_view uri) noexcept;
+
 [[nodiscard]] FLEETCRON_API ClientOptions parse_uri(std::string_view uri, ClientOptions base = {});
 
 }  // namespace fleetcron::redis
