@@ -65,6 +65,39 @@ start_redis() {
   return 1
 }
 
+# Starts redis-server serving TLS only (--port 0 --tls-port), with the
+# certificates of tests/support/tls_certificates.sh in $server_dir/tls;
+# sets FLEETCRON_TEST_REDIS_TLS_URL (rediss://…?tls_ca_file=…) and
+# FLEETCRON_TEST_TLS_DIR. redis-cli --tls proves the server is ours.
+start_redis_tls() {
+  local attempt port pid tls=$server_dir/tls
+  bash "$(dirname "${BASH_SOURCE[0]}")/../tests/support/tls_certificates.sh" "$tls" || return 1
+  for attempt in 1 2 3 4 5; do
+    port=$(pick_port)
+    redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --tls-cert-file "$tls/server.pem" \
+      --tls-key-file "$tls/server.key" --tls-ca-cert-file "$tls/ca.pem" --tls-auth-clients optional \
+      --dir "$server_dir" --dbfilename "redis-$port.rdb" --save '' --appendonly no --daemonize no \
+      --logfile "$server_dir/redis-$port.log" &
+    pid=$!
+    for _ in $(seq 200); do
+      if redis-cli --tls --cacert "$tls/ca.pem" -h 127.0.0.1 -p "$port" INFO server 2>/dev/null | tr -d '\r' |
+        grep -qx "process_id:$pid"; then
+        server_pids+=("$pid")
+        export FLEETCRON_TEST_TLS_DIR=$tls
+        export FLEETCRON_TEST_REDIS_TLS_URL="rediss://127.0.0.1:$port/0?tls_ca_file=$tls/ca.pem"
+        echo "redis-server (TLS) pid $pid on 127.0.0.1:$port"
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  echo "redis-server with TLS did not start; log:" >&2
+  cat "$server_dir"/redis-*.log >&2 || true
+  return 1
+}
+
 # Starts nats-server with JetStream and its own store directory on a random
 # port; sets FLEETCRON_TEST_NATS_URL. The server writes its port to a file
 # named after its PID, which proves the port is ours.

@@ -317,6 +317,12 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
   } else {
     auto client = std::make_shared<redis::Client>(redis_options(settings));
     out.description = client->describe();
+    if (client->options().tls && !client->options().tls_verify) {
+      out.warnings.emplace_back("tls-unverified",
+                                fmt::format("{}: TLS without verifying the server's certificate or name "
+                                            "(tls_verify=false): anyone on the path can pose as the server",
+                                            out.description));
+    }
     std::shared_ptr<redis::Claimer> redis_claimer;
     if (claims) {
       redis_claimer = std::make_shared<redis::Claimer>(

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "daemon/metrics.h"
@@ -36,6 +37,9 @@ struct Coordination {
   /// PostgreSQL: what the schema lacks (one line each; empty: complete).
   /// Throws BackendError when the server cannot be asked.
   std::function<std::vector<std::string>()> schema_problems;
+  /// Worth a warning at start: an event name and its message each (e.g. a
+  /// TLS connection whose certificate is not verified).
+  std::vector<std::pair<std::string, std::string>> warnings;
   std::shared_ptr<void> resources;   // connections and the like, kept alive
   /// What the replica registry compares between replicas (dedup_settings()).
   std::vector<ReplicaSetting> replica_settings;

@@ -81,6 +81,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
                "(use --coordinator redis://… or nats://… for a fleet)");
   }
+  for (const auto& [event, message] : coordination_.warnings) log_.write("warn", event, message);
   log_catch_up();
   SchedulerOptions options;
   options.zone = parse_options_.zone;

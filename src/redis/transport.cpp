@@ -134,7 +134,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
   if (options.tls_verify) {
     const bool named = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1
                           : SSL_set1_host(ssl_, name.c_str()) == 1;
-    if (!named) throw ConnectError(fmt::format("{}: TLS: cannot verify against the name \"{}\"", description_, name));
+    if (!named) throw ConnectError(fmt::format("{}: TLS: cannot verify against the name {}", description_, name));
   }
   for (;;) {
     const int result = SSL_connect(ssl_);
@@ -148,7 +148,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
     }
     const long verified = SSL_get_verify_result(ssl_);
     if (verified != X509_V_OK) {
-      throw ConnectError(fmt::format("{}: TLS: the server's certificate is refused: {} (name \"{}\", CAs from {})",
+      throw ConnectError(fmt::format("{}: TLS: the server's certificate is refused: {} (expected name {}, CAs from {})",
                                      description_, X509_verify_cert_error_string(verified), name,
                                      !options.tls_ca_file.empty() ? options.tls_ca_file
                                      : !options.tls_ca_dir.empty() ? options.tls_ca_dir

@@ -4,7 +4,10 @@
 # or PostgreSQL cluster on a free loopback port. Every run appends its fire key, fence
 # and replica to a journal; the checks read the journal.
 #
-#   fleet_test.sh FLEETCRON_BINARY redis|nats|postgres claim|leader SECONDS
+#   fleet_test.sh FLEETCRON_BINARY redis|redis-tls|nats|postgres claim|leader SECONDS
+#
+# redis-tls: the same Redis fleet over rediss:// (a TLS-only redis-server,
+# certificates from tests/support/tls_certificates.sh).
 #
 # claim:  halfway one daemon is SIGKILLed, at three quarters another gets
 #         SIGTERM. No fire key may appear twice; every second while a
@@ -36,6 +39,7 @@ fail() { echo "FAIL: $*"; for f in "$work"/replica*.log; do echo "--- $f (tail)"
 
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=2s ;;
+  redis-tls) start_redis_tls; coordinator=$FLEETCRON_TEST_REDIS_TLS_URL; leader_ttl=2s ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=E2E_CLAIMS&leader_bucket=E2E_LEADER"; leader_ttl=10s ;;
   postgres)
     start_postgres; coordinator=$FLEETCRON_TEST_POSTGRES_URL; leader_ttl=2s
@@ -112,7 +116,7 @@ ended=$(now_s)
 status_uri=$coordinator
 [[ $backend == nats ]] && status_uri="$FLEETCRON_TEST_NATS_URL?leader_bucket=E2E_LEADER"
 status_out=$("$binary" status --coordinator "$status_uri" --leader-ttl "$leader_ttl") || fail "status failed: $status_out"
-if [[ $backend == redis && $mode == claim ]]; then
+if [[ $backend == redis* && $mode == claim ]]; then
   [[ $status_out == *"claims in the last hour (11 job(s))"* ]] || fail "status: $status_out"
 fi
 [[ $status_out == *"leader: "* ]] || fail "status shows no leader line: $status_out"

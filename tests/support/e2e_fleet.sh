@@ -1,5 +1,5 @@
 # The shared start of the fleet tests in tests/e2e/: sourced by a test
-# after it set `binary`, `backend` (redis, nats or postgres), `name` (its work
+# after it set `binary`, `backend` (redis, redis-tls, nats or postgres), `name` (its work
 # directory's) and `bucket` (its NATS claim bucket: the fleet bucket is the
 # same name with STATE for CLAIMS). Starts the backend's server and sets
 # `coordinator`, `work`, `journal` (empty) and `daemon_pids`; defines
@@ -23,6 +23,7 @@ trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
 fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f (tail)"; tail -n 8 "$f"; done; exit 1; }
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL ;;
+  redis-tls) start_redis_tls; coordinator=$FLEETCRON_TEST_REDIS_TLS_URL ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=$bucket" ;;
   postgres)  # the daemons never run DDL: the tables first
     start_postgres; coordinator=$FLEETCRON_TEST_POSTGRES_URL
