@@ -1,5 +1,8 @@
 // Client: the pool, reconnect backoff and scripts.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
 
 #include "fleetcron/duration.h"
 #include "redis/commands.h"
@@ -43,6 +46,11 @@ class Client::Impl::Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   Connection* operator->() const noexcept { return connection_.get(); }
+  /// READONLY: the connection reached a replica (a demoted primary); it
+  /// leaves the pool, and with Sentinel the primary is asked for again.
+  void check(const Reply& reply) const noexcept {
+    if (reply.is_error("READONLY")) connection_->discard();
+  }
 
  private:
   Impl& client_;
@@ -78,10 +86,11 @@ std::unique_ptr<Connection> Client::Impl::checkout() {
                                      options_.pool_size, format_duration(options_.request_timeout)));
     }
   }
-  if (!idle_.empty()) {
+  while (!idle_.empty()) {
     auto connection = std::move(idle_.back());
     idle_.pop_back();
-    return connection;
+    if (connection->pool_generation == generation_) return connection;
+    --open_;  // to a primary the sentinels no longer name
   }
   const auto now = std::chrono::steady_clock::now();
   if (now < next_connect_at_) {
@@ -91,7 +100,7 @@ std::unique_ptr<Connection> Client::Impl::checkout() {
   ++open_;
   lock.unlock();
   try {
-    auto connection = std::make_unique<Connection>(options_, tls_.get(), description_);
+    auto connection = connect();
     connects_.fetch_add(1, std::memory_order_relaxed);
     lock.lock();
     backoff_ = std::chrono::milliseconds{0};
@@ -117,8 +126,10 @@ std::unique_ptr<Connection> Client::Impl::checkout() {
 }
 
 void Client::Impl::checkin(std::unique_ptr<Connection> connection) {
+  const bool usable = connection && !connection->broken();
+  if (!usable && connection && !options_.sentinels.empty()) forget_primary(connection->pool_generation);
   std::lock_guard guard(mutex_);
-  if (connection && !connection->broken()) {
+  if (usable && connection->pool_generation == generation_) {
     idle_.push_back(std::move(connection));
   } else {
     --open_;  // dropped: the next caller connects afresh
@@ -126,11 +137,106 @@ void Client::Impl::checkin(std::unique_ptr<Connection> connection) {
   returned_.notify_one();
 }
 
+void Client::Impl::forget_primary(std::uint64_t generation) {
+  std::lock_guard guard(mutex_);
+  if (generation != generation_) return;  // already forgotten
+  primary_.reset();
+  ++generation_;
+}
+
+std::unique_ptr<Connection> Client::Impl::connect() {
+  if (options_.sentinels.empty()) return std::make_unique<Connection>(options_, tls_.get(), description_);
+  std::uint64_t generation = 0;
+  std::optional<std::pair<std::string, std::uint16_t>> primary;
+  {
+    std::lock_guard guard(mutex_);
+    generation = generation_;
+    primary = primary_;
+  }
+  try {
+    if (!primary) {
+      primary = discover_primary();
+      std::lock_guard guard(mutex_);
+      if (generation_ == generation) primary_ = primary;
+    }
+    ClientOptions target = options_;
+    target.host = primary->first;
+    target.port = primary->second;
+    std::unique_ptr<Connection> connection;
+    try {
+      connection = std::make_unique<Connection>(target, tls_.get(), description_);
+    } catch (const ConnectError& e) {
+      throw ConnectError(fmt::format("{} (the primary {}:{} named by the sentinels)", e.what(), target.host, target.port));
+    }
+    // The sentinels may lag a failover, or name a primary that was
+    // demoted since: only a server that says it is the master will do.
+    const Reply role = connection->command(std::vector<std::string>{"ROLE"});
+    const std::string_view what = role.type == Reply::Type::array && !role.elements.empty() ? role.elements[0].text
+                                                                                             : std::string_view(role.text);
+    if (what != "master") {
+      throw ConnectError(fmt::format("{}: {}:{}, named primary of {} by the sentinels, says ROLE {} (a failover in "
+                                     "progress?)",
+                                     description_, target.host, target.port, options_.sentinel_master,
+                                     what.empty() ? to_string(role.type) : what));
+    }
+    connection->pool_generation = generation;
+    return connection;
+  } catch (const BackendError&) {
+    forget_primary(generation);  // the next attempt asks the sentinels again
+    throw;
+  }
+}
+
+std::pair<std::string, std::uint16_t> Client::Impl::discover_primary() {
+  std::vector<std::string> failures;
+  const std::size_t count = options_.sentinels.size();
+  std::size_t first = 0;
+  {
+    std::lock_guard guard(mutex_);
+    first = next_sentinel_ % count;
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t i = (first + k) % count;
+    ClientOptions sentinel = options_;
+    sentinel.sentinels.clear();
+    sentinel.host = options_.sentinels[i].host;
+    sentinel.port = options_.sentinels[i].port;
+    sentinel.user = options_.sentinel_user;
+    sentinel.password = options_.sentinel_password;
+    sentinel.database = 0;
+    const std::string where = fmt::format("sentinel {}:{}", sentinel.host, sentinel.port);
+    try {
+      Connection connection(sentinel, tls_.get(), where);
+      const Reply reply = connection.command(
+          std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.sentinel_master});
+      if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
+        std::uint16_t port = 0;
+        const std::string& text = reply.elements[1].text;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
+        if (error == std::errc{} && end == text.data() + text.size() && port != 0 && !reply.elements[0].text.empty()) {
+          std::lock_guard guard(mutex_);
+          next_sentinel_ = i;
+          return {reply.elements[0].text, port};
+        }
+      }
+      failures.push_back(fmt::format("{}: {}", where, reply.type == Reply::Type::nil ? "does not know this master"
+                                                      : reply.is_error() ? reply.text
+                                                                         : "an unexpected reply"));
+    } catch (const BackendError& e) {
+      failures.push_back(e.what());
+    }
+  }
+  throw ConnectError(fmt::format("{}: no sentinel names the primary of {}: {}", description_, options_.sentinel_master,
+                                 fmt::join(failures, "; ")));
+}
+
 Reply Client::Impl::command(std::span<const std::string> args) {
   try {
     Lease connection(*this);
     commands_.fetch_add(1, std::memory_order_relaxed);
-    return connection->command(args);
+    Reply reply = connection->command(args);
+    connection.check(reply);
+    return reply;
   } catch (const BackendError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;
@@ -147,7 +253,9 @@ std::vector<Reply> Client::Impl::pipeline(std::span<const std::vector<std::strin
   try {
     Lease connection(*this);
     commands_.fetch_add(commands.size(), std::memory_order_relaxed);
-    return connection->pipeline(commands);
+    std::vector<Reply> replies = connection->pipeline(commands);
+    for (const Reply& reply : replies) connection.check(reply);
+    return replies;
   } catch (const BackendError&) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     throw;

@@ -11,9 +11,11 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fleetcron/redis/client.h"
@@ -74,6 +76,15 @@ class FLEETCRON_LOCAL Client::Impl {
   class Lease;
   std::unique_ptr<detail::Connection> checkout();
   void checkin(std::unique_ptr<detail::Connection> connection);
+  /// A new connection: to options_' server, or to the primary the
+  /// sentinels name (asking them if it is not known), checked with ROLE.
+  std::unique_ptr<detail::Connection> connect();
+  /// Asks the sentinels in turn; returns the primary's host and port.
+  std::pair<std::string, std::uint16_t> discover_primary();
+  /// Sentinel: the primary of `generation` is no more (its connection
+  /// broke, its connect failed, it answered READONLY): the next connect
+  /// asks the sentinels, and pooled connections to it are dropped.
+  void forget_primary(std::uint64_t generation);
   std::string script_sha(const Script& script);
 
   ClientOptions options_;
@@ -86,6 +97,11 @@ class FLEETCRON_LOCAL Client::Impl {
   std::chrono::steady_clock::time_point next_connect_at_{};
   std::chrono::milliseconds backoff_{0};
   std::string last_connect_error_;
+  // Sentinel: the primary last named, and the generation of the pool's
+  // connections to it (bumped when it is forgotten).
+  std::optional<std::pair<std::string, std::uint16_t>> primary_;
+  std::uint64_t generation_ = 0;  // stays 0 without Sentinel
+  std::size_t next_sentinel_ = 0;  // the one to ask first: the last that answered
 
   std::atomic<std::uint64_t> commands_{0};
   std::atomic<std::uint64_t> failures_{0};

@@ -4,6 +4,7 @@
 // time.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,8 +39,13 @@ class Connection {
   Reply command(std::span<const std::string> args);
   std::vector<Reply> pipeline(std::span<const std::vector<std::string>> commands);
 
-  /// After an I/O error or timeout the context cannot be used again.
+  /// After an I/O error or timeout the connection cannot be used again.
   [[nodiscard]] bool broken() const noexcept { return broken_; }
+  /// Marks it unusable (e.g. it reached a demoted primary).
+  void discard() noexcept { broken_ = true; }
+
+  /// The Client's bookkeeping: which sentinel-named primary it reaches.
+  std::uint64_t pool_generation = 0;
 
  private:
   void append(std::span<const std::string> args);  // formats into outgoing_

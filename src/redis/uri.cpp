@@ -1,5 +1,6 @@
 // parse_uri(), describe() and validate() for ClientOptions.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -41,6 +42,13 @@ class UriParser {
     } else if (uri_.starts_with("rediss://")) {
       at = 9;
       options_.tls = true;
+    } else if (uri_.starts_with("redis-sentinel://")) {
+      at = 17;
+      sentinel_ = true;
+    } else if (uri_.starts_with("rediss-sentinel://")) {
+      at = 18;
+      sentinel_ = true;
+      options_.tls = true;
     } else if (uri_.starts_with("unix://")) {
       at = 7;
       unix_socket = true;
@@ -52,7 +60,7 @@ class UriParser {
       // Not ours, but it may still carry a password: hide it in the message.
       const std::size_t slashes = uri_.find("://");
       mark_secrets(slashes == std::string_view::npos ? 0 : slashes + 3, true);
-      fail(0, "scheme", "expected redis://, rediss://, unix: or unix://");
+      fail(0, "scheme", "expected redis://, rediss://, redis-sentinel://, rediss-sentinel://, unix: or unix://");
     }
     mark_secrets(at, authority);
     const std::size_t query_at = std::min(uri_.find('?', at), uri_.size());
@@ -80,9 +88,14 @@ class UriParser {
         host_at = at + user_end + 1;
         host_port = host_port.substr(user_end + 1);
       }
-      parse_host_port(host_at, host_port);
       options_.unix_socket.clear();
-      if (slash < rest.size()) parse_database(at + slash + 1, rest.substr(slash + 1));
+      if (sentinel_) {
+        parse_sentinels(host_at, host_port);
+        parse_master(at + slash + 1, slash < rest.size() ? rest.substr(slash + 1) : std::string_view{});
+      } else {
+        parse_host_port(host_at, host_port);
+        if (slash < rest.size()) parse_database(at + slash + 1, rest.substr(slash + 1));
+      }
     }
     if (query_at < uri_.size()) parse_query(query_at + 1, uri_.substr(query_at + 1));
     try {
@@ -218,6 +231,30 @@ class UriParser {
     }
   }
 
+  /// host[:port],host[:port],…: the sentinels (port 26379 by default).
+  void parse_sentinels(std::size_t at, std::string_view text) {
+    options_.sentinels.clear();
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      options_.port = 26379;
+      parse_host_port(at + start, text.substr(start, comma - start));
+      options_.sentinels.push_back({options_.host, options_.port});
+      if (comma == text.size()) break;
+      start = comma + 1;
+    }
+    options_.host.clear();
+    options_.port = 0;
+  }
+
+  /// MASTER[/db] after the sentinels.
+  void parse_master(std::size_t at, std::string_view text) {
+    const std::size_t slash = std::min(text.find('/'), text.size());
+    if (slash == 0) fail(at, "master", "missing master name (redis-sentinel://host:26379,…/MASTER[/db])");
+    options_.sentinel_master = decode(at, text.substr(0, slash), "master");
+    if (slash < text.size()) parse_database(at + slash + 1, text.substr(slash + 1));
+  }
+
   void parse_database(std::size_t at, std::string_view text) {
     if (text.empty()) return;  // "redis://host/" means the default database
     options_.database = static_cast<int>(number(at, text, "database", 0, std::numeric_limits<int>::max()));
@@ -270,17 +307,22 @@ class UriParser {
       static constexpr std::string_view known[] = {
           "db",          "connect_timeout", "request_timeout", "command_timeout", "pool_size",       "password",
           "user",        "tls_ca_file",     "tls_ca_dir",      "tls_cert_file",   "tls_key_file",    "tls_server_name",
-          "tls_verify"};
+          "tls_verify",  "sentinel_user",   "sentinel_password"};
       if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
         fail(pair_at, "query",
              fmt::format("unknown option {} (known: db, connect_timeout, request_timeout, pool_size, password, user, "
-                         "tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name, tls_verify)",
+                         "tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name, tls_verify, sentinel_user, "
+                         "sentinel_password)",
                          piece(pair_at, name)));
       }
       const std::string value = decode(value_at, raw, name);
       if (name.starts_with("tls_")) {
-        if (!options_.tls) fail(pair_at, name, "a TLS option needs rediss://");
+        if (!options_.tls) fail(pair_at, name, "a TLS option needs rediss:// or rediss-sentinel://");
         parse_tls_option(value_at, name, value);
+      } else if (name.starts_with("sentinel_")) {
+        if (!sentinel_) fail(pair_at, name, "a sentinel option needs redis-sentinel:// or rediss-sentinel://");
+        if (value.empty()) fail(value_at, name, "empty value");
+        (name == "sentinel_user" ? options_.sentinel_user : options_.sentinel_password) = value;
       } else if (name == "db") {
         options_.database = static_cast<int>(number(value_at, value, name, 0, std::numeric_limits<int>::max()));
       } else if (name == "connect_timeout") {
@@ -314,6 +356,7 @@ class UriParser {
   }
 
   std::string_view uri_;
+  bool sentinel_ = false;
   ClientOptions options_;
   std::vector<std::pair<std::size_t, std::size_t>> secrets_;  // [begin, end) that may hold passwords; sorted, disjoint
 };
@@ -349,16 +392,38 @@ void validate_tls(const ClientOptions& options) {
 }  // namespace
 
 bool is_redis_uri(std::string_view uri) noexcept {
-  return uri.starts_with("redis://") || uri.starts_with("rediss://") || uri.starts_with("unix:");
+  return uri.starts_with("redis://") || uri.starts_with("rediss://") || uri.starts_with("redis-sentinel://") ||
+         uri.starts_with("rediss-sentinel://") || uri.starts_with("unix:");
 }
 
 ClientOptions parse_uri(std::string_view uri, ClientOptions base) { return UriParser(uri, std::move(base)).parse(); }
 
-void validate(const ClientOptions& options) {
-  if (options.unix_socket.empty() && options.host.empty()) {
-    throw std::invalid_argument("redis::ClientOptions.host: empty (and no unix_socket)");
+void validate_sentinels(const ClientOptions& options) {
+  if (options.sentinels.empty()) {
+    if (!options.sentinel_master.empty() || !options.sentinel_user.empty() || !options.sentinel_password.empty()) {
+      throw std::invalid_argument("redis::ClientOptions.sentinel_master: set, but there are no sentinels");
+    }
+    return;
   }
-  if (options.unix_socket.empty() && options.port == 0) throw std::invalid_argument("redis::ClientOptions.port: 0");
+  if (!options.unix_socket.empty()) {
+    throw std::invalid_argument("redis::ClientOptions.sentinels: given with unix_socket (sentinels name TCP primaries)");
+  }
+  if (options.sentinel_master.empty()) throw std::invalid_argument("redis::ClientOptions.sentinel_master: empty");
+  for (std::size_t i = 0; i < options.sentinels.size(); ++i) {
+    if (options.sentinels[i].host.empty() || options.sentinels[i].port == 0) {
+      throw std::invalid_argument(fmt::format("redis::ClientOptions.sentinels[{}]: empty host or port 0", i));
+    }
+  }
+  if (options.sentinels.size() > 64) {
+    throw std::invalid_argument(fmt::format("redis::ClientOptions.sentinels: {} of them, at most 64", options.sentinels.size()));
+  }
+}
+
+void validate(const ClientOptions& options) {
+  validate_sentinels(options);
+  const bool direct = options.unix_socket.empty() && options.sentinels.empty();
+  if (direct && options.host.empty()) throw std::invalid_argument("redis::ClientOptions.host: empty (and no unix_socket)");
+  if (direct && options.port == 0) throw std::invalid_argument("redis::ClientOptions.port: 0");
   if (options.database < 0) {
     throw std::invalid_argument(fmt::format("redis::ClientOptions.database: {} is negative", options.database));
   }
@@ -389,9 +454,19 @@ std::string describe(const ClientOptions& options) {
     if (options.database != 0) out += fmt::format("?db={}", options.database);
     return out;
   }
-  const bool ipv6 = options.host.find(':') != std::string::npos;
-  std::string out = fmt::format("{}://{}{}{}{}:{}/{}", options.tls ? "rediss" : "redis", userinfo, ipv6 ? "[" : "",
-                                options.host, ipv6 ? "]" : "", options.port, options.database);
+  const auto address = [](const std::string& host, std::uint16_t port) {
+    return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+  };
+  std::string out;
+  if (!options.sentinels.empty()) {
+    std::vector<std::string> sentinels;
+    for (const auto& sentinel : options.sentinels) sentinels.push_back(address(sentinel.host, sentinel.port));
+    out = fmt::format("{}://{}{}/{}/{}", options.tls ? "rediss-sentinel" : "redis-sentinel", userinfo,
+                      fmt::join(sentinels, ","), options.sentinel_master, options.database);
+  } else {
+    out = fmt::format("{}://{}{}/{}", options.tls ? "rediss" : "redis", userinfo, address(options.host, options.port),
+                      options.database);
+  }
   if (options.tls && !options.tls_verify) out += "?tls_verify=false";
   return out;
 }

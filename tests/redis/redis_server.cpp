@@ -17,6 +17,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -57,6 +59,18 @@ RedisServer::~RedisServer() {
 
 void RedisServer::launch() {
   log_path_ = "/tmp/fleetcron-test-redis-" + std::to_string(port_) + ".log";
+  if (options_.sentinel_of != 0) {
+    const std::string config = "/tmp/fleetcron-test-sentinel-" + std::to_string(port_) + ".conf";
+    if (!restarting_) {  // a restart keeps what the sentinel learnt
+      std::ofstream(config) << "sentinel monitor " << options_.sentinel_master << " 127.0.0.1 " << options_.sentinel_of
+                            << " 2\nsentinel down-after-milliseconds " << options_.sentinel_master
+                            << " 1000\nsentinel failover-timeout " << options_.sentinel_master << " 3000\n";
+    }
+    pid_ = spawn_process({"redis-server", config, "--sentinel", "--port", std::to_string(port_), "--bind", "127.0.0.1",
+                          "--logfile", log_path_, "--dir", "/tmp"},
+                         "");
+    return;
+  }
   std::vector<std::string> args{"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
                                 "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", log_path_,
                                 // A replica's full sync writes the RDB to disk: never into a shared directory,
@@ -103,6 +117,7 @@ bool RedisServer::ready() {
 
 void RedisServer::start() {
   if (pid_ > 0) return;
+  restarting_ = true;
   launch();
   if (!ready()) throw std::runtime_error("redis-server did not restart on port " + std::to_string(port_));
 }

@@ -16,6 +16,12 @@ class RedisServer {
   struct Options {
     std::string password;                 // requirepass
     std::vector<std::string> extra_args;  // more redis-server options
+    /// Non-zero: a Sentinel (redis-server --sentinel) monitoring the
+    /// primary on 127.0.0.1 at this port as sentinel_master, quorum 2,
+    /// down after 1 s, failover timeout 3 s; its config file (which it
+    /// rewrites) lives in /tmp beside its log.
+    std::uint16_t sentinel_of = 0;
+    std::string sentinel_master = "fleet";
   };
   explicit RedisServer(Options options);
   RedisServer() : RedisServer(Options{}) {}
@@ -42,6 +48,7 @@ class RedisServer {
   Options options_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
+  bool restarting_ = false;
   std::string log_path_;
 };
 

@@ -90,17 +90,45 @@ TEST(RedisUri, TlsSchemeAndOptions) {
   EXPECT_THROW(validate(options), std::invalid_argument);  // TLS on a Unix socket
 }
 
+TEST(RedisUri, SentinelsMasterAndTheirOwnCredentials) {
+  const auto options = parse_uri(
+      "redis-sentinel://:primary-secret@10.0.0.1,10.0.0.2:26380,[::1]:5000/fleet/3?sentinel_password=s3&sentinel_user=sen");
+  ASSERT_EQ(options.sentinels.size(), 3u);
+  EXPECT_EQ(options.sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(options.sentinels[0].port, 26379);
+  EXPECT_EQ(options.sentinels[1].port, 26380);
+  EXPECT_EQ(options.sentinels[2].host, "::1");
+  EXPECT_EQ(options.sentinels[2].port, 5000);
+  EXPECT_EQ(options.sentinel_master, "fleet");
+  EXPECT_EQ(options.database, 3);
+  EXPECT_EQ(options.password, "primary-secret");
+  EXPECT_EQ(options.sentinel_user, "sen");
+  EXPECT_EQ(options.sentinel_password, "s3");
+  EXPECT_FALSE(options.tls);
+  EXPECT_EQ(describe(options), "redis-sentinel://:***@10.0.0.1:26379,10.0.0.2:26380,[::1]:5000/fleet/3");
+  const auto tls = parse_uri("rediss-sentinel://s1/fleet?tls_ca_file=/ca.pem");
+  EXPECT_TRUE(tls.tls);
+  EXPECT_EQ(tls.database, 0);
+  EXPECT_EQ(describe(tls), "rediss-sentinel://s1:26379/fleet/0");
+  EXPECT_TRUE(is_redis_uri("redis-sentinel://s1/fleet"));
+}
+
 TEST(RedisUri, ErrorsNamePartAndOffsetAndHideThePassword) {
   struct Case {
     const char* uri;
     const char* message;
   };
   const Case cases[] = {
-      {"http://h", "redis URI \"http://h\": scheme at offset 0: expected redis://, rediss://, unix: or unix://"},
+      {"http://h", "redis URI \"http://h\": scheme at offset 0: expected redis://, rediss://, redis-sentinel://, rediss-sentinel://, unix: or unix://"},
       {"redis://h?tls_ca_file=/ca.pem", "tls_ca_file at offset 10: a TLS option needs rediss://"},
       {"rediss://h?tls_verify=no", "tls_verify at offset 22: expected true or false, got \"no\""},
       {"rediss://h?tls_ca_file=", "tls_ca_file at offset 23: empty value"},
       {"rediss://h?tls_cert_file=/c.pem", "tls_cert_file: set without tls_key_file"},
+      {"redis-sentinel://s1,s2", "master at offset 23: missing master name"},
+      {"redis-sentinel://s1,/m", "host at offset 20: missing host"},
+      {"redis-sentinel://s1:0/m", "port at offset 20: 0 is out of range 1..65535"},
+      {"redis://h?sentinel_user=x", "sentinel_user at offset 10: a sentinel option needs redis-sentinel://"},
+      {"redis-sentinel://s1/m?sentinel_password=top-secret&x=1", "redis URI \"redis-sentinel://s1/m?sentinel_password=***\""},
       {"redis://", "host at offset 8: missing host"},
       {"redis://h:0", "port at offset 10: 0 is out of range 1..65535"},
       {"redis://h:99999", "port at offset 10: 99999 is out of range 1..65535"},

@@ -6,10 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fleetcron/api.h"
 
 namespace fleetcron::redis {
+
+/// Where one Redis Sentinel listens.
+struct FLEETCRON_API SentinelAddress {
+  std::string host;
+  std::uint16_t port = 26379;
+};
 
 /// Where and how to connect. Build it by hand or with parse_uri().
 struct FLEETCRON_API ClientOptions {
@@ -53,6 +60,19 @@ struct FLEETCRON_API ClientOptions {
   /// false: any certificate, any name is accepted (anyone on the path can
   /// impersonate the server). Off only when asked; describe() shows it.
   bool tls_verify = true;
+
+  /// Sentinel: when not empty, host and port are not used; the client asks
+  /// these sentinels (in turn, the last one that answered first) for the
+  /// primary of sentinel_master, checks ROLE after connecting, and asks
+  /// again after a lost connection, a refused connect or a READONLY reply
+  /// (pooled connections to the former primary are then dropped). With
+  /// tls, the sentinels are reached over TLS too.
+  std::vector<SentinelAddress> sentinels;
+  std::string sentinel_master;
+  /// AUTH to the sentinels (their requirepass or an ACL user); user and
+  /// password are the primary's. Empty: no AUTH. Never printed.
+  std::string sentinel_user;
+  std::string sentinel_password;
 };
 
 /// "redis://user:***@host:port/db" or "unix:/path": for logs, no secrets.

@@ -13,6 +13,8 @@ namespace fleetcron::redis {
 /// Parses
 ///   redis://[user[:password]@]host[:port][/db][?option=value&...]
 ///   rediss://… (the same, over TLS)
+///   redis-sentinel://[user[:password]@]host[:port][,host[:port]…]/MASTER[/db][?…]
+///   rediss-sentinel://… (sentinels and primary over TLS)
 ///   unix:PATH[?option=value&...]      unix://[user[:password]@]PATH[?...]
 /// onto `base` (defaults for what the URI leaves out). host may be a name,
 /// an IPv4 address or [IPv6]; user and password are percent-decoded.
@@ -20,7 +22,9 @@ namespace fleetcron::redis {
 /// accepted for it too; durations such as
 /// 500ms), pool_size, password and user (unix); with rediss:// also
 /// tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name
-/// and tls_verify (true|false; see ClientOptions). Throws UriError.
+/// and tls_verify (true|false; see ClientOptions); with a sentinel scheme
+/// also sentinel_user and sentinel_password (the userinfo is the
+/// primary's; a sentinel's port defaults to 26379). Throws UriError.
 /// True if `uri` has one of the schemes parse_uri() reads.
 [[nodiscard]] FLEETCRON_API bool is_redis_uri(std::string_view uri) noexcept;
 
