@@ -14,6 +14,11 @@
 #                    takes writes, is killed, the replica is promoted; the
 #                    daemons reach the store through a socket symlink that
 #                    moves to the replica
+#   redis-sentinel   a primary, a replica and three sentinels; the daemons
+#                    reach the primary through the sentinels
+#                    (redis-sentinel://); the primary is SIGKILLed, the
+#                    sentinels promote the replica, the daemons follow; the
+#                    old primary comes back empty and is made a replica
 #   redis-oom        maxmemory with noeviction, memory filled: claims fail
 #                    closed (claim-error) until memory is freed
 #   nats-lost-volume nats-server restarted without its store directory
@@ -66,6 +71,22 @@ own_redis() {  # name, more args → sets own_pid and own_port once it answers
   fail "redis-server $name did not start: $(tail -3 "$work/$name.log")"
 }
 
+# A sentinel of our own watching the primary on `primary_port` as "fleet".
+own_sentinel() {  # name
+  local name=$1 port
+  port=$(pick_port)
+  printf 'sentinel monitor fleet 127.0.0.1 %s 2\nsentinel down-after-milliseconds fleet 1000\nsentinel failover-timeout fleet 3000\n' \
+    "$primary_port" >"$work/$name.conf"
+  redis-server "$work/$name.conf" --sentinel --port "$port" --bind 127.0.0.1 --dir "$work" \
+    --logfile "$work/$name.log" &
+  server_pids+=("$!")
+  for _ in $(seq 200); do
+    redis-cli -p "$port" PING 2>/dev/null | grep -q PONG && { sentinels+="${sentinels:+,}127.0.0.1:$port"; return 0; }
+    sleep 0.05
+  done
+  fail "sentinel $name did not start: $(tail -3 "$work/$name.log")"
+}
+
 expect_reason=""
 case $scenario in
   redis-flushall | redis-restart)
@@ -75,6 +96,23 @@ case $scenario in
     own_redis replica --replicaof 127.0.0.1 "$own_port"; replica_pid=$own_pid
     ln -s "$work/primary.sock" "$work/redis.sock"
     coordinator="unix:$work/redis.sock"; expect_reason=store-reset ;;
+  redis-sentinel)
+    own_redis primary; primary_pid=$own_pid primary_port=$own_port
+    own_redis replica --replicaof 127.0.0.1 "$primary_port"; replica_port=$own_port
+    sentinels=""
+    for s in 1 2 3; do own_sentinel "sentinel$s"; done
+    for _ in $(seq 200); do  # every sentinel sees the replica and its two peers
+      known=0
+      for address in ${sentinels//,/ }; do
+        n=$(redis-cli -p "${address##*:}" SENTINEL REPLICAS fleet 2>/dev/null | grep -c '^name$' || true)
+        p=$(redis-cli -p "${address##*:}" SENTINEL SENTINELS fleet 2>/dev/null | grep -c '^name$' || true)
+        ((n == 1 && p == 2)) && known=$((known + 1))
+      done
+      ((known == 3)) && break
+      sleep 0.1
+    done
+    ((known == 3)) || fail "the sentinels did not find the replica and each other"
+    coordinator="redis-sentinel://$sentinels/fleet"; expect_reason=store-reset ;;
   redis-oom)
     own_redis oom --maxmemory 3mb --maxmemory-policy noeviction --enable-debug-command yes
     coordinator="unix:$work/oom.sock"; expect_reason=claim-error ;;
@@ -125,6 +163,10 @@ case $scenario in
     kill -CONT "$replica_pid"
     redis-cli -s "$work/replica.sock" REPLICAOF NO ONE >/dev/null
     ln -s "$work/replica.sock" "$work/redis.sock.new" && mv -T "$work/redis.sock.new" "$work/redis.sock" ;;
+  redis-sentinel)
+    note "primary killed (the sentinels fail over)"
+    kill_and_reap "$primary_pid"
+    forget_pid "$primary_pid" ;;
   redis-oom)
     note "memory full"; redis-cli -s "$work/oom.sock" DEBUG POPULATE 60000 junk 100 >/dev/null ;;
   nats-lost-volume) note "server restart without its store"; restart_nats "${coordinator##*:}" lose-store ;;
@@ -133,6 +175,15 @@ esac
 at 16
 note "cont 0"
 kill -CONT "${daemon_pids[0]}"
+if [[ $scenario == redis-sentinel ]]; then
+  at 20
+  promoted=$(redis-cli -p "${sentinels##*:}" SENTINEL GET-MASTER-ADDR-BY-NAME fleet | tail -1)
+  [[ $promoted == "$replica_port" ]] || fail "the sentinels name port $promoted as the primary, not the replica's $replica_port"
+  note "old primary back, empty (the sentinels make it a replica)"
+  redis-server --port "$primary_port" --bind 127.0.0.1 --unixsocket "$work/primary.sock" --dir "$work" \
+    --dbfilename primary.rdb --save '' --appendonly no --daemonize no --logfile "$work/primary.log" &
+  server_pids+=("$!")
+fi
 if [[ $scenario == redis-oom ]]; then
   at 18
   note "memory freed"
