@@ -85,6 +85,7 @@ build/gcc/bench/bench_cron --benchmark_min_time=0.01 --benchmark_filter='BM_Next
 build/gcc/bench/scheduler_load 100000 2000 2000
 bash bench/redis_bench.sh build/gcc 2000 2
 bash bench/postgres_bench.sh build/gcc 2000 2 1
+bash bench/nats_bench.sh build/gcc 2000 2
 
 step "clang ASan+UBSan build"
 # The examples and the installed-package test ran in the g++ passes: they

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <mutex>
+#include <variant>
 
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -27,9 +28,21 @@ bool blank(std::string_view text) {
 struct FLEETCRON_LOCAL Claimer::Impl {
   Impl(std::shared_ptr<Bucket> bucket, ClaimerOptions options);
   ClaimResult claim(std::string_view fire_key);
+  /// The key's claim key, or the result that refuses it without a request.
+  std::variant<std::string, ClaimResult> prepare(std::string_view fire_key);
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
+  /// One create_many round trip for fire_keys[indexes…], results into out.
+  void claim_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> indexes,
+                   std::span<const std::string> keys, std::vector<ClaimResult>& out);
+  /// Grants (or refuses) the created claims of a chunk by one read of the stream's times.
+  void grant_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> created,
+                   std::span<const std::uint64_t> revisions, Instant sent, std::vector<ClaimResult>& out);
   ClaimResult claim_once(std::string_view fire_key, const std::string& key, bool may_recreate);
   ClaimResult check_grant(std::string_view fire_key, std::uint64_t revision, Instant sent, Instant answered);
   std::optional<ClockOffset> clock_offset();
+  /// store_reset if the fire is scheduled before the stream's creation + max_skew.
+  std::optional<ClaimResult> reset_refusal(std::string_view fire_key,
+                                           std::chrono::sys_time<std::chrono::nanoseconds> created) const;
   void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
   std::string skew_message(std::chrono::microseconds offset) const;
 
@@ -102,10 +115,19 @@ void Claimer::check_entry_key(std::string_view claim_prefix, std::string_view ke
 }
 
 ClaimResult Claimer::claim(std::string_view fire_key) { return impl_->claim(fire_key); }
+std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_keys) {
+  return impl_->claim_batch(fire_keys);
+}
 
 ClaimResult Claimer::Impl::claim(std::string_view fire_key) {
+  auto prepared = prepare(fire_key);
+  if (auto* refused = std::get_if<ClaimResult>(&prepared)) return std::move(*refused);
+  return claim_once(fire_key, std::get<std::string>(prepared), true);
+}
+
+std::variant<std::string, ClaimResult> Claimer::Impl::prepare(std::string_view fire_key) {
   if (blank(fire_key)) return ClaimResult::failed("blank fire key");
-  const std::string key = options.claim_prefix + encode_key(fire_key);
+  std::string key = options.claim_prefix + encode_key(fire_key);
   if (key.size() > max_key_bytes) {
     // The server drops a connection whose protocol line is too long (4 KB).
     return ClaimResult::failed(fmt::format("fire key encodes to {} bytes, above the {}-byte limit for NATS keys",
@@ -114,7 +136,92 @@ ClaimResult Claimer::Impl::claim(std::string_view fire_key) {
   if (const auto offset = clock_offset(); offset && std::chrono::abs(offset->offset) > max_skew) {
     return ClaimResult::skewed(skew_message(offset->offset));  // nothing written
   }
-  return claim_once(fire_key, key, true);
+  return key;
+}
+
+std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string> fire_keys) {
+  std::vector<ClaimResult> out(fire_keys.size());
+  std::vector<std::size_t> indexes;
+  std::vector<std::string> keys;
+  for (std::size_t i = 0; i < fire_keys.size(); ++i) {
+    auto prepared = prepare(fire_keys[i]);
+    if (auto* refused = std::get_if<ClaimResult>(&prepared)) {
+      out[i] = std::move(*refused);
+      continue;
+    }
+    indexes.push_back(i);
+    keys.push_back(std::move(std::get<std::string>(prepared)));
+    if (keys.size() == max_batch) {
+      claim_chunk(fire_keys, indexes, keys, out);
+      indexes.clear();
+      keys.clear();
+    }
+  }
+  if (!keys.empty()) claim_chunk(fire_keys, indexes, keys, out);
+  return out;
+}
+
+void Claimer::Impl::claim_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> indexes,
+                                std::span<const std::string> keys, std::vector<ClaimResult>& out) {
+  const Instant sent = options.clock->now();
+  std::vector<CreateResult> created;
+  try {
+    created = bucket->create_many(keys, "1");
+  } catch (const std::exception& e) {
+    for (const std::size_t i : indexes) out[i] = ClaimResult::failed(e.what());
+    return;
+  }
+  std::vector<std::size_t> granted;
+  std::vector<std::uint64_t> revisions;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const std::size_t i = indexes[k];
+    switch (created[k].status) {
+      case CreateResult::Status::created:
+        granted.push_back(i);
+        revisions.push_back(created[k].revision);
+        break;
+      case CreateResult::Status::taken: out[i] = ClaimResult::taken(); break;
+      case CreateResult::Status::missing: out[i] = claim_once(fire_keys[i], keys[k], true); break;  // recreates it
+      case CreateResult::Status::failed: out[i] = ClaimResult::failed(created[k].error); break;
+    }
+  }
+  if (!granted.empty()) grant_chunk(fire_keys, granted, revisions, sent, out);
+}
+
+void Claimer::Impl::grant_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> created,
+                                std::span<const std::uint64_t> revisions, Instant sent, std::vector<ClaimResult>& out) {
+  const Instant answered = options.clock->now();  // every write of the chunk lies within [sent, answered]
+  const auto steady = options.clock->steady_now();
+  WriteTimes stream;
+  std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> written;
+  std::string why;
+  try {
+    stream = bucket->stream_times();
+    written = bucket->written_times(revisions);
+  } catch (const std::exception& e) {
+    why = e.what();
+    written.assign(revisions.size(), std::nullopt);
+  }
+  const Instant local_mid = sent + (answered - sent) / 2;
+  for (std::size_t k = 0; k < created.size(); ++k) {
+    const std::size_t i = created[k];
+    if (!written[k]) {
+      out[i] = ClaimResult::failed(fmt::format(
+          "claimed at revision {}, but the write's server time could not be read, so it is not run{}{}", revisions[k],
+          why.empty() ? "" : ": ", why));
+      continue;
+    }
+    const auto offset = std::chrono::duration_cast<std::chrono::microseconds>(*written[k] - local_mid);
+    if (k + 1 == created.size()) remember_offset(offset, steady);
+    if (std::chrono::abs(offset) > max_skew) {
+      out[i] = ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revisions[k]));
+    } else if (auto reset = reset_refusal(fire_keys[i], stream.stream_created)) {
+      out[i] = std::move(*reset);
+    } else {
+      const auto fence = std::chrono::duration_cast<std::chrono::microseconds>(written[k]->time_since_epoch()).count();
+      out[i] = ClaimResult::claimed(static_cast<std::uint64_t>(std::max<std::int64_t>(fence, 1)));
+    }
+  }
 }
 
 ClaimResult Claimer::Impl::claim_once(std::string_view fire_key, const std::string& key, bool may_recreate) {
@@ -157,16 +264,20 @@ ClaimResult Claimer::Impl::check_grant(std::string_view fire_key, std::uint64_t 
   if (std::chrono::abs(offset) > max_skew) {
     return ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revision));
   }
-  const auto at = fire_key_instant(fire_key);
-  if (at && *at < times.stream_created + max_skew) {
-    return ClaimResult::reset(fmt::format(
-        "scheduled before bucket {}'s creation {} + max_clock_skew {}: the bucket was created after a claim on this "
-        "fire could have been made (a lost volume or a deleted bucket?); not claimed again",
-        bucket->name(), format_rfc3339(Instant{std::chrono::duration_cast<Instant::duration>(times.stream_created.time_since_epoch())}),
-        format_duration(max_skew)));
-  }
+  if (auto reset = reset_refusal(fire_key, times.stream_created)) return std::move(*reset);
   const auto fence = std::chrono::duration_cast<std::chrono::microseconds>(times.written.time_since_epoch()).count();
   return ClaimResult::claimed(static_cast<std::uint64_t>(std::max<std::int64_t>(fence, 1)));
+}
+
+std::optional<ClaimResult> Claimer::Impl::reset_refusal(std::string_view fire_key,
+                                                        std::chrono::sys_time<std::chrono::nanoseconds> created) const {
+  const auto at = fire_key_instant(fire_key);
+  if (!at || *at >= created + max_skew) return std::nullopt;
+  return ClaimResult::reset(fmt::format(
+      "scheduled before bucket {}'s creation {} + max_clock_skew {}: the bucket was created after a claim on this "
+      "fire could have been made (a lost volume or a deleted bucket?); not claimed again",
+      bucket->name(), format_rfc3339(Instant{std::chrono::duration_cast<Instant::duration>(created.time_since_epoch())}),
+      format_duration(max_skew)));
 }
 
 std::optional<ClockOffset> Claimer::Impl::clock_offset() {

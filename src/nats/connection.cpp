@@ -5,9 +5,12 @@
 #include <nats/nats.h>
 
 #include <atomic>
+#include <charconv>
 #include <mutex>
+#include <unordered_map>
 
 #include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
 #include "nats/status.h"
 
 namespace fleetcron::nats {
@@ -505,6 +508,177 @@ bool Bucket::is_resignation(std::uint64_t revision) {
   std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
   const char* value = nullptr;
   return natsMsgHeader_Get(raw, resigned_header, &value) == NATS_OK && value != nullptr && std::string_view(value) == "true";
+}
+
+namespace {
+
+/// Where create_many's acknowledgments go. nats.c calls the handler on
+/// its own thread and may do so after the batch gave up waiting (even
+/// after its context is destroyed), so the handler finds its batch through
+/// this registry, which lives as long as the process: an acknowledgment
+/// whose batch is over finds nothing and is dropped.
+struct CreateAcks {
+  struct Slot {
+    std::shared_ptr<std::vector<CreateResult>> results;
+    std::size_t index;
+  };
+  std::mutex mutex;
+  std::unordered_map<const natsMsg*, Slot> pending;  // messages nats.c owns, not yet acknowledged
+
+  static CreateAcks& instance() {
+    static auto* acks = new CreateAcks;  // never destroyed: handlers may outlive static destruction
+    return *acks;
+  }
+};
+
+CreateResult to_create_result(const jsPubAck* ack, const jsPubAckErr* error) {
+  if (ack != nullptr) return {CreateResult::Status::created, ack->Sequence, {}};
+  if (error != nullptr && error->ErrCode == JSStreamWrongLastSequenceErr) return {CreateResult::Status::taken, 0, {}};
+  if (error != nullptr && error->Err == NATS_NO_RESPONDERS) return {CreateResult::Status::missing, 0, "no stream answered"};
+  return {CreateResult::Status::failed, 0,
+          error == nullptr ? "no acknowledgment"
+          : error->ErrText != nullptr && *error->ErrText != '\0' ? error->ErrText
+                                                                 : natsStatus_GetText(error->Err)};
+}
+
+void on_create_ack(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void*) {
+  {
+    CreateAcks& acks = CreateAcks::instance();
+    std::lock_guard guard(acks.mutex);
+    if (const auto it = acks.pending.find(msg); it != acks.pending.end()) {
+      (*it->second.results)[it->second.index] = to_create_result(ack, error);
+      acks.pending.erase(it);
+    }
+  }
+  natsMsg_Destroy(msg);
+}
+
+}  // namespace
+
+std::vector<CreateResult> Bucket::create_many(std::span<const std::string> keys, std::string_view value) {
+  if (keys.empty()) return {};
+  (void)impl_->bound();  // the bucket exists (created from its configuration if need be)
+  (void)impl_->js();     // connected, or the connect error
+  const std::string unanswered = "no acknowledgment within the request timeout (it may have been written)";
+  auto results = std::make_shared<std::vector<CreateResult>>(keys.size(), CreateResult{CreateResult::Status::failed, 0, unanswered});
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = impl_->connection->impl_->options.request_timeout.count();
+  options.PublishAsync.MaxPending = static_cast<int64_t>(keys.size());
+  options.PublishAsync.AckHandler = on_create_ack;
+  jsCtx* raw_js = nullptr;
+  detail::check(natsConnection_JetStream(&raw_js, impl_->connection->impl_->nc.load(), &options), impl_->where(),
+                "create in " + impl_->name);
+  const std::unique_ptr<jsCtx, void (*)(jsCtx*)> js(raw_js, jsCtx_Destroy);
+  CreateAcks& acks = CreateAcks::instance();
+  std::vector<const natsMsg*> sent(keys.size(), nullptr);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::string subject = "$KV." + impl_->name + "." + key_string(keys[i]);
+    natsMsg* msg = nullptr;
+    natsStatus status = natsMsg_Create(&msg, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
+    if (status == NATS_OK) status = natsMsgHeader_Set(msg, "Nats-Expected-Last-Subject-Sequence", "0");
+    if (status == NATS_OK) {
+      {
+        std::lock_guard guard(acks.mutex);
+        acks.pending[msg] = {results, i};  // before publishing: the ack may come at once
+      }
+      sent[i] = msg;
+      status = js_PublishMsgAsync(js.get(), &msg, nullptr);
+    }
+    if (status != NATS_OK) {
+      std::lock_guard guard(acks.mutex);
+      if (sent[i] != nullptr) acks.pending.erase(sent[i]);  // not published: still ours
+      sent[i] = nullptr;
+      (*results)[i] = {CreateResult::Status::failed, 0, natsStatus_GetText(status)};
+    }
+    natsMsg_Destroy(msg);  // null once nats.c owns it
+  }
+  jsPubOptions wait;
+  jsPubOptions_Init(&wait);
+  wait.MaxWait = options.Wait;
+  (void)js_PublishAsyncComplete(js.get(), &wait);
+  // Unanswered ones come back to us; an acknowledgment after this finds no slot.
+  natsMsgList pending{};
+  std::vector<CreateResult> out;
+  {
+    std::lock_guard guard(acks.mutex);
+    for (const natsMsg* msg : sent) {
+      // Only ours: an acknowledged message's address may be another batch's by now.
+      const auto it = msg != nullptr ? acks.pending.find(msg) : acks.pending.end();
+      if (it != acks.pending.end() && it->second.results == results) acks.pending.erase(it);
+    }
+    out = *results;
+  }
+  if (js_PublishAsyncGetPendingList(&pending, js.get()) == NATS_OK) natsMsgList_Destroy(&pending);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].status == CreateResult::Status::failed) {
+      out[i].error = fmt::format("{}: create {}/{}: {}", impl_->where(), impl_->name, key_string(keys[i]), out[i].error);
+    }
+  }
+  return out;
+}
+
+std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> Bucket::written_times(
+    std::span<const std::uint64_t> revisions) {
+  using Time = std::chrono::sys_time<std::chrono::nanoseconds>;
+  std::vector<std::optional<Time>> times(revisions.size());
+  if (revisions.empty()) return times;
+  (void)impl_->js();  // connected, or the connect error
+  natsConnection* nc = impl_->connection->impl_->nc.load();
+  natsInbox* raw_inbox = nullptr;
+  detail::check(natsInbox_Create(&raw_inbox), impl_->where(), "an inbox");
+  const std::unique_ptr<char, void (*)(natsInbox*)> inbox(raw_inbox, natsInbox_Destroy);
+  natsSubscription* raw_sub = nullptr;
+  detail::check(natsConnection_SubscribeSync(&raw_sub, nc, (std::string(inbox.get()) + ".*").c_str()), impl_->where(),
+                "subscribing to direct gets");
+  const std::unique_ptr<natsSubscription, void (*)(natsSubscription*)> sub(raw_sub, natsSubscription_Destroy);
+  (void)natsSubscription_SetPendingLimits(sub.get(), -1, -1);
+  const std::string subject = "$JS.API.DIRECT.GET.KV_" + impl_->name;
+  std::size_t asked = 0;
+  for (std::size_t i = 0; i < revisions.size(); ++i) {
+    const std::string reply = fmt::format("{}.{}", inbox.get(), i);
+    const std::string body = fmt::format("{{\"seq\":{}}}", revisions[i]);
+    if (natsConnection_PublishRequestString(nc, subject.c_str(), reply.c_str(), body.c_str()) == NATS_OK) ++asked;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + impl_->connection->impl_->options.request_timeout;
+  for (std::size_t got = 0; got < asked;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    if (left.count() <= 0 || natsSubscription_NextMsg(&raw, sub.get(), left.count()) != NATS_OK) break;
+    const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+    ++got;
+    const std::string_view reply = natsMsg_GetSubject(raw);
+    std::size_t i = 0;
+    const auto dot = reply.rfind('.');
+    const auto [end, error] = std::from_chars(reply.data() + dot + 1, reply.data() + reply.size(), i);
+    const char* stamp = nullptr;
+    if (error != std::errc{} || i >= times.size() || natsMsgHeader_Get(raw, "Nats-Time-Stamp", &stamp) != NATS_OK) continue;
+    try {
+      times[i] = Time{parse_rfc3339(stamp).time_since_epoch()};
+    } catch (const std::exception&) {
+      // unparsable: asked of the leader below
+    }
+  }
+  const std::string stream = "KV_" + impl_->name;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    if (times[i]) continue;
+    natsMsg* raw = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const natsStatus status = js_GetMsg(&raw, impl_->js(), stream.c_str(), revisions[i], nullptr, &code);
+    const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+    if (status == NATS_OK) times[i] = server_time(natsMsg_GetTime(raw));
+  }
+  return times;
+}
+
+WriteTimes Bucket::stream_times() {
+  const std::string stream = "KV_" + impl_->name;
+  jsStreamInfo* info = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const natsStatus status = js_GetStreamInfo(&info, impl_->js(), stream.c_str(), nullptr, &code);
+  std::unique_ptr<jsStreamInfo, void (*)(jsStreamInfo*)> owned(info, jsStreamInfo_Destroy);
+  detail::check(status, impl_->where(), "stream info " + stream);
+  return {server_time(info->State.LastTime), server_time(info->Created)};
 }
 
 WriteTimes Bucket::write_times(std::uint64_t revision) {

@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include <set>
+#include <span>
+#include <thread>
 
 #include "fleetcron/nats/coordination.h"
 #include "nats_server.h"
@@ -296,6 +298,94 @@ TEST(NatsClaimer, AStaleMeasurementIsRefreshedByAProbeWriteBeforeClaiming) {
   clock->offset = 0s;
   clock->steady_offset = 2s;
   EXPECT_EQ(claimer.claim(lagging).status, ClaimResult::Status::claimed);
+}
+
+TEST(NatsClaimer, ABatchClaimsEachKeyOnceInOrderWithDistinctFences) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10min});
+  Claimer a(bucket), b(bucket);
+  const auto before = a.claim(in_an_hour("single"));  // claimed one at a time, then in a batch
+  ASSERT_EQ(before.status, ClaimResult::Status::claimed) << before.error;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2500; ++i) keys.push_back(in_an_hour("job" + std::to_string(i)));  // three round trips
+  keys.push_back(keys[7]);                                                              // a repeat
+  keys.push_back(in_an_hour("single"));
+  keys.push_back(" ");
+  const auto results = a.claim_batch(keys);
+  ASSERT_EQ(results.size(), keys.size());
+  std::set<std::uint64_t> fences;
+  for (std::size_t i = 0; i < 2500; ++i) {
+    ASSERT_EQ(results[i].status, ClaimResult::Status::claimed) << i << ": " << results[i].error;
+    EXPECT_GT(results[i].fence, before.fence);
+    fences.insert(results[i].fence);
+  }
+  EXPECT_EQ(fences.size(), 2500u);  // distinct
+  EXPECT_EQ(results[2500].status, ClaimResult::Status::already_claimed);  // the repeat
+  EXPECT_EQ(results[2501].status, ClaimResult::Status::already_claimed);  // claimed before the batch
+  EXPECT_EQ(results[2502].status, ClaimResult::Status::error);
+  EXPECT_LT(std::llabs(static_cast<long long>(results[0].fence) - now_us()), 60'000'000LL);
+  // Another replica's batch, and its single claims, find every key taken.
+  for (const auto& result : b.claim_batch(std::span<const std::string>(keys).first(2500))) {
+    EXPECT_EQ(result.status, ClaimResult::Status::already_claimed);
+  }
+  EXPECT_EQ(b.claim(keys[1234]).status, ClaimResult::Status::already_claimed);
+  // The batch measured the clock offset.
+  const auto offset = a.clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 5s);
+  // Fences are the writes' server times: a later claim's is above them all.
+  const auto after = b.claim(in_an_hour("after"));
+  EXPECT_GT(after.fence, *fences.rbegin());
+}
+
+TEST(NatsClaimer, ABatchRecreatesADeletedBucketAndRefusesItsOldFiresAsAStoreReset) {
+  auto connection = connect(test::shared_nats_url());
+  const std::string name = test::unique_bucket();
+  auto bucket = connection->bucket(BucketConfig{.name = name, .ttl = 1min});
+  Claimer claimer(bucket);  // skew guard 15 s
+  const std::string soon = fire_key("job", Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())} + 15s);
+  const std::vector<std::string> keys{soon, in_an_hour("other")};
+  ASSERT_EQ(claimer.claim_batch(keys)[0].status, ClaimResult::Status::claimed);
+  connection->delete_bucket(name);
+  const auto again = claimer.claim_batch(keys);
+  EXPECT_EQ(again[0].status, ClaimResult::Status::store_reset) << again[0].error;
+  EXPECT_EQ(again[1].status, ClaimResult::Status::claimed) << again[1].error;  // created after the recreation
+  EXPECT_EQ(claimer.buckets_recreated(), 1u);
+}
+
+TEST(NatsClaimer, ABatchWrittenByASkewedReplicaIsRefusedAndNotRun) {
+  auto connection = connect(test::shared_nats_url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10min});
+  auto clock = std::make_shared<OffsetClock>();
+  Claimer claimer(bucket, ClaimerOptions{.clock = clock});
+  std::vector<std::string> keys{in_an_hour("a"), in_an_hour("b"), in_an_hour("c")};
+  ASSERT_EQ(claimer.claim_batch(std::vector<std::string>{in_an_hour("warm")})[0].status, ClaimResult::Status::claimed);
+  clock->offset = -10min;  // the measurement is fresh: the batch is written, then each write found skewed
+  for (const auto& result : claimer.claim_batch(keys)) {
+    EXPECT_EQ(result.status, ClaimResult::Status::clock_skew);
+    EXPECT_NE(result.error.find("local clock is 10m0"), std::string::npos) << result.error;
+    EXPECT_NE(result.error.find("behind the NATS server's, beyond max_clock_skew 2m30s"), std::string::npos) << result.error;
+    EXPECT_NE(result.error.find("; not run)"), std::string::npos) << result.error;
+  }
+  // The written keys stay taken; the next batch is refused before writing.
+  EXPECT_EQ(claimer.claim_batch(std::vector<std::string>{in_an_hour("d")})[0].status, ClaimResult::Status::clock_skew);
+  EXPECT_FALSE(bucket->get(encode_key(in_an_hour("d"))));
+}
+
+TEST(NatsClaimer, ABatchOnAStoppedServerFailsEveryKeyClosed) {
+  test::NatsServer server;
+  auto connection = connect(server.url());
+  auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1min});
+  Claimer claimer(bucket);
+  ASSERT_EQ(claimer.claim(in_an_hour("warm")).status, ClaimResult::Status::claimed);
+  server.pause();
+  const auto results = claimer.claim_batch(std::vector<std::string>{in_an_hour("a"), in_an_hour("b")});
+  server.resume();
+  for (const auto& result : results) {
+    EXPECT_EQ(result.status, ClaimResult::Status::error);
+    EXPECT_NE(result.error.find("no acknowledgment within the request timeout"), std::string::npos) << result.error;
+  }
 }
 
 }  // namespace

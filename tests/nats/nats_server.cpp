@@ -29,6 +29,7 @@ NatsServer::NatsServer(Options options) : options_(std::move(options)) {
 }
 
 NatsServer::~NatsServer() {
+  resume();  // a stopped process would not see SIGTERM
   stop();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
@@ -85,6 +86,14 @@ void NatsServer::stop() {
 void NatsServer::kill_now() {
   kill_process(pid_);
   pid_ = -1;
+}
+
+void NatsServer::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void NatsServer::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
 std::string NatsServer::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }

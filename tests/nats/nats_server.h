@@ -28,6 +28,8 @@ class NatsServer {
   /// SIGTERM, then SIGKILL after 10 s; waits for the process.
   void stop();
   void kill_now();  // SIGKILL
+  void pause();     // SIGSTOP
+  void resume();    // SIGCONT
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] std::string url() const;

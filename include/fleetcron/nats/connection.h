@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,19 @@ struct FLEETCRON_API BucketConfig {
 struct FLEETCRON_API WriteTimes {
   std::chrono::sys_time<std::chrono::nanoseconds> written;
   std::chrono::sys_time<std::chrono::nanoseconds> stream_created;
+};
+
+/// The outcome of one create of Bucket::create_many().
+struct FLEETCRON_API CreateResult {
+  enum class Status {
+    created,  ///< written at `revision`
+    taken,    ///< the key has a value (or a delete marker: see create_many)
+    missing,  ///< no stream answered (the bucket is gone)
+    failed,   ///< refused or unanswered; `error` says why (it may have been written)
+  };
+  Status status = Status::failed;
+  std::uint64_t revision = 0;
+  std::string error;
 };
 
 /// One value of a key.
@@ -66,6 +80,14 @@ class FLEETCRON_API Bucket {
   /// Writes `key` only if it has no value (absent, expired, deleted):
   /// the new revision, or nullopt if it has one.
   [[nodiscard]] std::optional<std::uint64_t> create(std::string_view key, std::string_view value);
+  /// create() for every key, pipelined: asynchronous JetStream publishes,
+  /// each expecting its subject to hold no message yet, then one wait for
+  /// every acknowledgment (request_timeout). One result per key, in order;
+  /// a key repeated in `keys` is created once (then taken). Unlike
+  /// create(), a key whose latest message is a delete marker counts as
+  /// taken (fleetcron never deletes claims; the error is on the safe side).
+  /// Throws BackendError only if nothing could be sent.
+  [[nodiscard]] std::vector<CreateResult> create_many(std::span<const std::string> keys, std::string_view value);
   /// Writes `key` only if its latest revision is `last` (compare-and-swap):
   /// the new revision, or nullopt if it is not. `last` = 0 means "absent".
   [[nodiscard]] std::optional<std::uint64_t> update(std::string_view key, std::string_view value, std::uint64_t last);
@@ -87,6 +109,15 @@ class FLEETCRON_API Bucket {
   /// stream's creation: one request (stream info), two if another write
   /// came after it. BackendError if the stream is gone or the revision expired.
   [[nodiscard]] WriteTimes write_times(std::uint64_t revision);
+  /// The stream's creation time (WriteTimes::stream_created; `written` is
+  /// its latest write's, whoever wrote it): one request (stream info).
+  [[nodiscard]] WriteTimes stream_times();
+  /// The server's timestamp of each write at `revisions`: direct gets,
+  /// pipelined (one wait of request_timeout for all), each one missed (a
+  /// stream without direct get, a replica that lags) asked of the stream's
+  /// leader alone. nullopt where it cannot be read (expired, stream gone).
+  [[nodiscard]] std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> written_times(
+      std::span<const std::uint64_t> revisions);
   /// Creates the bucket's stream again with the configuration it was bound
   /// with (Connection::bucket(config)); a no-op if it exists. BackendError if it
   /// was bound by name only (no configuration to recreate it with).
