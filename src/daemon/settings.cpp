@@ -163,11 +163,12 @@ void resolve_coordinator_password(Settings& settings) {
     source = name;
   }
   const auto scheme = settings.coordinator.find("://");
-  const auto at = settings.coordinator.rfind('@');
+  const auto at = settings.coordinator.rfind('@', settings.coordinator.find('?'));  // not an '@' in the query
   if (scheme != std::string::npos && at != std::string::npos && at > scheme &&
       settings.coordinator.substr(scheme + 3, at - scheme - 3).find(':') != std::string::npos) {
-    throw SettingsError(fmt::format("coordinator {} has a password and {} gives one too: keep one", without_userinfo(settings.coordinator),
-                                    source));
+    // Without the query too: it may hold other secrets (sentinel_password).
+    const std::string shown = without_userinfo(settings.coordinator.substr(0, settings.coordinator.find('?')));
+    throw SettingsError(fmt::format("coordinator {} has a password and {} gives one too: keep one", shown, source));
   }
   settings.coordinator_password = std::move(password);
 }
@@ -186,7 +187,7 @@ void validate(const Settings& settings) {
   if (!memory && !redis::is_redis_uri(settings.coordinator) &&
       !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://") &&
       !postgres::is_postgres_uri(settings.coordinator)) {
-    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, rediss://…, unix:…, nats://… or postgres://…",
+    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, rediss://…, redis-sentinel://…, unix:…, nats://… or postgres://…",
                                     without_userinfo(settings.coordinator)));
   }
   // Fires older than the claimer's dedup window (half the TTL) are skipped

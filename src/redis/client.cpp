@@ -46,10 +46,10 @@ class Client::Impl::Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   Connection* operator->() const noexcept { return connection_.get(); }
-  /// READONLY: the connection reached a replica (a demoted primary); it
-  /// leaves the pool, and with Sentinel the primary is asked for again.
+  /// Sentinel: READONLY means the connection reached a replica (a demoted
+  /// primary); it leaves the pool, and the sentinels are asked again.
   void check(const Reply& reply) const noexcept {
-    if (reply.is_error("READONLY")) connection_->discard();
+    if (reply.is_error("READONLY") && !client_.options_.sentinels.empty()) connection_->discard();
   }
 
  private:
@@ -147,87 +147,111 @@ void Client::Impl::forget_primary(std::uint64_t generation) {
 std::unique_ptr<Connection> Client::Impl::connect() {
   if (options_.sentinels.empty()) return std::make_unique<Connection>(options_, tls_.get(), description_);
   std::uint64_t generation = 0;
-  std::optional<std::pair<std::string, std::uint16_t>> primary;
-  {
-    std::lock_guard guard(mutex_);
-    generation = generation_;
-    primary = primary_;
-  }
-  try {
-    if (!primary) {
-      primary = discover_primary();
-      std::lock_guard guard(mutex_);
-      if (generation_ == generation) primary_ = primary;
-    }
-    ClientOptions target = options_;
-    target.host = primary->first;
-    target.port = primary->second;
-    std::unique_ptr<Connection> connection;
-    try {
-      connection = std::make_unique<Connection>(target, tls_.get(), description_);
-    } catch (const ConnectError& e) {
-      throw ConnectError(fmt::format("{} (the primary {}:{} named by the sentinels)", e.what(), target.host, target.port));
-    }
-    // The sentinels may lag a failover, or name a primary that was
-    // demoted since: only a server that says it is the master will do.
-    const Reply role = connection->command(std::vector<std::string>{"ROLE"});
-    const std::string_view what = role.type == Reply::Type::array && !role.elements.empty() ? role.elements[0].text
-                                                                                             : std::string_view(role.text);
-    if (what != "master") {
-      throw ConnectError(fmt::format("{}: {}:{}, named primary of {} by the sentinels, says ROLE {} (a failover in "
-                                     "progress?)",
-                                     description_, target.host, target.port, options_.sentinel_master,
-                                     what.empty() ? to_string(role.type) : what));
-    }
-    connection->pool_generation = generation;
-    return connection;
-  } catch (const BackendError&) {
-    forget_primary(generation);  // the next attempt asks the sentinels again
-    throw;
-  }
-}
-
-std::pair<std::string, std::uint16_t> Client::Impl::discover_primary() {
-  std::vector<std::string> failures;
-  const std::size_t count = options_.sentinels.size();
+  std::optional<Address> known;
   std::size_t first = 0;
   {
     std::lock_guard guard(mutex_);
-    first = next_sentinel_ % count;
+    generation = generation_;
+    known = primary_;
+    first = next_sentinel_ % options_.sentinels.size();
   }
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t i = (first + k) % count;
-    ClientOptions sentinel = options_;
-    sentinel.sentinels.clear();
-    sentinel.host = options_.sentinels[i].host;
-    sentinel.port = options_.sentinels[i].port;
-    sentinel.user = options_.sentinel_user;
-    sentinel.password = options_.sentinel_password;
-    sentinel.database = 0;
-    const std::string where = fmt::format("sentinel {}:{}", sentinel.host, sentinel.port);
+  std::vector<std::string> failures;
+  if (known) {
     try {
-      Connection connection(sentinel, tls_.get(), where);
-      const Reply reply = connection.command(
-          std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.sentinel_master});
-      if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
-        std::uint16_t port = 0;
-        const std::string& text = reply.elements[1].text;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
-        if (error == std::errc{} && end == text.data() + text.size() && port != 0 && !reply.elements[0].text.empty()) {
-          std::lock_guard guard(mutex_);
-          next_sentinel_ = i;
-          return {reply.elements[0].text, port};
-        }
-      }
-      failures.push_back(fmt::format("{}: {}", where, reply.type == Reply::Type::nil ? "does not know this master"
-                                                      : reply.is_error() ? reply.text
-                                                                         : "an unexpected reply"));
+      return connect_primary(*known, generation);
+    } catch (const AuthError&) {
+      throw;
     } catch (const BackendError& e) {
       failures.push_back(e.what());
+      forget_primary(generation);  // then ask the sentinels, now
+      std::lock_guard guard(mutex_);
+      generation = generation_;
     }
   }
-  throw ConnectError(fmt::format("{}: no sentinel names the primary of {}: {}", description_, options_.sentinel_master,
-                                 fmt::join(failures, "; ")));
+  // Each sentinel in turn, until one names a server that answers ROLE
+  // master: a sentinel that lags a failover does not hold the client back.
+  for (std::size_t k = 0; k < options_.sentinels.size(); ++k) {
+    const std::size_t i = (first + k) % options_.sentinels.size();
+    const auto& sentinel = options_.sentinels[i];
+    std::optional<Address> named;
+    try {
+      named = ask_sentinel(i);
+    } catch (const BackendError& e) {
+      failures.push_back(e.what());
+      continue;
+    }
+    if (!named) {
+      failures.push_back(fmt::format("sentinel {}:{}: does not know this master", sentinel.host, sentinel.port));
+      continue;
+    }
+    try {
+      auto connection = connect_primary(*named, generation);
+      std::lock_guard guard(mutex_);
+      next_sentinel_ = i;
+      if (generation_ == generation) primary_ = named;
+      return connection;
+    } catch (const AuthError&) {
+      throw;
+    } catch (const BackendError& e) {
+      failures.push_back(fmt::format("sentinel {}:{} named {}:{}: {}", sentinel.host, sentinel.port, named->first,
+                                     named->second, e.what()));
+    }
+  }
+  throw ConnectError(fmt::format("{}: no sentinel names a primary of {} that answers as one: {}", description_,
+                                 options_.sentinel_master, fmt::join(failures, "; ")));
+}
+
+std::unique_ptr<Connection> Client::Impl::connect_primary(const Address& primary, std::uint64_t generation) {
+  ClientOptions target = options_;
+  target.host = primary.first;
+  target.port = primary.second;
+  std::unique_ptr<Connection> connection;
+  try {
+    connection = std::make_unique<Connection>(target, tls_.get(), description_);
+  } catch (const ConnectError& e) {
+    throw ConnectError(fmt::format("{} (the primary {}:{} named by the sentinels)", e.what(), target.host, target.port));
+  }
+  // The sentinels may lag a failover, or name a primary that was demoted
+  // since: only a server that says it is the master will do.
+  const Reply role = connection->command(std::vector<std::string>{"ROLE"});
+  if (role.is_error("NOPERM")) {
+    throw AuthError(fmt::format("{}: ROLE refused by {}:{} ({}): behind Sentinel the client checks the primary's role "
+                                "after every connect; grant the user +role",
+                                description_, target.host, target.port, role.text));
+  }
+  const std::string_view what = role.type == Reply::Type::array && !role.elements.empty() ? role.elements[0].text
+                                                                                           : std::string_view(role.text);
+  if (what != "master") {
+    throw ConnectError(fmt::format("{}: {}:{}, named primary of {} by the sentinels, says ROLE {} (a failover in "
+                                   "progress?)",
+                                   description_, target.host, target.port, options_.sentinel_master,
+                                   what.empty() ? to_string(role.type) : what));
+  }
+  connection->pool_generation = generation;
+  return connection;
+}
+
+std::optional<Client::Impl::Address> Client::Impl::ask_sentinel(std::size_t index) {
+  ClientOptions sentinel = options_;
+  sentinel.sentinels.clear();
+  sentinel.host = options_.sentinels[index].host;
+  sentinel.port = options_.sentinels[index].port;
+  sentinel.user = options_.sentinel_user;
+  sentinel.password = options_.sentinel_password;
+  sentinel.database = 0;
+  const std::string where = fmt::format("sentinel {}:{}", sentinel.host, sentinel.port);
+  Connection connection(sentinel, tls_.get(), where);
+  const Reply reply =
+      connection.command(std::vector<std::string>{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", options_.sentinel_master});
+  if (reply.type == Reply::Type::nil) return std::nullopt;
+  if (reply.type == Reply::Type::array && reply.elements.size() == 2 && !reply.elements[0].text.empty()) {
+    std::uint16_t port = 0;
+    const std::string& text = reply.elements[1].text;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (error == std::errc{} && end == text.data() + text.size() && port != 0) return Address{reply.elements[0].text, port};
+  }
+  throw ConnectError(fmt::format("{}: {}", where, reply.is_error() ? reply.text : "an unexpected reply to SENTINEL "
+                                                                                   "GET-MASTER-ADDR-BY-NAME"));
 }
 
 Reply Client::Impl::command(std::span<const std::string> args) {

@@ -79,8 +79,12 @@ class FLEETCRON_LOCAL Client::Impl {
   /// A new connection: to options_' server, or to the primary the
   /// sentinels name (asking them if it is not known), checked with ROLE.
   std::unique_ptr<detail::Connection> connect();
-  /// Asks the sentinels in turn; returns the primary's host and port.
-  std::pair<std::string, std::uint16_t> discover_primary();
+  using Address = std::pair<std::string, std::uint16_t>;
+  /// A connection to `primary`, kept only if ROLE says master.
+  std::unique_ptr<detail::Connection> connect_primary(const Address& primary, std::uint64_t generation);
+  /// What sentinel `index` names as the primary (nullopt: it does not know
+  /// the master); throws BackendError if it cannot be asked.
+  std::optional<Address> ask_sentinel(std::size_t index);
   /// Sentinel: the primary of `generation` is no more (its connection
   /// broke, its connect failed, it answered READONLY): the next connect
   /// asks the sentinels, and pooled connections to it are dropped.
@@ -99,7 +103,7 @@ class FLEETCRON_LOCAL Client::Impl {
   std::string last_connect_error_;
   // Sentinel: the primary last named, and the generation of the pool's
   // connections to it (bumped when it is forgotten).
-  std::optional<std::pair<std::string, std::uint16_t>> primary_;
+  std::optional<Address> primary_;
   std::uint64_t generation_ = 0;  // stays 0 without Sentinel
   std::size_t next_sentinel_ = 0;  // the one to ask first: the last that answered
 

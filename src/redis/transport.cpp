@@ -46,6 +46,13 @@ struct FreeAddresses {
   void operator()(addrinfo* list) const noexcept { freeaddrinfo(list); }
 };
 
+std::string ca_source(const ClientOptions& options) {
+  if (options.tls_ca_file.empty() && options.tls_ca_dir.empty()) return "the system's default store";
+  if (options.tls_ca_dir.empty()) return options.tls_ca_file;
+  if (options.tls_ca_file.empty()) return options.tls_ca_dir;
+  return options.tls_ca_file + " and " + options.tls_ca_dir;
+}
+
 }  // namespace
 
 Transport::Transport(const ClientOptions& options, const TlsContext* tls, const std::string& description,
@@ -78,12 +85,17 @@ void Transport::connect_socket(const ClientOptions& options, Clock::time_point d
   std::memcpy(address.sun_path, options.unix_socket.c_str(), options.unix_socket.size() + 1);
   fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd_ < 0) throw ConnectError(fmt::format("{}: connect failed: socket: {}", description_, std::strerror(errno)));
-  if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) return;  // NOLINT: sockets API
-  const int error = errno;
-  if (error != EINPROGRESS && error != EAGAIN) {
-    throw ConnectError(fmt::format("{}: connect failed: {}", description_, std::strerror(error)));
+  // EAGAIN on a Unix socket: the listener's backlog is full and nothing is
+  // connected; try again until the deadline.
+  for (;;) {
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) return;  // NOLINT: sockets API
+    const int error = errno;
+    if (error != EAGAIN && error != EINTR) {
+      throw ConnectError(fmt::format("{}: connect failed: {}", description_, std::strerror(error)));
+    }
+    if (Clock::now() >= deadline) throw ConnectError(fmt::format("{}: connect timed out", description_));
+    ::poll(nullptr, 0, 1);  // a millisecond: the server accepts meanwhile
   }
-  if (!wait(POLLOUT, deadline)) throw ConnectError(fmt::format("{}: connect timed out", description_));
 }
 
 void Transport::connect_tcp(const ClientOptions& options, Clock::time_point deadline) {
@@ -97,28 +109,48 @@ void Transport::connect_tcp(const ClientOptions& options, Clock::time_point dead
                                    gai_strerror(status)));
   }
   const std::unique_ptr<addrinfo, FreeAddresses> addresses(raw);
-  std::string last_error = "no address";
-  for (const addrinfo* address = raw; address != nullptr; address = address->ai_next) {
-    fd_ = ::socket(address->ai_family, address->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, address->ai_protocol);
-    if (fd_ < 0) {
-      last_error = std::strerror(errno);
-      continue;
-    }
-    int error = ::connect(fd_, address->ai_addr, address->ai_addrlen) == 0 ? 0 : errno;
-    if (error == EINPROGRESS) {
-      if (!wait(POLLOUT, deadline)) throw ConnectError(fmt::format("{}: connect timed out", description_));
-      socklen_t length = sizeof error;
-      if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
-    }
-    if (error == 0) {
+  std::size_t left = 0;
+  for (const addrinfo* address = raw; address != nullptr; address = address->ai_next) ++left;
+  std::string errors;
+  for (const addrinfo* address = raw; address != nullptr; address = address->ai_next, --left) {
+    // Each address gets its share of the time left: a silently dropped
+    // first one (an unrouted IPv6 address) leaves time for the next.
+    const auto now = Clock::now();
+    const auto until = left <= 1 || now >= deadline ? deadline : now + (deadline - now) / static_cast<long>(left);
+    const std::string error = try_address(*address, until);
+    if (error.empty()) {
       tune_tcp(fd_);
       return;
     }
-    last_error = std::strerror(error);
-    ::close(fd_);
-    fd_ = -1;
+    char name[INET6_ADDRSTRLEN] = "?";
+    const void* ip = address->ai_family == AF_INET6
+                         ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(address->ai_addr)->sin6_addr)
+                         : static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(address->ai_addr)->sin_addr);
+    inet_ntop(address->ai_family, ip, name, sizeof name);  // NOLINT: the sockets API
+    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", name, error);
   }
-  throw ConnectError(fmt::format("{}: connect failed: {}", description_, last_error));
+  if (errors.find("timed out") != std::string::npos && errors.find(';') == std::string::npos) {
+    throw ConnectError(fmt::format("{}: connect timed out", description_));
+  }
+  throw ConnectError(fmt::format("{}: connect failed: {}", description_, errors.empty() ? "no address" : errors));
+}
+
+std::string Transport::try_address(const addrinfo& address, Clock::time_point deadline) {
+  fd_ = ::socket(address.ai_family, address.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, address.ai_protocol);
+  if (fd_ < 0) return std::strerror(errno);
+  int error = ::connect(fd_, address.ai_addr, address.ai_addrlen) == 0 ? 0 : errno;
+  if (error == EINPROGRESS) {
+    if (!wait(POLLOUT, deadline)) {
+      error = ETIMEDOUT;
+    } else {
+      socklen_t length = sizeof error;
+      if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+    }
+  }
+  if (error == 0) return {};
+  ::close(fd_);
+  fd_ = -1;
+  return error == ETIMEDOUT ? "timed out" : std::strerror(error);
 }
 
 void Transport::handshake(const ClientOptions& options, const TlsContext& tls, Clock::time_point deadline) {
@@ -132,6 +164,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
   // SSL_set_tlsext_host_name() is a macro with a C cast; this is what it does.
   if (!ip) SSL_ctrl(ssl_, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, const_cast<char*>(name.c_str()));
   if (options.tls_verify) {
+    SSL_set_hostflags(ssl_, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     const bool named = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1
                           : SSL_set1_host(ssl_, name.c_str()) == 1;
     if (!named) throw ConnectError(fmt::format("{}: TLS: cannot verify against the name {}", description_, name));
@@ -139,6 +172,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
   for (;;) {
     const int result = SSL_connect(ssl_);
     if (result == 1) return;
+    const int saved_errno = errno;
     const int error = SSL_get_error(ssl_, result);
     if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
       if (!wait(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline)) {
@@ -146,16 +180,14 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
       }
       continue;
     }
-    const long verified = SSL_get_verify_result(ssl_);
-    if (verified != X509_V_OK) {
+    const long verified = SSL_get_verify_result(ssl_);  // also set without verification: ignored then
+    if (options.tls_verify && verified != X509_V_OK) {
       throw ConnectError(fmt::format("{}: TLS: the server's certificate is refused: {} (expected name {}, CAs from {})",
                                      description_, X509_verify_cert_error_string(verified), name,
-                                     !options.tls_ca_file.empty() ? options.tls_ca_file
-                                     : !options.tls_ca_dir.empty() ? options.tls_ca_dir
-                                                                   : "the system's default store"));
+                                     ca_source(options)));
     }
     std::string reason = take_openssl_errors();
-    if (reason.empty()) reason = error == SSL_ERROR_SYSCALL && errno != 0 ? std::strerror(errno) : "connection closed";
+    if (reason.empty()) reason = error == SSL_ERROR_SYSCALL && saved_errno != 0 ? std::strerror(saved_errno) : "connection closed";
     throw ConnectError(fmt::format("{}: TLS handshake failed: {}", description_, reason));
   }
 }
@@ -167,7 +199,7 @@ bool Transport::wait(short events, Clock::time_point deadline) const {
     pollfd entry{fd_, events, 0};
     const int ready = ::poll(&entry, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 3'600'000)));
     if (ready > 0) return true;  // readable, writable, or an error the next call reports
-    if (ready < 0 && errno != EINTR) return true;
+    if (ready < 0 && errno != EINTR) return false;  // poll itself failed (ENOMEM): give up as on a timeout
   }
 }
 

@@ -12,6 +12,7 @@
 #include "fleetcron/redis/client_options.h"
 
 struct ssl_st;
+struct addrinfo;
 
 namespace fleetcron::redis::detail {
 
@@ -41,6 +42,8 @@ class Transport {
  private:
   void connect_socket(const ClientOptions& options, std::chrono::steady_clock::time_point deadline);
   void connect_tcp(const ClientOptions& options, std::chrono::steady_clock::time_point deadline);
+  /// One address until `deadline`: "" with fd_ connected, else why not (fd_ closed).
+  std::string try_address(const addrinfo& address, std::chrono::steady_clock::time_point deadline);
   void handshake(const ClientOptions& options, const TlsContext& tls, std::chrono::steady_clock::time_point deadline);
   /// Waits for `events` (poll(2) bits) until `deadline`; false on timeout.
   bool wait(short events, std::chrono::steady_clock::time_point deadline) const;

@@ -400,10 +400,17 @@ ClientOptions parse_uri(std::string_view uri, ClientOptions base) { return UriPa
 
 void validate_sentinels(const ClientOptions& options) {
   if (options.sentinels.empty()) {
-    if (!options.sentinel_master.empty() || !options.sentinel_user.empty() || !options.sentinel_password.empty()) {
-      throw std::invalid_argument("redis::ClientOptions.sentinel_master: set, but there are no sentinels");
+    const char* field = !options.sentinel_master.empty() ? "sentinel_master"
+                        : !options.sentinel_user.empty() ? "sentinel_user"
+                        : !options.sentinel_password.empty() ? "sentinel_password"
+                                                             : nullptr;
+    if (field != nullptr) {
+      throw std::invalid_argument(fmt::format("redis::ClientOptions.{}: set, but there are no sentinels", field));
     }
     return;
+  }
+  if (!options.sentinel_user.empty() && options.sentinel_password.empty()) {
+    throw std::invalid_argument("redis::ClientOptions.sentinel_user: set without sentinel_password (AUTH needs both)");
   }
   if (!options.unix_socket.empty()) {
     throw std::invalid_argument("redis::ClientOptions.sentinels: given with unix_socket (sentinels name TCP primaries)");

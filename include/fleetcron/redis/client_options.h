@@ -30,10 +30,11 @@ struct FLEETCRON_API ClientOptions {
   std::string password;
   /// SELECTed after every (re)connect, 0 .. 2^31-1.
   int database = 0;
-  /// Bounds connecting (TCP handshake plus AUTH/SELECT), 1 ms .. 1 h.
+  /// Bounds the TCP connect and TLS handshake (shared by the addresses a
+  /// name resolves to), then each wait of AUTH and SELECT, 1 ms .. 1 h.
   std::chrono::milliseconds connect_timeout{1000};
-  /// Bounds every read and write of a command, 1 ms .. 1 h; applied again
-  /// after every reconnect (hiredis forgets it).
+  /// Bounds each wait for the socket while a command is written or its
+  /// reply read, 1 ms .. 1 h.
   std::chrono::milliseconds request_timeout{1000};
   /// Connections kept open at most, 1 .. 1024. A caller waits for a free one
   /// for at most request_timeout.
