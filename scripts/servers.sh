@@ -128,6 +128,71 @@ start_nats() {
   return 1
 }
 
+# A three-node nats-server cluster with JetStream (nodes n0, n1, n2; each
+# with its own store directory and monitoring port); sets
+# FLEETCRON_TEST_NATS_CLUSTER_URL (every node, comma-separated). Ready once
+# JetStream's meta group has a leader. nats_node_down/nats_node_up kill and
+# restart one node on its ports and store; nats_stream_leader names the node
+# leading a stream.
+nats_node_pids=() nats_node_ports=() nats_node_routes=() nats_node_monitors=()
+start_nats_node() {  # index
+  local i=$1 routes="" j
+  for j in 0 1 2; do ((j == i)) || routes+="${routes:+,}nats://127.0.0.1:${nats_node_routes[$j]}"; done
+  mkdir -p "$server_dir/nats-n$i"
+  nats-server -js -a 127.0.0.1 -p "${nats_node_ports[$i]}" -n "n$i" -sd "$server_dir/nats-n$i" \
+    -m "${nats_node_monitors[$i]}" --cluster_name fleetcron --cluster "nats://127.0.0.1:${nats_node_routes[$i]}" \
+    --routes "$routes" >>"$server_dir/nats-n$i.log" 2>&1 &
+  nats_node_pids[$i]=$!
+  server_pids+=("$!")
+}
+nats_meta_leader() {  # the meta group's leader as node i says it, or nothing
+  curl -sf "http://127.0.0.1:${nats_node_monitors[$1]}/jsz" 2>/dev/null | jq -r '.meta_cluster.leader // empty' 2>/dev/null
+}
+start_nats_cluster() {
+  local i ready url=""
+  for i in 0 1 2; do
+    nats_node_ports[$i]=$(pick_port); nats_node_routes[$i]=$(pick_port); nats_node_monitors[$i]=$(pick_port)
+  done
+  for i in 0 1 2; do start_nats_node "$i"; done
+  for _ in $(seq 400); do
+    ready=0
+    for i in 0 1 2; do [[ -n $(nats_meta_leader "$i") ]] && ready=$((ready + 1)); done
+    if ((ready == 3)); then
+      for i in 0 1 2; do url+="${url:+,}127.0.0.1:${nats_node_ports[$i]}"; done
+      export FLEETCRON_TEST_NATS_CLUSTER_URL="nats://$url"
+      echo "nats-server cluster n0 n1 n2 on ports ${nats_node_ports[*]} (meta leader $(nats_meta_leader 0))"
+      return 0
+    fi
+    sleep 0.05
+  done
+  echo "the nats-server cluster did not elect a JetStream meta leader; logs:" >&2
+  tail -n 20 "$server_dir"/nats-n*.log >&2 || true
+  return 1
+}
+nats_node_down() {  # index: SIGKILL
+  kill_and_reap "${nats_node_pids[$1]}" || return 1
+  forget_pid "${nats_node_pids[$1]}"
+}
+nats_node_up() {  # index: the same ports and store; back once it answers on its monitoring port
+  start_nats_node "$1"
+  for _ in $(seq 300); do
+    curl -sf "http://127.0.0.1:${nats_node_monitors[$1]}/varz" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "nats node n$1 did not come back" >&2
+  return 1
+}
+nats_stream_leader() {  # stream → the index of the node leading it, asked of every live node
+  local i leader
+  for i in 0 1 2; do
+    leader=$(curl -sf "http://127.0.0.1:${nats_node_monitors[$i]}/jsz?accounts=true&streams=true" 2>/dev/null |
+      jq -r --arg s "$1" '[.account_details[]?.stream_detail[]? | select(.name == $s) | .cluster.leader // empty][0] // empty' \
+        2>/dev/null)
+    if [[ $leader == n[0-2] ]]; then echo "${leader#n}"; return 0; fi
+  done
+  return 1
+}
+
 # Starts a private PostgreSQL cluster (scripts/postgres_cluster.sh: initdb
 # and pg_ctl as the postgres user when root); sets FLEETCRON_TEST_POSTGRES_URL.
 # Its postmaster is stopped by PID with the other servers (a fast shutdown).

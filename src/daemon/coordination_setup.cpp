@@ -103,7 +103,8 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
   out.connection = nats::Connection::connect(options);
   if (settings.coordination != CoordinationMode::leader) {
     out.claimer = std::make_shared<nats::Claimer>(
-        out.connection->bucket(nats::BucketConfig{.name = settings.claim_bucket, .ttl = settings.claim_ttl}),
+        out.connection->bucket(nats::BucketConfig{
+            .name = settings.claim_bucket, .ttl = settings.claim_ttl, .replicas = settings.nats_replicas}),
         nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings)});
   }
   if (settings.coordination != CoordinationMode::claim) {
@@ -112,11 +113,14 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
     elector_options.election.startup_splay = std::chrono::milliseconds{0};
     const auto ttl = settings.leader_ttl.value_or(nats::default_leader_ttl);
     out.elector = std::make_shared<nats::Elector>(
-        out.connection->bucket(nats::BucketConfig{.name = settings.leader_bucket, .ttl = ttl}), elector_options);
+        out.connection->bucket(
+            nats::BucketConfig{.name = settings.leader_bucket, .ttl = ttl, .replicas = settings.nats_replicas}),
+        elector_options);
   }
   if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {
-    out.fleet_state = std::make_shared<nats::FleetState>(
-        out.connection->bucket(nats::state_bucket_config(effective_fleet_bucket(settings))));
+    auto config = nats::state_bucket_config(effective_fleet_bucket(settings));
+    config.replicas = settings.nats_replicas;
+    out.fleet_state = std::make_shared<nats::FleetState>(out.connection->bucket(config));
   }
   return out;
 }
@@ -142,6 +146,7 @@ nats::ConnectionOptions parse_nats_uri(const std::string& uri, Settings& setting
   if (parsed.claim_bucket) settings.claim_bucket = *parsed.claim_bucket;
   if (parsed.leader_bucket) settings.leader_bucket = *parsed.leader_bucket;
   if (parsed.leader_key) settings.leader_key = *parsed.leader_key;
+  if (parsed.replicas) settings.nats_replicas = *parsed.replicas;
   nats::ConnectionOptions& options = parsed.connection;
   if (!settings.coordinator_password.empty()) {
     // With a user in the URI it is that user's password, else a token.

@@ -53,6 +53,7 @@ struct Settings {
   std::chrono::nanoseconds claim_ttl = redis::default_claim_ttl;  // libtnb/cron's, for every backend
   std::string claim_prefix{redis::default_claim_prefix};
   std::string claim_bucket = "FLEETCRON_CLAIMS";
+  int nats_replicas = 1;  // NATS: the JetStream replicas of the buckets created (URI ?replicas=)
   /// The fleet state (docs/fleet-state.md): Redis key prefix (empty:
   /// derived from claim_prefix, see effective_fleet_prefix()), how far back
   /// catch-up reaches (0: no cursors, no catch-up), and whether it reaches

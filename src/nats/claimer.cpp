@@ -53,6 +53,11 @@ struct FLEETCRON_LOCAL Claimer::Impl {
   std::mutex mutex;  // guards offset_seen
   std::optional<ClockOffset> offset_seen;
   std::atomic<std::uint64_t> recreated{0};
+  std::atomic<std::uint64_t> last_fence{0};
+  /// The fence of a grant whose write the server stamped `written_us`: at
+  /// least that, and above every fence this claimer handed out before (a
+  /// JetStream cluster's leader stamps several writes per microsecond).
+  std::uint64_t next_fence(std::int64_t written_us);
 };
 
 std::string encode_key(std::string_view fire_key) {
@@ -203,6 +208,8 @@ void Claimer::Impl::grant_chunk(std::span<const std::string> fire_keys, std::spa
     written.assign(revisions.size(), std::nullopt);
   }
   const Instant local_mid = sent + (answered - sent) / 2;
+  // created[] is in publish order: one connection's publishes get
+  // increasing revisions, so fences follow the writes' order.
   for (std::size_t k = 0; k < created.size(); ++k) {
     const std::size_t i = created[k];
     if (!written[k]) {
@@ -218,8 +225,8 @@ void Claimer::Impl::grant_chunk(std::span<const std::string> fire_keys, std::spa
     } else if (auto reset = reset_refusal(fire_keys[i], stream.stream_created)) {
       out[i] = std::move(*reset);
     } else {
-      const auto fence = std::chrono::duration_cast<std::chrono::microseconds>(written[k]->time_since_epoch()).count();
-      out[i] = ClaimResult::claimed(static_cast<std::uint64_t>(std::max<std::int64_t>(fence, 1)));
+      out[i] = ClaimResult::claimed(
+          next_fence(std::chrono::duration_cast<std::chrono::microseconds>(written[k]->time_since_epoch()).count()));
     }
   }
 }
@@ -265,8 +272,18 @@ ClaimResult Claimer::Impl::check_grant(std::string_view fire_key, std::uint64_t 
     return ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revision));
   }
   if (auto reset = reset_refusal(fire_key, times.stream_created)) return std::move(*reset);
-  const auto fence = std::chrono::duration_cast<std::chrono::microseconds>(times.written.time_since_epoch()).count();
-  return ClaimResult::claimed(static_cast<std::uint64_t>(std::max<std::int64_t>(fence, 1)));
+  return ClaimResult::claimed(
+      next_fence(std::chrono::duration_cast<std::chrono::microseconds>(times.written.time_since_epoch()).count()));
+}
+
+std::uint64_t Claimer::Impl::next_fence(std::int64_t written_us) {
+  const auto floor = static_cast<std::uint64_t>(std::max<std::int64_t>(written_us, 1));
+  std::uint64_t last = last_fence.load();
+  std::uint64_t fence = 0;
+  do {
+    fence = std::max(floor, last + 1);
+  } while (!last_fence.compare_exchange_weak(last, fence));
+  return fence;
 }
 
 std::optional<ClaimResult> Claimer::Impl::reset_refusal(std::string_view fire_key,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "core/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
@@ -108,6 +110,13 @@ class UriParser {
       out_.leader_bucket = value;
     } else if (name == "key") {
       out_.leader_key = value;
+    } else if (name == "replicas") {
+      int replicas = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), replicas);
+      if (error != std::errc{} || end != value.data() + value.size() || replicas < 1 || replicas > 5) {
+        fail("option replicas", fmt::format("\"{}\" is not a number of replicas 1..5", value));
+      }
+      out_.replicas = replicas;
     } else if (name == "connect_timeout" || name == "request_timeout") {
       std::chrono::nanoseconds duration{};
       try {
@@ -118,7 +127,7 @@ class UriParser {
       (name == "connect_timeout" ? out_.connection.connect_timeout : out_.connection.request_timeout) =
           std::chrono::duration_cast<std::chrono::milliseconds>(duration);
     } else {
-      fail("option " + name, "unknown (known: bucket, leader_bucket, key, connect_timeout, request_timeout)");
+      fail("option " + name, "unknown (known: bucket, leader_bucket, key, replicas, connect_timeout, request_timeout)");
     }
   }
 

@@ -6,7 +6,14 @@
 # kills and restarts the server (PostgreSQL: an immediate shutdown, and
 # pg_terminate_backend of every daemon connection). Every run appends "fire-key fence replica" to a journal.
 #
-#   chaos_test.sh FLEETCRON_BINARY redis|nats|postgres SECONDS [SEED] [both|claim]
+#   chaos_test.sh FLEETCRON_BINARY redis|nats|nats-cluster|postgres SECONDS [SEED] [both|claim]
+#
+# nats-cluster: a three-node nats-server cluster, every bucket with three
+# replicas, the daemons given every node. Instead of the server restart,
+# three nodes are SIGKILLed for 5 s each, at a quarter, half and three
+# quarters of the run: the node leading the claims' stream, the node
+# leading the leader bucket's stream (claim mode: another node), and a
+# node leading neither.
 #
 # Coordination `both` (default: a leader runs the fires, each claimed) or
 # `claim`. Afterwards: duplicates must be 0; every lost fire is listed with
@@ -45,6 +52,10 @@ fail() { echo "FAIL (seed $seed): $*"; for f in "$work"/replica*.log; do echo "-
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CHAOS_CLAIMS&leader_bucket=CHAOS_LEADER"; leader_ttl=10; failover=19 ;;
+  nats-cluster)
+    start_nats_cluster
+    coordinator="$FLEETCRON_TEST_NATS_CLUSTER_URL?bucket=CHAOS_CLAIMS&leader_bucket=CHAOS_LEADER&replicas=3"
+    leader_ttl=10; failover=19 ;;
   postgres)  # as Redis: a 3 s lease
     start_postgres; coordinator=$FLEETCRON_TEST_POSTGRES_URL; leader_ttl=3; failover=5
     "$binary" migrate --coordinator "$coordinator" >"$work/migrate.out" || fail "migrate: $(cat "$work/migrate.out")" ;;
@@ -76,6 +87,28 @@ echo "chaos: 3 daemons on $backend ($mode), ${duration}s, seed $seed; work $work
 # at about 60 % of the run.
 server_restart_at=$((started + duration * 6 / 10))
 server_restarted=0
+# nats-cluster: node faults instead (see the top).
+node_faults=()
+if [[ $backend == nats-cluster ]]; then
+  server_restarted=1
+  node_faults=($((started + duration / 4)) $((started + duration / 2)) $((started + duration * 3 / 4)))
+fi
+node_fault=0
+node_down() {  # which: claims | leader | neither
+  local node claims leader
+  claims=$(nats_stream_leader KV_CHAOS_CLAIMS || echo 0)
+  leader=$(nats_stream_leader KV_CHAOS_LEADER || echo "$(((claims + 1) % 3))")
+  case $1 in
+    claims) node=$claims ;;
+    leader) node=$leader ;;
+    neither) for node in 0 1 2; do ((node != claims && node != leader)) && break; done ;;
+  esac
+  note "node-down $node (leads:$([[ $node == "$claims" ]] && echo " claims")$([[ $node == "$leader" ]] && echo " leader"))"
+  nats_node_down "$node"
+  sleep 5
+  nats_node_up "$node"
+  note "node-up $node"
+}
 # PostgreSQL also has every daemon connection terminated at about 30 %.
 terminate_at=$((started + duration * 3 / 10))
 terminated=$([[ $backend == postgres ]] && echo 0 || echo 1)
@@ -87,7 +120,10 @@ next=$(($(date +%s) + 3))
 while (($(date +%s) < started + duration - 8)); do
   wait_until "$next"
   now=$(date +%s)
-  if ((server_restarted == 0 && now >= server_restart_at)); then
+  if ((node_fault < ${#node_faults[@]})) && ((now >= node_faults[node_fault])); then
+    node_down "$(case $node_fault in 0) echo claims ;; 1) echo leader ;; *) echo neither ;; esac)"
+    node_fault=$((node_fault + 1))
+  elif ((server_restarted == 0 && now >= server_restart_at)); then
     note "server-down"
     case $backend in
       redis) restart_redis "$server_port" ;;
@@ -125,6 +161,7 @@ while (($(date +%s) < started + duration - 8)); do
   next=$(($(date +%s) + 6 + RANDOM % 9))
 done
 ((server_restarted == 1)) || fail "the run was too short for the server restart"
+((node_fault == ${#node_faults[@]})) || fail "the run was too short for the node faults ($node_fault of ${#node_faults[@]})"
 wait_until $((started + duration))
 ended=$(date +%s)   # fires are checked up to here, not through the shutdown
 for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}" 2>/dev/null || true; done
@@ -145,7 +182,14 @@ duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d)
 awk '$2 == "" || $2 == 0 {bad++} END {exit bad > 0}' "$journal" || fail "runs without a fence"
 # (awk, not head: under pipefail a head that exits early fails the pipeline
 # with SIGPIPE, which set -e turns into a silent exit.)
-dup_fences=$(awk '{print $2}' "$journal" | sort | uniq -d | awk 'NR <= 3')
+# A JetStream cluster's leader stamps several writes per microsecond: two
+# replicas' claims of different jobs may share a fence (docs/fencing.md),
+# so there fences are unique per job; elsewhere, across the fleet.
+if [[ $backend == nats-cluster ]]; then
+  dup_fences=$(awk '{split($1, p, "@"); print p[1], $2}' "$journal" | sort | uniq -d | awk 'NR <= 3')
+else
+  dup_fences=$(awk '{print $2}' "$journal" | sort | uniq -d | awk 'NR <= 3')
+fi
 [[ -z $dup_fences ]] || fail "fences handed out twice: $dup_fences"
 disorder=$(awk '{split($1, p, "@"); cmd = "date -u -d " p[2] " +%s"; cmd | getline t; close(cmd); print p[1], $2, t}' "$journal" |
   sort -k1,1 -k2,2n | awk -v w="$dedup_window" '{if ($1 == job && $3 < newest - w) bad++; if ($1 != job || $3 > newest) newest = $3; job = $1} END {print bad + 0}')
@@ -169,6 +213,8 @@ explain() {  # fire key, second → reason or empty
     $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= stopped[$3] + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
     $2 == "server-down" {down = $1}
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
+    $2 == "node-down" {node_down = $1; node_what = $4 $5 $6}
+    $2 == "node-up" && t >= node_down - 1 && t <= $1 + 2 + after {print "node killed " node_what; exit}
     $2 == "clients-terminated" && t >= $1 - 1 && t <= $1 + 2 + after {print "connections terminated"; exit}
   ' "$actions"
 }

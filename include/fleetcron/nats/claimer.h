@@ -47,7 +47,9 @@ struct FLEETCRON_API ClaimerOptions {
 /// claim() creates the key (first writer wins), then reads the server's
 /// timestamps of its write and of the bucket's stream (one more request):
 ///  - the fence is the write's server time in µs (docs/fencing.md), so it
-///    grows across recreated buckets and matches Redis's rule;
+///    grows across recreated buckets and matches Redis's rule — raised to
+///    1 above this claimer's previous fence when the server stamped two of
+///    its writes in one microsecond (a JetStream cluster's leader does);
 ///  - a write whose timestamp is further than max_clock_skew from the local
 ///    clock is refused as clock_skew (the key stays written: lost, not run);
 ///  - a fire scheduled before the stream's creation + max_clock_skew is

@@ -18,6 +18,9 @@ struct FLEETCRON_API UriOptions {
   std::optional<std::string> claim_bucket;   ///< ?bucket=
   std::optional<std::string> leader_bucket;  ///< ?leader_bucket=
   std::optional<std::string> leader_key;     ///< ?key=
+  /// ?replicas=1..5: the JetStream replicas of every bucket the URI's user
+  /// creates (a cluster of at least that many servers).
+  std::optional<int> replicas;
 };
 
 /// Parses
@@ -27,8 +30,8 @@ struct FLEETCRON_API UriOptions {
 /// is written %25); everything up to
 /// the last '@' is the user information, so an unescaped '?', '/' or ','
 /// in a password stays in the password. Options: bucket, leader_bucket,
-/// key (the coordination's names), connect_timeout, request_timeout
-/// (durations such as 500ms). Throws UriError naming the part, the URI
+/// key (the coordination's names), replicas (1..5, for the buckets it
+/// creates), connect_timeout, request_timeout (durations such as 500ms). Throws UriError naming the part, the URI
 /// shown with its secrets as "***".
 [[nodiscard]] FLEETCRON_API UriOptions parse_uri(std::string_view uri, ConnectionOptions base = {});
 
