@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake make g++ clang libclang-rt-14-dev pkg-config   # toolchain; clang for libFuzzer and sanitizers
+  dpkg-dev adduser                                      # the Debian packages: dpkg-shlibdeps; the package's postinst
   tzdata libhowardhinnant-date-dev                      # time zones (date, USE_OS_TZDB=1)
   libfmt-dev libcli11-dev                               # formatting, command line
   libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests

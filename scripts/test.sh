@@ -5,7 +5,8 @@
 #     integration tests, end-to-end fleets of three daemons (the status page
 #     in headless Chromium among them); a -O3 build of
 #     the shared libraries, program and examples (-Werror; exported symbols
-#     checked, installed package tested); benchmark smoke run;
+#     checked, installed package tested, Debian packages built, installed
+#     and purged); benchmark smoke run;
 #  2. clang build with ASan+UBSan (-Werror): the same tests, plus a short
 #     libFuzzer run of every fuzz target;
 #  3. g++ ThreadSanitizer build: the scheduler tests, the Redis, NATS and
@@ -55,7 +56,8 @@ step "g++ fleet runs: end to end and chaos (three daemons and their own server e
 # build by itself.
 (
   nice -n 19 cmake -S . -B build/gcc-release -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_WERROR=ON \
-    -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=ON -DFLEETCRON_INSTALL=ON
+    -DBUILD_SHARED_LIBS=ON -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=ON -DFLEETCRON_INSTALL=ON \
+    -DCMAKE_INSTALL_PREFIX=/usr
   nice -n 19 cmake --build build/gcc-release -j1
   nice -n 19 cmake -S . -B build/gcc-core -DCMAKE_CXX_COMPILER=g++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "${line_tables[@]}" -DFLEETCRON_WERROR=ON -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_POSTGRES=OFF -DFLEETCRON_DAEMON=OFF \
@@ -74,6 +76,8 @@ wait "$background_builds" || { tail -n 50 build/background-builds.log; echo "a b
 bash tests/install/check_exports.sh build/gcc-release
 bash tests/install/run_install_test.sh build/gcc-release . build/gcc-release/install-test
 build/gcc-release/src/daemon/fleetcron next -n 1 '@daily' >/dev/null
+step "Debian packages: built with CPack, installed with dpkg -i, used, purged"
+bash tests/install/package_test.sh build/gcc-release . build/gcc-release/package-test
 
 step "valgrind: NATS connections, buckets, claims and an election shut nats.c down without a leak"
 valgrind -q --leak-check=full --show-leak-kinds=definite,possible --errors-for-leak-kinds=definite,possible \

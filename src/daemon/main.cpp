@@ -1,5 +1,6 @@
 // The fleetcron program. The only translation unit that includes CLI11.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,6 +13,9 @@
 #include "daemon/daemon.h"
 #include "daemon/next_command.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/nats/build_info.h"
+#include "fleetcron/postgres/build_info.h"
+#include "fleetcron/redis/build_info.h"
 #include "fleetcron/version.h"
 
 namespace {
@@ -213,11 +217,18 @@ int run_daemon(const Flags& flags) {
   return exit_failure;
 }
 
+/// `fleetcron --version`: the version, then each backend compiled in with
+/// the libraries under it.
+std::string version_text() {
+  return fmt::format("fleetcron {}\nbackends:\n  memory (one process)\n  {}\n  {}\n  {}", FLEETCRON_VERSION_STRING,
+                     fleetcron::redis::build_info(), fleetcron::nats::build_info(), fleetcron::postgres::build_info());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"fleetcron: cron for a fleet; every fire runs once"};
-  app.set_version_flag("--version", FLEETCRON_VERSION_STRING);
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   fleetcron::daemon::NextCommandOptions next;
   add_next_command(app, next);

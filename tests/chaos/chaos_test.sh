@@ -97,10 +97,10 @@ node_fault=0
 node_down() {  # which: claims | leader | neither
   local node claims leader
   claims=$(nats_stream_leader KV_CHAOS_CLAIMS || echo 0)
-  leader=$(nats_stream_leader KV_CHAOS_LEADER || echo "$(((claims + 1) % 3))")
+  leader=$(nats_stream_leader KV_CHAOS_LEADER || echo none)   # none: claim mode has no leader bucket
   case $1 in
     claims) node=$claims ;;
-    leader) node=$leader ;;
+    leader) if [[ $leader == none ]]; then node=$(((claims + 1) % 3)); else node=$leader; fi ;;
     neither) for node in 0 1 2; do ((node != claims && node != leader)) && break; done ;;
   esac
   note "node-down $node (leads:$([[ $node == "$claims" ]] && echo " claims")$([[ $node == "$leader" ]] && echo " leader"))"

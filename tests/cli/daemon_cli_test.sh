@@ -41,6 +41,15 @@ wait_for() {  # FILE PATTERN SECONDS
   return 1
 }
 
+version=$("$bin" --version)
+if [[ $version == "fleetcron "[0-9]*.[0-9]*.[0-9]*$'\nbackends:'* && $version == *"memory (one process)"* &&
+      $version == *"redis (hiredis "*"TLS with OpenSSL "* && $version == *"nats (nats.c "* &&
+      $version == *"postgres (libpq "* ]]; then
+  ok "--version names the version and every backend"
+else
+  bad "--version: $version"
+fi
+
 printf '0 * * * * true\n61 * * * * echo bad\n' >"$work/bad.cron"
 expect_error "validate names file:line:column" 2 "$work/bad.cron:2:1: field minute: 61 above maximum 59" -- validate "$work/bad.cron"
 expect_error "run refuses an invalid file" 2 "$work/bad.cron:2:1: field minute" -- run "$work/bad.cron"
