@@ -101,7 +101,7 @@ node_down() {  # which: claims | leader | neither
   case $1 in
     claims) node=$claims ;;
     leader) if [[ $leader == none ]]; then node=$(((claims + 1) % 3)); else node=$leader; fi ;;
-    neither) for node in 0 1 2; do ((node != claims && node != leader)) && break; done ;;
+    neither) for node in 0 1 2; do [[ $node != "$claims" && $node != "$leader" ]] && break; done ;;
   esac
   note "node-down $node (leads:$([[ $node == "$claims" ]] && echo " claims")$([[ $node == "$leader" ]] && echo " leader"))"
   nats_node_down "$node"

@@ -107,7 +107,23 @@ TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
     FAIL() << "an unknown option was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "NATS URI \"nats://***@127.0.0.1:4222?colour=red\": option colour: unknown (known: "
-                                     "bucket, leader_bucket, key, connect_timeout, request_timeout)");
+                                     "bucket, leader_bucket, key, replicas, connect_timeout, request_timeout)");
+  }
+}
+
+TEST(CoordinationSetup, NatsReplicasAreTheBucketsAndBounded) {
+  Settings settings;
+  EXPECT_EQ(settings.nats_replicas, 1);
+  (void)parse_nats_uri("nats://a:4222,b:4222,c:4222?replicas=3", settings);
+  EXPECT_EQ(settings.nats_replicas, 3);
+  for (const char* bad : {"nats://a?replicas=0", "nats://a?replicas=6", "nats://a?replicas=three"}) {
+    try {
+      (void)parse_nats_uri(bad, settings);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("option replicas: \"") , std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not a number of replicas 1..5"), std::string::npos) << e.what();
+    }
   }
 }
 
