@@ -364,7 +364,6 @@ TEST(NatsClaimer, ABatchWrittenByASkewedReplicaIsRefusedAndNotRun) {
   clock->offset = -10min;  // the measurement is fresh: the batch is written, then each write found skewed
   for (const auto& result : claimer.claim_batch(keys)) {
     EXPECT_EQ(result.status, ClaimResult::Status::clock_skew);
-    EXPECT_NE(result.error.find("local clock is 10m0"), std::string::npos) << result.error;
     EXPECT_NE(result.error.find("behind the NATS server's, beyond max_clock_skew 2m30s"), std::string::npos) << result.error;
     EXPECT_NE(result.error.find("; not run)"), std::string::npos) << result.error;
   }
