@@ -29,14 +29,14 @@ struct FLEETCRON_LOCAL Claimer::Impl {
   Impl(std::shared_ptr<Bucket> bucket, ClaimerOptions options);
   ClaimResult claim(std::string_view fire_key);
   /// The key's claim key, or the result that refuses it without a request.
-  std::variant<std::string, ClaimResult> prepare(std::string_view fire_key);
+  std::variant<std::string, ClaimResult> prepare(std::string_view fire_key, const std::optional<ClockOffset>& offset);
   std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
   /// One create_many round trip for fire_keys[indexes…], results into out.
   void claim_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> indexes,
                    std::span<const std::string> keys, std::vector<ClaimResult>& out);
   /// Grants (or refuses) the created claims of a chunk by one read of the stream's times.
   void grant_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> created,
-                   std::span<const std::uint64_t> revisions, Instant sent, std::vector<ClaimResult>& out);
+                   std::span<const std::uint64_t> revisions, Instant sent, Instant answered, std::vector<ClaimResult>& out);
   ClaimResult claim_once(std::string_view fire_key, const std::string& key, bool may_recreate);
   ClaimResult check_grant(std::string_view fire_key, std::uint64_t revision, Instant sent, Instant answered);
   std::optional<ClockOffset> clock_offset();
@@ -125,12 +125,13 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
 }
 
 ClaimResult Claimer::Impl::claim(std::string_view fire_key) {
-  auto prepared = prepare(fire_key);
+  auto prepared = prepare(fire_key, clock_offset());
   if (auto* refused = std::get_if<ClaimResult>(&prepared)) return std::move(*refused);
   return claim_once(fire_key, std::get<std::string>(prepared), true);
 }
 
-std::variant<std::string, ClaimResult> Claimer::Impl::prepare(std::string_view fire_key) {
+std::variant<std::string, ClaimResult> Claimer::Impl::prepare(std::string_view fire_key,
+                                                              const std::optional<ClockOffset>& offset) {
   if (blank(fire_key)) return ClaimResult::failed("blank fire key");
   std::string key = options.claim_prefix + encode_key(fire_key);
   if (key.size() > max_key_bytes) {
@@ -138,7 +139,7 @@ std::variant<std::string, ClaimResult> Claimer::Impl::prepare(std::string_view f
     return ClaimResult::failed(fmt::format("fire key encodes to {} bytes, above the {}-byte limit for NATS keys",
                                            key.size(), max_key_bytes));
   }
-  if (const auto offset = clock_offset(); offset && std::chrono::abs(offset->offset) > max_skew) {
+  if (offset && std::chrono::abs(offset->offset) > max_skew) {
     return ClaimResult::skewed(skew_message(offset->offset));  // nothing written
   }
   return key;
@@ -148,8 +149,9 @@ std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string>
   std::vector<ClaimResult> out(fire_keys.size());
   std::vector<std::size_t> indexes;
   std::vector<std::string> keys;
+  const auto offset = clock_offset();  // once: a stale measurement costs one probe, not one per key
   for (std::size_t i = 0; i < fire_keys.size(); ++i) {
-    auto prepared = prepare(fire_keys[i]);
+    auto prepared = prepare(fire_keys[i], offset);
     if (auto* refused = std::get_if<ClaimResult>(&prepared)) {
       out[i] = std::move(*refused);
       continue;
@@ -176,7 +178,8 @@ void Claimer::Impl::claim_chunk(std::span<const std::string> fire_keys, std::spa
     for (const std::size_t i : indexes) out[i] = ClaimResult::failed(e.what());
     return;
   }
-  std::vector<std::size_t> granted;
+  const Instant answered = options.clock->now();  // every write of the chunk lies within [sent, answered]
+  std::vector<std::size_t> granted, missing;
   std::vector<std::uint64_t> revisions;
   for (std::size_t k = 0; k < keys.size(); ++k) {
     const std::size_t i = indexes[k];
@@ -186,16 +189,22 @@ void Claimer::Impl::claim_chunk(std::span<const std::string> fire_keys, std::spa
         revisions.push_back(created[k].revision);
         break;
       case CreateResult::Status::taken: out[i] = ClaimResult::taken(); break;
-      case CreateResult::Status::missing: out[i] = claim_once(fire_keys[i], keys[k], true); break;  // recreates it
+      case CreateResult::Status::missing: missing.push_back(k); break;
       case CreateResult::Status::failed: out[i] = ClaimResult::failed(created[k].error); break;
     }
   }
-  if (!granted.empty()) grant_chunk(fire_keys, granted, revisions, sent, out);
+  if (!granted.empty()) grant_chunk(fire_keys, granted, revisions, sent, answered, out);
+  // No stream answered (the bucket is gone): the first such key recreates
+  // it, once per chunk; the others are claimed one by one after it.
+  for (std::size_t m = 0; m < missing.size(); ++m) {
+    const std::size_t k = missing[m];
+    out[indexes[k]] = claim_once(fire_keys[indexes[k]], keys[k], m == 0);
+  }
 }
 
 void Claimer::Impl::grant_chunk(std::span<const std::string> fire_keys, std::span<const std::size_t> created,
-                                std::span<const std::uint64_t> revisions, Instant sent, std::vector<ClaimResult>& out) {
-  const Instant answered = options.clock->now();  // every write of the chunk lies within [sent, answered]
+                                std::span<const std::uint64_t> revisions, Instant sent, Instant answered,
+                                std::vector<ClaimResult>& out) {
   const auto steady = options.clock->steady_now();
   WriteTimes stream;
   std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> written;

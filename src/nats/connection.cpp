@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <mutex>
@@ -618,13 +619,56 @@ std::vector<CreateResult> Bucket::create_many(std::span<const std::string> keys,
   return out;
 }
 
-std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> Bucket::written_times(
-    std::span<const std::uint64_t> revisions) {
-  using Time = std::chrono::sys_time<std::chrono::nanoseconds>;
-  std::vector<std::optional<Time>> times(revisions.size());
+namespace {
+
+using ServerTime = std::chrono::sys_time<std::chrono::nanoseconds>;
+
+/// One round of pipelined direct gets for the revisions whose time is not
+/// known yet, on `sub` (replies to inbox.<index>), until `deadline`.
+void direct_get_round(natsConnection* nc, natsSubscription* sub, const std::string& inbox, const std::string& subject,
+                      std::span<const std::uint64_t> revisions, std::vector<std::optional<ServerTime>>& times,
+                      std::chrono::steady_clock::time_point deadline) {
+  std::size_t asked = 0;
+  for (std::size_t i = 0; i < revisions.size(); ++i) {
+    if (times[i]) continue;
+    const std::string reply = fmt::format("{}.{}", inbox, i);
+    const std::string body = fmt::format("{{\"seq\":{}}}", revisions[i]);
+    if (natsConnection_PublishRequestString(nc, subject.c_str(), reply.c_str(), body.c_str()) == NATS_OK) ++asked;
+  }
+  for (std::size_t got = 0; got < asked; ++got) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    natsMsg* raw = nullptr;
+    if (left.count() <= 0 || natsSubscription_NextMsg(&raw, sub, left.count()) != NATS_OK) return;
+    const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+    const std::string_view reply = natsMsg_GetSubject(raw);
+    std::size_t i = 0;
+    const auto [end, error] = std::from_chars(reply.data() + reply.rfind('.') + 1, reply.data() + reply.size(), i);
+    const char* stamp = nullptr;
+    const char* sequence = nullptr;
+    // A reply without the headers (404 from a replica that has not applied
+    // the write yet, 503) leaves the time unknown for the next round.
+    if (error != std::errc{} || i >= times.size() || times[i] ||
+        natsMsgHeader_Get(raw, "Nats-Sequence", &sequence) != NATS_OK || std::to_string(revisions[i]) != sequence ||
+        natsMsgHeader_Get(raw, "Nats-Time-Stamp", &stamp) != NATS_OK) {
+      continue;
+    }
+    try {
+      times[i] = ServerTime{parse_rfc3339(stamp).time_since_epoch()};
+    } catch (const std::exception&) {
+      // unparsable: asked again
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::optional<ServerTime>> Bucket::written_times(std::span<const std::uint64_t> revisions) {
+  std::vector<std::optional<ServerTime>> times(revisions.size());
   if (revisions.empty()) return times;
   (void)impl_->js();  // connected, or the connect error
   natsConnection* nc = impl_->connection->impl_->nc.load();
+  const auto timeout = impl_->connection->impl_->options.request_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;  // one bound for the whole call
   natsInbox* raw_inbox = nullptr;
   detail::check(natsInbox_Create(&raw_inbox), impl_->where(), "an inbox");
   const std::unique_ptr<char, void (*)(natsInbox*)> inbox(raw_inbox, natsInbox_Destroy);
@@ -634,37 +678,25 @@ std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> Buck
   const std::unique_ptr<natsSubscription, void (*)(natsSubscription*)> sub(raw_sub, natsSubscription_Destroy);
   (void)natsSubscription_SetPendingLimits(sub.get(), -1, -1);
   const std::string subject = "$JS.API.DIRECT.GET.KV_" + impl_->name;
-  std::size_t asked = 0;
-  for (std::size_t i = 0; i < revisions.size(); ++i) {
-    const std::string reply = fmt::format("{}.{}", inbox.get(), i);
-    const std::string body = fmt::format("{{\"seq\":{}}}", revisions[i]);
-    if (natsConnection_PublishRequestString(nc, subject.c_str(), reply.c_str(), body.c_str()) == NATS_OK) ++asked;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + impl_->connection->impl_->options.request_timeout;
-  for (std::size_t got = 0; got < asked;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    natsMsg* raw = nullptr;
-    if (left.count() <= 0 || natsSubscription_NextMsg(&raw, sub.get(), left.count()) != NATS_OK) break;
-    const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
-    ++got;
-    const std::string_view reply = natsMsg_GetSubject(raw);
-    std::size_t i = 0;
-    const auto dot = reply.rfind('.');
-    const auto [end, error] = std::from_chars(reply.data() + dot + 1, reply.data() + reply.size(), i);
-    const char* stamp = nullptr;
-    if (error != std::errc{} || i >= times.size() || natsMsgHeader_Get(raw, "Nats-Time-Stamp", &stamp) != NATS_OK) continue;
-    try {
-      times[i] = Time{parse_rfc3339(stamp).time_since_epoch()};
-    } catch (const std::exception&) {
-      // unparsable: asked of the leader below
-    }
+  // A cluster's followers answer direct gets too and may not have applied
+  // a write just acknowledged: ask again (for half the time) what they
+  // could not answer, then the stream's leader, one by one, in what is left.
+  const auto direct_until = std::chrono::steady_clock::now() + timeout / 2;
+  for (int round = 0; round < 8 && std::chrono::steady_clock::now() < direct_until; ++round) {
+    direct_get_round(nc, sub.get(), inbox.get(), subject, revisions, times, direct_until);
+    if (std::all_of(times.begin(), times.end(), [](const auto& t) { return t.has_value(); })) return times;
   }
   const std::string stream = "KV_" + impl_->name;
   for (std::size_t i = 0; i < times.size(); ++i) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;  // the rest stay unknown: those claims fail closed
     if (times[i]) continue;
+    jsOptions options;
+    jsOptions_Init(&options);
+    options.Wait = left.count();
     natsMsg* raw = nullptr;
     jsErrCode code = static_cast<jsErrCode>(0);
-    const natsStatus status = js_GetMsg(&raw, impl_->js(), stream.c_str(), revisions[i], nullptr, &code);
+    const natsStatus status = js_GetMsg(&raw, impl_->js(), stream.c_str(), revisions[i], &options, &code);
     const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
     if (status == NATS_OK) times[i] = server_time(natsMsg_GetTime(raw));
   }

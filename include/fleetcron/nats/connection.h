@@ -112,10 +112,12 @@ class FLEETCRON_API Bucket {
   /// The stream's creation time (WriteTimes::stream_created; `written` is
   /// its latest write's, whoever wrote it): one request (stream info).
   [[nodiscard]] WriteTimes stream_times();
-  /// The server's timestamp of each write at `revisions`: direct gets,
-  /// pipelined (one wait of request_timeout for all), each one missed (a
-  /// stream without direct get, a replica that lags) asked of the stream's
-  /// leader alone. nullopt where it cannot be read (expired, stream gone).
+  /// The server's timestamp of each write at `revisions`, all within one
+  /// request_timeout: pipelined direct gets (each reply checked to be the
+  /// revision asked for), asked again for half the time for what a lagging
+  /// replica could not answer yet, then what is left asked of the stream's
+  /// leader one by one until the time is up. nullopt where it was not read
+  /// (a claim then fails closed).
   [[nodiscard]] std::vector<std::optional<std::chrono::sys_time<std::chrono::nanoseconds>>> written_times(
       std::span<const std::uint64_t> revisions);
   /// Creates the bucket's stream again with the configuration it was bound
