@@ -3,7 +3,8 @@
 # them):
 #   fleetcron          the daemon: /usr/bin/fleetcron, its systemd unit, a
 #                      default configuration under /etc/fleetcron (conffiles),
-#                      the fleetcron system user (postinst)
+#                      the fleetcron system user (postinst), the service
+#                      stopped on removal (prerm)
 #   libfleetcron<so>   the shared libraries (a shared build: BUILD_SHARED_LIBS=ON)
 #   libfleetcron-dev   headers, CMake package, pkg-config files (and the
 #                      archives of a static build)
@@ -21,6 +22,10 @@ set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# A shlibs file and the ldconfig trigger for the shared-library package, so
+# a package built against it depends on the right version.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # Our own libraries, for dpkg-shlibdeps to find when it reads the daemon.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS
     ${PROJECT_BINARY_DIR}/src/core ${PROJECT_BINARY_DIR}/src/redis ${PROJECT_BINARY_DIR}/src/nats
@@ -57,7 +62,8 @@ if(BUILD_SHARED_LIBS)
   set(CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS "${libs_package} (= ${PROJECT_VERSION}), ${CPACK_DEBIAN_DAEMON_PACKAGE_DEPENDS}")
 endif()
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA
-    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/postrm ${PROJECT_SOURCE_DIR}/packaging/conffiles)
+    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm ${PROJECT_SOURCE_DIR}/packaging/postrm
+    ${PROJECT_SOURCE_DIR}/packaging/conffiles)
 set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 include(CPack)

@@ -5,19 +5,32 @@
 # `fleetcron --version` and `fleetcron validate` on the shipped
 # configuration and examples, builds the install consumer against the
 # installed package (find_package and pkg-config), then purges them —
-# also when a check fails. Needs root (dpkg -i). Usage:
+# also when a check fails. Needs root (dpkg -i); refuses to run where
+# fleetcron packages were installed by anything but itself. Usage:
 #   package_test.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) source=$(cd "$2" && pwd) scratch=$3
 [[ $(id -u) == 0 ]] || { echo "package_test.sh: dpkg -i needs root"; exit 1; }
 rm -rf "$scratch" && mkdir -p "$scratch" && scratch=$(cd "$scratch" && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
-packages=(fleetcron libfleetcron-dev)
+installed() {  # the fleetcron packages dpkg knows as installed
+  dpkg-query -W -f='${Package} ${db:Status-Status}\n' fleetcron libfleetcron-dev 'libfleetcron[0-9]*' 2>/dev/null |
+    awk '$2 != "not-installed" {print $1}' || true
+}
+# Written before this test installs anything, removed once it purged it:
+# packages installed without it are an operator's, which this test must
+# not purge.
+marker=/var/lib/fleetcron-package-test.marker
+if [[ -n $(installed) && ! -e $marker ]]; then
+  echo "package_test.sh: fleetcron packages are installed on this machine and not by this test: $(installed | xargs)"
+  echo "package_test.sh: refusing to purge them; remove them first (dpkg --purge) to run this test"
+  exit 1
+fi
 cleanup() {
-  local package
-  for package in "${packages[@]}" $(dpkg-query -W -f='${Package}\n' 'libfleetcron[0-9]*' 2>/dev/null || true); do
-    dpkg-query -W "$package" >/dev/null 2>&1 && dpkg --purge "$package" >/dev/null 2>&1 || true
-  done
+  local left
+  left=$(installed)
+  [[ -z $left ]] || dpkg --purge $left >/dev/null 2>&1 || true  # at once: the daemon depends on the libraries
+  [[ -n $(installed) ]] || rm -f "$marker"
 }
 trap cleanup EXIT
 cleanup  # a previous run's leftovers
@@ -50,8 +63,11 @@ holds libfleetcron-dev usr/include/fleetcron/redis/client.h
 holds libfleetcron-dev "usr/lib/.*/cmake/fleetcron/fleetcronConfig\.cmake"
 holds libfleetcron-dev "usr/lib/.*/pkgconfig/fleetcron-nats\.pc"
 
+dpkg-deb -I "$(deb_of fleetcron)" prerm | grep -q "systemctl stop fleetcron.service" || fail "fleetcron's prerm stops no service"
+dpkg-deb -I "$(deb_of "$libs")" shlibs | grep -q "^libfleetcron-core " || fail "$libs has no shlibs entry for libfleetcron-core"
+
+touch "$marker"
 dpkg -i "${debs[@]}" >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -i"; }
-packages+=("$libs")
 [[ $(command -v fleetcron) == /usr/bin/fleetcron ]] || fail "fleetcron is not /usr/bin/fleetcron: $(command -v fleetcron)"
 version=$(/usr/bin/fleetcron --version)
 echo "$version" | sed 's/^/installed: /'
