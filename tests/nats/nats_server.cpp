@@ -98,6 +98,28 @@ void NatsServer::resume() {
 
 std::string NatsServer::url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
 
+NatsCluster::NatsCluster() {
+  constexpr std::size_t size = 3;
+  std::vector<std::uint16_t> routes;
+  for (std::size_t i = 0; i < size; ++i) routes.push_back(free_port());
+  for (std::size_t i = 0; i < size; ++i) {
+    std::string others;
+    for (std::size_t j = 0; j < size; ++j) {
+      if (j != i) others += (others.empty() ? "" : ", ") + ("nats://127.0.0.1:" + std::to_string(routes[j]));
+    }
+    const std::string config = "server_name: n" + std::to_string(i) + "\n" +
+                               "cluster {\n  name: fleetcron-test\n  listen: 127.0.0.1:" + std::to_string(routes[i]) +
+                               "\n  routes: [" + others + "]\n}\n";
+    nodes_.push_back(std::make_unique<NatsServer>(NatsServer::Options{.config = config}));
+  }
+}
+
+std::vector<std::string> NatsCluster::urls(std::size_t first) const {
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < nodes_.size(); ++k) out.push_back(nodes_[(first + k) % nodes_.size()]->url());
+  return out;
+}
+
 std::string shared_nats_url() {
   if (const char* given = std::getenv("FLEETCRON_TEST_NATS_URL"); given != nullptr && *given != '\0') return given;
   static NatsServer server;

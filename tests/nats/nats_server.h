@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,22 @@ class NatsServer {
   std::string dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;
+};
+
+/// Three nats-server processes with JetStream (n0, n1, n2), routed into one
+/// cluster on free loopback ports, each with its own store; a node stopped
+/// and started again rejoins on the same ports. JetStream answers once the
+/// nodes elected their meta leader, a moment after the constructor returns:
+/// a test retries its first bucket creation.
+class NatsCluster {
+ public:
+  NatsCluster();
+  [[nodiscard]] NatsServer& node(std::size_t i) { return *nodes_.at(i); }
+  /// Every node's URL, starting with node `first`.
+  [[nodiscard]] std::vector<std::string> urls(std::size_t first = 0) const;
+
+ private:
+  std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
 
 /// The URL of the server shared by this process's tests: the one in

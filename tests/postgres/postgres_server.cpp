@@ -1,5 +1,7 @@
 #include "postgres_server.h"
 
+#include "support/child_process.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -16,25 +18,6 @@
 namespace fleetcron::test {
 
 namespace {
-
-// A port below the kernel's ephemeral range (where an outgoing connection
-// could hold it, as scripts/ports.sh explains) that binds now.
-std::uint16_t free_port() {
-  static std::mt19937 random{std::random_device{}()};
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(10000, 32000)(random));
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) throw std::runtime_error("free_port: socket() failed");
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;  // NOLINT: sockets API
-    close(fd);
-    if (free) return port;
-  }
-  throw std::runtime_error("free_port: no free port in 10000..32000");
-}
 
 // The command's standard output; throws with it if the command fails.
 std::string run(const std::string& command) {

@@ -25,23 +25,6 @@
 
 namespace fleetcron::test {
 
-std::uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("free_port: socket() failed");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||  // NOLINT: the sockets API
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    close(fd);
-    throw std::runtime_error("free_port: bind() failed");
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
 RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_port();

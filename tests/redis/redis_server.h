@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/child_process.h"  // free_port
+
 namespace fleetcron::test {
 
 class RedisServer {
@@ -51,10 +53,6 @@ class RedisServer {
   bool restarting_ = false;
   std::string log_path_;
 };
-
-/// A free loopback TCP port (bound and released; the caller races others
-/// for it, so servers retry with another port if the bind fails).
-std::uint16_t free_port();
 
 /// The URI of the server shared by the tests of this process: the one in
 /// $FLEETCRON_TEST_REDIS_URL (started by scripts/test.sh), else one started

@@ -1,10 +1,14 @@
 #include "support/child_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -52,6 +56,23 @@ void kill_process(pid_t pid) {
   if (pid <= 0) return;
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+}
+
+std::uint16_t free_port() {
+  static std::mt19937 random{std::random_device{}()};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(10000, 32000)(random));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("free_port: socket() failed");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;  // NOLINT: sockets API
+    close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("free_port: no free port in 10000..32000");
 }
 
 }  // namespace fleetcron::test

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,11 @@ bool has_exited(pid_t pid);
 void stop_process(pid_t pid, std::chrono::milliseconds grace);
 /// SIGKILL, and waits for the exit.
 void kill_process(pid_t pid);
+
+/// A free loopback TCP port below the kernel's ephemeral range (where an
+/// outgoing connection could hold it, as scripts/ports.sh explains): one
+/// that binds now. The caller races others for it, so servers retry with
+/// another port if their bind fails.
+std::uint16_t free_port();
 
 }  // namespace fleetcron::test
