@@ -304,12 +304,13 @@ TEST(NatsClaimer, ABatchClaimsEachKeyOnceInOrderWithDistinctFences) {
   auto connection = connect(test::shared_nats_url());
   auto bucket = connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 10min});
   Claimer a(bucket), b(bucket);
-  const auto before = a.claim(in_an_hour("single"));  // claimed one at a time, then in a batch
+  const std::string single = in_an_hour("single");  // once: the keys below may be made in the next second
+  const auto before = a.claim(single);               // claimed one at a time, then in a batch
   ASSERT_EQ(before.status, ClaimResult::Status::claimed) << before.error;
   std::vector<std::string> keys;
   for (int i = 0; i < 2500; ++i) keys.push_back(in_an_hour("job" + std::to_string(i)));  // three round trips
   keys.push_back(keys[7]);                                                              // a repeat
-  keys.push_back(in_an_hour("single"));
+  keys.push_back(single);
   keys.push_back(" ");
   const auto results = a.claim_batch(keys);
   ASSERT_EQ(results.size(), keys.size());
@@ -368,8 +369,9 @@ TEST(NatsClaimer, ABatchWrittenByASkewedReplicaIsRefusedAndNotRun) {
     EXPECT_NE(result.error.find("; not run)"), std::string::npos) << result.error;
   }
   // The written keys stay taken; the next batch is refused before writing.
-  EXPECT_EQ(claimer.claim_batch(std::vector<std::string>{in_an_hour("d")})[0].status, ClaimResult::Status::clock_skew);
-  EXPECT_FALSE(bucket->get(encode_key(in_an_hour("d"))));
+  const std::string d = in_an_hour("d");
+  EXPECT_EQ(claimer.claim_batch(std::vector<std::string>{d})[0].status, ClaimResult::Status::clock_skew);
+  EXPECT_FALSE(bucket->get(encode_key(d)));
 }
 
 TEST(NatsClaimer, ABatchOnAStoppedServerFailsEveryKeyClosed) {
