@@ -122,6 +122,15 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   // here, and the caller exits 2.
   if (!settings_.http.empty()) start_http(options.replica_id);
   readiness_ = std::thread([this] { check_backend_loop(); });
+  scheduling_lag_ = std::make_unique<SchedulingLag>(
+      [this](std::chrono::nanoseconds lateness) { metrics_.scheduling_lag(std::chrono::duration<double>(lateness).count()); },
+      [this](std::chrono::nanoseconds worst, std::chrono::nanoseconds window) {
+        log_.write("warn", "scheduling-lag",
+                   fmt::format("the host woke this daemon up to {} ms late in the last {} s: fires start late by as "
+                               "much (docs/reliability.md, \"A busy host\")",
+                               std::chrono::duration_cast<std::chrono::milliseconds>(worst).count(),
+                               std::chrono::duration_cast<std::chrono::seconds>(window).count()));
+      });
   if (!settings_.http.empty() && coordination_.fleet_state) {
     job_metrics_ = std::thread([this] { job_metrics_loop(); });
   }
@@ -175,6 +184,7 @@ std::vector<LocalJob> Daemon::local_jobs() {
 }
 
 Daemon::~Daemon() {
+  scheduling_lag_.reset();
   watcher_.reset();
   http_server_.reset();
   {

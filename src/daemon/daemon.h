@@ -14,6 +14,7 @@
 #include "daemon/jobs_file.h"
 #include "daemon/log_sink.h"
 #include "daemon/metrics.h"
+#include "daemon/scheduling_lag.h"
 #include "daemon/settings.h"
 #include "fleetcron/redis/eviction_policy.h"
 #include "fleetcron/scheduler.h"
@@ -100,6 +101,7 @@ class Daemon {
   bool readiness_stop_ = false;
   std::thread readiness_;
   std::thread job_metrics_;  // with --metrics and a fleet state
+  std::unique_ptr<SchedulingLag> scheduling_lag_;  // the host's lateness: metric and log
   std::unique_ptr<ApiService> api_;
   std::shared_ptr<Notifier> notifier_;  // an observer of the scheduler
   std::unique_ptr<HttpServer> http_server_;

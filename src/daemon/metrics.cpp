@@ -33,7 +33,8 @@ void Histogram::write(std::string& out, const std::string& name, const std::stri
 Metrics::Metrics()
     : lateness_({0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60}),
       duration_({0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600}),
-      backend_latency_({0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}) {}
+      backend_latency_({0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}),
+      scheduling_lag_({0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}) {}
 
 void Metrics::fire() { fires_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::run_finished(const std::string& outcome, double duration_seconds) {
@@ -54,6 +55,7 @@ void Metrics::notification(const std::string& kind, const std::string& result) {
 }
 void Metrics::missed(std::uint64_t count) { missed_.fetch_add(count, std::memory_order_relaxed); }
 void Metrics::lateness(double seconds) { lateness_.observe(seconds); }
+void Metrics::scheduling_lag(double seconds) { scheduling_lag_.observe(seconds); }
 void Metrics::running(int delta) { running_.fetch_add(delta, std::memory_order_relaxed); }
 void Metrics::leader(bool leading, std::uint64_t term) {
   leader_.store(leading ? 1 : 0);
@@ -125,6 +127,9 @@ std::string Metrics::render() const {
   out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
   metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");
   lateness_.write(out, "fleetcron_fire_lateness_seconds", "");
+  metric("fleetcron_scheduling_lag_seconds", "histogram",
+         "How late the host woke this daemon's threads (a probe sleeping 100 ms on the steady clock).");
+  scheduling_lag_.write(out, "fleetcron_scheduling_lag_seconds", "");
   metric("fleetcron_run_duration_seconds", "histogram", "Duration of finished runs, from the first attempt's start to the last one's end.");
   duration_.write(out, "fleetcron_run_duration_seconds", "");
   metric("fleetcron_running_jobs", "gauge", "Runs in progress.");

@@ -41,6 +41,8 @@ class Metrics {
   void skipped(const std::string& reason);
   void missed(std::uint64_t count);
   void lateness(double seconds);
+  /// How late one probe of the host's scheduling woke (SchedulingLag).
+  void scheduling_lag(double seconds);
   void running(int delta);
   void leader(bool leading, std::uint64_t term);
   void backend_error();
@@ -85,7 +87,7 @@ class Metrics {
   mutable std::mutex mutex_;  // guards the maps
   std::map<std::string, std::uint64_t> runs_, skips_, notifications_;
   std::optional<std::pair<std::string, bool>> backend_config_;  // unset until read (Redis only)
-  Histogram lateness_, duration_, backend_latency_;
+  Histogram lateness_, duration_, backend_latency_, scheduling_lag_;
 };
 
 }  // namespace fleetcron::daemon

@@ -96,7 +96,8 @@ else
   second=$(leader_replica)
   [[ -n $second && $second != "$leader" ]] || fail "no other replica took over after SIGTERM"
   leader_kill_time=$(now_s)
-  kill -KILL "${daemon_pids[$second]}"
+  killed_pid=${daemon_pids[$second]}
+  kill -KILL "$killed_pid"
   echo "SIGKILL leader (replica $second) at +$((leader_kill_time - started))s"
 fi
 wait_until $((started + duration))
@@ -126,36 +127,60 @@ echo "$status_out" | sed 's/^/status: /'
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
 ((duplicates == 0)) || fail "$duplicates fire key(s) ran more than once: $(awk '{print $1}' "$journal" | sort | uniq -d | awk 'NR <= 5')"
 
+# The host's pace: the worst scheduling lag the daemons measured and
+# logged (`scheduling-lag`, whole seconds rounded up). Every window below
+# that a busy host stretches (a handover, a failover, a log line's delay)
+# grows by it: a loaded host makes fires late, and the checks wait for
+# them rather than fail (docs/reliability.md, "A busy host").
+lag=$(python3 "$root/tests/support/fleet_logs.py" lag "$work") || fail "reading the scheduling lag"
+tolerance_ms=$((1000 + 1000 * lag))
+# Fires skipped `overlap` (every job here is overlap=skip): each must be
+# true, the run it names, or an earlier fire of its job on the same
+# replica, not yet finished when it was skipped. On a busy host a run of
+# `echo` with its bookkeeping can outlast the second between two fires.
+killed_logs=()
+[[ $mode == claim ]] && killed_logs=(replica0.log)
+[[ $mode == leader && -n ${second:-} ]] && killed_logs=("replica$second.log")
+python3 "$root/tests/support/fleet_logs.py" overlap "$work" "$tolerance_ms" "${killed_logs[@]}" \
+  >"$work/overlap_skips" 2>"$work/overlap_false" || fail "false overlap skips: $(head -5 "$work/overlap_false")"
+overlap_skips=$(wc -l <"$work/overlap_skips")
+
+# Per second (UTC stamp): runs, distinct runners, and explained skips.
+declare -A ran_at=() runners_at=() reset_at=() overlap_at=() blocked_at=()
+while read -r stamp n; do ran_at[$stamp]=$n; done < <(awk '$1 ~ /^job/ {split($1, p, "@"); print p[2]}' "$journal" | sort | uniq -c | awk '{print $2, $1}')
+while read -r stamp n; do runners_at[$stamp]=$n; done < <(awk '$1 ~ /^job/ {split($1, p, "@"); print p[2], $3}' "$journal" | sort -u | awk '{print $1}' | uniq -c | awk '{print $2, $1}')
+# A new store's first claim finds no epoch record: fires before it + the
+# skew guard (5 s) are skipped as store-reset, each logged (docs/reliability.md).
+{ grep -h -E "fire-skipped .* store-reset" "$work"/replica*.log || true; } | sed -n 's/.* fire=\([^ ]*\) .*/\1/p' | sort -u >"$work/reset_skips"
+while read -r stamp n; do reset_at[$stamp]=$n; done < <(awk '/^job/ {split($1, p, "@"); print p[2]}' "$work/reset_skips" | sort | uniq -c | awk '{print $2, $1}')
+while read -r stamp n; do overlap_at[$stamp]=$n; done < <(awk '/^job/ {print $1}' "$work/overlap_skips" | sort -u | awk '{split($1, p, "@"); print p[2]}' | sort | uniq -c | awk '{print $2, $1}')
+# A run in progress on the SIGKILLed replica (its id holds its pid) blocks
+# its job fleet-wide until its registry record expires: 15 s after its last
+# heartbeat (docs/fleet-state.md#fleet-wide-overlap).
+{ grep -h -E "fire-skipped .*overlap: the previous run still goes on replica [^ ]*-$killed_pid-" "$work"/replica*.log || true; } |
+  sed -n 's/.* fire=\([^ ]*\) .*/\1/p' | sort -u >"$work/blocked_skips"
+while read -r stamp n; do blocked_at[$stamp]=$n; done < <(awk '/^job/ {split($1, p, "@"); print p[2]}' "$work/blocked_skips" | sort | uniq -c | awk '{print $2, $1}')
+stamp_of() { TZ=UTC printf -v "$1" '%(%Y-%m-%dT%H:%M:%SZ)T' "$2"; }
+
 # 1b. @every 2s: whole even seconds only, each run once, one per 2 s.
 every_runs=$(wc -l <"$every_journal")
 every_keys=$(awk '{print $1}' "$every_journal" | sort -u | wc -l)
 misaligned=$(awk '{print $1}' "$every_journal" | grep -Evc '^ev@[0-9-]+T[0-9:]+[02468]Z$' || true)
 ((every_runs > 0 && every_runs == every_keys && misaligned == 0)) ||
   fail "@every 2s: $every_runs runs, $every_keys distinct fire keys, $misaligned not on an even second: $(head -5 "$every_journal")"
-# A new store's first claim finds no epoch record: fires before it + the
-# skew guard (5 s) are skipped as store-reset, each logged (docs/reliability.md).
-reset_skips() {  # fire-key pattern → fire keys skipped store-reset
-  { grep -h -E "fire-skipped .*fire=$1[^ ]* .*store-reset" "$work"/replica*.log || true; } |
-    sed -n 's/.* fire=\([^ ]*\) .*/\1/p' | sort -u
-}
-ev_resets=$(reset_skips 'ev@' | wc -l)
-# A run of ev on the SIGKILLed replica blocks ev fleet-wide until that
-# replica's registry record expires, as for the other jobs below.
-blocked_fires() {  # fire-key pattern → fire keys skipped overlap behind the SIGKILLed replica's run
-  { grep -h -E "fire-skipped .*fire=$1[^ ]* .*overlap: the previous run still goes on replica [^ ]*-$killed_pid-" \
-      "$work"/replica*.log || true; } | sed -n 's/.* fire=\([^ ]*\) .*/\1/p' | sort -u
-}
-ev_blocked=$(blocked_fires 'ev@' | wc -l)
-((ev_blocked <= 8)) || fail "ev skipped overlap $ev_blocked times behind the killed replica (the record expires in 15 s)"
+ev_resets=$(grep -c '^ev@' "$work/reset_skips" || true)
+ev_blocked=$(grep -c '^ev@' "$work/blocked_skips" || true)
+ev_overlaps=$(grep -c '^ev@' "$work/overlap_skips" || true)
+((ev_blocked <= 8 + lag)) || fail "ev skipped overlap $ev_blocked times behind the killed replica (the record expires in 15 s)"
 if [[ $mode == claim ]]; then  # leader mode has failover gaps; its coverage is checked below for every job
   expected_every=$(((ended - started) / 2))
-  ((every_runs >= expected_every - 4 - ev_resets - ev_blocked && every_runs <= expected_every + 1)) ||
-    fail "@every 2s ran $every_runs times in $((ended - started))s (want about $expected_every; $ev_blocked behind the killed replica)"
+  ((every_runs >= expected_every - 4 - ev_resets - ev_overlaps && every_runs <= expected_every + 1)) ||
+    fail "@every 2s ran $every_runs times in $((ended - started))s (want about $expected_every; $ev_overlaps skipped overlap)"
 fi
 
-# 2. Coverage: every second in the window, all ten jobs (claim), or one
-#    replica per second (leader); losses only where explained.
-lost=0 lost_at_kill=0 lost_to_reset=0 blocked_by_kill=0
+# 2. Coverage: every second in the window, all ten jobs ran or were
+#    skipped for a reason checked above; losses only where explained.
+lost=0 lost_at_kill=0 lost_to_reset=0 blocked_by_kill=0 skipped_overlap=0
 from=$((started + 3))
 if [[ $mode == leader ]]; then
   # The first election takes a while (on NATS one campaign interval, 7.5 s,
@@ -165,61 +190,53 @@ if [[ $mode == leader ]]; then
   from=$(date -u -d "$first" +%s)
 fi
 for ((t = from; t <= ended - 3; t++)); do
-  stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
-  count=$(grep -c "@$stamp " "$journal" || true)
-  if [[ $mode == claim ]]; then
-    resets=$(reset_skips "job[0-9]@$stamp" | wc -l)
-    if ((resets > 0)); then
-      ((t <= started + 10)) || fail "fires of $stamp skipped store-reset, long after the start"
-      lost_to_reset=$((lost_to_reset + resets)); count=$((count + resets))
-    fi
-    # A run in progress on the SIGKILLed replica (its id holds its pid)
-    # blocks its job fleet-wide (overlap=skip) until its registry record
-    # expires: 15 s after its last heartbeat (docs/fleet-state.md#fleet-wide-overlap).
-    # A skip naming a live replica counts as missing.
-    blocked=$(blocked_fires "job[0-9]@$stamp" | wc -l)
-    if ((blocked > 0)); then
-      ((kill_time > 0 && t >= kill_time && t <= kill_time + 16)) ||
-        fail "fires of $stamp skipped overlap outside the 15 s after the SIGKILL"
-      blocked_by_kill=$((blocked_by_kill + blocked)); count=$((count + blocked))
-    fi
-    if ((count < 10)); then
-      if ((kill_time > 0 && t >= kill_time - 1 && t <= kill_time + 1)); then
-        lost_at_kill=$((lost_at_kill + 10 - count))
-      else
-        lost=$((lost + 10 - count)); echo "missing $((10 - count)) fire(s) at $stamp"
-      fi
-    fi
+  stamp_of stamp "$t"
+  count=${ran_at[$stamp]:-0}
+  if [[ $mode == leader ]]; then
+    ((${runners_at[$stamp]:-0} <= 1)) || fail "two replicas ran fires of $stamp in leader mode"
+  fi
+  resets=${reset_at[$stamp]:-0}
+  if ((resets > 0)); then
+    ((t <= started + 10 + lag)) || fail "fires of $stamp skipped store-reset, long after the start"
+    lost_to_reset=$((lost_to_reset + resets)); count=$((count + resets))
+  fi
+  blocked=${blocked_at[$stamp]:-0}
+  killed_at=$((kill_time > 0 ? kill_time : leader_kill_time))
+  if ((blocked > 0 && killed_at > 0 && t >= killed_at - 1)); then
+    ((t <= killed_at + 16 + lag)) || fail "fires of $stamp skipped overlap behind the killed replica, beyond its record's life"
+    blocked_by_kill=$((blocked_by_kill + blocked))
+  fi
+  overlaps=${overlap_at[$stamp]:-0}
+  skipped_overlap=$((skipped_overlap + overlaps)); count=$((count + overlaps))
+  ((count < 10)) || continue
+  missing=$((10 - count))
+  if ((kill_time > 0 && t >= kill_time - 1 && t <= kill_time + 1 + lag)); then
+    lost_at_kill=$((lost_at_kill + missing))
+  elif ((term_time > 0 && t >= term_time && t <= term_time + 2 + lag)); then
+    echo "handover gap at $stamp (SIGTERM): $missing fire(s)"
+    lost_at_kill=$((lost_at_kill + missing))
+  elif ((leader_kill_time > 0 && t >= leader_kill_time)); then
+    lost_at_kill=$((lost_at_kill + missing))
   else
-    replicas=$({ grep "@$stamp " "$journal" || true; } | awk '{print $3}' | sort -u | wc -l)
-    ((replicas <= 1)) || fail "two replicas ran fires of $stamp in leader mode"
-    if ((count == 0)); then
-      if ((t >= term_time && t <= term_time + 2)); then
-        echo "handover gap at $stamp (SIGTERM)"
-        lost_at_kill=$((lost_at_kill + 10))
-      elif ((leader_kill_time > 0 && t >= leader_kill_time)); then
-        lost_at_kill=$((lost_at_kill + 10))
-      else
-        lost=$((lost + 10)); echo "nobody ran $stamp"
-      fi
-    fi
+    lost=$((lost + missing)); echo "missing $missing fire(s) at $stamp"
   fi
 done
 ((lost == 0)) || fail "$lost fire(s) lost outside the kill windows"
 
 # 3. Leader mode: the SIGTERM handover left at most one second without a
-#    leader; the SIGKILL failover ended within the lease (+ interval on NATS).
+#    leader; the SIGKILL failover ended within the lease (+ interval on
+#    NATS); each bound plus the scheduling lag.
 if [[ $mode == leader ]]; then
   gap_term=0
-  for ((t = term_time; t <= term_time + 2; t++)); do
-    stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
-    grep -q "@$stamp " "$journal" || gap_term=$((gap_term + 1))
+  for ((t = term_time; t <= term_time + 2 + lag; t++)); do
+    stamp_of stamp "$t"
+    ((${ran_at[$stamp]:-0} + ${overlap_at[$stamp]:-0} > 0)) || gap_term=$((gap_term + 1))
   done
-  ((gap_term <= 1)) || fail "graceful handover left $gap_term seconds without runs (want at most 1)"
-  bound=$([[ $backend != nats ]] && echo 4 || echo 19)
+  ((gap_term <= 1 + lag)) || fail "graceful handover left $gap_term seconds without runs (want at most $((1 + lag)))"
+  bound=$(($([[ $backend != nats ]] && echo 4 || echo 19) + lag))
   resumed=-1
   for ((t = leader_kill_time + 1; t <= leader_kill_time + bound + 1; t++)); do
-    stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
+    stamp_of stamp "$t"
     if awk -v s="@$stamp" -v dead="$second" 'index($1, s) && $3 != dead {found = 1} END {exit !found}' "$journal"; then
       resumed=$((t - leader_kill_time))
       break
@@ -243,4 +260,4 @@ echo "$metrics" | grep -Ev '^(#|$)' | grep -Evq '^[a-z_]+(\{[^}]*\})? [-0-9.e+In
 # The scrape came a moment before the stop: allow the runs of that moment.
 ((succeeded <= ran && ran - succeeded <= 20)) || fail "/metrics says $succeeded runs succeeded, the journal has $ran for replica $last"
 
-echo "ok: $(wc -l <"$journal") runs, 0 duplicates, $lost_at_kill fire(s) lost in the kill/handover windows (reported), $lost_to_reset skipped store-reset at the start (logged), $blocked_by_kill skipped overlap behind the killed runner's runs (logged), 0 elsewhere"
+echo "ok: $(wc -l <"$journal") runs, 0 duplicates, $lost_at_kill fire(s) lost in the kill/handover windows (reported), $lost_to_reset skipped store-reset at the start (logged), $skipped_overlap skipped overlap, each behind a run not yet finished ($blocked_by_kill behind the killed runner's runs; logged), 0 elsewhere; scheduling lag up to ${lag}s"

@@ -95,20 +95,22 @@ TEST(NatsCluster, ThreeReplicasClaimingTheSameFiresAtOnceAreGrantedEachOnce) {
   std::vector<std::shared_ptr<Connection>> connections;
   for (std::size_t i = 0; i < 3; ++i) connections.push_back(connect(cluster.urls(i)));  // each its own node first
   std::vector<std::shared_ptr<Bucket>> buckets(3);
+  for (std::size_t i = 0; i < 3; ++i) buckets[i] = connections[i]->bucket(config);
+  // A bucket is created lazily, by its first operation, and a stream of
+  // three replicas can be placed only once the nodes have formed their
+  // cluster ("no suitable peers for placement" before): wait for that
+  // condition, a claim answered on every node, not for some time.
   std::string last_error;
-  ASSERT_TRUE(test::eventually(
-      [&] {
-        try {
-          buckets[0] = connections[0]->bucket(config);  // once the meta group has its leader
-          return true;
-        } catch (const std::exception& e) {
-          last_error = e.what();
-          return false;
-        }
-      },
-      30s, 100ms))
-      << last_error;
-  for (std::size_t i = 1; i < 3; ++i) buckets[i] = connections[i]->bucket(config);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(test::eventually(
+        [&] {
+          const auto result = Claimer(buckets[i]).claim(fires("formed" + std::to_string(i), 1)[0]);
+          last_error = result.error;
+          return result.status != ClaimResult::Status::error;
+        },
+        60s, 100ms))
+        << "replica " << i << " cannot claim on the new cluster: " << last_error;
+  }
 
   for (const bool batch : {true, false}) {
     for (int round = 0; round < 3; ++round) {
