@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/scheduler_impl.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -104,8 +106,11 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
   // The record's life starts before the request: trusted no longer than it lives.
   const auto now = clock_->steady_now();
+  // Before the runs are read: every run unlisted by now is left out.
+  const std::uint64_t covers = announce_requested_.load();
   ReplicaAnnounce answer = ask_registry(alone);
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
+  if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
   if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
     // Written: the heartbeats list it from here (none came between, serial).
     std::lock_guard guard(alone->slot->mutex);
@@ -150,6 +155,17 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   for (const auto& [level, note] : notes) log(level, note);
   if (!answer.expired.empty()) report_lost(answer.expired);
   return answer;
+}
+
+void Scheduler::Impl::announce_unlisted() {
+  const std::uint64_t ticket = announce_requested_.fetch_add(1) + 1;
+  {
+    // Waits for the announcement under way, if any: the runs that ended
+    // while it was asked queue here, and the first of them announces for all.
+    std::lock_guard serial(announce_mutex_);
+    if (announce_covered_ >= ticket) return;
+  }
+  announce();
 }
 
 void Scheduler::Impl::catalogue_if_due() {

@@ -137,7 +137,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   if (alone && (run.stop.stop_requested() || entry.removed.load() || entry.paused.load())) {
     // It may have waited (overlap=queue): listed, it is unlisted at once.
     listing.end();
-    announce();
+    announce_unlisted();
     if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
     if (entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
     return cancel("stopped before the job started", CancelReason::stopped_before_start);
@@ -154,7 +154,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   registration.end();
   if (alone) {  // the fleet learns that the job is free before anyone learns that it ended
     listing.end();
-    announce();
+    announce_unlisted();
   }
   finish_run(entry, fire, context, std::move(outcome), started_at, duration);
   overlap.release();

@@ -210,6 +210,11 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Announces the replica (and `alone` with it, if given); the answer as
   /// applied: `busy` leaves the verdict as it was.
   ReplicaAnnounce announce(const AloneRun* alone = nullptr);
+  /// After a run was unlisted (RunListing::end()): makes sure an
+  /// announcement that no longer lists it reached the store. Runs that end
+  /// together share one (a group commit): an announcement begun after this
+  /// run was unlisted, and written, covers it.
+  void announce_unlisted();
   [[nodiscard]] std::string settings_refusal();
   /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
   [[nodiscard]] std::optional<std::string> registry_verdict() const;
@@ -460,6 +465,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   // is a leaf (fit_to_lead() takes it under the elector's liveness mutex).
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
   std::mutex announce_mutex_;  // held across an announcement
+  /// Unlisted runs waiting for an announcement (tickets, announce_unlisted());
+  /// announce_covered_ (announce_mutex_) is the last ticket a written one covered.
+  std::atomic<std::uint64_t> announce_requested_{0};
+  std::uint64_t announce_covered_ = 0;
   mutable std::mutex registry_mutex_;  // guards the members below
   Instant started_at_{};
   std::string settings_refusal_;  // empty: accepted

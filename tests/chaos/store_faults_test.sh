@@ -209,11 +209,14 @@ skips=$work/skips
   sed -n 's/.*"fire":"\([^"]*\)".*"message":"\([a-z-]*\).*/\1 \2/p' | sort -u >"$skips"
 declare -A reasons=()
 lost=0 unexplained=0
+declare -A ran=()
+while read -r key _; do ran[$key]=1; done <"$journal"
+stamp_of() { TZ=UTC printf -v "$1" '%(%Y-%m-%dT%H:%M:%SZ)T' "$2"; }
 for ((t = started + 3; t <= ended - 3; t++)); do
-  stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
-  for i in $(seq 0 9); do
+  stamp_of stamp "$t"
+  for i in 0 1 2 3 4 5 6 7 8 9; do
     key="job$i@$stamp"
-    grep -q -F "$key " "$journal" && continue
+    [[ -n ${ran[$key]:-} ]] && continue
     lost=$((lost + 1))
     # The scenario's reason if a replica gave it, else the first one logged.
     why=$(awk -v k="$key" -v want="$expect_reason" '$1 == k {if (!first) first = $2; if ($2 == want) {print want; found = 1; exit}}
@@ -232,27 +235,29 @@ for why in "${!reasons[@]}"; do echo "lost, $why: ${reasons[$why]}"; done
 # 3. The scenario's reason was logged, after the fault (a new store's first
 #    claims at the start are store-reset too: count those after +10 s).
 fault_at=$((started + 10))
-after_fault=$(awk -v from="$fault_at" -v want="$expect_reason" '
-  { split($1, p, "@"); cmd = "date -u -d " p[2] " +%s"; cmd | getline t; close(cmd); if ($2 == want && t >= from) n++ }
-  END {print n + 0}' "$skips")
+after_fault=$(paste -d ' ' "$skips" <(awk '{split($1, p, "@"); print p[2]}' "$skips" | date -u -f - +%s) |
+  awk -v from="$fault_at" -v want="$expect_reason" '$2 == want && $3 >= from {n++} END {print n + 0}')
 ((after_fault > 0)) || fail "no fire was skipped $expect_reason after the fault"
 # 4. The fleet runs again: every job ran in the last three seconds checked
 #    (each of the ten at each second, except for nats-store-full: its 24 KB
 #    store frees only as the claims written before it filled expire, and
 #    the fleet's own claims nearly fill it again, so under load a second
 #    can still find it full; there every job must have run in those three
-#    seconds, and most of the thirty fires).
+#    seconds, and most of the thirty fires). A fire skipped overlap counts
+#    as taken: on a busy host a run outlasts the second between two fires.
 recovered=0
 for ((t = ended - 5; t <= ended - 3; t++)); do
-  stamp=$(date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ)
-  count=$(grep -c -F "@$stamp " "$journal" || true)
+  stamp_of stamp "$t"
+  # Distinct fires: one skipped by the local rule on one replica may have run on another.
+  count=$({ awk -v s="@$stamp" 'index($1, s) {print $1}' "$journal"
+            awk -v s="@$stamp" 'index($1, s) && $2 == "overlap" {print $1}' "$skips"; } | sort -u | wc -l)
   recovered=$((recovered + count))
   [[ $scenario == nats-store-full ]] || ((count == 10)) || fail "only $count of 10 fires ran at $stamp, long after the fault"
 done
 if [[ $scenario == nats-store-full ]]; then
-  window=$(for ((t = ended - 5; t <= ended - 3; t++)); do date -u -d "@$t" +%Y-%m-%dT%H:%M:%SZ; done)
+  window=$(for ((t = ended - 5; t <= ended - 3; t++)); do stamp_of stamp "$t"; echo "$stamp"; done)
   jobs_ran=$(grep -F -f <(sed 's/^/@/; s/$/ /' <<<"$window") "$journal" | sed 's/@.*//' | sort -u | wc -l)
   ((jobs_ran == 10 && recovered >= 20)) ||
-    fail "after the store-full fault only $jobs_ran of 10 jobs and $recovered of 30 fires ran in the last three seconds checked"
+    fail "after the store-full fault only $jobs_ran of 10 jobs and $recovered of 30 fires ran (or were skipped overlap) in the last three seconds checked"
 fi
 echo "ok ($scenario): $(wc -l <"$journal") runs, 0 duplicates, $lost fire(s) lost, each with its reason ($after_fault $expect_reason after the fault)"
