@@ -2,8 +2,11 @@
 
 namespace fleetcron::daemon {
 
-SchedulingLag::SchedulingLag(Observe observe, Report report)
-    : observe_(std::move(observe)), report_(std::move(report)), thread_([this] { probe_main(); }) {}
+SchedulingLag::SchedulingLag(Observe observe, Report report, std::shared_ptr<Clock> clock)
+    : observe_(std::move(observe)),
+      report_(std::move(report)),
+      clock_(std::move(clock)),
+      thread_([this] { probe_main(); }) {}
 
 SchedulingLag::~SchedulingLag() {
   {
@@ -15,14 +18,14 @@ SchedulingLag::~SchedulingLag() {
 }
 
 void SchedulingLag::probe_main() {
-  using steady = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
-  auto window_started = steady::now();
+  auto window_started = clock_->steady_now();
   std::chrono::nanoseconds worst{0};
   while (!stopping_) {
-    const auto due = steady::now() + probe_interval;
-    if (stop_cv_.wait_until(lock, due, [this] { return stopping_; })) break;
-    const auto woke = steady::now();
+    const auto due = clock_->steady_now() + probe_interval;
+    while (!stopping_ && clock_->steady_now() < due) clock_->wait_until(stop_cv_, lock, due);
+    if (stopping_) break;
+    const auto woke = clock_->steady_now();
     const auto lateness = std::max(std::chrono::nanoseconds{0}, std::chrono::nanoseconds{woke - due});
     worst = std::max(worst, lateness);
     lock.unlock();

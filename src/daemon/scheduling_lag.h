@@ -10,7 +10,10 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <memory>
 #include <thread>
+
+#include "fleetcron/clock.h"
 
 namespace fleetcron::daemon {
 
@@ -26,7 +29,8 @@ class SchedulingLag {
   /// A window whose worst lateness stays below this is not reported.
   static constexpr std::chrono::milliseconds report_from{100};
 
-  SchedulingLag(Observe observe, Report report);
+  /// `clock`: the system clock in the daemon; a virtual one in tests.
+  SchedulingLag(Observe observe, Report report, std::shared_ptr<Clock> clock = system_clock());
   ~SchedulingLag();
   SchedulingLag(const SchedulingLag&) = delete;
   SchedulingLag& operator=(const SchedulingLag&) = delete;
@@ -36,6 +40,7 @@ class SchedulingLag {
 
   Observe observe_;
   Report report_;
+  std::shared_ptr<Clock> clock_;
   std::mutex mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;

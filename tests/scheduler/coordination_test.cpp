@@ -730,6 +730,34 @@ TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
   EXPECT_FALSE(elector->alive());  // stopped: nothing to renew for
 }
 
+TEST(Coordination, TheElectorKeepsASlowLoopAlive) {
+  // A busy host (docs/reliability.md, "A busy host"): the loop's passes
+  // come late, 2.9 s apart instead of at most 1 s, but they come. The
+  // elector looks twice between them (it renews at a third of its TTL):
+  // the replica stays fit to lead. Only a loop with no pass for
+  // liveness_bound (3 s) after a look found none is unfit (the test above).
+  struct Probe final : Elector {
+    Leadership is_leader() override { return Leadership::leader(1); }
+    void set_liveness(std::function<bool()> callback) override { alive = std::move(callback); }
+    std::function<bool()> alive;
+  };
+  Harness h;
+  auto elector = std::make_shared<Probe>();
+  auto options = h.options();
+  options.elector = elector;
+  Scheduler s(options);
+  s.add("@every 1s", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "every-second"});
+  s.start();
+  ASSERT_TRUE(elector->alive);
+  for (int pass = 0; pass < 20; ++pass) {
+    h.clock->advance(2900ms);  // one late wake of the loop: one pass
+    h.settle(Harness::idle_waiters);
+    EXPECT_TRUE(elector->alive()) << "pass " << pass;  // a new pass
+    EXPECT_TRUE(elector->alive()) << "pass " << pass;  // none since: suspect, not unfit
+  }
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(Coordination, ALeaderWhoseClaimsKeepFailingStepsDown) {
   // Review finding (both mode): a leader whose clock was beyond the skew
   // guard kept the lease while every claim it made was refused, and

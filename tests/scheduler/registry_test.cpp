@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -527,6 +528,86 @@ TEST(SchedulerRegistry, ADarkRunnerBlocksItsJobAtMostItsRecordsLife) {
   ASSERT_TRUE(Harness::eventually([&] { return job.starts == 2; })) << completed(other);
   EXPECT_EQ(other.events->count<LostFireEvent>(), 1u);
   EXPECT_EQ(job.most, 2) << "the bound: a dark runner that still runs overlaps once its record expired";
+}
+
+// A fleet state that counts the registry's writes and, while `gate` is
+// closed, holds the first one it is asked for.
+class GatedRegistry final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    if (which == Document::registry) {
+      std::unique_lock lock(mutex);
+      ++writes;
+      held = held || closed;
+      cv.notify_all();
+      cv.wait(lock, [&] { return !closed; });
+    }
+    return ForwardingFleetState::replace_document(which, seen, text, keep_for);
+  }
+  void open() {
+    std::lock_guard guard(mutex);
+    closed = false;
+    cv.notify_all();
+  }
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool closed = false, held = false;
+  int writes = 0;
+};
+
+// Ten runs of jobs under the fleet-wide overlap rule end together: their
+// unlisting is one group commit, not ten serial registry writes (on a busy
+// host those made each run's end known up to a second late, and the next
+// fire was skipped overlap). The first end's write is held until every job
+// returned, so the others queue behind it; each must still be unlisted.
+TEST(SchedulerRegistry, RunsEndingTogetherShareOneAnnouncement) {
+  Harness h;
+  auto gated = std::make_shared<GatedRegistry>(std::make_shared<MemoryFleetState>(h.clock));
+  LongJob job;
+  const ReleaseOnExit releaser{job.release};
+  auto events = std::make_shared<EventLog>();
+  auto options = h.options();
+  options.fleet_state = gated;
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  options.recorder = events;
+  options.replica_id = "replica-1";
+  options.registry_heartbeat_interval = 50s;
+  options.max_concurrent = 16;
+  Scheduler s(options);
+  for (int i = 0; i < 10; ++i) {
+    s.add("* * * * *", job.job(), EntryOptions{.key = "job" + std::to_string(i), .overlap = OverlapPolicy::skip});
+  }
+  s.start();
+  h.settle(Harness::idle_waiters);
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return job.starts == 10; }));
+  int before = 0;
+  {
+    std::lock_guard guard(gated->mutex);
+    gated->closed = true;
+    before = gated->writes;
+  }
+  job.release = true;
+  {
+    std::unique_lock lock(gated->mutex);
+    ASSERT_TRUE(gated->cv.wait_for(lock, 10s, [&] { return gated->held; }));
+  }
+  ASSERT_TRUE(Harness::eventually([&] { return job.running == 0; }));  // every job returned
+  gated->open();
+  ASSERT_TRUE(Harness::eventually([&] { return events->count<JobCompletedEvent>() == 10; }));
+  {
+    std::lock_guard guard(gated->mutex);
+    // One write held, one for the runs that queued behind it (a run whose
+    // thread reached the queue late on a busy host may add its own): ten
+    // without the group commit.
+    EXPECT_LE(gated->writes - before, 4) << "registry writes for ten run ends";
+  }
+  const RegistryRead read = gated->read_replicas(h.clock->now());
+  ASSERT_EQ(read.replicas.size(), 1u);
+  EXPECT_TRUE(read.replicas[0].replica.runs.empty()) << "every run unlisted at its end";
+  EXPECT_TRUE(s.stop(h.soon()));
 }
 
 }  // namespace
