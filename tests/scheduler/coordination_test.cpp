@@ -668,15 +668,17 @@ class ScriptedElector final : public Elector {
   std::function<void(std::uint64_t)> lost;
 };
 
+/// A leader that asks the scheduler whether it is fit to lead, when told.
+struct LivenessProbe final : Elector {
+  Leadership is_leader() override { return Leadership::leader(1); }
+  void set_liveness(std::function<bool()> callback) override { alive = std::move(callback); }
+  std::function<bool()> alive;
+};
+
 TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
   // The loop passes at least every second; a recorder that blocks it (as a
   // blocked log once did) must make the scheduler report itself not alive,
   // so a keep-alive elector stops renewing (RedisElector.AWedged…).
-  struct Probe final : Elector {
-    Leadership is_leader() override { return Leadership::leader(1); }
-    void set_liveness(std::function<bool()> callback) override { alive = std::move(callback); }
-    std::function<bool()> alive;
-  };
   struct Blocking final : Observer {
     void on_event(const Event& event) override {
       if (!std::holds_alternative<ScheduledEvent>(event)) return;
@@ -692,7 +694,7 @@ TEST(Coordination, TheElectorLearnsWhenTheLoopIsWedged) {
     bool armed = false, inside = false;
   };
   Harness h;
-  auto elector = std::make_shared<Probe>();
+  auto elector = std::make_shared<LivenessProbe>();
   auto blocking = std::make_shared<Blocking>();
   auto options = h.options();
   options.elector = elector;
@@ -736,13 +738,8 @@ TEST(Coordination, TheElectorKeepsASlowLoopAlive) {
   // elector looks twice between them (it renews at a third of its TTL):
   // the replica stays fit to lead. Only a loop with no pass for
   // liveness_bound (3 s) after a look found none is unfit (the test above).
-  struct Probe final : Elector {
-    Leadership is_leader() override { return Leadership::leader(1); }
-    void set_liveness(std::function<bool()> callback) override { alive = std::move(callback); }
-    std::function<bool()> alive;
-  };
   Harness h;
-  auto elector = std::make_shared<Probe>();
+  auto elector = std::make_shared<LivenessProbe>();
   auto options = h.options();
   options.elector = elector;
   Scheduler s(options);
