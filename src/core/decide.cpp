@@ -218,6 +218,7 @@ std::string Scheduler::Impl::leadership_changed(const Grant& granted) {
 }
 
 void Scheduler::Impl::report_skip(const Fire& fire, SkipReason reason, std::string error) {
+  if (fire.overlap_held != nullptr) fire.overlap_held->release();
   std::string key = fire_key(fire.entry->identity.key, fire.scheduled_at);
   if (!error.empty() && options_.log_events) {
     log(LogLevel::warning, fmt::format("fire {} skipped ({}): {}", key, to_string(reason), error));

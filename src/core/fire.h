@@ -14,6 +14,8 @@
 
 namespace fleetcron::detail {
 
+class OverlapSlot;
+
 /// Where trigger_and_wait() receives its run's outcome.
 struct OutcomeSlot {
   std::mutex mutex;  // guards value
@@ -70,6 +72,10 @@ struct Fire {
   /// (recovery_claim_key()), whatever its age.
   int recovery = 0;
   std::uint64_t recovered_fence = 0;
+  /// The replica's overlap slot this fire holds from before its claim
+  /// (run.cpp, pass_overlap()): a skip frees it before it is reported, so
+  /// whoever sees the skip finds the slot free.
+  OverlapSlot* overlap_held = nullptr;
 };
 
 }  // namespace fleetcron::detail

@@ -206,14 +206,17 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   return fire.state == FireState::granted;
 }
 
-bool Scheduler::Impl::pass_overlap(const Fire& fire, Run& run, OverlapSlot& overlap) {
+bool Scheduler::Impl::pass_overlap(Fire& fire, Run& run, OverlapSlot& overlap) {
   if (!fire.entry->overlap) return true;
   switch (enter_overlap(*fire.entry, run.stop.get_token())) {
     case OverlapCheck::skip: report_skip(fire, SkipReason::overlap, "the previous run is still going"); return false;
     case OverlapCheck::stopped:
       report_cancel(fire, "stopped while waiting for the previous run", CancelReason::stopped_before_start);
       return false;
-    case OverlapCheck::entered: overlap.hold(*fire.entry->overlap); break;
+    case OverlapCheck::entered:
+      overlap.hold(*fire.entry->overlap);
+      fire.overlap_held = &overlap;
+      break;
   }
   return true;
 }

@@ -301,7 +301,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool decide(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, detail::OverlapSlot& overlap);
   /// The overlap check of an automatic fire of an entry that limits
   /// overlap; false (reported) if it is skipped or stopped.
-  bool pass_overlap(const detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
+  bool pass_overlap(detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
   /// Registers the run's leadership term; false (reported) if it was lost.
   bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
   /// The end of a run: the warning for a failure, the entry's last run,

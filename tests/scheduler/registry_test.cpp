@@ -2,6 +2,7 @@
 // a replica whose deduplication settings differ from the fleet's, or are
 // not verified yet, claims nothing; one with other jobs is only reported.
 // Memory stores on a virtual clock; Redis and NATS in tests/e2e/.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -407,6 +408,17 @@ std::size_t overlap_skips(Replica& r, std::string_view part) {
   }));
 }
 
+/// A replica's skips and log lines, for a failure's message.
+std::string describe(Replica& r) {
+  std::string out = "\n-- a replica:";
+  for (const auto& e : r.events->all<SkippedFireEvent>()) {
+    out += fmt::format("\n skipped {} ({}): {}", e.fire_key, to_string(e.reason), e.error);
+  }
+  std::lock_guard guard(r.mutex);
+  for (const auto& m : r.messages) out += "\n log: " + m;
+  return out;
+}
+
 // overlap=skip across the fleet: while one replica runs the job, the fire
 // another replica claimed is skipped, naming where the job runs; once the
 // run ends, the next fire runs.
@@ -427,7 +439,7 @@ TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
     ASSERT_TRUE(Harness::eventually([&] {
       return overlap_skips(a, "still goes on replica") + overlap_skips(b, "still goes on replica") ==
              static_cast<std::size_t>(minute - 1);
-    })) << "minute " << minute;
+    })) << "minute " << minute << describe(a) << describe(b);
   }
   fleet.settle();
   EXPECT_EQ(job.starts, 1);
