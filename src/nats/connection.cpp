@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
+#include <cstdint>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "fleetcron/duration.h"
@@ -24,22 +27,39 @@ constexpr auto min_timeout = std::chrono::milliseconds{1};
 constexpr auto max_connect_backoff = std::chrono::milliseconds{10'000};
 constexpr auto max_timeout = std::chrono::hours{1};
 
+// How long a close waits for nats.c's threads, and how long an open waits
+// for a close that outlasted that (on a busy host) to finish.
+constexpr std::int64_t library_close_wait_ms = 2000;
+constexpr auto library_reopen_wait = std::chrono::seconds{10};
+
 // nats.c's library threads, shared by every Connection of the process:
-// opened by the first, closed (nats_CloseAndWait) after the last.
+// opened by the first user, closed (nats_CloseAndWait) after the last. The
+// count is kept here, under one mutex, so that an open never meets a close
+// still to come (a weak pointer expires before its deleter runs, and the
+// library it found open would then be closed under its new user). A close
+// that timed out goes on tearing the library down, and nats_Open() fails
+// (NATS_FAILED_TO_INITIALIZE) until it is done: the next open waits for
+// it, bounded.
 std::shared_ptr<void> open_library() {
   static std::mutex mutex;
-  static std::weak_ptr<void> current;
+  static std::size_t users = 0;
   std::lock_guard guard(mutex);
-  if (auto library = current.lock()) return library;
-  const natsStatus status = nats_Open(-1);
-  if (status != NATS_OK) detail::raise(status, "opening the NATS library");
-  std::shared_ptr<void> library(nullptr, [](void*) {
-    std::lock_guard close_guard(mutex);
-    // From a NATS thread this fails with NATS_ILLEGAL_STATE; nothing to do then.
-    (void)nats_CloseAndWait(2000);
-  });
-  current = library;
-  return library;
+  if (users == 0) {
+    natsStatus status = nats_Open(-1);
+    const auto give_up = std::chrono::steady_clock::now() + library_reopen_wait;
+    while (status == NATS_FAILED_TO_INITIALIZE && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      status = nats_Open(-1);
+    }
+    if (status != NATS_OK) detail::raise(status, "opening the NATS library");
+  }
+  ++users;
+  return {nullptr, [](void*) {
+            std::lock_guard close_guard(mutex);
+            // From a NATS thread this fails with NATS_ILLEGAL_STATE and the
+            // library stays open, for the next user to find.
+            if (--users == 0) (void)nats_CloseAndWait(library_close_wait_ms);
+          }};
 }
 
 void check_timeout(std::string_view field, std::chrono::milliseconds value) {

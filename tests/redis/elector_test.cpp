@@ -9,6 +9,7 @@
 #include "redis/commands.h"
 #include "redis_server.h"
 #include "support/eventually.h"
+#include "support/pace_probe.h"
 
 namespace fleetcron::redis {
 namespace {
@@ -87,10 +88,10 @@ TEST(RedisElector, AnotherLeadsWithinOneTtlAfterTheLeaderStopsRenewing) {
   Elector b(client, {.leader_key = key, .lease_ttl = 300ms});
   const auto a_term = a.is_leader();
   ASSERT_EQ(a_term.status, Leadership::Status::leader);
-  const auto stopped_renewing = std::chrono::steady_clock::now();
+  const test::PaceProbe stopped_renewing;
   EXPECT_EQ(b.is_leader().status, Leadership::Status::follower);
   ASSERT_TRUE(eventually([&] { return b.is_leader().status == Leadership::Status::leader; }, 2000ms));
-  EXPECT_LE(std::chrono::steady_clock::now() - stopped_renewing, 300ms + 200ms);  // one TTL, plus polling
+  EXPECT_TRUE(stopped_renewing.within(300ms + 200ms)) << stopped_renewing.describe(300ms + 200ms);  // one TTL, plus polling
   EXPECT_GT(b.state().term, a_term.term);
   EXPECT_EQ(a.is_leader().status, Leadership::Status::follower);
 }
@@ -135,9 +136,9 @@ TEST(RedisElector, ALeaderThatCannotRenewDemotesItselfAtItsLocalDeadline) {
   ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
   const auto term = a.state().term;
   server.pause();  // the renewal round trip now hangs
-  const auto paused = std::chrono::steady_clock::now();
+  const test::PaceProbe paused;
   ASSERT_TRUE(eventually([&] { return a.is_leader().status != Leadership::Status::leader; }, 3000ms));
-  EXPECT_LE(std::chrono::steady_clock::now() - paused, 500ms);  // TTL - margin after the last renewal, not 2 s
+  EXPECT_TRUE(paused.within(500ms)) << paused.describe(500ms);  // TTL - margin after the last renewal, not 2 s
   EXPECT_EQ(lost.load(), term);
   server.resume();
   // Back: it takes the lease again, with a new term.
@@ -218,9 +219,9 @@ TEST(RedisElector, AWedgedSchedulerStopsRenewingAndAnotherLeads) {
   std::atomic<bool> b_stalled{false};
   b.set_liveness([&] { return !b_stalled.load(); });
   alive = false;  // a's loop stops making progress
-  const auto wedged = std::chrono::steady_clock::now();
+  const test::PaceProbe wedged;
   ASSERT_TRUE(eventually([&] { return b.is_leader().status == Leadership::Status::leader; }, 5s));
-  EXPECT_LT(std::chrono::steady_clock::now() - wedged, 2500ms);  // within the TTL (+ a follower poll)
+  EXPECT_TRUE(wedged.within(2500ms)) << wedged.describe(2500ms);  // within the TTL (+ a follower poll)
   EXPECT_NE(a.is_leader().status, Leadership::Status::leader);
   EXPECT_EQ(a.is_leader().status, Leadership::Status::follower);  // not an election error: its store is fine
   // A wedged follower does not campaign either.
