@@ -285,6 +285,7 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
                                   outcome.error.empty() ? "" : ": ", outcome.error);
     }
     if (outcome.status == RunStatus::succeeded || attempt >= max_attempts) return outcome;
+    if (retries_paused(entry, context, outcome)) return outcome;
     const auto delay = retry_delay(*settings.retry, attempt);
     if (options_.log_events) {
       log(LogLevel::warning, fmt::format("fire {} attempt {} {}: {}; retrying in {}", context.fire_key, attempt,
@@ -296,7 +297,20 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
       outcome.status = run.timed_out.load() ? RunStatus::timed_out : RunStatus::cancelled;
       return outcome;
     }
+    if (retries_paused(entry, context, outcome)) return outcome;
   }
+}
+
+bool Scheduler::Impl::retries_paused(const Entry& entry, const FireContext& context, RunOutcome& outcome) {
+  // A paused job runs no more attempts of a scheduled fire (a triggered
+  // run, which a pause does not refuse, keeps its retries).
+  if (context.manual || !entry.paused.load()) return false;
+  outcome.error += "; its remaining retries were not run: the job was paused";
+  if (options_.log_events) {
+    log(LogLevel::warning, fmt::format("fire {} attempt {} {}: no retry, the job was paused", context.fire_key,
+                                       outcome.attempts, to_string(outcome.status)));
+  }
+  return true;
 }
 
 std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, const FireContext& context) {

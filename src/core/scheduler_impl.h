@@ -301,6 +301,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool decide(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, detail::OverlapSlot& overlap);
   /// The overlap check of an automatic fire of an entry that limits
   /// overlap; false (reported) if it is skipped or stopped.
+  /// Whether a failed attempt's retries end because the job was paused
+  /// (run.cpp); notes why in `outcome` and the log.
+  bool retries_paused(const detail::Entry& entry, const FireContext& context, RunOutcome& outcome);
   bool pass_overlap(detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
   /// Registers the run's leadership term; false (reported) if it was lost.
   bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);

@@ -146,7 +146,7 @@ HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) 
     }
   }
   if (!sources_.fleet_state) return error(503, "no fleet state: the daemon keeps no ledger (--history 0)");
-  const LedgerRead read = sources_.fleet_state->read_fires(key, limit);
+  const LedgerRead read = cached_runs(key, limit);
   if (read.status != LedgerRead::Status::found) return error(503, fmt::format("job \"{}\": {}", key, read.error));
   std::vector<std::string> items;
   for (const auto& record : read.records) items.push_back(record_json(record));
@@ -158,6 +158,28 @@ HttpAnswer ApiService::replicas() {
   std::vector<std::string> items;
   for (const auto& replica : fleet_view->replicas) items.push_back(replica_json(replica));
   return json(200, fmt::format("{{\"replicas\":{}}}", list(items)));
+}
+
+LedgerRead ApiService::cached_runs(const std::string& key, std::size_t limit) {
+  std::lock_guard guard(runs_mutex_);  // one store read at a time
+  const auto steady = std::chrono::steady_clock::now();
+  const auto fresh = [&](const RunsRead& kept) { return steady - kept.read_at < api_view_lifetime; };
+  if (const auto it = runs_.find(key); it != runs_.end() && fresh(it->second) &&
+                                        (it->second.limit >= limit || it->second.records.size() < it->second.limit)) {
+    LedgerRead read{LedgerRead::Status::found, it->second.records, {}};
+    if (read.records.size() > limit) read.records.resize(limit);
+    return read;
+  }
+  LedgerRead read = sources_.fleet_state->read_fires(key, limit);
+  if (read.status != LedgerRead::Status::found) return read;  // a failure is not kept
+  if (runs_.size() >= api_runs_cached_jobs) std::erase_if(runs_, [&](const auto& kept) { return !fresh(kept.second); });
+  if (runs_.size() >= api_runs_cached_jobs) {
+    runs_.erase(std::min_element(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) {
+      return a.second.read_at < b.second.read_at;
+    }));
+  }
+  runs_[key] = RunsRead{steady, limit, read.records};
+  return read;
 }
 
 LeaderView ApiService::cached_leader() {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,9 @@ inline constexpr std::chrono::milliseconds api_view_lifetime{1000};
 inline constexpr std::size_t api_max_runs = 1000;
 inline constexpr std::size_t api_default_runs = 50;
 inline constexpr std::size_t api_recent_runs = 50;
+/// runs? answers: one ledger read at a time, each serving its job for
+/// api_view_lifetime; at most this many jobs' reads kept.
+inline constexpr std::size_t api_runs_cached_jobs = 256;
 
 class ApiService {
  public:
@@ -80,6 +84,17 @@ class ApiService {
   std::mutex leader_mutex_;
   std::optional<LeaderView> leader_;
   std::chrono::steady_clock::time_point leader_read_at_;
+  /// A job's newest `limit` records, read at most once per
+  /// api_view_lifetime (and one read at a time): the ledger is readable
+  /// without the token. Guarded by runs_mutex_.
+  struct RunsRead {
+    std::chrono::steady_clock::time_point read_at;
+    std::size_t limit = 0;
+    std::vector<FireRecord> records;
+  };
+  LedgerRead cached_runs(const std::string& key, std::size_t limit);
+  std::mutex runs_mutex_;
+  std::map<std::string, RunsRead> runs_;
 };
 
 }  // namespace fleetcron::daemon

@@ -46,6 +46,23 @@ std::optional<Variable> parse_assignment(const SourceLine& line, std::string_vie
   return Variable{std::string(name), std::string(value)};
 }
 
+/// Fails `line`, which is no NAME=value, at the column where it stops being
+/// one. The name is shown, never the rest: an env file holds secrets.
+[[noreturn]] void refuse_assignment(const SourceLine& line, std::string_view text) {
+  if (!is_name_start(text[0])) {
+    line.fail(line.offset_of(text), "expected NAME=value: a name starts with a letter or '_' (the line's text is "
+                                    "not shown: env files hold secrets)");
+  }
+  std::size_t i = 0;
+  while (i < text.size() && is_name_char(text[i])) ++i;
+  const std::string_view name = text.substr(0, i);
+  while (i < text.size() && is_space(text[i])) ++i;
+  line.fail(line.offset_of(text.substr(i)),
+            fmt::format("expected NAME=value: \"{}\" is not followed by '=' (the rest of the line is not shown: env "
+                        "files hold secrets)",
+                        quote_for_message(name.substr(0, 64))));
+}
+
 std::vector<Variable> load_env_file(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && static_cast<std::uintmax_t>(info.st_size) > max_env_file_bytes) {
@@ -72,10 +89,7 @@ std::vector<Variable> load_env_file(const std::string& path) {
     if (content_text.find('\0') != std::string_view::npos) line.fail(line.offset_of(content_text), "NUL byte");
     if (content_text.starts_with("export ")) content_text = trim(content_text.substr(7));
     auto variable = parse_assignment(line, content_text);
-    if (!variable) {
-      line.fail(line.offset_of(content_text),
-                fmt::format("expected NAME=value, got \"{}\"", quote_for_message(content_text.substr(0, 80))));
-    }
+    if (!variable) refuse_assignment(line, content_text);
     if (variables.size() >= max_env_file_variables) {
       line.fail(0, fmt::format("more than {} variables", max_env_file_variables));
     }

@@ -5,6 +5,7 @@
 // only HttpRequest and HttpAnswer.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,12 +36,16 @@ struct HttpRoutes {
   std::function<HttpAnswer()> page;                   // GET /
 };
 
-/// Bounds: requests of at most 16 KiB (headers and body), 8 worker threads
+/// Bounds: a request's line and headers of at most 16 KiB, its body of at
+/// most 16 KiB, counted as they are read (nothing more is buffered), and
+/// the whole request read within 4 s of its first byte; 8 worker threads
 /// and 64 connections waiting for one (beyond that the listener serves the
 /// next connection itself, so it accepts no more until one ends), reads and
 /// writes of at most 2 s each, idle keep-alive connections closed after 2 s
 /// and after 100 requests.
 inline constexpr std::size_t http_max_request_bytes = 16 * 1024;
+inline constexpr std::size_t http_max_head_bytes = 16 * 1024;
+inline constexpr std::chrono::seconds http_request_read_limit{4};
 inline constexpr std::size_t http_threads = 8;
 inline constexpr std::size_t http_max_waiting_connections = 64;
 

@@ -4,6 +4,7 @@
 
 #include "daemon/http_client.h"
 #include "daemon/json_output.h"
+#include "daemon/url_redaction.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 
@@ -40,6 +41,11 @@ std::string ping_url(const std::string& url, std::string_view suffix) {
   std::string base = url.substr(0, query);
   while (base.ends_with('/')) base.pop_back();
   return base + "/" + std::string(suffix) + (query == std::string::npos ? "" : url.substr(query));
+}
+
+/// What a log line names: the command, or the URL without its secrets.
+std::string shown_target(const Delivery& delivery) {
+  return delivery.kind == Delivery::Kind::command ? delivery.target : redact_url(delivery.target);
 }
 
 }  // namespace
@@ -197,7 +203,7 @@ void Notifier::enqueue(Delivery delivery) {
   metrics_.notification(std::string(to_string(delivery.kind)), "dropped");
   log_.write("warn", "notify-dropped",
              fmt::format("{} {} not sent: {} deliveries already wait (the limit)", to_string(delivery.kind),
-                         delivery.target, options_.max_queued),
+                         shown_target(delivery), options_.max_queued),
              delivery.job_key);
 }
 
@@ -236,7 +242,7 @@ void Notifier::work() {
     }
     metrics_.notification(kind, error.empty() ? "delivered" : "failed");
     if (!error.empty()) {
-      log_.write("warn", "notify-failed", fmt::format("{} {}: {}", kind, delivery.target, error), delivery.job_key);
+      log_.write("warn", "notify-failed", fmt::format("{} {}: {}", kind, shown_target(delivery), error), delivery.job_key);
     }
     lock.lock();
     busy_ = false;
@@ -262,7 +268,7 @@ void Notifier::stop(SteadyClock::time_point deadline) {
   if (worker_.joinable()) worker_.join();
   for (const auto& delivery : dropped) {
     metrics_.notification(std::string(to_string(delivery.kind)), "dropped");
-    log_.write("warn", "notify-dropped", fmt::format("{} {} not sent: the daemon stopped", to_string(delivery.kind), delivery.target),
+    log_.write("warn", "notify-dropped", fmt::format("{} {} not sent: the daemon stopped", to_string(delivery.kind), shown_target(delivery)),
                delivery.job_key);
   }
 }

@@ -141,8 +141,9 @@ struct ListenAddress {
 [[nodiscard]] ListenAddress parse_listen_address(const std::string& text, std::string_view option = "--http");
 
 /// Environment variables that carry the coordinator's password; removed
-/// from the environment the jobs get.
-inline constexpr const char* password_variables[] = {"FLEETCRON_REDIS_PASSWORD", "FLEETCRON_NATS_PASSWORD"};
+/// from the environment the jobs and notification commands get.
+inline constexpr const char* password_variables[] = {"FLEETCRON_REDIS_PASSWORD", "FLEETCRON_NATS_PASSWORD",
+                                                     "FLEETCRON_POSTGRES_PASSWORD"};
 
 /// Fills coordinator_password from coordinator_password_file, else from
 /// FLEETCRON_REDIS_PASSWORD (redis://, unix:) or FLEETCRON_NATS_PASSWORD

@@ -126,10 +126,19 @@ if [[ $(api "127.0.0.1:$port/") == *'<title>fleetcron</title>'* ]]; then ok "the
 # DNS rebinding: on loopback, another name in Host is refused.
 rebound=$(api -w ' %{http_code}' -H 'Host: evil.example:80' "127.0.0.1:$port/api/v1/fleet")
 named=$(api -o /dev/null -w '%{http_code}' -H "Host: localhost:$port" "127.0.0.1:$port/api/v1/fleet")
-if [[ $rebound == *'Host evil.example:80 is not served here'*' 403' && $named == 200 ]]; then
-  ok "a loopback listener answers loopback names only"
+prefixed=$(api -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.1.evil.example:$port" "127.0.0.1:$port/api/v1/fleet")
+other_loopback=$(api -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.2:$port" "127.0.0.1:$port/api/v1/fleet")
+if [[ $rebound == *'Host evil.example:80 is not served here'*' 403' && $named == 200 && $prefixed == 403 &&
+      $other_loopback == 200 ]]; then
+  ok "a loopback listener answers loopback names only (127.0.0.1.evil.example is not one)"
 else
-  bad "Host check: $rebound / $named"
+  bad "Host check: $rebound / $named / 127.0.0.1.evil.example: $prefixed / 127.0.0.2: $other_loopback"
+fi
+page_headers=$(api -D - -o /dev/null "127.0.0.1:$port/")
+if [[ $page_headers == *"Content-Security-Policy: frame-ancestors 'none'"* && $page_headers == *'X-Frame-Options: DENY'* ]]; then
+  ok "the page may not be framed by another site"
+else
+  bad "page headers: $page_headers"
 fi
 
 if wait_for "$work/failures" "failed 4" 10; then ok "on-failure runs with the outcome and exit status (memory)"; else bad "no on-failure: $(grep notify "$work/log" | tail -3)"; fi

@@ -212,7 +212,8 @@ cat >"$work/loud.cron" <<JOBS
 * * * * * *  env > $work/loud.env; head -c 200000 /dev/zero | tr '\\0' x; echo; seq 1 20000; echo run >> $work/loud
 JOBS
 port=$(pick_port)
-FLEETCRON_REDIS_PASSWORD=hunter2 "$bin" run --seconds --metrics ":$port" "$work/loud.cron" 2>"$work/stuck" &
+FLEETCRON_REDIS_PASSWORD=hunter2 FLEETCRON_NATS_PASSWORD=hunter3 FLEETCRON_POSTGRES_PASSWORD=hunter4 \
+  "$bin" run --seconds --metrics ":$port" "$work/loud.cron" 2>"$work/stuck" &
 loud_pid=$!
 pids+=("$loud_pid")
 if wait_for "$work/loud" run 10; then
@@ -223,10 +224,10 @@ if wait_for "$work/loud" run 10; then
   else
     bad "runs stopped while stderr was blocked ($before, then $(grep -c run "$work/loud"))"
   fi
-  if grep -q FLEETCRON_JOB_KEY=loud "$work/loud.env" && ! grep -q hunter2 "$work/loud.env"; then
-    ok "the coordinator password variable does not reach the jobs"
+  if grep -q FLEETCRON_JOB_KEY=loud "$work/loud.env" && ! grep -qE 'hunter[234]' "$work/loud.env"; then
+    ok "no coordinator password variable (Redis, NATS, PostgreSQL) reaches the jobs"
   else
-    bad "job environment: $(grep -c hunter2 "$work/loud.env") password line(s)"
+    bad "job environment: $(grep -cE 'hunter[234]' "$work/loud.env") password line(s)"
   fi
   if ss -ltnH "sport = :$port" | grep -q "127.0.0.1:$port"; then ok "--metrics :PORT listens on loopback only"; else bad "listen: $(ss -ltnH "sport = :$port")"; fi
   dropped=$(curl -s "127.0.0.1:$port/metrics" | awk '/^fleetcron_log_lines_dropped_total/ {print $2}')

@@ -4,9 +4,12 @@
 // browser test, tests/browser.)
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "daemon/api_service.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/rfc3339.h"
+#include "support/forwarding_fleet_state.h"
 
 namespace fleetcron::daemon {
 namespace {
@@ -75,6 +78,41 @@ TEST(Api, JobsRunsReplicasLeaderAndTheFleetDocument) {
   EXPECT_TRUE(has(fleet, R"("replica":"replica-a","coordinator":"memory")")) << fleet.body;
   EXPECT_TRUE(has(fleet, R"("writable":true)")) << fleet.body;
   EXPECT_TRUE(has(fleet, R"("recent_runs":[{"job":"backup")")) << fleet.body;
+}
+
+/// Counts the ledger reads that reach the store.
+class CountingFleetState final : public test::ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  LedgerRead read_fires(std::string_view job, std::size_t limit) override {
+    ++reads;
+    return ForwardingFleetState::read_fires(job, limit);
+  }
+  std::atomic<int> reads{0};
+};
+
+// The ledger is readable without the token: a client asking for runs in a
+// loop costs the store one read per job per api_view_lifetime, not one per
+// request; a read that held fewer records than it asked for serves larger
+// limits too, and another job is read on its own.
+TEST(Api, RunsReadTheLedgerAtMostOncePerJobPerViewLifetime) {
+  Fixture f;
+  const auto counting = std::make_shared<CountingFleetState>(f.state);
+  ApiService api(ApiSources{counting, [] { return std::vector<LocalJob>{}; },
+                            [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
+                            "replica-a", "memory", ""});
+  const auto runs = [&](const std::string& key, const std::string& limit) {
+    return api.handle(HttpRequest{"GET", "/api/v1/jobs/" + key + "/runs", {{"limit", limit}}, "", ""});
+  };
+  for (int i = 0; i < 100; ++i) {
+    const auto answer = runs("backup", "5");
+    ASSERT_EQ(answer.status, 200);
+    ASSERT_TRUE(has(answer, R"("fire_key":"backup@2026-12-03T03:00:00Z")")) << answer.body;
+  }
+  EXPECT_TRUE(has(runs("backup", "1000"), R"("exit_status":3)"));  // one record of five asked: all of them
+  EXPECT_EQ(counting->reads.load(), 1);
+  EXPECT_EQ(runs("team/report", "5").status, 200);
+  EXPECT_EQ(counting->reads.load(), 2);
 }
 
 TEST(Api, ErrorsAreJsonAndNameWhatIsWrong) {

@@ -2,6 +2,7 @@
 // event sends and with which variables, retries, a full queue, a stop.
 // (Webhooks and pings against a real HTTP receiver: tests/e2e/notify_test.sh.)
 #include "daemon/notifier.h"
+#include "daemon/url_redaction.h"
 
 #include <gtest/gtest.h>
 
@@ -114,6 +115,16 @@ TEST(Notifier, AFleetJobsMissesAreNotifiedFromCatchUpOnlyNotFromOneReplicasLateL
   EXPECT_EQ(s.read("notes"), "2\n");
 }
 
+TEST(UrlRedaction, KeepsSchemeHostAndPortOnly) {
+  EXPECT_EQ(redact_url("https://user:pw@hooks.example:8443/T0/B1/xyz?token=t"), "https://hooks.example:8443/…");
+  EXPECT_EQ(redact_url("https://hc-ping.com/0f3a-uuid"), "https://hc-ping.com/…");
+  EXPECT_EQ(redact_url("http://127.0.0.1:9/?k=v"), "http://127.0.0.1:9/…");
+  EXPECT_EQ(redact_url("http://host.example/"), "http://host.example");
+  EXPECT_EQ(redact_url("http://host.example"), "http://host.example");
+  EXPECT_EQ(redact_url("http://a@b@host.example/x"), "http://host.example/…");
+  EXPECT_EQ(redact_url("hooks.example/secret"), "(not a URL)");
+}
+
 TEST(Notifier, AFailingDeliveryIsRetriedThenCountedAndLogged) {
   const Scratch s;
   Metrics metrics;
@@ -122,7 +133,7 @@ TEST(Notifier, AFailingDeliveryIsRetriedThenCountedAndLogged) {
     LogSink log(LogFormat::text, out);
     Notifier notifier(metrics, log, "replica-a", NotifierOptions{.attempts = 3, .first_backoff = 10ms});
     notifier.set_jobs({{"j", job({.on_failure = "echo try >> " + s.dir + "/tries; exit 1", .on_lost = "", .on_missed = "",
-                                  .notify = "http://127.0.0.1:1/hook", .ping = ""})}});
+                                  .notify = "http://user:pw@127.0.0.1:1/hook/s3cr3t?token=t0k3n", .ping = ""})}});
     auto entry = std::make_shared<EntryIdentity>(EntryIdentity{1, "j", "j"});
     notifier.on_event(JobCompletedEvent{entry, "j@x", {}, 1s, RunStatus::timed_out, 1, "timeout", false, {}, 1, {}});
     notifier.stop(std::chrono::steady_clock::now() + 10s);
@@ -132,7 +143,9 @@ TEST(Notifier, AFailingDeliveryIsRetriedThenCountedAndLogged) {
   EXPECT_EQ(metrics_line(metrics, R"(kind="command",result="failed")"), "1");
   EXPECT_EQ(metrics_line(metrics, R"(kind="webhook",result="failed")"), "1");
   EXPECT_NE(out.str().find("notify-failed"), std::string::npos) << out.str();
-  EXPECT_NE(out.str().find("webhook http://127.0.0.1:1/hook:"), std::string::npos) << out.str();
+  // The URL's secrets (user part, path, query) stay out of the log.
+  EXPECT_NE(out.str().find("webhook http://127.0.0.1:1/…:"), std::string::npos) << out.str();
+  for (const char* secret : {"pw@", "s3cr3t", "t0k3n"}) EXPECT_EQ(out.str().find(secret), std::string::npos) << secret;
 }
 
 TEST(Notifier, AFullQueueDropsAndCountsAndAStopDropsWhatIsLeft) {

@@ -602,6 +602,30 @@ TEST(SchedulerJobs, RetryWithExponentialBackoffOnTheClock) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+// A pause stops a scheduled fire's remaining retries: before, a job paused
+// because it kept failing went on failing through every retry.
+TEST(SchedulerJobs, APauseStopsTheRemainingRetries) {
+  Harness h;
+  std::atomic<int> calls{0};
+  Scheduler s(h.options());
+  const auto id = s.add("* * * * *", [&](const FireContext&, std::stop_token) {
+    ++calls;
+    throw std::runtime_error("down");
+  }, EntryOptions{.retry = RetryPolicy{.max_retries = 5, .initial_delay = 1s, .multiplier = 2.0, .max_delay = 1min}});
+  s.start();
+  h.settle(Harness::idle_waiters);
+  h.advance(60s, 1, [&] { return calls == 1; });
+  h.settle(Harness::idle_waiters + 1);  // + the backoff sleep
+  s.pause(id);
+  h.advance(1s, 1, [&] { return h.completed() == 1; });
+  const auto run = h.log->all<JobCompletedEvent>()[0];
+  EXPECT_EQ(run.status, RunStatus::failed);
+  EXPECT_EQ(run.attempts, 1);
+  EXPECT_NE(run.error.find("remaining retries were not run: the job was paused"), std::string::npos) << run.error;
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(SchedulerJobs, TimeoutBoundsTheWholeRunIncludingRetries) {
   Harness h;
   Scheduler s(h.options());
