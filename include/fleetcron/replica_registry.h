@@ -97,6 +97,12 @@ struct FLEETCRON_API ReplicaAnnounce {
   /// here, so a dead replica's runs are reported lost once.
   std::vector<ReplicaRecord> expired = {};
   std::string error = {};
+  /// Whether this replica's earlier record (the same start) was in the
+  /// registry, live or expired: false at its first announcement, and
+  /// after the store lost the registry (a restart without persistence, a
+  /// FLUSHALL, a lost volume), which a replica that announced before so
+  /// learns of.
+  bool found_own = false;
   /// busy: the replica listing a run of the job, and that run.
   std::string busy_on = {};
   std::optional<RunningFire> busy_run = {};

@@ -130,6 +130,13 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
                                     "registry failed: {}); it claims nothing until they are",
                                     answer.error);
     } else {
+      if (announced_before_ && !answer.found_own) {
+        notes.emplace_back(LogLevel::warning,
+                           "replica registry: this replica's record was gone (the store lost its data, or this "
+                           "replica was away longer than its record lives): its jobs are catalogued again now");
+        ++recatalogue_requests_;
+      }
+      announced_before_ = true;
       if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
       if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
       if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
@@ -173,10 +180,13 @@ void Scheduler::Impl::catalogue_if_due() {
   const Instant now = clock_->now();
   std::vector<CataloguedJob> jobs;
   std::uint64_t digest = 0;
+  std::uint64_t requests = 0;
   {
     std::lock_guard guard(mutex_);
     digest = jobs_digest_;
-    if (catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh) return;
+    const bool fresh = catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh;
+    requests = recatalogue_requests_.load();
+    if (fresh && requests == recatalogued_) return;
     jobs.reserve(keys_.size());
     for (const auto& [key, id] : keys_) {
       const Entry& entry = *entries_.at(id);
@@ -201,6 +211,7 @@ void Scheduler::Impl::catalogue_if_due() {
   }
   catalogued_digest_ = digest;
   catalogued_at_ = steady;
+  recatalogued_ = requests;
 }
 
 void Scheduler::Impl::withdraw_once() {

@@ -130,9 +130,16 @@ std::optional<Records> read_records(const FleetState::StoredDocument& document, 
 /// it was accepted. A record of an earlier process with the same id (its
 /// start differs) is a dead one: it joins the expired, to be reported.
 /// This process's own record, expired (a stall, a clock step), is not.
-bool take_own(Records& records, const ReplicaAnnouncement& replica) {
+/// What take_own() found of the replica's earlier record.
+struct OwnRecord {
+  bool accepted = false;  ///< live, and accepted
+  bool found = false;     ///< live or expired
+};
+
+OwnRecord take_own(Records& records, const ReplicaAnnouncement& replica) {
   const auto mine = [&](const ReplicaRecord& r) { return r.replica.replica_id == replica.replica_id; };
-  bool accepted = false;
+  const auto same_start = [&](const ReplicaRecord& r) { return mine(r) && r.replica.started == replica.started; };
+  OwnRecord own;
   std::vector<ReplicaRecord> previous;
   for (auto it = records.live.begin(); it != records.live.end();) {
     if (!mine(*it)) {
@@ -140,16 +147,18 @@ bool take_own(Records& records, const ReplicaAnnouncement& replica) {
       continue;
     }
     if (it->replica.started == replica.started) {
-      accepted = accepted || it->accepted;
+      own.accepted = own.accepted || it->accepted;
+      own.found = true;
     } else {
       previous.push_back(std::move(*it));
     }
     it = records.live.erase(it);
   }
-  std::erase_if(records.expired, [&](const ReplicaRecord& r) { return mine(r) && r.replica.started == replica.started; });
+  own.found = own.found || std::any_of(records.expired.begin(), records.expired.end(), same_start);
+  std::erase_if(records.expired, same_start);
   records.expired.insert(records.expired.end(), std::make_move_iterator(previous.begin()),
                          std::make_move_iterator(previous.end()));
-  return accepted;
+  return own;
 }
 
 /// Drops the newest of the replica's listed runs until its record takes at
@@ -351,12 +360,13 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
           records.emplace();
         }
         if (!records) return std::nullopt;
-        const bool accepted = take_own(*records, replica);
+        const OwnRecord own_before = take_own(*records, replica);
         if (auto busy = running_elsewhere(records->live, alone_job)) {
           answer = std::move(*busy);
           return std::nullopt;
         }
-        answer = verdict(replica, accepted, records->live, now, ttl);
+        answer = verdict(replica, own_before.accepted, records->live, now, ttl);
+        answer.found_own = own_before.found;
         answer.replaced = std::move(replaced);
         answer.expired = std::move(records->expired);  // dropped by this write: reported by this caller alone
         ReplicaRecord own{replica, cursor_instant(now), cursor_instant(now + ttl),

@@ -483,6 +483,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::atomic<bool> runs_unlisted_flag_{false};
   std::optional<std::uint64_t> catalogued_digest_;  // the upkeep thread's (start() before it runs)
   std::optional<Clock::SteadyTime> catalogued_at_;
+  /// Counted when this replica's registry record was gone (the store lost
+  /// its data): catalogue_if_due() writes the catalogue at once, until a
+  /// write covers the last count (recatalogued_, the upkeep thread's).
+  std::atomic<std::uint64_t> recatalogue_requests_{0};
+  std::uint64_t recatalogued_ = 0;
+  bool announced_before_ = false;  // registry_mutex_
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -17,8 +17,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <optional>
@@ -106,6 +104,27 @@ struct ProcessStat {
   pid_t group = 0;
 };
 
+// /proc/<id>/stat's text; empty if the process is gone. Read with read(2),
+// not a stream: a process that exits between the open and the read makes
+// the read fail (ESRCH), which libstdc++'s filebuf throws as an exception
+// whatever the stream's exception mask (it killed a test, and would have
+// killed the daemon, on a busy host).
+std::string process_stat_text(long id) {
+  const std::string path = fmt::format("/proc/{}/stat", id);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  std::array<char, 512> buffer{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 // Calls `visit` for each process in /proc (pid, state, parent, group)
 // until it returns false.
 void for_each_process(const std::function<bool(const ProcessStat&)>& visit) {
@@ -115,8 +134,7 @@ void for_each_process(const std::function<bool(const ProcessStat&)>& visit) {
     char* end = nullptr;
     const long id = std::strtol(entry->d_name, &end, 10);
     if (*end != '\0' || id <= 0) continue;
-    std::ifstream file(fmt::format("/proc/{}/stat", id));
-    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::string text = process_stat_text(id);
     const auto close_paren = text.rfind(')');  // the command name may hold anything
     if (close_paren == std::string::npos || close_paren + 2 >= text.size()) continue;
     std::istringstream fields(text.substr(close_paren + 2));

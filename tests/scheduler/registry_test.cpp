@@ -128,6 +128,65 @@ class FailingRegistry final : public ForwardingFleetState {
 };
 
 
+/// A fleet state whose documents (registry, catalogue, controls) can be
+/// lost at once, as a store restarted without its data loses them.
+class LosableDocuments final : public test::ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  StoredDocument load_document(Document which) override { return documents()->load_document(which); }
+  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    return documents()->replace_document(which, seen, text, keep_for);
+  }
+  void lose(std::shared_ptr<Clock> clock) {
+    std::lock_guard guard(mutex_);
+    documents_ = std::make_shared<MemoryFleetState>(std::move(clock));
+  }
+
+ private:
+  std::shared_ptr<FleetState> documents() {
+    std::lock_guard guard(mutex_);
+    return documents_ ? documents_ : inner_;
+  }
+  std::mutex mutex_;
+  std::shared_ptr<FleetState> documents_;
+};
+
+std::vector<std::string> catalogued(FleetState& state, Instant now) {
+  const CatalogueRead read = state.read_catalogue(now);
+  EXPECT_EQ(read.status, CatalogueRead::Status::found) << read.error;
+  std::vector<std::string> keys;
+  for (const auto& job : read.jobs) keys.push_back(job.job_key);
+  return keys;
+}
+
+// A store that lost its data (a restart without persistence, a FLUSHALL)
+// lost the job catalogue too; before, it stayed empty until each replica's
+// hourly rewrite (`status` said "jobs (0)", the API [] while every replica
+// ran its jobs). A replica whose own registry record is gone writes the
+// catalogue again at that announcement.
+TEST(SchedulerRegistry, AStoreThatLostItsDataHasTheCatalogueBackAtTheNextAnnouncement) {
+  Harness h;
+  auto state = std::make_shared<LosableDocuments>(std::make_shared<MemoryFleetState>(h.clock));
+  RegistryFleet fleet(h, state);
+  Replica& a = fleet.add("10m");
+  fleet.settle();
+  ASSERT_EQ(catalogued(*state, h.clock->now()), std::vector<std::string>{"job"});
+  state->lose(h.clock);
+  ASSERT_TRUE(catalogued(*state, h.clock->now()).empty());
+  h.clock->advance(fleet.heartbeat);
+  fleet.settle();
+  EXPECT_EQ(catalogued(*state, h.clock->now()), std::vector<std::string>{"job"});
+  EXPECT_TRUE(a.logged("its jobs are catalogued again now"));
+  // An announcement that finds its record does not rewrite it again.
+  h.clock->advance(fleet.heartbeat);
+  fleet.settle();
+  std::lock_guard guard(a.mutex);
+  EXPECT_EQ(std::count_if(a.messages.begin(), a.messages.end(),
+                          [](const std::string& m) { return m.find("catalogued again") != std::string::npos; }),
+            1);
+}
+
 TEST(SchedulerRegistry, AReplicaWithAnotherClaimTtlClaimsNothingWhileTheFleetsReplicaLives) {
   Harness h;
   RegistryFleet fleet(h);
