@@ -215,12 +215,14 @@ for ((t = from; t <= ended - 3; t++)); do
   skipped_overlap=$((skipped_overlap + overlaps)); count=$((count + overlaps))
   ((count < 10)) || continue
   missing=$((10 - count))
-  if ((kill_time > 0 && t >= kill_time - 1 && t <= kill_time + 1 + lag)); then
+  # A SIGKILL loses the runs in progress: fires of the second before it
+  # (and of as many more as the host ran late) whose echo had not ended.
+  if ((kill_time > 0 && t >= kill_time - 1 - lag && t <= kill_time + 1 + lag)); then
     lost_at_kill=$((lost_at_kill + missing))
   elif ((term_time > 0 && t >= term_time && t <= term_time + 2 + lag)); then
     echo "handover gap at $stamp (SIGTERM): $missing fire(s)"
     lost_at_kill=$((lost_at_kill + missing))
-  elif ((leader_kill_time > 0 && t >= leader_kill_time)); then
+  elif ((leader_kill_time > 0 && t >= leader_kill_time - 1 - lag)); then
     lost_at_kill=$((lost_at_kill + missing))
   else
     lost=$((lost + missing)); echo "missing $missing fire(s) at $stamp"
