@@ -210,16 +210,11 @@ class BoundedStream final : public httplib::Stream {
 /// httplib's server with its connections read through a BoundedStream
 /// (the keep-alive loop is this one's: httplib's own is not in its API).
 class BoundedServer final : public httplib::Server {
- public:
-  static constexpr std::chrono::milliseconds io_timeout{2000};
-  static constexpr std::chrono::milliseconds idle_timeout{2000};
-  static constexpr std::size_t max_requests = 100;
-
  private:
   bool process_and_close_socket(socket_t socket) override {
-    BoundedStream stream(socket, io_timeout);
+    BoundedStream stream(socket, http_io_timeout);
     bool ok = true;
-    for (std::size_t left = max_requests; left > 0 && ok; --left) {
+    for (std::size_t left = http_max_requests_per_connection; left > 0 && ok; --left) {
       if (!stream.buffered() && !idle_until_readable(socket)) break;
       stream.start_request();
       bool closed = false;
@@ -252,7 +247,7 @@ class BoundedServer final : public httplib::Server {
   /// Waits up to the keep-alive timeout for the next request, looking
   /// every 100 ms whether the server stops.
   bool idle_until_readable(socket_t socket) const {
-    const auto give_up = Steady::now() + idle_timeout;
+    const auto give_up = Steady::now() + http_idle_timeout;
     while (is_running() && Steady::now() < give_up) {
       pollfd fd{socket, POLLIN, 0};
       const int ready = ::poll(&fd, 1, 100);

@@ -46,6 +46,9 @@ struct HttpRoutes {
 inline constexpr std::size_t http_max_request_bytes = 16 * 1024;
 inline constexpr std::size_t http_max_head_bytes = 16 * 1024;
 inline constexpr std::chrono::seconds http_request_read_limit{4};
+inline constexpr std::chrono::milliseconds http_io_timeout{2000};    // each read or write
+inline constexpr std::chrono::milliseconds http_idle_timeout{2000};  // keep-alive
+inline constexpr std::size_t http_max_requests_per_connection = 100;
 inline constexpr std::size_t http_threads = 8;
 inline constexpr std::size_t http_max_waiting_connections = 64;
 
