@@ -24,8 +24,9 @@
 #
 # Parallelism (docs/reliability.md, "A busy host"): builds and the
 # integration tests use every core; the fleet runs go six at once (each is
-# mostly waiting); the -O3 and core-only builds run beside the g++ tests
-# and the fleet runs at the lowest priority. The timing checks do not
+# mostly waiting); the -O3, core-only and ASan builds run beside the g++
+# tests and the fleet runs at the lowest priority, the ThreadSanitizer
+# build beside the ASan tests. The timing checks do not
 # assume an idle host: the fleets derive their windows from the lateness
 # the daemons themselves measure and log (`scheduling-lag`), the tests
 # against real servers from the lateness a probe thread measures
@@ -122,6 +123,14 @@ waited() {
   fi
   echo "$status" >"build/$1.status"
 }
+# step NAME FUNCTION, in a background job: runs FUNCTION logging to
+# build/NAME.log and leaves its exit status in build/NAME.status when it
+# ends, so a phase can wait for one step of a job (awaited NAME).
+step() {
+  (set -e; "$2") >"build/$1.log" 2>&1
+  echo $? >"build/$1.status"
+}
+awaited() { until [[ -f build/$1.status ]]; do sleep 1; done; }
 # The phase of a background build: passed if it did, else its log's end.
 background_result() {
   [[ $(cat "build/$1.status" 2>/dev/null) == 0 ]] || { tail -n 50 "build/$1.log"; echo "$1 failed"; return 1; }
@@ -141,6 +150,15 @@ background_builds() {
     -DFLEETCRON_WERROR=ON -DFLEETCRON_REDIS=OFF -DFLEETCRON_NATS=OFF -DFLEETCRON_POSTGRES=OFF \
     -DFLEETCRON_DAEMON=OFF -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF -DFLEETCRON_EXAMPLES=OFF -DFLEETCRON_INSTALL=OFF
   nice -n 19 cmake --build build/gcc-core -j"$jobs"
+}
+
+# From the end of the g++ build on, at the lowest priority: the -O3 and
+# core-only builds, then the ASan build, beside the g++ tests and the
+# fleet runs (which mostly wait on their daemons' jobs).
+early_builds() {
+  renice -n 19 -p "$BASHPID" >/dev/null
+  step release-builds background_builds
+  step asan-build asan_build
 }
 
 fleet_runs() {
@@ -261,19 +279,22 @@ if ! { start_redis && start_nats && start_postgres; }; then
   exit 1
 fi
 
+mkdir -p build && rm -f build/release-builds.status build/asan-build.status
 phase gcc_build "g++ build" ""
-if [[ ${phase_passed[gcc_build]:-0} == 1 ]]; then background release-builds background_builds; fi
+early_builds &
 phase gcc_tests "g++ tests" "gcc_build"
 phase fleet_runs "g++ fleet runs: end to end, chaos, store faults (six at once)" "gcc_build"
-waited release-builds
+awaited release-builds
 phase release_builds "g++ -O3 (Release) and core-only builds, exports, installed package" "gcc_build"
 phase debian_packages "Debian packages: built with CPack, installed with dpkg -i, used, purged" "release_builds"
 phase nats_leak_check "valgrind: NATS connections, buckets, claims, an election leak nothing" "gcc_build"
 phase benchmarks "benchmark smoke run (numbers: docs/time-engine.md, docs/scheduler.md)" "gcc_build"
-phase asan_build "clang ASan+UBSan build" ""
+awaited asan-build
+asan_build_result() { background_result asan-build; }
+phase asan_build_result "clang ASan+UBSan build (beside the g++ tests and the fleet runs)" ""
 background tsan-build tsan_build
-phase asan_tests "clang ASan+UBSan tests" "asan_build"
-phase fuzzing "fuzzing ${fuzz_seconds}s per target" "asan_build"
+phase asan_tests "clang ASan+UBSan tests" "asan_build_result"
+phase fuzzing "fuzzing ${fuzz_seconds}s per target" "asan_build_result"
 waited tsan-build
 tsan_build_result() { background_result tsan-build; }
 phase tsan_build_result "g++ ThreadSanitizer build (beside the ASan tests and the fuzzing)" ""
