@@ -178,7 +178,9 @@ class FLEETCRON_API FleetState {
   /// the entry there ranks as high or higher (ledger_rank()), and applies
   /// the write's retention to that ledger: the newest `keep_count` records
   /// stay, a record scheduled more than `keep_for` before the ledger's
-  /// newest goes, and the whole ledger expires `keep_for` after its last write.
+  /// newest goes (or before the store's clock, if that is earlier: a
+  /// record dated ahead by a replica's clock deletes nothing), and the
+  /// whole ledger expires `keep_for` after its last write.
   /// One answer per write, in order; a networked store sends them in one
   /// round trip. Throws std::invalid_argument (check_fire_record(),
   /// check_ledger_retention()) before it writes anything.
@@ -188,12 +190,20 @@ class FLEETCRON_API FleetState {
   /// newest scheduled instant first.
   [[nodiscard]] virtual LedgerRead read_fires(std::string_view job_key, std::size_t limit) = 0;
 
+  /// The store's own clock, read now (Redis: TIME; PostgreSQL:
+  /// clock_timestamp(); NATS: the server's timestamp of a probe write;
+  /// memory: its clock). Callers read it through a StoreClock
+  /// (store_clock.h), which measures the offset and keeps it. nullopt when
+  /// the store cannot tell it (the default) or could not be reached.
+  [[nodiscard]] virtual std::optional<Instant> store_now();
+
   // ---- fleet-wide controls (job_controls.h) --------------------------
   // One document holds them all; each change is a compare-and-swap of it
   // through the document primitives below, so every backend shares these rules.
-  // `now` is the caller's clock: triggers that expired by then are left out
-  // (and dropped at the next change). `by` names the caller (1 to 64
-  // characters, no whitespace).
+  // `now` is the store's clock as the caller knows it (StoreClock::now():
+  // never one replica's own clock, docs/fleet-state.md "One clock"):
+  // triggers that expired by then are left out (and dropped at the next
+  // change). `by` names the caller (1 to 64 characters, no whitespace).
 
   /// Every job held paused or with triggers waiting.
   [[nodiscard]] ControlsRead read_controls(Instant now);
@@ -204,6 +214,11 @@ class FLEETCRON_API FleetState {
   /// waits at most `wait` (0 to max_trigger_wait) for a replica to take it.
   [[nodiscard]] ControlChange request_trigger(std::string_view job_key, std::string_view by, Instant now,
                                               std::chrono::nanoseconds wait = default_trigger_wait);
+  /// Drops the triggers that expired by `now` untaken: each is answered
+  /// (ControlsRead::expired) to exactly one caller, the one whose write
+  /// dropped it, which reports it (the scheduler: a log line and a ledger
+  /// record, fate skipped, reason trigger-expired).
+  [[nodiscard]] ControlsRead drop_expired_triggers(Instant now);
   /// Takes the trigger from the store: of all callers, exactly one is
   /// answered `changed` and runs it; the others `absent`.
   [[nodiscard]] ControlChange take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now);
@@ -293,10 +308,12 @@ FLEETCRON_API void check_ledger_read(std::string_view job_key, std::size_t limit
 /// The ledger's rules for a store that keeps a job's ledger as one value
 /// (memory, NATS): applies `writes` (all for the job of `ledger`) to
 /// `ledger`, its records newest scheduled instant first (ties: greater
-/// fire key first), as record_fires() describes — rank, then retention.
-/// Instants are kept to the microsecond. One answer per write.
-[[nodiscard]] FLEETCRON_API std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
-                                                                              std::span<const LedgerWrite> writes);
+/// fire key first), as record_fires() describes — rank, then retention,
+/// trimmed relative to the newest record or `store_now` (the store's
+/// clock, where known) if that is earlier. Instants are kept to the
+/// microsecond. One answer per write.
+[[nodiscard]] FLEETCRON_API std::vector<LedgerWriteResult> apply_ledger_writes(
+    std::vector<FireRecord>& ledger, std::span<const LedgerWrite> writes, std::optional<Instant> store_now = {});
 
 /// The name of a document in the stores: "controls", "replicas" or "jobs".
 [[nodiscard]] FLEETCRON_API std::string_view to_string(FleetState::Document which) noexcept;

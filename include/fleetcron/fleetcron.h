@@ -17,6 +17,7 @@
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/schedule.h"
 #include "fleetcron/scheduler.h"
+#include "fleetcron/store_clock.h"
 #include "fleetcron/time.h"
 #include "fleetcron/time_zone.h"
 #include "fleetcron/version.h"

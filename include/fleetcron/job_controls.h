@@ -19,7 +19,7 @@ namespace fleetcron {
 /// A request that one replica of the fleet run a job once, now.
 struct FLEETCRON_API TriggerRequest {
   std::string id;            ///< 16 hexadecimal digits, drawn at random per request
-  Instant requested_at{};    ///< on the requester's clock; the manual fire's instant
+  Instant requested_at{};    ///< on the store's clock (StoreClock); the manual fire's instant
   Instant expires_at{};      ///< a trigger no replica has taken by then is dropped
   std::string requested_by;  ///< who asked (1 to 64 characters, no whitespace)
   friend bool operator==(const TriggerRequest&, const TriggerRequest&) = default;
@@ -36,6 +36,13 @@ struct FLEETCRON_API JobControl {
   friend bool operator==(const JobControl&, const JobControl&) = default;
 };
 
+/// A trigger that no replica took before it expired, with its job.
+struct FLEETCRON_API ExpiredTrigger {
+  std::string job_key;
+  TriggerRequest trigger;
+  friend bool operator==(const ExpiredTrigger&, const ExpiredTrigger&) = default;
+};
+
 struct FLEETCRON_API ControlsRead {
   enum class Status {
     found,  ///< `jobs` holds every job that is paused or has triggers waiting (possibly none)
@@ -44,6 +51,10 @@ struct FLEETCRON_API ControlsRead {
   Status status = Status::found;
   std::vector<JobControl> jobs = {};
   std::string error = {};
+  /// read_controls(): the triggers expired by `now` that the document
+  /// still holds (dropped at its next change). drop_expired_triggers():
+  /// those this call dropped, which no other caller is answered.
+  std::vector<ExpiredTrigger> expired = {};
 };
 
 struct FLEETCRON_API ControlChange {

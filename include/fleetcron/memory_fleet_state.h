@@ -36,6 +36,9 @@ class FLEETCRON_API MemoryFleetState final : public FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
+  /// The clock's wall time: the store's clock of a fleet in one process.
+  [[nodiscard]] std::optional<Instant> store_now() override;
+
   /// A document expires `keep_for` after its replacement on the clock's
   /// steady time (never for 0).
   [[nodiscard]] StoredDocument load_document(Document which) override;

@@ -12,6 +12,17 @@
 
 namespace fleetcron {
 
+namespace {
+
+// Trigger ids a replica remembers as gone (taken or expired), at most.
+constexpr std::size_t max_remembered_triggers = 4096;
+// The longest a trigger's write may land after its stamp (the requester's
+// compare-and-swap rounds): a trigger requested longer than this before a
+// read that did not list it was taken (or dropped) and came back.
+constexpr std::chrono::minutes returned_trigger_margin{1};
+
+}  // namespace
+
 using detail::Entry;
 using detail::Fire;
 
@@ -32,7 +43,8 @@ bool Scheduler::Impl::controls_stopping() {
 }
 
 void Scheduler::Impl::poll_controls_once() {
-  const ControlsRead read = options_.fleet_state->read_controls(clock_->now());
+  const Instant read_at = fleet_now();
+  const ControlsRead read = options_.fleet_state->read_controls(read_at);
   if (read.status == ControlsRead::Status::error) {
     if (!controls_failing_) {
       log(LogLevel::warning, "fleet controls unreadable; pauses, resumes and triggers wait until they are: " + read.error);
@@ -42,6 +54,7 @@ void Scheduler::Impl::poll_controls_once() {
   }
   if (controls_failing_) log(LogLevel::info, "fleet controls readable again");
   controls_failing_ = false;
+  const std::unordered_set<std::string> returned = returned_triggers(read, read_at);
   std::vector<Event> events;
   std::vector<std::string> notes;
   std::vector<detail::TakenTrigger> triggers;
@@ -91,22 +104,86 @@ void Scheduler::Impl::poll_controls_once() {
   loop_cv_.notify_one();
   for (const auto& note : notes) log(LogLevel::info, note);
   for (auto& event : events) publish(std::move(event));
-  take_triggers(triggers);
+  take_triggers(triggers, returned);
+  if (!read.expired.empty()) report_expired_triggers();
 }
 
-void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers) {
+std::unordered_set<std::string> Scheduler::Impl::returned_triggers(const ControlsRead& read, Instant read_at) {
+  const auto now = clock_->steady_now();
+  while (!triggers_gone_order_.empty() &&
+         (now - triggers_gone_order_.front().first > max_trigger_wait ||
+          triggers_gone_order_.size() > max_remembered_triggers)) {
+    triggers_gone_.erase(triggers_gone_order_.front().second);
+    triggers_gone_order_.pop_front();
+  }
+  std::unordered_set<std::string> listed, returned;
+  for (const JobControl& control : read.jobs) {
+    for (const TriggerRequest& trigger : control.triggers) {
+      listed.insert(trigger.id);
+      // Written at most returned_trigger_margin after its stamp, so a read
+      // later than that which did not list it means it was there and went.
+      const bool unseen_before = !triggers_listed_.contains(trigger.id) && controls_read_at_ &&
+                                 trigger.requested_at + returned_trigger_margin < *controls_read_at_;
+      if (triggers_gone_.contains(trigger.id) || unseen_before) returned.insert(trigger.id);
+    }
+  }
+  for (const std::string& id : triggers_listed_) {
+    if (listed.contains(id) || !triggers_gone_.insert(id).second) continue;
+    triggers_gone_order_.emplace_back(now, id);
+  }
+  triggers_listed_ = std::move(listed);
+  controls_read_at_ = read_at;
+  return returned;
+}
+
+void Scheduler::Impl::report_expired_triggers() {
+  const ControlsRead dropped = options_.fleet_state->drop_expired_triggers(fleet_now());
+  if (dropped.status == ControlsRead::Status::error) {
+    log(LogLevel::warning, "fleet controls: expired triggers not dropped (tried again at the next poll): " + dropped.error);
+    return;
+  }
+  std::vector<LedgerWrite> writes;
+  for (const ExpiredTrigger& expired : dropped.expired) {
+    const TriggerRequest& trigger = expired.trigger;
+    const std::string what = fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not run",
+                                         trigger.id, trigger.requested_by, format_rfc3339(trigger.requested_at),
+                                         format_rfc3339(trigger.expires_at));
+    log(LogLevel::warning, fmt::format("job \"{}\": {}", expired.job_key, what));
+    FireRecord record;
+    record.job_key = expired.job_key;
+    record.fire_key = fire_key(expired.job_key, trigger.requested_at) + "#trigger-" + trigger.id;
+    record.scheduled_at = trigger.requested_at;
+    record.fate = FireFate::skipped;
+    record.manual = true;
+    record.replica_id = options_.replica_id;
+    record.reason = "trigger-expired";
+    record.error = what;
+    writes.push_back(LedgerWrite{cut_fire_record(std::move(record)), ledger_retention_of(expired.job_key)});
+  }
+  write_reported(writes);
+}
+
+void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers,
+                                    const std::unordered_set<std::string>& returned) {
   for (const auto& taken : triggers) {
     // Once stop() began, a trigger is left in the store for a replica that
     // stays (a taken one could only be cancelled here); so it is while this
     // replica's settings are not the fleet's.
     if (controls_stopping() || !settings_refusal().empty()) return;
-    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, clock_->now());
+    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, fleet_now());
     if (change.status == ControlChange::Status::error) {
       log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
                                          taken.trigger.id, change.error));
       continue;
     }
     if (change.status != ControlChange::Status::changed) continue;  // another replica took it
+    if (returned.contains(taken.trigger.id)) {
+      log(LogLevel::warning,
+          fmt::format("entry \"{}\": trigger {} by {} came back after it was taken (the store went back: a restart "
+                      "from a snapshot, a lagging failover); dropped, not run again",
+                      taken.entry->identity.key, taken.trigger.id, taken.trigger.requested_by));
+      continue;
+    }
     log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
                                     taken.trigger.id, taken.trigger.requested_by));
     std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};

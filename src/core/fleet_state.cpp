@@ -101,9 +101,13 @@ bool newer(const FireRecord& a, const FireRecord& b) {
   return a.scheduled_at != b.scheduled_at ? a.scheduled_at > b.scheduled_at : a.fire_key > b.fire_key;
 }
 
-void apply_retention(std::vector<FireRecord>& ledger, const LedgerRetention& retention) {
+void apply_retention(std::vector<FireRecord>& ledger, const LedgerRetention& retention,
+                     std::optional<Instant> store_now) {
   if (ledger.empty()) return;
-  const Instant oldest = ledger.front().scheduled_at - std::chrono::duration_cast<Instant::duration>(retention.keep_for);
+  // Relative to the newest record, or the store's clock if that is
+  // earlier: a record dated ahead by a replica's clock deletes nothing.
+  const Instant newest = store_now ? std::min(ledger.front().scheduled_at, *store_now) : ledger.front().scheduled_at;
+  const Instant oldest = newest - std::chrono::duration_cast<Instant::duration>(retention.keep_for);
   const auto past = std::find_if(ledger.begin(), ledger.end(), [&](const FireRecord& r) { return r.scheduled_at < oldest; });
   ledger.erase(past, ledger.end());
   if (ledger.size() > retention.keep_count) ledger.resize(retention.keep_count);
@@ -111,8 +115,11 @@ void apply_retention(std::vector<FireRecord>& ledger, const LedgerRetention& ret
 
 }  // namespace
 
+std::optional<Instant> FleetState::store_now() { return std::nullopt; }
+
 std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledger,
-                                                   std::span<const LedgerWrite> writes) {
+                                                   std::span<const LedgerWrite> writes,
+                                                   std::optional<Instant> store_now) {
   std::vector<LedgerWriteResult> results;
   results.reserve(writes.size());
   for (const auto& write : writes) {
@@ -128,7 +135,7 @@ std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledg
     }
     const auto at = std::find_if(ledger.begin(), ledger.end(), [&](const FireRecord& kept) { return newer(record, kept); });
     ledger.insert(at, std::move(record));
-    apply_retention(ledger, write.retention);
+    apply_retention(ledger, write.retention, store_now);
     results.push_back({LedgerWriteResult::Status::written, {}});
   }
   return results;

@@ -67,10 +67,15 @@ std::string new_trigger_id() {
   return fmt::format("{:016x}", random());
 }
 
-/// Drops expired triggers, then the jobs left neither paused nor waiting.
-void prune(std::vector<JobControl>& jobs, Instant now) {
+/// Drops expired triggers (adding them to `expired`, if given), then the
+/// jobs left neither paused nor waiting.
+void prune(std::vector<JobControl>& jobs, Instant now, std::vector<ExpiredTrigger>* expired = nullptr) {
   for (auto& job : jobs) {
-    std::erase_if(job.triggers, [&](const TriggerRequest& trigger) { return trigger.expires_at <= now; });
+    std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
+      if (trigger.expires_at > now) return false;
+      if (expired != nullptr) expired->push_back(ExpiredTrigger{job.job_key, trigger});
+      return true;
+    });
   }
   std::erase_if(jobs, [](const JobControl& job) { return !job.paused && job.triggers.empty(); });
 }
@@ -87,7 +92,7 @@ ControlChange failed(std::string error) { return {ControlChange::Status::error, 
 /// The jobs of the document read, pruned at `now`; nullopt (with `error`
 /// set) if it is not a controls document.
 std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument& document, Instant now,
-                                               std::string& error) {
+                                               std::string& error, std::vector<ExpiredTrigger>* expired = nullptr) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
@@ -99,19 +104,22 @@ std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument&
     return std::nullopt;
   }
   std::sort(jobs->begin(), jobs->end(), [](const JobControl& a, const JobControl& b) { return a.job_key < b.job_key; });
-  prune(*jobs, now);
+  prune(*jobs, now, expired);
   return jobs;
 }
 
 /// Applies `edit` to the controls in a compare-and-swap loop; writes only
-/// what `edit` answered `changed`.
+/// what `edit` answered `changed`. `expired` (if given) holds the triggers
+/// expired in the document of the last round: those its write dropped.
 ControlChange edit_controls(FleetState& state, Instant now,
-                            const std::function<ControlChange(std::vector<JobControl>&)>& edit) {
+                            const std::function<ControlChange(std::vector<JobControl>&)>& edit,
+                            std::vector<ExpiredTrigger>* expired = nullptr) {
   ControlChange answer;
   std::string error = detail::edit_document(
       state, FleetState::Document::controls,
       [&](const FleetState::StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-        auto jobs = jobs_of(read, now, failure);
+        if (expired != nullptr) expired->clear();
+        auto jobs = jobs_of(read, now, failure, expired);
         if (!jobs) return std::nullopt;
         answer = edit(*jobs);
         if (answer.status != ControlChange::Status::changed) return std::nullopt;
@@ -164,9 +172,24 @@ std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text)
 
 ControlsRead FleetState::read_controls(Instant now) {
   std::string error;
-  auto jobs = jobs_of(load_document(Document::controls), now, error);
+  std::vector<ExpiredTrigger> expired;
+  auto jobs = jobs_of(load_document(Document::controls), now, error, &expired);
   if (!jobs) return {ControlsRead::Status::error, {}, std::move(error)};
-  return {ControlsRead::Status::found, std::move(*jobs), {}};
+  return {ControlsRead::Status::found, std::move(*jobs), {}, std::move(expired)};
+}
+
+ControlsRead FleetState::drop_expired_triggers(Instant now) {
+  std::vector<ExpiredTrigger> expired;
+  const ControlChange change = edit_controls(
+      *this, now,
+      [&](std::vector<JobControl>&) {
+        return ControlChange{expired.empty() ? ControlChange::Status::unchanged : ControlChange::Status::changed, {},
+                             {}};
+      },
+      &expired);
+  if (change.status == ControlChange::Status::error) return {ControlsRead::Status::error, {}, change.error};
+  if (change.status != ControlChange::Status::changed) expired.clear();  // nothing written: nothing dropped here
+  return {ControlsRead::Status::found, {}, {}, std::move(expired)};
 }
 
 ControlChange FleetState::set_paused(std::string_view job_key, bool paused, std::string_view by, Instant now) {

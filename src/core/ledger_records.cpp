@@ -62,8 +62,10 @@ std::optional<FireRecord> completed(const JobCompletedEvent& e, const std::strin
 std::optional<FireRecord> skipped(const SkippedFireEvent& e, const std::string& replica_id) {
   // Whoever holds the claim writes the fire's fate. A follower's
   // not-leader is written (rank 0, below any other fate), so a fire that
-  // nobody ran for want of a leader still has a record.
-  if (e.reason == SkipReason::already_claimed) return std::nullopt;
+  // nobody ran for want of a leader still has a record. A replica beyond
+  // the skew guard writes nothing: its instants are dated on its own
+  // clock (its skips are logged, published and counted).
+  if (e.reason == SkipReason::already_claimed || e.reason == SkipReason::clock_skew) return std::nullopt;
   FireRecord record = base(e.entry, e.fire_key, e.scheduled_at, replica_id);
   record.fate = FireFate::skipped;
   record.reason = to_string(e.reason);

@@ -57,7 +57,7 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
   if (run.recovery >= settings.recover_max) {
     return fmt::format("re-run {} time(s) already, the limit (recover_max)", run.recovery);
   }
-  if (const auto age = clock_->now() - run.scheduled_at; age > settings.recover_within) {
+  if (const auto age = fleet_now() - run.scheduled_at; age > settings.recover_within) {
     return fmt::format("{} old, beyond recover_within ({})", format_duration(age), format_duration(settings.recover_within));
   }
   if (run.manual) return "a manual run (trigger it again)";
@@ -95,7 +95,7 @@ void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
                                      record.replica.host, run.fence, run.started_at, record.beat, false, {}});
     }
   }
-  write_lost(writes);
+  write_reported(writes);
   // After the lost records: a re-run's own records outrank them anyway.
   std::size_t i = 0;
   for (const ReplicaRecord& record : expired) {
@@ -117,7 +117,7 @@ void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
   }
 }
 
-void Scheduler::Impl::write_lost(std::vector<LedgerWrite>& writes) {
+void Scheduler::Impl::write_reported(std::vector<LedgerWrite>& writes) {
   if (!ledger_ || writes.empty()) return;
   std::vector<LedgerWriteResult> results;
   try {
@@ -127,7 +127,8 @@ void Scheduler::Impl::write_lost(std::vector<LedgerWrite>& writes) {
   }
   for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
     if (results[i].status == LedgerWriteResult::Status::error) {
-      log(LogLevel::warning, fmt::format("fire {}: its lost record was not written: {}", writes[i].record.fire_key,
+      log(LogLevel::warning, fmt::format("fire {}: its {} record was not written: {}", writes[i].record.fire_key,
+                                         writes[i].record.fate == FireFate::lost ? "lost" : "skipped",
                                          results[i].error));
     }
   }

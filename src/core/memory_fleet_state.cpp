@@ -136,10 +136,11 @@ CatchUpClaim MemoryFleetState::claim_catch_up(std::string_view job_key, const st
 std::vector<LedgerWriteResult> MemoryFleetState::record_fires(std::span<const LedgerWrite> writes) {
   check_ledger_writes(writes);
   const auto now = state_->clock->steady_now();
+  const Instant store_now = state_->clock->now();
   std::vector<LedgerWriteResult> results;
   results.reserve(writes.size());
   std::lock_guard guard(state_->mutex);
-  for (const auto& write : writes) results.push_back(state_->ledgers->write(write, now));
+  for (const auto& write : writes) results.push_back(state_->ledgers->write(write, now, store_now));
   return results;
 }
 
@@ -149,6 +150,8 @@ LedgerRead MemoryFleetState::read_fires(std::string_view job_key, std::size_t li
   std::lock_guard guard(state_->mutex);
   return {LedgerRead::Status::found, state_->ledgers->read(job_key, limit, now), {}};
 }
+
+std::optional<Instant> MemoryFleetState::store_now() { return state_->clock->now(); }
 
 FleetState::StoredDocument MemoryFleetState::load_document(Document which) {
   const auto now = state_->clock->steady_now();

@@ -13,7 +13,7 @@ void MemoryLedgers::purge_expired(Clock::SteadyTime now) {
   }
 }
 
-LedgerWriteResult MemoryLedgers::write(const LedgerWrite& write, Clock::SteadyTime now) {
+LedgerWriteResult MemoryLedgers::write(const LedgerWrite& write, Clock::SteadyTime now, Instant store_now) {
   purge_expired(now);
   const std::string& job_key = write.record.job_key;
   auto it = ledgers_.find(job_key);
@@ -28,7 +28,7 @@ LedgerWriteResult MemoryLedgers::write(const LedgerWrite& write, Clock::SteadyTi
   Ledger& ledger = it->second;
   if (ledger.expiry != expiry_order_.end()) expiry_order_.erase(ledger.expiry);
   ledger.expiry = expiry_order_.emplace(now + write.retention.keep_for, job_key);
-  return apply_ledger_writes(ledger.records, std::span(&write, 1)).front();
+  return apply_ledger_writes(ledger.records, std::span(&write, 1), store_now).front();
 }
 
 std::vector<FireRecord> MemoryLedgers::read(std::string_view job_key, std::size_t limit, Clock::SteadyTime now) {

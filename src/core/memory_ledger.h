@@ -20,7 +20,8 @@ class MemoryLedgers {
  public:
   explicit MemoryLedgers(std::size_t max_ledgers) : max_ledgers_(max_ledgers) {}
 
-  [[nodiscard]] LedgerWriteResult write(const LedgerWrite& write, Clock::SteadyTime now);
+  /// Trims relative to the newest record, or `store_now` if earlier.
+  [[nodiscard]] LedgerWriteResult write(const LedgerWrite& write, Clock::SteadyTime now, Instant store_now);
   [[nodiscard]] std::vector<FireRecord> read(std::string_view job_key, std::size_t limit, Clock::SteadyTime now);
   /// Live ledgers right now.
   [[nodiscard]] std::size_t size(Clock::SteadyTime now);

@@ -48,6 +48,8 @@ std::chrono::nanoseconds Scheduler::Impl::replica_ttl() const {
   return record_heartbeats * options_.registry_heartbeat_interval;
 }
 
+Instant Scheduler::Impl::fleet_now() { return store_clock_ ? store_clock_->now() : clock_->now(); }
+
 std::optional<std::string> Scheduler::Impl::registry_verdict() const {
   std::lock_guard guard(registry_mutex_);
   if (!settings_refusal_.empty()) return settings_refusal_;
@@ -95,7 +97,7 @@ ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone) {
     me.runs.insert(me.runs.begin(), alone->fire);
   }
   try {
-    return options_.fleet_state->announce_replica(me, clock_->now(), replica_ttl(),
+    return options_.fleet_state->announce_replica(me, fleet_now(), replica_ttl(),
                                                   alone != nullptr ? std::string_view(alone->fire.job_key) : "");
   } catch (...) {
     return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
@@ -177,7 +179,7 @@ void Scheduler::Impl::announce_unlisted() {
 
 void Scheduler::Impl::catalogue_if_due() {
   const auto steady = clock_->steady_now();
-  const Instant now = clock_->now();
+  const Instant now = fleet_now();
   std::vector<CataloguedJob> jobs;
   std::uint64_t digest = 0;
   std::uint64_t requests = 0;
@@ -218,7 +220,7 @@ void Scheduler::Impl::withdraw_once() {
   if (!registry_on() || withdrawn_.exchange(true)) return;
   ControlChange answer;
   try {
-    answer = options_.fleet_state->withdraw_replica(options_.replica_id, clock_->now());
+    answer = options_.fleet_state->withdraw_replica(options_.replica_id, fleet_now());
   } catch (...) {
     answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
   }

@@ -55,6 +55,8 @@ SchedulerOptions validated(SchedulerOptions options) {
 Scheduler::Impl::Impl(SchedulerOptions options)
     : options_(validated(std::move(options))),
       clock_(options_.clock),
+      store_clock_(options_.fleet_state ? std::make_unique<StoreClock>(*options_.fleet_state, options_.clock)
+                                        : nullptr),
       ledger_(options_.fleet_state && options_.ledger
                   ? std::make_shared<detail::LedgerWriter>(options_.fleet_state, options_.replica_id,
                                                            options_.ledger_queue, options_.clock, options_.logger)

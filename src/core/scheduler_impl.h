@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/entry.h"
@@ -28,6 +29,7 @@
 #include "core/missed_fires.h"
 #include "core/run_state.h"
 #include "fleetcron/scheduler.h"
+#include "fleetcron/store_clock.h"
 
 namespace fleetcron {
 
@@ -186,7 +188,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   [[nodiscard]] bool controls_on() const;
   void poll_controls();
   void poll_controls_once();
-  void take_triggers(const std::vector<detail::TakenTrigger>& triggers);
+  void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
+  /// Notes the triggers gone since the last poll; answers the ids listed
+  /// in `read` (made at `read_at`, the store's time) that came back: seen
+  /// gone before, or requested well before an earlier read that did not
+  /// list them.
+  std::unordered_set<std::string> returned_triggers(const ControlsRead& read, Instant read_at);
+  /// Drops the triggers that expired untaken; reports those this replica's
+  /// write dropped: a log line and a ledger record each.
+  void report_expired_triggers();
   [[nodiscard]] bool controls_stopping();
   /// The upkeep thread (controls.cpp), with controls or the registry on:
   /// polls the controls and announces the replica, each on its period.
@@ -199,6 +209,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// here, empty when they are not.
   [[nodiscard]] bool registry_on() const;
   [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
+  /// The store's clock (StoreClock), or this replica's without a fleet state.
+  [[nodiscard]] Instant fleet_now();
   /// A run to be written into this replica's record only if no other
   /// replica lists a run of its job (fleet-wide overlap).
   struct AloneRun {
@@ -242,7 +254,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Queues the lost run's fire again, as its entry's recover policy says;
   /// answers why it does not ("" when it does).
   [[nodiscard]] std::string rerun_lost(const RunningFire& run);
-  void write_lost(std::vector<LedgerWrite>& writes);
+  /// Writes records this replica reports for the fleet (lost runs,
+  /// expired triggers) straight to the ledger; failures are logged.
+  void write_reported(std::vector<LedgerWrite>& writes);
   /// The ledger bounds of this replica's entry `job_key`, or the default.
   [[nodiscard]] LedgerRetention ledger_retention_of(const std::string& job_key);
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
@@ -341,6 +355,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   SchedulerOptions options_;
   std::shared_ptr<Clock> clock_;
+  // The store's clock, for every time the fleet state writes or compares
+  // (registry, controls, catalogue); null without a fleet state.
+  std::unique_ptr<StoreClock> store_clock_;
   ParseOptions parse_options_;
   std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.ledger off
   detail::EventBus events_;
@@ -461,6 +478,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   };
   std::unordered_map<std::string, FleetPause> fleet_paused_;
   bool controls_failing_ = false;
+  // Trigger ids listed at the last poll, and those seen gone since (taken
+  // or expired), oldest first, for max_trigger_wait and at most
+  // max_remembered_triggers: one listed again came back with a store that
+  // went back (a restart from a snapshot, a lagging failover) and is
+  // dropped, not run again. Under controls_poll_mutex_.
+  std::unordered_set<std::string> triggers_listed_;
+  std::unordered_set<std::string> triggers_gone_;
+  std::deque<std::pair<Clock::SteadyTime, std::string>> triggers_gone_order_;
+  std::optional<Instant> controls_read_at_;  // the store's time of the last read
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
   // Lock order: announce_mutex_ (held across the store call), then mutex_,

@@ -22,8 +22,6 @@ HttpAnswer error(int status, const std::string& message) {
   return json(status, fmt::format("{{\"error\":{}}}", json_string(message)));
 }
 
-Instant now() { return std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now()); }
-
 /// Compares without leaking, through its time, how much of the token matched.
 bool same_secret(std::string_view given, std::string_view expected) {
   unsigned difference = given.size() == expected.size() ? 0U : 1U;
@@ -47,7 +45,14 @@ const JobView* find_job(const FleetView& view, const std::string& key) {
 
 }  // namespace
 
-ApiService::ApiService(ApiSources sources) : sources_(std::move(sources)) {}
+ApiService::ApiService(ApiSources sources)
+    : sources_(std::move(sources)),
+      store_clock_(sources_.fleet_state ? std::make_unique<StoreClock>(*sources_.fleet_state, system_clock()) : nullptr) {}
+
+Instant ApiService::fleet_now() {
+  if (store_clock_) return store_clock_->now();
+  return std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+}
 
 HttpAnswer ApiService::handle(const HttpRequest& request) {
   try {
@@ -95,7 +100,7 @@ std::shared_ptr<const FleetView> ApiService::view() {
   std::lock_guard guard(view_mutex_);
   const auto steady = std::chrono::steady_clock::now();
   if (!view_ || steady - view_read_at_ >= api_view_lifetime) {
-    view_ = std::make_shared<const FleetView>(read_fleet_view(*sources_.fleet_state, now()));
+    view_ = std::make_shared<const FleetView>(read_fleet_view(*sources_.fleet_state, fleet_now()));
     view_read_at_ = steady;
   }
   return view_;
@@ -122,7 +127,7 @@ std::string ApiService::job_object(const JobView& job, const std::vector<LocalJo
 
 HttpAnswer ApiService::jobs() {
   const auto fleet_view = view();
-  const Instant at = now();
+  const Instant at = fleet_now();
   const auto local = sources_.local_jobs();
   std::vector<std::string> items;
   for (const auto& job : fleet_view->jobs) items.push_back(job_object(job, local, at));
@@ -133,7 +138,7 @@ HttpAnswer ApiService::job(const std::string& key) {
   const auto fleet_view = view();
   const JobView* found = find_job(*fleet_view, key);
   if (found == nullptr) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or controls", key));
-  return json(200, fmt::format("{{\"job\":{}}}", job_object(*found, sources_.local_jobs(), now())));
+  return json(200, fmt::format("{{\"job\":{}}}", job_object(*found, sources_.local_jobs(), fleet_now())));
 }
 
 HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) {
@@ -196,7 +201,7 @@ HttpAnswer ApiService::leader() { return json(200, fmt::format("{{\"leader\":{}}
 
 HttpAnswer ApiService::fleet() {
   const auto fleet_view = view();
-  const Instant at = now();
+  const Instant at = fleet_now();
   const auto local = sources_.local_jobs();
   std::vector<std::string> jobs, replicas;
   std::vector<FireRecord> recent;
@@ -242,8 +247,8 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
                      std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
   if (!known) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
   const std::string by = ("api@" + sources_.replica_id).substr(0, 64);
-  const ControlChange change = action == "trigger" ? sources_.fleet_state->request_trigger(key, by, now())
-                                                   : sources_.fleet_state->set_paused(key, action == "pause", by, now());
+  const ControlChange change = action == "trigger" ? sources_.fleet_state->request_trigger(key, by, fleet_now())
+                                                   : sources_.fleet_state->set_paused(key, action == "pause", by, fleet_now());
   if (change.status == ControlChange::Status::error) return error(503, fmt::format("{} \"{}\": {}", action, key, change.error));
   {
     std::lock_guard guard(view_mutex_);

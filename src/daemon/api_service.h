@@ -20,6 +20,7 @@
 #include "daemon/job_directives.h"
 #include "daemon/store_view.h"
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/store_clock.h"
 #include "fleetcron/schedule.h"
 
 namespace fleetcron::daemon {
@@ -74,7 +75,11 @@ class ApiService {
   std::shared_ptr<const FleetView> view();
   std::string job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
 
+  /// The store's clock: every time the views compare (liveness, expiry).
+  Instant fleet_now();
+
   ApiSources sources_;
+  std::unique_ptr<StoreClock> store_clock_;  // null without a fleet state
   std::mutex view_mutex_;  // one reader at a time; guards view_, view_read_at_
   std::shared_ptr<const FleetView> view_;
   std::chrono::steady_clock::time_point view_read_at_;

@@ -10,6 +10,7 @@
 #include "daemon/commands.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/store_clock.h"
 
 namespace fleetcron::daemon {
 
@@ -63,7 +64,8 @@ int run_control_command(const Settings& settings, ControlAction action, const st
   }
   try {
     const auto state = open_fleet_state(settings);
-    const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+    // Stamped on the store's clock: a trigger from a host whose clock is off lives as long as any.
+    const Instant now = StoreClock(*state, system_clock()).now();
     const ControlChange change = action == ControlAction::trigger
                                      ? state->request_trigger(job, author(), now)
                                      : state->set_paused(job, action == ControlAction::pause, author(), now);

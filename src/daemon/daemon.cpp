@@ -23,6 +23,7 @@
 #include "fleetcron/backend_error.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
+#include "fleetcron/store_clock.h"
 #include "fleetcron/time_zone.h"
 #include "fleetcron/version.h"
 
@@ -246,11 +247,12 @@ void Daemon::job_metrics_loop() {
   std::unique_lock lock(readiness_mutex_);
   bool failing = false;
   std::chrono::nanoseconds period = std::chrono::seconds{1};  // the first read: once the jobs started
+  StoreClock store_clock(*coordination_.fleet_state, system_clock());
   while (!readiness_cv_.wait_for(lock, period, [this] { return readiness_stop_; })) {
     period = job_metrics_interval;
     lock.unlock();
     try {
-      const Instant at{std::chrono::system_clock::now().time_since_epoch()};
+      const Instant at = store_clock.now();
       metrics_.fleet_jobs(render_job_metrics(read_fleet_view(*coordination_.fleet_state, at)),
                           std::chrono::duration<double>(at.time_since_epoch()).count());
       if (failing) log_.write("info", "job-metrics", "the fleet state is readable again");

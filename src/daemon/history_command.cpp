@@ -14,6 +14,7 @@
 #include "fleetcron/redis/fleet_state.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
+#include "fleetcron/store_clock.h"
 
 namespace fleetcron::daemon {
 
@@ -60,7 +61,7 @@ namespace {
 /// The newest `count` records of every job the catalogue names, newest
 /// scheduled instant first.
 LedgerRead fleet_history(FleetState& state, std::size_t count) {
-  const CatalogueRead catalogue = state.read_catalogue(Instant{std::chrono::system_clock::now().time_since_epoch()});
+  const CatalogueRead catalogue = state.read_catalogue(StoreClock(state, system_clock()).now());
   if (catalogue.status != CatalogueRead::Status::found) return {LedgerRead::Status::error, {}, catalogue.error};
   LedgerRead all{LedgerRead::Status::found, {}, {}};
   for (const auto& job : catalogue.jobs) {

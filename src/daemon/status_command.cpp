@@ -20,6 +20,7 @@
 #include "fleetcron/redis/elector.h"
 #include "fleetcron/redis/inspection.h"
 #include "fleetcron/rfc3339.h"
+#include "fleetcron/store_clock.h"
 #include "fleetcron/time_zone.h"
 
 namespace fleetcron::daemon {
@@ -210,7 +211,8 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
       if (!json) out << "fleet state: none (" << terminal_safe(e.what()) << ")\n";
       return 0;
     }
-    print(store, read_fleet_view(*state, at), at, json, out);
+    const Instant store_at = StoreClock(*state, system_clock()).now();  // the views' liveness on the store's clock
+    print(store, read_fleet_view(*state, store_at), store_at, json, out);
     return 0;
   } catch (const std::exception& e) {
     err << "status: " << terminal_safe(e.what()) << '\n';

@@ -7,6 +7,7 @@
 
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/claimer.h"
+#include "fleetcron/store_clock.h"
 #include "nats/status.h"
 
 namespace fleetcron::nats {
@@ -16,6 +17,8 @@ namespace {
 // Compare-and-swap rounds before an operation gives up: each lost round
 // means another replica wrote the cursor in between.
 constexpr int max_rounds = 16;
+// The key store_now() writes to read the server's time.
+constexpr std::string_view clock_key = "clock";
 
 JobCursor record(Instant instant, std::uint64_t digest, std::uint64_t version, std::string_view claimant) {
   return JobCursor{cursor_instant(instant), digest, version, std::string(claimant), {}};
@@ -138,7 +141,8 @@ class FLEETCRON_LOCAL FleetState::Impl {
     return fmt::format("{}", fmt::join(lines, "\n"));
   }
 
-  std::vector<LedgerWriteResult> record_job(const std::string& key, std::span<const LedgerWrite> writes);
+  std::vector<LedgerWriteResult> record_job(const std::string& key, std::span<const LedgerWrite> writes,
+                                            Instant store_now);
 
   /// Why this key or keep_for cannot be kept in the bucket; empty if it can.
   std::string refuse(const std::string& key, std::chrono::nanoseconds keep_for) {
@@ -160,10 +164,11 @@ class FLEETCRON_LOCAL FleetState::Impl {
   }
 
   std::shared_ptr<Bucket> bucket;
+  std::unique_ptr<StoreClock> clock;  // the server's time, for the ledgers' retention
 };
 
 std::vector<LedgerWriteResult> FleetState::Impl::record_job(const std::string& key,
-                                                            std::span<const LedgerWrite> writes) {
+                                                            std::span<const LedgerWrite> writes, Instant store_now) {
   const auto failed = [&](std::string error) {
     return std::vector<LedgerWriteResult>(writes.size(), LedgerWriteResult{LedgerWriteResult::Status::error, error});
   };
@@ -178,7 +183,7 @@ std::vector<LedgerWriteResult> FleetState::Impl::record_job(const std::string& k
       auto [records, error] = fetched.entry ? parse_ledger(key, fetched.entry->value)
                                             : std::pair<std::vector<FireRecord>, std::string>{};
       if (!error.empty()) return failed(std::move(error));
-      std::vector<LedgerWriteResult> results = apply_ledger_writes(records, writes);
+      std::vector<LedgerWriteResult> results = apply_ledger_writes(records, writes, store_now);
       const bool changed = std::any_of(results.begin(), results.end(), [](const LedgerWriteResult& r) {
         return r.status == LedgerWriteResult::Status::written;
       });
@@ -193,6 +198,7 @@ std::vector<LedgerWriteResult> FleetState::Impl::record_job(const std::string& k
 FleetState::FleetState(std::shared_ptr<Bucket> bucket) {
   if (!bucket) throw std::invalid_argument("nats::FleetState: bucket is null");
   impl_ = std::make_unique<Impl>(std::move(bucket));
+  impl_->clock = std::make_unique<StoreClock>(*this, system_clock(), std::chrono::seconds{30});
 }
 
 FleetState::~FleetState() = default;
@@ -265,6 +271,7 @@ std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWr
   // Each job's writes in one compare-and-swap of its ledger, in the order given.
   std::vector<LedgerWriteResult> results(writes.size());
   std::vector<bool> done(writes.size(), false);
+  const Instant store_now = impl_->clock->now();
   for (std::size_t first = 0; first < writes.size(); ++first) {
     if (done[first]) continue;
     std::vector<std::size_t> indexes;
@@ -275,7 +282,7 @@ std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWr
       indexes.push_back(i);
       job_writes.push_back(writes[i]);
     }
-    const auto job_results = impl_->record_job(ledger_key(writes[first].record.job_key), job_writes);
+    const auto job_results = impl_->record_job(ledger_key(writes[first].record.job_key), job_writes, store_now);
     for (std::size_t i = 0; i < indexes.size(); ++i) results[indexes[i]] = job_results[i];
   }
   return results;
@@ -294,6 +301,18 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
 }
 
 std::string FleetState::document_key(Document which) { return std::string(to_string(which)); }
+
+std::optional<Instant> FleetState::store_now() {
+  try {
+    return impl_->on_bucket([&] {
+      const std::uint64_t revision = impl_->bucket->put(clock_key, "clock");
+      return Instant{std::chrono::duration_cast<Instant::duration>(
+          impl_->bucket->write_times(revision).written.time_since_epoch())};
+    });
+  } catch (...) {
+    return std::nullopt;  // unreachable
+  }
+}
 
 FleetState::StoredDocument FleetState::load_document(Document which) {
   Impl::Fetched fetched = impl_->fetch(document_key(which));

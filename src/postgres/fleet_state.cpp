@@ -78,7 +78,8 @@ class FLEETCRON_LOCAL FleetState::Impl {
         t.ledger());
     keep_recent = fmt::format(
         "DELETE FROM {0} WHERE job_key = $1::bytea AND scheduled_us < "
-        "(SELECT max(scheduled_us) FROM {0} WHERE job_key = $1::bytea) - $2::bigint",
+        "LEAST((SELECT max(scheduled_us) FROM {0} WHERE job_key = $1::bytea), "
+        "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint) - $2::bigint",
         t.ledger());
     keep_count = fmt::format(
         "DELETE FROM {0} WHERE job_key = $1::bytea AND fire_key IN (SELECT fire_key FROM {0} WHERE job_key = $1::bytea "
@@ -242,6 +243,17 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
     return out;
   } catch (const std::exception& e) {
     return {LedgerRead::Status::error, {}, e.what()};
+  }
+}
+
+std::optional<Instant> FleetState::store_now() {
+  try {
+    const detail::Rows rows = impl_->connection->pool().exec(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint", {});
+    if (rows.empty()) return std::nullopt;
+    return Instant{std::chrono::microseconds{std::stoll(rows.text(0, 0))}};
+  } catch (...) {
+    return std::nullopt;  // unreachable
   }
 }
 

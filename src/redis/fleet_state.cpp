@@ -269,6 +269,17 @@ std::string FleetState::document_key(Document which) const {
   return impl_->options_.fleet_prefix + std::string(to_string(which));
 }
 
+std::optional<Instant> FleetState::store_now() {
+  try {
+    const Reply reply = impl_->client_->impl().command({"TIME"});
+    if (reply.type != Reply::Type::array || reply.elements.size() != 2) return std::nullopt;
+    const std::int64_t us = std::stoll(reply.elements[0].text) * 1'000'000 + std::stoll(reply.elements[1].text);
+    return Instant{std::chrono::microseconds{us}};
+  } catch (...) {
+    return std::nullopt;  // unreachable, or not two numbers
+  }
+}
+
 FleetState::StoredDocument FleetState::load_document(Document which) {
   const std::string key = document_key(which);
   Reply reply;

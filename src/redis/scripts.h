@@ -191,8 +191,10 @@ return {1, value}
 // instant µs, record, its rank, keep count, keep-for µs, keep-for ms.
 // Writes the record unless the one kept for the fire key ranks as high
 // (the rank is the record's first field), then trims the ledger to the
-// newest keep count and to keep-for before its newest instant, and sets
-// both keys to expire. Returns 1 when written, 0 when outranked.
+// newest keep count and to keep-for before its newest instant (or before
+// the server's TIME, if that is earlier: a record dated ahead by a
+// replica's clock deletes nothing), and sets both keys to expire. Returns
+// 1 when written, 0 when outranked.
 inline constexpr const char* record_fire_script = R"lua(
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 local written = 0
@@ -207,7 +209,9 @@ if written == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
   local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  local oldest = tonumber(newest[2]) - tonumber(ARGV[6])
+  local t = redis.call('TIME')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local oldest = math.min(tonumber(newest[2]), now_us) - tonumber(ARGV[6])
   local doomed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', oldest))
   local count = redis.call('ZCARD', KEYS[1]) - #doomed
   local keep = tonumber(ARGV[5])

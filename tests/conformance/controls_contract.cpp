@@ -117,6 +117,42 @@ TEST_P(FleetStateContract, TriggersExpireAndEachJobHoldsABoundedNumber) {
   EXPECT_EQ(held->triggers.size(), max_job_triggers);
 }
 
+// An expired trigger is read as expired, and answered to exactly one of
+// the replicas that drop it at once: that one reports it.
+TEST_P(FleetStateContract, AnExpiredTriggerIsHandedToExactlyOneReplicaThatDropsIt) {
+  auto fleet = GetParam().make();
+  constexpr std::size_t replicas = 4;
+  std::vector<std::shared_ptr<FleetState>> states;
+  for (std::size_t i = 0; i < replicas; ++i) states.push_back(fleet->replica());
+  const std::string key = job("expired");
+  const Instant now = real_now();
+  const ControlChange asked = states[0]->request_trigger(key, "operator", now, 1s);
+  ASSERT_EQ(asked.status, ControlChange::Status::changed) << asked.error;
+  EXPECT_TRUE(states[1]->read_controls(now).expired.empty());
+  const ControlsRead seen = states[1]->read_controls(now + 2s);
+  ASSERT_EQ(seen.expired.size(), 1u);
+  EXPECT_EQ(seen.expired.front().job_key, key);
+  EXPECT_EQ(seen.expired.front().trigger.id, asked.trigger_id);
+  std::vector<ControlsRead> answers(replicas);
+  std::barrier start(static_cast<std::ptrdiff_t>(replicas));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < replicas; ++i) {
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      answers[i] = states[i]->drop_expired_triggers(now + 2s);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::size_t reported = 0;
+  for (const auto& answer : answers) {
+    ASSERT_EQ(answer.status, ControlsRead::Status::found) << answer.error;
+    reported += answer.expired.size();
+  }
+  EXPECT_EQ(reported, 1u);
+  EXPECT_TRUE(states[2]->read_controls(now).expired.empty() && !control_of(*states[2], key, now))
+      << "gone from the document";
+}
+
 TEST_P(FleetStateContract, ConcurrentChangesToDifferentJobsAreAllKept) {
   auto fleet = GetParam().make();
   constexpr int writers = 4, jobs_each = 4;

@@ -156,6 +156,26 @@ TEST_P(FleetStateContract, ALedgerKeepsItsNewestKeepCountAndNothingOlderThanKeep
   EXPECT_EQ(instants(read(*a, key)), (std::vector<Instant>{minute(65), minute(5)}));
 }
 
+// One clock: a record dated ahead (a replica whose clock is a year off)
+// trims nothing the store's clock would keep; keep_for then counts back
+// from the store's clock, not from that record.
+TEST_P(FleetStateContract, ARecordDatedAheadOfTheStoresClockDeletesNoOtherRecord) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const std::string key = job("dated-ahead");
+  const LedgerRetention three_days{100, std::chrono::hours{72}};
+  for (int at = 1; at <= 3; ++at) {
+    ASSERT_EQ(write(*a, record(key, at, FireFate::succeeded), three_days), LedgerWriteResult::Status::written);
+  }
+  FireRecord ahead = record(key, 0, FireFate::skipped);
+  ahead.fire_key = key + "@a-year-ahead";
+  ahead.scheduled_at = real_now() + std::chrono::hours{24 * 365};
+  ASSERT_EQ(write(*a, ahead, three_days), LedgerWriteResult::Status::written);
+  EXPECT_EQ(instants(read(*a, key)),
+            (std::vector<Instant>{cursor_instant(ahead.scheduled_at), minute(3), minute(2), minute(1)}))
+      << "the records of two days ago are within keep_for of the store's clock";
+}
+
 TEST_P(FleetStateContract, ABatchAnswersEachWriteInOrderAcrossJobs) {
   auto fleet = GetParam().make();
   auto a = fleet->replica();

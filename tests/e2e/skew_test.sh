@@ -84,4 +84,11 @@ duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
 full=$(awk '{split($1, p, "@"); print p[2]}' "$journal" | sort | uniq -c | awk '$1 == 10' | wc -l)
 ((full >= 3)) || fail "only $full second(s) had all ten fires after the takeover"
 grep -q '"message":"clock-skew' "$work/replica0.log" || fail "the skewed replica logged no clock-skew skip"
+# One clock (docs/fleet-state.md): the replica 10 minutes ahead judged the
+# registry on the store's clock (it reported no live run lost) and dated
+# nothing into the fleet's ledger (no clock-skew records).
+! grep -q '"event":"fire-lost"' "$work"/replica*.log || fail "a live run was reported lost: $(grep -h '"fire-lost"' "$work"/replica*.log | head -2)"
+history=$("$binary" history -n 2000 --coordinator "$coordinator" --json 2>&1) || fail "history: $history"
+grep -q '"fate":"succeeded"' <<<"$history" || fail "history shows no run: ${history:0:300}"
+! grep -q 'clock-skew' <<<"$history" || fail "the skewed replica's skips were dated into the ledger: $(grep -o '.\{80\}clock-skew.\{80\}' <<<"$history" | head -2)"
 echo "ok ($backend): runs resumed ${took}s after the others joined (bound ${takeover_bound}s); $full full seconds; 0 duplicates"

@@ -158,6 +158,83 @@ TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
   EXPECT_EQ(ledger.records.front().fate, FireFate::succeeded);
 }
 
+// A trigger no replica takes (a job no replica runs) expires: exactly one
+// replica drops it and reports it, in the ledger and in its log.
+TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
+  Harness h;
+  ControlledFleet fleet(h);
+  for (int i = 0; i < 2; ++i) fleet.add_replica();
+  const Instant asked = h.clock->now();
+  const ControlChange requested = fleet.state().request_trigger("nobody-runs-it", "operator", asked, 2s);
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  for (int i = 0; i < 4; ++i) {  // past its 2 s wait, and two more looks
+    h.settle(4 * fleet.replicas().size());
+    h.clock->advance(1s);
+  }
+  h.settle(4 * fleet.replicas().size());
+  const ControlsRead read = fleet.state().read_controls(h.clock->now() - 10s);
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_TRUE(read.jobs.empty()) << "dropped from the document, not only filtered";
+  const LedgerRead ledger = fleet.state().read_fires("nobody-runs-it", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  ASSERT_EQ(ledger.records.size(), 1u);
+  const FireRecord& record = ledger.records.front();
+  EXPECT_EQ(record.fate, FireFate::skipped);
+  EXPECT_EQ(record.reason, "trigger-expired");
+  EXPECT_TRUE(record.manual);
+  EXPECT_EQ(record.scheduled_at, cursor_instant(asked));
+  EXPECT_NE(record.fire_key.find(requested.trigger_id), std::string::npos) << record.fire_key;
+  std::lock_guard guard(h.messages_mutex);
+  const auto lines = std::count_if(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
+    return m.find("trigger " + requested.trigger_id) != std::string::npos && m.find("did not run") != std::string::npos;
+  });
+  EXPECT_EQ(lines, 1) << "reported by the one replica whose write dropped it";
+}
+
+// A store that goes back (Redis restarted from its last snapshot, a
+// failover to a lagging replica) lists a trigger that was taken and run:
+// a replica that saw it go, or that read the controls without it more
+// than a minute after its request, drops it; it does not run again.
+TEST(SchedulerControls, ATakenTriggerThatComesBackWithTheStoreIsNotRunAgain) {
+  Harness h;
+  auto memory = std::make_shared<MemoryFleetState>(h.clock);
+  ControlledFleet fleet(h, memory);
+  for (int i = 0; i < 2; ++i) fleet.add_replica();
+  const ControlChange requested = fleet.state().request_trigger("job", "operator", h.clock->now());
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  using Document = FleetState::Document;
+  const FleetState::StoredDocument snapshot = memory->load_document(Document::controls);
+  ASSERT_EQ(snapshot.status, FleetState::StoredDocument::Status::found);
+  for (int i = 0; i < 3; ++i) {  // taken and run, then seen gone by both
+    h.settle(4 * fleet.replicas().size());
+    h.clock->advance(1s);
+  }
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
+  for (int i = 0; i < 61; ++i) {  // a minute later: recognised by its age too
+    h.settle(4 * fleet.replicas().size());
+    h.clock->advance(1s);
+  }
+  const FleetState::StoredDocument current = memory->load_document(Document::controls);
+  ASSERT_EQ(memory->replace_document(Document::controls, current, snapshot.text, 0ns).status,
+            FleetState::DocumentReplace::Status::written);
+  for (int i = 0; i < 3; ++i) {
+    h.settle(4 * fleet.replicas().size());
+    h.clock->advance(1s);
+  }
+  h.settle(4 * fleet.replicas().size());
+  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
+  EXPECT_EQ(fleet.manual(), 1) << "not run again";
+  const ControlsRead read = fleet.state().read_controls(h.clock->now());
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_TRUE(read.jobs.empty()) << "dropped";
+  std::lock_guard guard(h.messages_mutex);
+  EXPECT_EQ(std::count_if(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
+              return m.find("trigger " + requested.trigger_id) != std::string::npos &&
+                     m.find("came back after it was taken") != std::string::npos;
+            }),
+            1);
+}
+
 // A fleet state whose controls cannot be read while `failing` is set.
 class UnreadableControls final : public ForwardingFleetState {
  public:

@@ -13,6 +13,7 @@
 
 #include "scheduler/harness.h"
 #include "support/forwarding_fleet_state.h"
+#include "support/offset_clock.h"
 
 namespace fleetcron::test {
 namespace {
@@ -57,6 +58,7 @@ class RegistryFleet {
                std::shared_ptr<Elector> elector = nullptr) {
     auto& replica = *replicas_.emplace_back(std::make_unique<Replica>());
     auto options = h_.options();
+    if (clock_of_next) options.clock = std::exchange(clock_of_next, nullptr);
     options.elector = std::move(elector);
     options.fleet_state = through ? std::move(through) : state_;
     options.claimer = claimer_;
@@ -106,6 +108,7 @@ class RegistryFleet {
   /// paused that long is dropped. Announcements at 50, 110, 170, 230 s…
   std::chrono::nanoseconds heartbeat = 50s;
   OverlapPolicy overlap = OverlapPolicy::allow;  // of the replicas added from here
+  std::shared_ptr<Clock> clock_of_next;  // the next replica's clock (default: the harness's)
 
  private:
   Harness& h_;
@@ -360,6 +363,56 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
     const LedgerRead read = fleet.state().read_fires("job", 10);
     return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
   }));
+}
+
+// One clock (docs/fleet-state.md#one-clock): a replica whose clock is
+// ahead by more than a record lives decides on the store's clock, so it
+// drops no live record, reports no live run lost and runs nothing again.
+TEST(SchedulerRegistry, AReplicaWhoseClockIsAheadReportsNoLiveRunLost) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;  // records live 15 s
+  std::atomic<bool> release{false}, started{false};
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{release};
+  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  }, nullptr, RecoverPolicy::rerun);
+  fleet.clock_of_next = std::make_shared<OffsetClock>(h.clock, 16s);
+  Replica& ahead = fleet.add("10m", "0 0 1 1 *", {}, nullptr, RecoverPolicy::rerun);
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  h.settle(2 * waiters_per_replica);
+  h.clock->advance(1s);  // listed
+  ASSERT_TRUE(Harness::eventually([&] {
+    const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+    return !read.replicas.empty() && read.replicas.front().replica.runs.size() == 1;
+  }));
+  for (int i = 0; i < 6; ++i) {  // 30 s: six announcements of each
+    h.settle(2 * waiters_per_replica);
+    h.clock->advance(5s);
+  }
+  h.settle(2 * waiters_per_replica);
+  EXPECT_EQ(ahead.events->count<LostFireEvent>() + runner.events->count<LostFireEvent>(), 0u);
+  EXPECT_FALSE(ahead.logged("lost: its runner")) << [&] {
+    std::lock_guard guard(ahead.mutex);
+    std::string lines;
+    for (const auto& m : ahead.messages) lines += m + "\n";
+    return lines;
+  }();
+  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+  ASSERT_EQ(read.replicas.size(), 2u) << "both live on the store's clock";
+  EXPECT_EQ(read.replicas.front().replica.runs.size(), 1u);
+  const LedgerRead ledger = fleet.state().read_fires("job", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  for (const auto& record : ledger.records) EXPECT_NE(record.fate, FireFate::lost) << record.fire_key;
+  EXPECT_EQ(ahead.events->count<JobStartedEvent>(), 0u) << "nothing run again";
+  release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
 }
 
 // With recover=rerun, the replica that reports the loss runs the fire

@@ -25,6 +25,7 @@ class ForwardingFleetState : public FleetState {
     return inner_->record_fires(writes);
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
+  std::optional<Instant> store_now() override { return inner_->store_now(); }
   StoredDocument load_document(Document which) override { return inner_->load_document(which); }
   DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {

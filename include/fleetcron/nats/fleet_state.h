@@ -60,6 +60,9 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
+  /// The server's timestamp of a write to the key "clock" (a put and a
+  /// get: two round trips).
+  [[nodiscard]] std::optional<Instant> store_now() override;
   [[nodiscard]] StoredDocument load_document(Document which) override;
   /// `keep_for` does not apply: a document lives the bucket's TTL.
   [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,

@@ -41,6 +41,8 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+  /// The server's clock_timestamp().
+  [[nodiscard]] std::optional<Instant> store_now() override;
   [[nodiscard]] StoredDocument load_document(Document which) override;
   [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;

@@ -54,6 +54,8 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
+  /// The server's TIME.
+  [[nodiscard]] std::optional<Instant> store_now() override;
   [[nodiscard]] StoredDocument load_document(Document which) override;
   /// A script that compares the whole document before it writes.
   [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
