@@ -44,6 +44,13 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
 /// `err` (2 for a coordinator that is not PostgreSQL).
 int run_migrate_command(const Settings& settings, std::ostream& out, std::ostream& err);
 
+/// `fleetcron init --coordinator URI`: declares the store new before a
+/// fleet's first start (Redis: writes the claims' epoch record, unless one
+/// or claims are there; NATS: creates the claims bucket and says from when
+/// fires are claimed; PostgreSQL: runs migrate). 0; 1 with the error on
+/// `err` (or a Redis store that holds claims); 2 for memory.
+int run_init_command(const Settings& settings, std::ostream& out, std::ostream& err);
+
 enum class ControlAction { pause, resume, trigger };
 
 /// `fleetcron pause|resume|trigger --coordinator URI JOB [--json]`: pauses

@@ -266,6 +266,12 @@ int main(int argc, char** argv) {
       "migrate", "PostgreSQL: create the tables fleetcron and libtnb/cron use (idempotent; prints what it did)");
   add_settings_flags(migrate, migrate_flags, false);
 
+  Flags init_flags;
+  CLI::App* init = app.add_subcommand(
+      "init", "Declare a new Redis or NATS store before the fleet's first start, so that its first fires are not "
+              "refused as after a reset (PostgreSQL: migrate)");
+  add_settings_flags(init, init_flags, false);
+
   // pause, resume, trigger: one job's fleet-wide controls.
   struct ControlCommand {
     fleetcron::daemon::ControlAction action;
@@ -308,6 +314,7 @@ int main(int argc, char** argv) {
                  : app.got_subcommand("validate") ? validate_flags
                  : app.got_subcommand("history")  ? history_flags
                  : app.got_subcommand("migrate")  ? migrate_flags
+                 : app.got_subcommand("init")     ? init_flags
                                                   : status_flags;
   Settings settings;
   try {
@@ -332,5 +339,6 @@ int main(int argc, char** argv) {
                                                   std::cerr);
   }
   if (app.got_subcommand("migrate")) return fleetcron::daemon::run_migrate_command(settings, std::cout, std::cerr);
+  if (app.got_subcommand("init")) return fleetcron::daemon::run_init_command(settings, std::cout, std::cerr);
   return fleetcron::daemon::run_status_command(settings, status_json, std::cout, std::cerr);
 }

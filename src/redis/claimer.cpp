@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <mutex>
 
+#include "fleetcron/backend_error.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 #include "redis/commands.h"
@@ -64,6 +66,7 @@ class FLEETCRON_LOCAL Claimer::Impl {
   Impl(std::shared_ptr<Client> client, ClaimerOptions options);
   std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
   std::optional<ClockOffset> clock_offset();
+  Client& client() { return *client_; }
 
   ClaimerOptions options_;
   std::atomic<std::uint64_t> resets_found_{0};
@@ -98,6 +101,20 @@ std::chrono::nanoseconds Claimer::dedup_window() const {
 }
 
 std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }
+
+NewStoreDeclaration Claimer::declare_new_store() {
+  static const Script script(detail::declare_new_store_script);
+  const std::array<std::string, 2> keys{impl_->options_.fence_key, impl_->options_.epoch_key};
+  const Reply reply = impl_->client().impl().eval(script, keys, std::span<const std::string>{});
+  if (reply.type != Reply::Type::array || reply.elements.size() != 2 ||
+      reply.elements[0].type != Reply::Type::integer || reply.elements[1].type != Reply::Type::string) {
+    throw ProtocolError(fmt::format("{}: the new-store script answered {}", impl_->client().describe(),
+                                    reply.is_error() ? reply.text : std::string(to_string(reply.type))));
+  }
+  using Status = NewStoreDeclaration::Status;
+  const std::int64_t code = reply.elements[0].integer;
+  return {code == 1 ? Status::declared : code == 0 ? Status::has_epoch : Status::holds_claims, reply.elements[1].text};
+}
 const ClaimerOptions& Claimer::options() const noexcept { return impl_->options_; }
 std::uint64_t Claimer::resets_found() const noexcept { return impl_->resets_found_.load(); }
 

@@ -184,6 +184,21 @@ if current and epoch ~= written_epoch then return {2, value} end
 return {1, value}
 )lua";
 
+// KEYS: the fence counter, the epoch record. Declares a store new (`fleetcron
+// init`): writes the epoch record "1 <master_replid>", an epoch before
+// any fire, so nothing is refused as scheduled before a reset, unless the
+// store already has an epoch record ({0, record}) or a fence counter, the
+// mark of claims made here ({2, counter}). Returns {1, record} when it wrote.
+inline constexpr const char* declare_new_store_script = FLEETCRON_EPOCH_LUA R"lua(
+local record = redis.call('GET', KEYS[2])
+if record then return {0, record} end
+local counter = redis.call('GET', KEYS[1])
+if counter then return {2, counter} end
+record = '1 ' .. store_epoch()
+redis.call('SET', KEYS[2], record)
+return {1, record}
+)lua";
+
 #undef FLEETCRON_EPOCH_LUA
 
 // KEYS: the ledger's index (a sorted set: fire key scored by its instant

@@ -206,6 +206,40 @@ TEST(RedisClaimer, ScriptFlushKeepsClaimsAnEmptyRestartIsAStoreReset) {
   EXPECT_EQ(claimer.resets_found(), 1u);  // found once
 }
 
+// `fleetcron init` (docs/redis.md, "A new store"): a store declared new
+// claims the fires of its first max_clock_skew, which an undeclared new
+// store refuses as after a reset; a later loss is still detected, and a
+// store holding claims without an epoch is not declared new.
+TEST(RedisClaimer, ADeclaredNewStoreClaimsItsFirstFiresAndStillDetectsALaterReset) {
+  using Status = NewStoreDeclaration::Status;
+  auto client = shared_client();
+  const std::string now_key =
+      fire_key("job", std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()));
+  Claimer guessed(client, {.claim_prefix = test::unique_prefix()});
+  EXPECT_EQ(guessed.claim(now_key).status, ClaimResult::Status::store_reset)
+      << "undeclared, a new store is taken for one that lost its data";
+  const std::string prefix = test::unique_prefix();
+  Claimer claimer(client, {.claim_prefix = prefix});
+  const NewStoreDeclaration declared = claimer.declare_new_store();
+  ASSERT_EQ(declared.status, Status::declared);
+  EXPECT_TRUE(declared.found.starts_with("1 ")) << declared.found;
+  EXPECT_EQ(claimer.declare_new_store().status, Status::has_epoch) << "idempotent";
+  const ClaimResult first = claimer.claim(now_key);
+  EXPECT_EQ(first.status, ClaimResult::Status::claimed) << first.error;
+  EXPECT_EQ(claimer.resets_found(), 0u);
+  // The data lost later (an empty restart, FLUSHALL): detected as before.
+  ASSERT_EQ(client->impl().command({"DEL", prefix + "epoch", prefix + now_key}).integer, 2);
+  Claimer restarted(client, {.claim_prefix = prefix});
+  EXPECT_EQ(restarted.claim(now_key).status, ClaimResult::Status::store_reset);
+  EXPECT_EQ(restarted.resets_found(), 1u);
+  // A store with claims (a fence counter) but no epoch record is not new.
+  ASSERT_EQ(client->impl().command({"DEL", prefix + "epoch"}).integer, 1);
+  const NewStoreDeclaration refused = restarted.declare_new_store();
+  EXPECT_EQ(refused.status, Status::holds_claims);
+  EXPECT_FALSE(refused.found.empty());
+  EXPECT_EQ(client->impl().command({"EXISTS", prefix + "epoch"}).integer, 0) << "nothing written";
+}
+
 TEST(RedisClaimer, AStoreThatWentBackIsAResetForEveryReplica) {
   // A failover to a replica that lacks the last writes, modelled on one
   // server: the fence counter goes back below what a claimer saw, the

@@ -56,6 +56,17 @@ using fleetcron::ClockOffset;
 /// libtnb/cron's Claimer writes it (it stores "1"; fleetcron stores the
 /// fence): a Go replica and a fleetcron replica on the same Redis never
 /// both run one fire. Claims are never deleted.
+/// What Claimer::declare_new_store() found, and whether it wrote.
+struct FLEETCRON_API NewStoreDeclaration {
+  enum class Status {
+    declared,      ///< the epoch record is written: no fire is refused as scheduled before a reset
+    has_epoch,     ///< an epoch record was there (`found`): a replica claimed here first, or init ran before
+    holds_claims,  ///< no epoch record, but a fence counter (`found`): claims were made here, so not new
+  };
+  Status status = Status::declared;
+  std::string found;  ///< the epoch record, or the fence counter's value
+};
+
 class FLEETCRON_API Claimer final : public fleetcron::Claimer {
  public:
   /// Throws std::invalid_argument for a null client or an option that
@@ -76,6 +87,15 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   /// if older than skew_refresh_interval; nullopt if the server cannot be
   /// reached and nothing was measured before.
   [[nodiscard]] std::optional<ClockOffset> clock_offset();
+
+  /// Declares the store new (`fleetcron init`, docs/redis.md "A new
+  /// store"): writes an epoch record older than any fire, in one script,
+  /// unless the store has an epoch record or a fence counter. Without it a
+  /// new store is taken for one that lost its data, and the fires of its
+  /// first max_clock_skew are refused. Run it only on a store that never
+  /// held this fleet's claims: on one that lost them, it hides the loss.
+  /// Throws BackendError.
+  [[nodiscard]] NewStoreDeclaration declare_new_store();
 
   [[nodiscard]] const ClaimerOptions& options() const noexcept;
   /// How many of this claimer's calls found a store reset (and wrote a new
