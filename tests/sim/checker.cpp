@@ -77,6 +77,7 @@ class Checker {
       check_terms();
     }
     check_missed_plans();
+    check_lost_reports();
     if (!report_.violations.empty()) write_trace();
     return std::move(report_);
   }
@@ -136,6 +137,7 @@ class Checker {
   void check_claim_fences();
   void check_terms();
   void check_missed_plans();
+  void check_lost_reports();
   void write_trace();
 
   const SimOptions& options_;
@@ -311,7 +313,8 @@ void Checker::judge_ledger_of_run(const std::string& key, const std::vector<cons
 
 // Nobody ran it: the record is the skip (or the cancel of a claimed fire)
 // that one of the replicas reported; none only where the scheduler writes
-// none (already-claimed), or its writer was killed first.
+// none (already-claimed; clock-skew, dated on a skewed clock), or its
+// writer was killed first.
 void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std::pair<int, bool>>& passed,
                                    const FireRecord* record) {
   std::vector<Reported> reported;  // what the replicas did that the ledger records
@@ -320,7 +323,7 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
   for (const KeyRecord& r : history_of(key)) {
     if (starts_with(r.what, "cancelled: ") && !r.what.ends_with("[claimed]")) cancelled_unclaimed = true;
     if (starts_with(r.what, "granted, answer lost: process stopped")) claimed_by_the_killed = true;
-    if (starts_with(r.what, "skip already-claimed")) continue;
+    if (starts_with(r.what, "skip already-claimed") || starts_with(r.what, "skip clock-skew")) continue;
     if (starts_with(r.what, "skip ")) reported.push_back({&r, "skipped"});
     if (starts_with(r.what, "cancelled: ") && r.what.ends_with("[claimed]")) reported.push_back({&r, "cancelled"});
     if (starts_with(r.what, "rejected")) reported.push_back({&r, "skipped"});
@@ -368,7 +371,7 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
   else if (claimed_by_the_killed) ++report_.ledger["no record: claimed by a replica killed before its job started"];
   else if (!late.empty()) ++report_.ledger["no record: missed in a late range beyond its 1,000 newest, or reporter killed"];
   else if (cancelled_unclaimed) ++report_.ledger["no record: cancelled before it was claimed, run by none"];
-  else ++report_.ledger["no record: only already-claimed reported"];
+  else ++report_.ledger["no record: only already-claimed or clock-skew reported"];
 }
 
 // A replica's own late loop wrote it (rank 0): one of the ranges reported
@@ -469,6 +472,35 @@ void Checker::check_missed_plans() {
 
 // A minimal trace of the first violation: the fire's history and the
 // faults around it.
+// P6: a run is reported lost only when its runner was killed, or paused
+// for 2 heartbeats or more (less 1 s of slack for the simulation's steps)
+// within the record's life (3 heartbeats) before the report: a runner
+// that ran all along beat every heartbeat on the store's clock, whatever
+// its own clock says, and one paused for less announces again before its
+// record expires (docs/fleet-state.md, "One clock", "Lost runs").
+void Checker::check_lost_reports() {
+  const nanoseconds heartbeat = std::chrono::duration_cast<nanoseconds>(options_.registry_heartbeat);
+  const nanoseconds record_life = 3 * heartbeat;
+  const nanoseconds shortest_pause = 2 * heartbeat - std::chrono::seconds{1};
+  for (const Outcome::LostReport& report : outcome_.lost_reports) {
+    const auto known = outcome_.incarnation_of.find(report.runner_id);
+    const int runner = known == outcome_.incarnation_of.end() ? -1 : known->second;
+    const auto killed = outcome_.killed.find(runner);
+    if (killed != outcome_.killed.end() && killed->second <= report.at) continue;
+    const auto pauses = outcome_.pauses.find(runner);
+    const bool paused = pauses != outcome_.pauses.end() &&
+                        std::any_of(pauses->second.begin(), pauses->second.end(), [&](const auto& pause) {
+                          return pause.first <= report.at && pause.second >= report.at - record_life &&
+                                 std::min(pause.second, report.at) - pause.first >= shortest_pause;
+                        });
+    if (paused) continue;
+    violate("P6 no live run reported lost", report.fire_key,
+            fmt::format("i{} reported it lost at {}, but its runner {} was neither killed nor paused for {} in the {} "
+                        "before",
+                        report.reporter, ms(report.at), report.runner_id, ms(shortest_pause), ms(record_life)));
+  }
+}
+
 void Checker::write_trace() {
   const Violation& v = report_.violations.front();
   std::string trace = fmt::format("first violation: {} — {}: {}\nhistory of {}:\n", v.property, v.fire_key, v.detail,

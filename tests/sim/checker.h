@@ -13,7 +13,7 @@ namespace fleetcron::sim {
 
 struct Violation {
   std::string property;  ///< "P1 no duplicate", "P2 no unexplained loss", "P3 fencing", "P4 missed-fire policy",
-                         ///< "P5 ledger" (SimOptions::ledger)
+                         ///< "P5 ledger", "P6 no live run reported lost" (SimOptions::ledger)
   std::string fire_key;  ///< empty when not about one fire
   std::string detail;
 };

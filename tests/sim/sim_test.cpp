@@ -275,14 +275,47 @@ TEST(Checker, ARunLeftRunningByALiveRunnerIsAViolation) {
 
 TEST(Checker, AReportedSkipWithoutARecordIsAViolation) {
   LedgerCase c;
-  c.outcome.by_key[c.key].push_back(KeyRecord{c.at - sim_epoch(), 0, 1, "skip clock-skew: 3s ahead"});
+  c.outcome.by_key[c.key].push_back(KeyRecord{c.at - sim_epoch(), 0, 1, "skip store-reset: before the epoch"});
   const auto violations = c.ledger_violations();
   ASSERT_EQ(violations.size(), 1u);
   EXPECT_NE(violations.front().detail.find("has no record"), std::string::npos) << violations.front().detail;
   c.record(FireFate::skipped, 0, "stale");  // a record, but not the reported reason
   EXPECT_EQ(c.ledger_violations().size(), 1u);
-  c.record(FireFate::skipped, 0, "clock-skew");
+  c.record(FireFate::skipped, 0, "store-reset");
   EXPECT_TRUE(c.ledger_violations().empty());
+}
+
+// A clock-skew skip is dated on a skewed clock: no record is expected.
+TEST(Checker, AClockSkewSkipNeedsNoRecord) {
+  LedgerCase c;
+  c.outcome.by_key[c.key].push_back(KeyRecord{c.at - sim_epoch(), 0, 1, "skip clock-skew: 3s ahead"});
+  EXPECT_TRUE(c.ledger_violations().empty());
+}
+
+// P6: a run reported lost while its runner ran (not killed, not paused
+// for 2 heartbeats within the record's life) is a violation.
+TEST(Checker, ALiveRunReportedLostIsAViolation) {
+  LedgerCase c;
+  c.ran(7);
+  c.record(FireFate::succeeded, 7);
+  c.outcome.ledger[c.key].attempts = 1;
+  c.outcome.ledger[c.key].started_at = c.at;
+  c.outcome.incarnation_of[sim_replica_id(0, 1)] = 1;
+  const auto at = c.at - sim_epoch() + 20s;
+  c.outcome.lost_reports.push_back(Outcome::LostReport{2, sim_replica_id(0, 1), c.key, at});
+  auto lost = [&] {
+    std::size_t n = 0;
+    for (const auto& v : check(c.options, c.outcome).violations) n += v.property == "P6 no live run reported lost";
+    return n;
+  };
+  EXPECT_EQ(lost(), 1u);
+  c.outcome.pauses[1] = {{at - 14s, at - 11s}};  // 3 s: shorter than 2 heartbeats
+  EXPECT_EQ(lost(), 1u);
+  c.outcome.pauses[1] = {{at - 14s, at - 2s}};  // 12 s, within the record's 15 s
+  EXPECT_EQ(lost(), 0u);
+  c.outcome.pauses.clear();
+  c.outcome.killed[1] = at - 1s;
+  EXPECT_EQ(lost(), 0u);
 }
 
 TEST(Checker, AnInstantMissedLateWithoutARecordIsAViolation) {

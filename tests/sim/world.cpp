@@ -326,6 +326,11 @@ class SimFleetState final : public FleetState {
     if (dead()) return DocumentReplace{DocumentReplace::Status::error, killed};
     return store_->replace_document(which, seen, text, keep_for);
   }
+  // The store's clock: the registry's beats and expiry are judged on it.
+  std::optional<Instant> store_now() override {
+    if (dead()) return std::nullopt;
+    return store_->store_now();
+  }
 
  private:
   static constexpr const char* killed = "process killed";
@@ -435,6 +440,8 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
     me.missed_runs[missed->entry->key] = missed->runs;
     outcome_.missed.push_back(MissedRange{me.replica, me.id, missed->entry->key, missed->first_missed, missed->last_missed, missed->missed,
                                           missed->runs, missed->policy, now_});
+  } else if (const auto* lost = std::get_if<LostFireEvent>(&event)) {
+    outcome_.lost_reports.push_back(Outcome::LostReport{me.id, lost->replica_id, lost->fire_key, now_});
   } else if (const auto* completed = std::get_if<JobCompletedEvent>(&event)) {
     if (!completed->manual) ++me.terminated;
   } else if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
@@ -529,6 +536,10 @@ void World::give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<
   scheduler.catch_up_reach = nanoseconds::zero();
   scheduler.controls = false;
   scheduler.replica_id = sim_replica_id(inc->replica, inc->id);
+  {
+    std::lock_guard guard(mutex_);
+    outcome_.incarnation_of[scheduler.replica_id] = inc->id;
+  }
   scheduler.replica.host = fmt::format("replica-{}", inc->replica);
   scheduler.registry_heartbeat_interval = options_.registry_heartbeat;
   scheduler.ledger_retention = LedgerRetention{LedgerRetention::max_keep_count, LedgerRetention::max_keep_for};
@@ -606,6 +617,7 @@ void World::pause(int replica, nanoseconds length) {
     std::lock_guard guard(mutex_);
     inc->state = State::paused;
     inc->paused_at = now_;
+    outcome_.pauses[inc->id].emplace_back(now_, nanoseconds::max());
     note(fmt::format("r{}/i{} paused (SIGSTOP) for {} ms", replica, inc->id,
                      std::chrono::duration_cast<std::chrono::milliseconds>(length).count()));
   }
@@ -625,6 +637,7 @@ void World::resume(int replica) {
     // the elector or the claimer at once.
     std::lock_guard guard(mutex_);
     inc->state = State::running;
+    if (auto& pauses = outcome_.pauses[inc->id]; !pauses.empty()) pauses.back().second = now_;
     note(fmt::format("r{}/i{} resumed (SIGCONT)", replica, inc->id));
     campaign_now = std::exchange(inc->campaign_due_on_resume, false);
   }

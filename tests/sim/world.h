@@ -152,6 +152,19 @@ struct Outcome {
   std::vector<std::chrono::nanoseconds> wipes;
   /// SIGKILLs: incarnation -> when (simulated time).
   std::map<int, std::chrono::nanoseconds> killed;
+  /// Stop-the-world pauses (SIGSTOP): incarnation -> [from, to) each, in
+  /// simulated time (`to` is max while still paused at the end).
+  std::map<int, std::vector<std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds>>> pauses;
+  /// With SimOptions::ledger: each LostFireEvent (the reporter, the runner
+  /// it names and when), judged against the runner's kills and pauses.
+  struct LostReport {
+    int reporter = 0;  ///< incarnation
+    std::string runner_id;
+    std::string fire_key;
+    std::chrono::nanoseconds at{0};
+  };
+  std::vector<LostReport> lost_reports;
+  std::map<std::string, int> incarnation_of;  ///< replica id -> incarnation
   /// With SimOptions::ledger: each fire key's record in the ledger at the end.
   std::map<std::string, FireRecord> ledger;
   std::uint64_t steps = 0;
