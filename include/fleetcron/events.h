@@ -98,6 +98,7 @@ struct FLEETCRON_API JobStartedEvent {
   int attempt = 1;
   std::uint64_t fence = 0;
   bool manual = false;
+  int recovery = 0;  ///< as in FireContext: n for the n-th re-run of a lost run
 };
 /// An attempt failed or timed out, and the retry policy runs another after
 /// `retry_in` (the last attempt's end is the JobCompletedEvent).
@@ -124,6 +125,7 @@ struct FLEETCRON_API JobCompletedEvent {
   Instant started_at{};     ///< the first attempt's start
   std::uint64_t fence = 0;  ///< as in FireContext
   RunDetails details{};     ///< what the last attempt told of itself
+  int recovery = 0;         ///< as in FireContext: n for the n-th re-run of a lost run
 };
 /// A popped fire was later than the tolerance, or (`catch_up`) the fleet
 /// state's cursor showed instants that the whole fleet missed while it was

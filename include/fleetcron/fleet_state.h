@@ -212,16 +212,25 @@ class FLEETCRON_API FleetState {
   [[nodiscard]] ControlChange set_paused(std::string_view job_key, bool paused, std::string_view by, Instant now);
   /// Asks the fleet to run the job once; the answer names the trigger. It
   /// waits at most `wait` (0 to max_trigger_wait) for a replica to take it.
+  /// With a `request_id` (check_trigger_request_id()), the trigger's id is
+  /// derived from it (trigger_id_of()), so a request sent again (a retry
+  /// after a lost answer) is answered `unchanged` with the same id while
+  /// the trigger waits, and is recognised as taken by the replicas that
+  /// saw it go once it was run; without one, every call is a new trigger.
   [[nodiscard]] ControlChange request_trigger(std::string_view job_key, std::string_view by, Instant now,
-                                              std::chrono::nanoseconds wait = default_trigger_wait);
+                                              std::chrono::nanoseconds wait = default_trigger_wait,
+                                              std::string_view request_id = {});
   /// Drops the triggers that expired by `now` untaken: each is answered
   /// (ControlsRead::expired) to exactly one caller, the one whose write
   /// dropped it, which reports it (the scheduler: a log line and a ledger
   /// record, fate skipped, reason trigger-expired).
   [[nodiscard]] ControlsRead drop_expired_triggers(Instant now);
   /// Takes the trigger from the store: of all callers, exactly one is
-  /// answered `changed` and runs it; the others `absent`.
-  [[nodiscard]] ControlChange take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now);
+  /// answered `changed` and runs it; the others `absent`. The trigger
+  /// stays as a tombstone naming `by` (the taker, as check_control_author()
+  /// wants it; empty: "unnamed") for trigger_tombstone_keep.
+  [[nodiscard]] ControlChange take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now,
+                                           std::string_view by = {});
 
   // ---- replica registry (replica_registry.h) -------------------------
   // One document too, changed the same way; `now` and `ttl` as below.

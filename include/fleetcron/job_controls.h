@@ -16,14 +16,23 @@
 
 namespace fleetcron {
 
-/// A request that one replica of the fleet run a job once, now.
+/// A request that one replica of the fleet run a job once, now. Once
+/// taken, it stays in the document as a tombstone for
+/// trigger_tombstone_keep after its request: the same id, `expires_at`
+/// one microsecond before `requested_at` (no waiting trigger has that)
+/// and the taker in `requested_by`, so a request sent again is known as
+/// run, and a taker whose answer was lost finds it took it. (An earlier
+/// version reads a tombstone as an expired trigger and drops it.)
 struct FLEETCRON_API TriggerRequest {
-  std::string id;            ///< 16 hexadecimal digits, drawn at random per request
+  std::string id;            ///< 16 hexadecimal digits: drawn at random, or trigger_id_of() a request id
   Instant requested_at{};    ///< on the store's clock (StoreClock); the manual fire's instant
   Instant expires_at{};      ///< a trigger no replica has taken by then is dropped
-  std::string requested_by;  ///< who asked (1 to 64 characters, no whitespace)
+  std::string requested_by;  ///< who asked (1 to 64 characters, no whitespace); a tombstone: who took it
   friend bool operator==(const TriggerRequest&, const TriggerRequest&) = default;
 };
+
+/// Whether `trigger` is the tombstone of a taken one.
+[[nodiscard]] FLEETCRON_API bool is_taken_trigger(const TriggerRequest& trigger) noexcept;
 
 /// A job's controls: whether the fleet holds it paused, and the triggers
 /// waiting for a replica.
@@ -36,11 +45,11 @@ struct FLEETCRON_API JobControl {
   friend bool operator==(const JobControl&, const JobControl&) = default;
 };
 
-/// A trigger that no replica took before it expired, with its job.
-struct FLEETCRON_API ExpiredTrigger {
+/// A trigger with its job.
+struct FLEETCRON_API JobTrigger {
   std::string job_key;
   TriggerRequest trigger;
-  friend bool operator==(const ExpiredTrigger&, const ExpiredTrigger&) = default;
+  friend bool operator==(const JobTrigger&, const JobTrigger&) = default;
 };
 
 struct FLEETCRON_API ControlsRead {
@@ -54,13 +63,17 @@ struct FLEETCRON_API ControlsRead {
   /// read_controls(): the triggers expired by `now` that the document
   /// still holds (dropped at its next change). drop_expired_triggers():
   /// those this call dropped, which no other caller is answered.
-  std::vector<ExpiredTrigger> expired = {};
+  std::vector<JobTrigger> expired = {};
+  /// read_controls(): the triggers taken within trigger_tombstone_keep of
+  /// their request (tombstones; `requested_by` names the taker). They are
+  /// not in `jobs`, which lists waiting triggers only.
+  std::vector<JobTrigger> taken = {};
 };
 
 struct FLEETCRON_API ControlChange {
   enum class Status {
     changed,    ///< done: paused, resumed, trigger requested, or trigger taken (by this caller alone)
-    unchanged,  ///< already so: paused (or resumed) before this call
+    unchanged,  ///< already so: paused (or resumed) before this call, or the request's trigger already waits
     absent,     ///< take_trigger(): no such trigger waits (another replica took it, or it expired)
     error,      ///< the store failed, or a bound was reached; `error` says what
   };
@@ -73,7 +86,10 @@ struct FLEETCRON_API ControlChange {
 /// triggers waiting per job, how long a trigger may wait, and the size of
 /// the document that holds them all.
 inline constexpr std::size_t max_controlled_jobs = 1'000;
-inline constexpr std::size_t max_job_triggers = 16;
+inline constexpr std::size_t max_job_triggers = 16;  ///< waiting and taken (tombstones) together
+/// How long after its request a taken trigger's tombstone stays; the
+/// oldest tombstones also make room for new triggers.
+inline constexpr std::chrono::nanoseconds trigger_tombstone_keep = std::chrono::hours{1};
 inline constexpr std::chrono::nanoseconds default_trigger_wait = std::chrono::minutes{10};
 inline constexpr std::chrono::nanoseconds max_trigger_wait = std::chrono::hours{24};
 inline constexpr std::size_t max_controls_bytes = 256 * 1024;
@@ -81,6 +97,13 @@ inline constexpr std::size_t max_controls_bytes = 256 * 1024;
 /// Throws std::invalid_argument naming the argument unless `by` is 1 to 64
 /// characters without whitespace.
 FLEETCRON_API void check_control_author(std::string_view by);
+
+/// Throws std::invalid_argument naming the argument unless `request_id`
+/// is 1 to 128 printable ASCII characters without whitespace.
+FLEETCRON_API void check_trigger_request_id(std::string_view request_id);
+/// The trigger id a request id stands for: 16 hexadecimal digits (FNV-1a,
+/// 64 bits, of the job key and the request id).
+[[nodiscard]] FLEETCRON_API std::string trigger_id_of(std::string_view job_key, std::string_view request_id);
 
 /// The controls as the stores keep them: one line per job, in the order
 /// given: "1 <job> <paused 0|1> <changed µs|-> <by|-> <n>", then for each

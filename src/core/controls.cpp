@@ -5,6 +5,7 @@
 // store, each then run here once as a manual fire.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/scheduler_impl.h"
@@ -143,7 +144,7 @@ void Scheduler::Impl::report_expired_triggers() {
     return;
   }
   std::vector<LedgerWrite> writes;
-  for (const ExpiredTrigger& expired : dropped.expired) {
+  for (const JobTrigger& expired : dropped.expired) {
     const TriggerRequest& trigger = expired.trigger;
     const std::string what = fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not run",
                                          trigger.id, trigger.requested_by, format_rfc3339(trigger.requested_at),
@@ -163,6 +164,20 @@ void Scheduler::Impl::report_expired_triggers() {
   write_reported(writes);
 }
 
+bool Scheduler::Impl::taken_here(const detail::TakenTrigger& taken) {
+  ControlsRead read;
+  try {
+    read = options_.fleet_state->read_controls(fleet_now());
+  } catch (...) {
+    return false;
+  }
+  return read.status == ControlsRead::Status::found &&
+         std::any_of(read.taken.begin(), read.taken.end(), [&](const JobTrigger& t) {
+           return t.job_key == taken.entry->identity.key && t.trigger.id == taken.trigger.id &&
+                  t.trigger.requested_by == options_.replica_id;
+         });
+}
+
 void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers,
                                     const std::unordered_set<std::string>& returned) {
   for (const auto& taken : triggers) {
@@ -170,17 +185,24 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
     // stays (a taken one could only be cancelled here); so it is while this
     // replica's settings are not the fleet's.
     if (controls_stopping() || !settings_refusal().empty()) return;
-    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id, fleet_now());
-    if (change.status == ControlChange::Status::error) {
+    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id,
+                                                                    fleet_now(), options_.replica_id);
+    if (change.status == ControlChange::Status::error && !taken_here(taken)) {
       log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
                                          taken.trigger.id, change.error));
       continue;
     }
-    if (change.status != ControlChange::Status::changed) continue;  // another replica took it
+    if (change.status == ControlChange::Status::error) {
+      log(LogLevel::info, fmt::format("entry \"{}\": trigger {}: the take's answer was lost ({}), but the "
+                                      "controls name this replica as its taker",
+                                      taken.entry->identity.key, taken.trigger.id, change.error));
+    } else if (change.status != ControlChange::Status::changed) {
+      continue;  // another replica took it
+    }
     if (returned.contains(taken.trigger.id)) {
       log(LogLevel::warning,
-          fmt::format("entry \"{}\": trigger {} by {} came back after it was taken (the store went back: a restart "
-                      "from a snapshot, a lagging failover); dropped, not run again",
+          fmt::format("entry \"{}\": trigger {} by {} came back after it was taken (its request sent again, or "
+                      "the store went back: a restart from a snapshot, a lagging failover); dropped, not run again",
                       taken.entry->identity.key, taken.trigger.id, taken.trigger.requested_by));
       continue;
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <stdexcept>
@@ -67,13 +68,21 @@ std::string new_trigger_id() {
   return fmt::format("{:016x}", random());
 }
 
-/// Drops expired triggers (adding them to `expired`, if given), then the
-/// jobs left neither paused nor waiting.
-void prune(std::vector<JobControl>& jobs, Instant now, std::vector<ExpiredTrigger>* expired = nullptr) {
+TriggerRequest tombstone_of(TriggerRequest trigger, std::string_view taker) {
+  trigger.expires_at = trigger.requested_at - std::chrono::microseconds{1};
+  trigger.requested_by = taker.empty() ? std::string("unnamed") : std::string(taker);
+  return trigger;
+}
+
+/// Drops expired triggers (adding them to `expired`, if given) and
+/// tombstones older than trigger_tombstone_keep, then the jobs left with
+/// neither a pause nor a trigger.
+void prune(std::vector<JobControl>& jobs, Instant now, std::vector<JobTrigger>* expired = nullptr) {
   for (auto& job : jobs) {
     std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
+      if (is_taken_trigger(trigger)) return trigger.requested_at + trigger_tombstone_keep <= now;
       if (trigger.expires_at > now) return false;
-      if (expired != nullptr) expired->push_back(ExpiredTrigger{job.job_key, trigger});
+      if (expired != nullptr) expired->push_back(JobTrigger{job.job_key, trigger});
       return true;
     });
   }
@@ -92,7 +101,7 @@ ControlChange failed(std::string error) { return {ControlChange::Status::error, 
 /// The jobs of the document read, pruned at `now`; nullopt (with `error`
 /// set) if it is not a controls document.
 std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument& document, Instant now,
-                                               std::string& error, std::vector<ExpiredTrigger>* expired = nullptr) {
+                                               std::string& error, std::vector<JobTrigger>* expired = nullptr) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
@@ -113,7 +122,7 @@ std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument&
 /// expired in the document of the last round: those its write dropped.
 ControlChange edit_controls(FleetState& state, Instant now,
                             const std::function<ControlChange(std::vector<JobControl>&)>& edit,
-                            std::vector<ExpiredTrigger>* expired = nullptr) {
+                            std::vector<JobTrigger>* expired = nullptr) {
   ControlChange answer;
   std::string error = detail::edit_document(
       state, FleetState::Document::controls,
@@ -151,6 +160,32 @@ void check_control_author(std::string_view by) {
   }
 }
 
+bool is_taken_trigger(const TriggerRequest& trigger) noexcept { return trigger.expires_at < trigger.requested_at; }
+
+void check_trigger_request_id(std::string_view request_id) {
+  const bool printable = std::all_of(request_id.begin(), request_id.end(), [](char c) {
+    return static_cast<unsigned char>(c) > ' ' && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (request_id.empty() || request_id.size() > 128 || !printable) {
+    throw std::invalid_argument(fmt::format("fleet state: request id \"{}\" must be 1 to 128 printable characters "
+                                            "without whitespace", request_id.substr(0, 80)));
+  }
+}
+
+std::string trigger_id_of(std::string_view job_key, std::string_view request_id) {
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  const auto mix = [&](std::string_view text) {
+    for (const char c : text) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 1099511628211ULL;
+    }
+  };
+  mix(job_key);
+  mix(std::string_view("\0", 1));
+  mix(request_id);
+  return fmt::format("{:016x}", hash);
+}
+
 std::string format_job_controls(std::span<const JobControl> jobs) {
   std::string out;
   for (const auto& job : jobs) {
@@ -172,14 +207,23 @@ std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text)
 
 ControlsRead FleetState::read_controls(Instant now) {
   std::string error;
-  std::vector<ExpiredTrigger> expired;
-  auto jobs = jobs_of(load_document(Document::controls), now, error, &expired);
+  ControlsRead read;
+  auto jobs = jobs_of(load_document(Document::controls), now, error, &read.expired);
   if (!jobs) return {ControlsRead::Status::error, {}, std::move(error)};
-  return {ControlsRead::Status::found, std::move(*jobs), {}, std::move(expired)};
+  for (JobControl& job : *jobs) {  // waiting triggers in `jobs`, tombstones apart
+    std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
+      if (!is_taken_trigger(trigger)) return false;
+      read.taken.push_back(JobTrigger{job.job_key, trigger});
+      return true;
+    });
+  }
+  std::erase_if(*jobs, [](const JobControl& job) { return !job.paused && job.triggers.empty(); });
+  read.jobs = std::move(*jobs);
+  return read;
 }
 
 ControlsRead FleetState::drop_expired_triggers(Instant now) {
-  std::vector<ExpiredTrigger> expired;
+  std::vector<JobTrigger> expired;
   const ControlChange change = edit_controls(
       *this, now,
       [&](std::vector<JobControl>&) {
@@ -208,31 +252,47 @@ ControlChange FleetState::set_paused(std::string_view job_key, bool paused, std:
 }
 
 ControlChange FleetState::request_trigger(std::string_view job_key, std::string_view by, Instant now,
-                                          std::chrono::nanoseconds wait) {
+                                          std::chrono::nanoseconds wait, std::string_view request_id) {
   check_job_key(job_key);
   check_control_author(by);
   if (wait <= std::chrono::nanoseconds::zero() || wait > max_trigger_wait) {
     throw std::invalid_argument(fmt::format("fleet state: a trigger's wait of {} is outside (0, {}]",
                                             format_duration(wait), format_duration(max_trigger_wait)));
   }
-  const std::string id = new_trigger_id();
+  if (!request_id.empty()) check_trigger_request_id(request_id);
+  const std::string id = request_id.empty() ? new_trigger_id() : trigger_id_of(job_key, request_id);
   return edit_controls(*this, now, [&](std::vector<JobControl>& jobs) {
+    const auto same = [&](const JobControl& j) {
+      return j.job_key == job_key &&
+             std::any_of(j.triggers.begin(), j.triggers.end(), [&](const TriggerRequest& t) { return t.id == id; });
+    };
+    if (std::any_of(jobs.begin(), jobs.end(), same)) return ControlChange{ControlChange::Status::unchanged, id, {}};
     JobControl& job = job_of(jobs, job_key);
-    if (job.triggers.size() >= max_job_triggers) {
+    const auto waiting = std::count_if(job.triggers.begin(), job.triggers.end(),
+                                       [](const TriggerRequest& t) { return !is_taken_trigger(t); });
+    if (static_cast<std::size_t>(waiting) >= max_job_triggers) {
       return failed(fmt::format("job \"{}\" already has {} triggers waiting, the limit", job_key, max_job_triggers));
+    }
+    if (job.triggers.size() >= max_job_triggers) {  // the oldest tombstone makes room
+      job.triggers.erase(std::find_if(job.triggers.begin(), job.triggers.end(), is_taken_trigger));
     }
     job.triggers.push_back(TriggerRequest{id, cursor_instant(now), cursor_instant(now + wait), std::string(by)});
     return ControlChange{ControlChange::Status::changed, id, {}};
   });
 }
 
-ControlChange FleetState::take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now) {
+ControlChange FleetState::take_trigger(std::string_view job_key, std::string_view trigger_id, Instant now,
+                                       std::string_view by) {
   check_job_key(job_key);
+  if (!by.empty()) check_control_author(by);
   return edit_controls(*this, now, [&](std::vector<JobControl>& jobs) {
     for (auto& job : jobs) {
       if (job.job_key != job_key) continue;
-      const auto erased = std::erase_if(job.triggers, [&](const TriggerRequest& t) { return t.id == trigger_id; });
-      if (erased > 0) return ControlChange{ControlChange::Status::changed, std::string(trigger_id), {}};
+      for (auto& trigger : job.triggers) {
+        if (trigger.id != trigger_id || is_taken_trigger(trigger)) continue;
+        trigger = tombstone_of(std::move(trigger), by);
+        return ControlChange{ControlChange::Status::changed, std::string(trigger_id), {}};
+      }
     }
     return ControlChange{ControlChange::Status::absent, std::string(trigger_id), {}};
   });

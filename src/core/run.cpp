@@ -267,7 +267,7 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
     outcome.attempts = attempt;
     if (events_.active()) {
       publish(JobStartedEvent{ref, context.fire_key, context.scheduled_at, clock_->now(), attempt, context.fence,
-                              context.manual});
+                              context.manual, context.recovery});
     }
     const std::exception_ptr error = run_attempt(entry, run, context);
     outcome.error = error ? detail::describe_exception(error) : std::string();
@@ -363,7 +363,7 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
   if (events_.active()) {
     publish(JobCompletedEvent{std::move(context.entry), std::move(context.fire_key), fire.scheduled_at, duration,
                               outcome.status, outcome.attempts, outcome.error, fire.manual, started_at, context.fence,
-                              std::move(*context.details)});
+                              std::move(*context.details), fire.recovery});
   }
   if (fire.outcome) fire.outcome->set(std::move(outcome));
 }

@@ -189,6 +189,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void poll_controls();
   void poll_controls_once();
   void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
+  /// After a take that answered an error: whether the store says this
+  /// replica took it anyway (its write applied, its answer lost).
+  [[nodiscard]] bool taken_here(const detail::TakenTrigger& taken);
   /// Notes the triggers gone since the last poll; answers the ids listed
   /// in `read` (made at `read_at`, the store's time) that came back: seen
   /// gone before, or requested well before an earlier read that did not

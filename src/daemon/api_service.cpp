@@ -247,8 +247,20 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
                      std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
   if (!known) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
   const std::string by = ("api@" + sources_.replica_id).substr(0, 64);
-  const ControlChange change = action == "trigger" ? sources_.fleet_state->request_trigger(key, by, fleet_now())
-                                                   : sources_.fleet_state->set_paused(key, action == "pause", by, fleet_now());
+  const auto request_id = request.query.find("request_id");
+  const std::string_view request_key = request_id == request.query.end() ? std::string_view() : request_id->second;
+  if (!request_key.empty() && action != "trigger") return error(400, "request_id: only a trigger takes one");
+  if (!request_key.empty()) {
+    try {
+      check_trigger_request_id(request_key);
+    } catch (const std::invalid_argument& e) {
+      return error(400, e.what());
+    }
+  }
+  const ControlChange change =
+      action == "trigger"
+          ? sources_.fleet_state->request_trigger(key, by, fleet_now(), default_trigger_wait, request_key)
+          : sources_.fleet_state->set_paused(key, action == "pause", by, fleet_now());
   if (change.status == ControlChange::Status::error) return error(503, fmt::format("{} \"{}\": {}", action, key, change.error));
   {
     std::lock_guard guard(view_mutex_);

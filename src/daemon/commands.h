@@ -55,10 +55,12 @@ enum class ControlAction { pause, resume, trigger };
 
 /// `fleetcron pause|resume|trigger --coordinator URI JOB [--json]`: pauses
 /// or resumes the job for the whole fleet, or asks one replica to run it
-/// now (docs/daemon.md#controls). Exit 0, 1 when the store fails, 2 for a
-/// memory coordinator (no fleet to reach).
+/// now (docs/daemon.md#controls); a trigger with `request_id` is that
+/// request's, so running the command again with it triggers nothing new.
+/// Exit 0, 1 when the store fails, 2 for a memory coordinator (no fleet to
+/// reach).
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
-                        std::ostream& out, std::ostream& err);
+                        std::ostream& out, std::ostream& err, const std::string& request_id = {});
 
 /// The status line for a NATS leader record, one line whatever the record
 /// holds (its value is escaped).

@@ -46,6 +46,11 @@ std::string text_answer(ControlAction action, const std::string& job, const Cont
     case ControlAction::resume:
       return name + (changed ? ": resumed for the whole fleet\n" : ": not paused\n");
     case ControlAction::trigger:
+      if (!changed) {
+        return fmt::format("{}: trigger {} of this request id was requested already (it waits, or ran); nothing "
+                           "new\n",
+                           name, change.trigger_id);
+      }
       return fmt::format("{}: trigger {} requested; one replica that has the job runs it at its next look at the "
                          "controls (every second by default), or it is dropped after {}\n",
                          name, change.trigger_id, format_duration(default_trigger_wait));
@@ -56,18 +61,26 @@ std::string text_answer(ControlAction action, const std::string& job, const Cont
 }  // namespace
 
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
-                        std::ostream& out, std::ostream& err) {
+                        std::ostream& out, std::ostream& err, const std::string& request_id) {
   const std::string_view name = action_name(action);
   if (settings.coordinator == "memory") {
     err << name << ": the memory coordinator has no fleet outside its process; use redis://, nats:// or postgres://\n";
     return 2;
+  }
+  if (!request_id.empty()) {
+    try {
+      check_trigger_request_id(request_id);
+    } catch (const std::invalid_argument& e) {
+      err << name << ": --request-id: " << e.what() << '\n';
+      return 2;
+    }
   }
   try {
     const auto state = open_fleet_state(settings);
     // Stamped on the store's clock: a trigger from a host whose clock is off lives as long as any.
     const Instant now = StoreClock(*state, system_clock()).now();
     const ControlChange change = action == ControlAction::trigger
-                                     ? state->request_trigger(job, author(), now)
+                                     ? state->request_trigger(job, author(), now, default_trigger_wait, request_id)
                                      : state->set_paused(job, action == ControlAction::pause, author(), now);
     if (change.status == ControlChange::Status::error) {
       err << name << ": " << change.error << '\n';

@@ -98,7 +98,8 @@ struct NatsCoordination {
   std::shared_ptr<nats::FleetState> fleet_state;
 };
 
-NatsCoordination make_nats(const nats::ConnectionOptions& options, const Settings& settings) {
+NatsCoordination make_nats(const nats::ConnectionOptions& options, const Settings& settings,
+                           const std::string& holder) {
   NatsCoordination out;
   out.connection = nats::Connection::connect(options);
   if (settings.coordination != CoordinationMode::leader) {
@@ -111,6 +112,7 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
     nats::ElectorOptions elector_options;
     elector_options.leader_key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
     elector_options.election.startup_splay = std::chrono::milliseconds{0};
+    elector_options.name = holder;
     const auto ttl = settings.leader_ttl.value_or(nats::default_leader_ttl);
     out.elector = std::make_shared<nats::Elector>(
         out.connection->bucket(
@@ -236,8 +238,8 @@ std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
 namespace {
 
 /// PostgreSQL: its Claimer, Elector and fleet state on one pool.
-void make_postgres(const Settings& settings, Coordination& out, std::shared_ptr<Claimer>& claimer,
-                   std::shared_ptr<Elector>& elector) {
+void make_postgres(const Settings& settings, const std::string& holder, Coordination& out,
+                   std::shared_ptr<Claimer>& claimer, std::shared_ptr<Elector>& elector) {
   const postgres::UriOptions options = postgres_options(settings);
   auto connection = std::make_shared<postgres::Connection>(options.connection);
   out.description = connection->describe();
@@ -258,7 +260,8 @@ void make_postgres(const Settings& settings, Coordination& out, std::shared_ptr<
                                              .leader_name = options.leader_name.value_or(
                                                  std::string(postgres::default_leader_name)),
                                              .lease_ttl = settings.leader_ttl.value_or(postgres::default_leader_ttl),
-                                             .keep_alive = true});
+                                             .keep_alive = true,
+                                             .holder = holder});
   }
   const bool fleet_state = settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0;
   if (fleet_state) {
@@ -280,7 +283,7 @@ void make_postgres(const Settings& settings, Coordination& out, std::shared_ptr<
 
 }  // namespace
 
-Coordination make_coordination(const Settings& given, Metrics& metrics) {
+Coordination make_coordination(const Settings& given, Metrics& metrics, const std::string& holder) {
   Settings settings = given;
   Coordination out;
   const bool claims = settings.coordination != CoordinationMode::leader;
@@ -304,7 +307,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
   } else if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     auto options = parse_nats_uri(settings.coordinator, settings);
     out.description = nats::describe(options);
-    auto nats = std::make_shared<NatsCoordination>(make_nats(options, settings));
+    auto nats = std::make_shared<NatsCoordination>(make_nats(options, settings, holder));
     claimer = nats->claimer;
     elector = nats->elector;
     out.fleet_state = nats->fleet_state;
@@ -318,7 +321,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
     };
     out.resources = nats;
   } else if (postgres::is_postgres_uri(settings.coordinator)) {
-    make_postgres(settings, out, claimer, elector);
+    make_postgres(settings, holder, out, claimer, elector);
   } else {
     auto client = std::make_shared<redis::Client>(redis_options(settings));
     out.description = client->describe();
@@ -345,6 +348,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics) {
       if (!settings.leader_key.empty()) options.leader_key = settings.leader_key;
       options.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
       options.keep_alive = true;
+      options.holder = holder;
       elector = std::make_shared<redis::Elector>(client, options);
     }
     if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {

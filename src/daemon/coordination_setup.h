@@ -72,8 +72,10 @@ struct Coordination {
 
 /// Redis and NATS connect lazily (calls fail closed until the server
 /// answers; NATS makes one connect attempt, bounded by its connect timeout,
-/// as it binds its buckets). Throws std::invalid_argument for bad URIs or
-/// options.
-[[nodiscard]] Coordination make_coordination(const Settings& settings, Metrics& metrics);
+/// as it binds its buckets). `holder` names this replica as a leader
+/// candidate (the replica id; empty: each elector's own random one).
+/// Throws std::invalid_argument for bad URIs or options.
+[[nodiscard]] Coordination make_coordination(const Settings& settings, Metrics& metrics,
+                                             const std::string& holder = {});
 
 }  // namespace fleetcron::daemon

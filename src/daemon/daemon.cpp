@@ -76,7 +76,9 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     });
     if (!secret) base_environment_.emplace_back(*entry);
   }
-  coordination_ = make_coordination(settings_, metrics_);
+  // One name for this replica everywhere: registry, runner, leader.
+  const std::string replica_id = replica_name();
+  coordination_ = make_coordination(settings_, metrics_, replica_id);
   if (settings_.coordinator == "memory") {
     log_.write("warn", "memory-coordinator",
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
@@ -93,7 +95,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   options.fleet_state = coordination_.fleet_state;
   options.catch_up_reach = settings_.catch_up;
   options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
-  options.replica_id = replica_name();
+  options.replica_id = replica_id;
   options.replica.host = host_name();
   options.replica.pid = ::getpid();
   options.replica.version = FLEETCRON_VERSION_STRING;

@@ -12,9 +12,11 @@ namespace fleetcron::daemon {
 
 namespace {
 
-bool finished(FireFate fate) {
+/// A run that started and is over: finished, or lost (its runner stopped
+/// announcing itself while it ran), so a lost newest run is the last run.
+bool over(FireFate fate) {
   return fate == FireFate::succeeded || fate == FireFate::failed || fate == FireFate::timed_out ||
-         (fate == FireFate::cancelled);
+         fate == FireFate::cancelled || fate == FireFate::lost;
 }
 
 void read_ledger(FleetState& state, JobView& job) {
@@ -23,7 +25,7 @@ void read_ledger(FleetState& state, JobView& job) {
   for (const auto& record : read.records) {  // newest scheduled instant first
     if (job.recent.size() < fleet_view_recent_runs) job.recent.push_back(record);
     if (record.fate == FireFate::running) job.running.push_back(record);
-    if (!job.last_run && finished(record.fate) && record.started_at) job.last_run = record;
+    if (!job.last_run && over(record.fate) && record.started_at) job.last_run = record;
     if (!job.last_success && record.fate == FireFate::succeeded) job.last_success = record;
     if (record.fate == FireFate::lost) ++job.lost;
   }

@@ -43,16 +43,19 @@ std::string render_job_metrics(const FleetView& view) {
           if (!j.last_success) return std::nullopt;
           return seconds_of(j.last_success->scheduled_at);
         });
-  gauge(out, view, "fleetcron_job_last_run_timestamp_seconds", "Scheduled instant of the job's newest finished run.",
+  gauge(out, view, "fleetcron_job_last_run_timestamp_seconds",
+        "Scheduled instant of the job's newest finished (or lost) run.",
         [](const JobView& j) -> std::optional<double> {
           if (!j.last_run) return std::nullopt;
           return seconds_of(j.last_run->scheduled_at);
         });
-  out += "# HELP fleetcron_job_last_outcome 1 for the outcome of the job's newest finished run, 0 for the others.\n"
+  out += "# HELP fleetcron_job_last_outcome 1 for the outcome of the job's newest finished (or lost) run, 0 for the "
+         "others.\n"
          "# TYPE fleetcron_job_last_outcome gauge\n";
   for (const auto& job : view.jobs) {
     if (!job.last_run) continue;
-    for (const FireFate fate : {FireFate::succeeded, FireFate::failed, FireFate::timed_out, FireFate::cancelled}) {
+    for (const FireFate fate :
+         {FireFate::succeeded, FireFate::failed, FireFate::timed_out, FireFate::cancelled, FireFate::lost}) {
       out += fmt::format("fleetcron_job_last_outcome{{job=\"{}\",outcome=\"{}\"}} {}\n", label_value(job.key),
                          to_string(fate), job.last_run->fate == fate ? 1 : 0);
     }

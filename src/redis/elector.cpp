@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -82,6 +83,14 @@ ElectorOptions checked(ElectorOptions options, const std::shared_ptr<Client>& cl
   if (options.term_key == options.leader_key) {
     throw std::invalid_argument("redis::ElectorOptions.term_key: the same key as leader_key");
   }
+  const bool unprintable = std::any_of(options.holder.begin(), options.holder.end(), [](char c) {
+    return static_cast<unsigned char>(c) <= ' ' || c == '\x7f';
+  });
+  if (options.holder.size() > 128 || unprintable) {
+    throw std::invalid_argument(fmt::format("redis::ElectorOptions.holder: \"{}\" is not at most 128 bytes without "
+                                            "whitespace or control characters",
+                                            options.holder.substr(0, 80)));
+  }
   return options;
 }
 
@@ -99,7 +108,8 @@ class FLEETCRON_LOCAL Elector::Impl {
  public:
   Impl(std::shared_ptr<Client> client, ElectorOptions options)
       : options_(checked(std::move(options), client)),
-        lease_(std::make_shared<RedisLease>(std::move(client), options_), random_hex(16), lease_options(options_),
+        lease_(std::make_shared<RedisLease>(std::move(client), options_),
+               options_.holder.empty() ? random_hex(16) : options_.holder, lease_options(options_),
                "redis::ElectorOptions") {
     options_.renew_margin = lease_.options().renew_margin;
     options_.clock = lease_.options().clock;

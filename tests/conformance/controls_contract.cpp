@@ -93,6 +93,67 @@ TEST_P(FleetStateContract, ATriggerIsTakenByExactlyOneOfManyReplicas) {
   EXPECT_FALSE(control_of(*requester, key, now));
 }
 
+// A request id makes a trigger request idempotent: sent again while its
+// trigger waits, it adds nothing and names the same trigger.
+TEST_P(FleetStateContract, ARequestSentAgainWithItsIdAddsNoTrigger) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::string key = job("request-id");
+  const Instant now = real_now();
+  const ControlChange first = a->request_trigger(key, "operator", now, default_trigger_wait, "req-1");
+  ASSERT_EQ(first.status, ControlChange::Status::changed) << first.error;
+  EXPECT_EQ(first.trigger_id, trigger_id_of(key, "req-1"));
+  const ControlChange again = b->request_trigger(key, "operator", now + 1s, default_trigger_wait, "req-1");
+  EXPECT_EQ(again.status, ControlChange::Status::unchanged) << again.error;
+  EXPECT_EQ(again.trigger_id, first.trigger_id);
+  const ControlChange other = b->request_trigger(key, "operator", now, default_trigger_wait, "req-2");
+  EXPECT_EQ(other.status, ControlChange::Status::changed) << other.error;
+  EXPECT_NE(other.trigger_id, first.trigger_id);
+  const auto waiting = control_of(*a, key, now + 1s);
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(waiting->triggers.size(), 2u);
+  EXPECT_NE(trigger_id_of("another-job", "req-1"), first.trigger_id);
+  EXPECT_THROW((void)a->request_trigger(key, "operator", now, default_trigger_wait, "two words"), std::invalid_argument);
+  EXPECT_THROW((void)a->request_trigger(key, "operator", now, default_trigger_wait, std::string(129, 'x')),
+               std::invalid_argument);
+}
+
+// A taken trigger stays a while as a tombstone naming its taker: a
+// request sent again with its id is known as taken, and a taker whose
+// answer was lost can find it took it.
+TEST_P(FleetStateContract, ATakenTriggerStaysAsATombstoneNamingItsTaker) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::string key = job("tombstone");
+  const Instant now = real_now();
+  const ControlChange asked = a->request_trigger(key, "operator", now, default_trigger_wait, "req-t");
+  ASSERT_EQ(asked.status, ControlChange::Status::changed) << asked.error;
+  ASSERT_EQ(status_of(b->take_trigger(key, asked.trigger_id, now, "replica-b")), ControlChange::Status::changed);
+  EXPECT_EQ(status_of(a->take_trigger(key, asked.trigger_id, now, "replica-a")), ControlChange::Status::absent);
+  const ControlsRead read = a->read_controls(now + 1s);
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_FALSE(control_of(*a, key, now + 1s)) << "not waiting";
+  ASSERT_EQ(read.taken.size(), 1u);
+  EXPECT_EQ(read.taken.front().job_key, key);
+  EXPECT_EQ(read.taken.front().trigger.id, asked.trigger_id);
+  EXPECT_EQ(read.taken.front().trigger.requested_by, "replica-b");
+  EXPECT_TRUE(is_taken_trigger(read.taken.front().trigger));
+  const ControlChange again = a->request_trigger(key, "operator", now + 2s, default_trigger_wait, "req-t");
+  EXPECT_EQ(again.status, ControlChange::Status::unchanged) << "sent again after it was taken";
+  EXPECT_EQ(again.trigger_id, asked.trigger_id);
+  // Tombstones make room: the bound counts waiting triggers.
+  for (std::size_t i = 0; i < max_job_triggers; ++i) {
+    ASSERT_EQ(status_of(a->request_trigger(key, "operator", now + 3s)), ControlChange::Status::changed) << i;
+  }
+  EXPECT_TRUE(a->read_controls(now + 3s).taken.empty()) << "the oldest tombstone made room";
+  // Kept trigger_tombstone_keep after the request.
+  const std::string other = job("tombstone-2");
+  const ControlChange later = a->request_trigger(other, "operator", now, default_trigger_wait, "r");
+  ASSERT_EQ(status_of(a->take_trigger(other, later.trigger_id, now, "replica-a")), ControlChange::Status::changed);
+  EXPECT_EQ(a->read_controls(now + trigger_tombstone_keep - 1s).taken.size(), 1u);
+  EXPECT_TRUE(a->read_controls(now + trigger_tombstone_keep).taken.empty());
+}
+
 TEST_P(FleetStateContract, TriggersExpireAndEachJobHoldsABoundedNumber) {
   auto fleet = GetParam().make();
   auto state = fleet->replica();

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "daemon/api_service.h"
+#include "daemon/fleet_view.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/rfc3339.h"
 #include "support/forwarding_fleet_state.h"
@@ -52,6 +53,47 @@ struct Fixture {
 };
 
 bool has(const HttpAnswer& answer, std::string_view text) { return answer.body.find(text) != std::string::npos; }
+
+// A lost newest run is the job's last run (status, the API, the page's
+// red row, the metrics); a re-run beside it, at the same instant, is.
+TEST(FleetView, ALostNewestRunIsTheLastRun) {
+  Fixture f;
+  FireRecord lost;
+  lost.job_key = "backup";
+  lost.scheduled_at = parse_rfc3339("2026-12-04T03:00:00Z");
+  lost.fire_key = "backup@2026-12-04T03:00:00Z";
+  lost.fate = FireFate::lost;
+  lost.replica_id = "replica-b";
+  lost.started_at = lost.scheduled_at;
+  lost.attempts = 1;
+  lost.reason = "its runner stopped announcing itself";
+  std::vector<LedgerWrite> writes{{lost, LedgerRetention{}}};
+  ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+  auto backup = [&] {
+    const FleetView view = read_fleet_view(*f.state, now);
+    for (const auto& job : view.jobs) {
+      if (job.key == "backup") return job;
+    }
+    ADD_FAILURE() << "no backup job in the view";
+    return JobView{};
+  };
+  JobView job = backup();
+  ASSERT_TRUE(job.last_run);
+  EXPECT_EQ(job.last_run->fate, FireFate::lost) << "not the older failure";
+  EXPECT_EQ(job.lost, 1u);
+  FireRecord rerun = lost;
+  rerun.fire_key += "#recover1";
+  rerun.fate = FireFate::succeeded;
+  rerun.finished_at = *rerun.started_at + 1s;
+  rerun.duration = 1s;
+  writes = {{rerun, LedgerRetention{}}};
+  ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  job = backup();
+  ASSERT_TRUE(job.last_run);
+  EXPECT_EQ(job.last_run->fire_key, rerun.fire_key);
+  EXPECT_EQ(job.lost, 1u) << "the loss stays counted after the re-run";
+}
 
 TEST(Api, JobsRunsReplicasLeaderAndTheFleetDocument) {
   Fixture f;
@@ -152,6 +194,34 @@ TEST(Api, ControlsNeedTheTokenAndActThroughTheFleetState) {
   EXPECT_EQ(controls.jobs[0].job_key, "team/report");
   EXPECT_EQ(controls.jobs[0].triggers.size(), 1u);
   EXPECT_EQ(f.post("/api/v1/jobs/ghost/trigger", "Bearer s3cret").status, 404);
+}
+
+// ?request_id= makes a trigger idempotent: a retry of a request whose
+// answer was lost (a 503 after the write applied) triggers nothing new.
+TEST(Api, ATriggerRetriedWithItsRequestIdTriggersNothingNew) {
+  Fixture f;
+  const auto trigger = [&](std::string id) {
+    return f.api.handle(HttpRequest{"POST", "/api/v1/jobs/backup/trigger", {{"request_id", std::move(id)}},
+                                    "Bearer s3cret", ""});
+  };
+  const auto first = trigger("deploy-42");
+  EXPECT_EQ(first.status, 202) << first.body;
+  EXPECT_TRUE(has(first, R"("changed":true)")) << first.body;
+  EXPECT_TRUE(has(first, trigger_id_of("backup", "deploy-42"))) << first.body;
+  const auto again = trigger("deploy-42");
+  EXPECT_EQ(again.status, 202) << again.body;
+  EXPECT_TRUE(has(again, R"("changed":false)")) << again.body;
+  EXPECT_TRUE(has(again, trigger_id_of("backup", "deploy-42"))) << again.body;
+  const ControlsRead controls = f.state->read_controls(std::chrono::time_point_cast<Instant::duration>(
+      std::chrono::system_clock::now()));
+  ASSERT_EQ(controls.jobs.size(), 1u);
+  EXPECT_EQ(controls.jobs[0].triggers.size(), 1u);
+  const auto bad = trigger("has space");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_TRUE(has(bad, "request id")) << bad.body;
+  const auto pause = f.api.handle(HttpRequest{"POST", "/api/v1/jobs/backup/pause", {{"request_id", "x"}},
+                                              "Bearer s3cret", ""});
+  EXPECT_EQ(pause.status, 400) << pause.body;
 }
 
 TEST(Api, WithoutATokenTheApiIsReadOnly) {

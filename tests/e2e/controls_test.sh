@@ -55,11 +55,15 @@ wait_until "the restarted replica to read the pause" grep -q 'entry "held": paus
 tick_on 3
 (($(runs_of held) == held_paused)) || fail "held ran after a restart while paused"
 
-# A trigger runs once across the fleet, paused or not.
-answer=$(control trigger held --json)
+# A trigger runs once across the fleet, paused or not; sent again with its
+# request id (a retry), it runs nothing more.
+answer=$(control trigger held --request-id "e2e-$$" --json)
 trigger_id=$(sed -nE 's/.*"trigger_id":"([0-9a-f]{16})".*/\1/p' <<<"$answer")
 [[ -n $trigger_id ]] || fail "trigger answered $answer"
 wait_until "the trigger to run" at_least held $((held_paused + 1))
+tick_on 2
+retried=$(control trigger held --request-id "e2e-$$" --json)
+[[ $retried == *'"changed":false'*"\"trigger_id\":\"$trigger_id\""* ]] || fail "the retry was not known as taken: $retried"
 tick_on 3
 (($(runs_of held) == held_paused + 1)) || fail "the trigger ran $(($(runs_of held) - held_paused)) times"
 takers=$(cat "$work"/replica-*.log | grep -c "trigger $trigger_id by cli@.* taken" || true)

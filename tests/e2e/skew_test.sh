@@ -74,6 +74,10 @@ grep -q ' [12]$' "$journal" || fail "no replica ran anything within ${takeover_b
 took=$((SECONDS - joined))
 grep -q 'stepping down' "$work/replica0.log" || fail "the skewed replica did not log its step-down"
 [[ $(leader) != "$skewed_leader" ]] || fail "the skewed replica still holds the lease"
+# One identity: the leader `status` names is one of the replicas it lists.
+new_leader=$(leader)
+replica_ids=$("$binary" status --coordinator "$coordinator" --json 2>/dev/null | jq -r '.replicas[].id')
+grep -qxF "$new_leader" <<<"$replica_ids" || fail "status names leader \"$new_leader\", not one of the replicas: $(tr '\n' ' ' <<<"$replica_ids")"
 # Then the fleet runs every fire: 5 s later, the last full second has all ten.
 sleep 5   # pacing: let the new leader run a few seconds
 for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}" 2>/dev/null || true; done

@@ -56,6 +56,15 @@ class ControlledFleet {
     }));
   }
 
+  /// Lets `seconds` pass one second at a time, each replica's controls
+  /// thread reading the controls at each.
+  void looks(int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      h_.settle(4 * replicas_.size());
+      h_.clock->advance(std::chrono::seconds{1});
+    }
+  }
+
   int scheduled() {
     std::lock_guard guard(mutex_);
     return scheduled_;
@@ -140,10 +149,7 @@ TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
   ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
   // Every replica reads the controls twice more, and drains what it queued:
   // a second run of the trigger would be counted.
-  for (int i = 0; i < 2; ++i) {
-    h.settle(4 * fleet.replicas().size());
-    h.clock->advance(1s);
-  }
+  fleet.looks(2);
   h.settle(4 * fleet.replicas().size());
   for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
   EXPECT_EQ(fleet.manual(), 1);
@@ -167,10 +173,7 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   const Instant asked = h.clock->now();
   const ControlChange requested = fleet.state().request_trigger("nobody-runs-it", "operator", asked, 2s);
   ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
-  for (int i = 0; i < 4; ++i) {  // past its 2 s wait, and two more looks
-    h.settle(4 * fleet.replicas().size());
-    h.clock->advance(1s);
-  }
+  fleet.looks(4);  // past its 2 s wait, and two more looks
   h.settle(4 * fleet.replicas().size());
   const ControlsRead read = fleet.state().read_controls(h.clock->now() - 10s);
   ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
@@ -205,22 +208,13 @@ TEST(SchedulerControls, ATakenTriggerThatComesBackWithTheStoreIsNotRunAgain) {
   using Document = FleetState::Document;
   const FleetState::StoredDocument snapshot = memory->load_document(Document::controls);
   ASSERT_EQ(snapshot.status, FleetState::StoredDocument::Status::found);
-  for (int i = 0; i < 3; ++i) {  // taken and run, then seen gone by both
-    h.settle(4 * fleet.replicas().size());
-    h.clock->advance(1s);
-  }
+  fleet.looks(3);  // taken and run, then seen gone by both
   ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
-  for (int i = 0; i < 61; ++i) {  // a minute later: recognised by its age too
-    h.settle(4 * fleet.replicas().size());
-    h.clock->advance(1s);
-  }
+  fleet.looks(61);  // a minute later: recognised by its age too
   const FleetState::StoredDocument current = memory->load_document(Document::controls);
   ASSERT_EQ(memory->replace_document(Document::controls, current, snapshot.text, 0ns).status,
             FleetState::DocumentReplace::Status::written);
-  for (int i = 0; i < 3; ++i) {
-    h.settle(4 * fleet.replicas().size());
-    h.clock->advance(1s);
-  }
+  fleet.looks(3);
   h.settle(4 * fleet.replicas().size());
   for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
   EXPECT_EQ(fleet.manual(), 1) << "not run again";
@@ -233,6 +227,31 @@ TEST(SchedulerControls, ATakenTriggerThatComesBackWithTheStoreIsNotRunAgain) {
                      m.find("came back after it was taken") != std::string::npos;
             }),
             1);
+}
+
+// A trigger request sent again with its request id (a retry after a lost
+// answer) once its trigger ran finds its tombstone: nothing runs again.
+TEST(SchedulerControls, ARequestSentAgainAfterItsTriggerRanRunsNothing) {
+  Harness h;
+  ControlledFleet fleet(h);
+  for (int i = 0; i < 2; ++i) fleet.add_replica();
+  const auto request = [&] {
+    return fleet.state().request_trigger("job", "operator", h.clock->now(), default_trigger_wait, "retried-request");
+  };
+  const ControlChange first = request();
+  ASSERT_EQ(first.status, ControlChange::Status::changed) << first.error;
+  fleet.looks(3);  // taken and run, then seen gone by both
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
+  const ControlChange again = request();
+  EXPECT_EQ(again.status, ControlChange::Status::unchanged) << "its tombstone names it taken";
+  EXPECT_EQ(again.trigger_id, first.trigger_id);
+  fleet.looks(3);
+  h.settle(4 * fleet.replicas().size());
+  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
+  EXPECT_EQ(fleet.manual(), 1) << "the retry ran nothing";
+  const ControlsRead read = fleet.state().read_controls(h.clock->now());
+  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
+  EXPECT_TRUE(read.jobs.empty()) << "dropped";
 }
 
 // A fleet state whose controls cannot be read while `failing` is set.

@@ -481,7 +481,15 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   ASSERT_TRUE(Harness::eventually([&] {
     const LedgerRead read = fleet.state().read_fires("job", 10);
     return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
-  })) << "the re-run's end is the fire's record";
+  })) << "the re-run's end is the newest record";
+  {
+    // The loss stays beside the re-run: each under its own key.
+    const LedgerRead read = fleet.state().read_fires("job", 10);
+    ASSERT_GE(read.records.size(), 2u);
+    EXPECT_EQ(read.records[0].fire_key, "job@2026-01-01T00:01:00Z#recover1");
+    EXPECT_EQ(read.records[1].fire_key, "job@2026-01-01T00:01:00Z");
+    EXPECT_EQ(read.records[1].fate, FireFate::lost);
+  }
   release = true;
   ASSERT_TRUE(fleet.stop(runner));
   std::lock_guard guard(mutex);

@@ -47,14 +47,19 @@ struct FLEETCRON_API ElectorOptions {
   /// The steady clock for the deadline and keep-alive waits. Default: the
   /// system clock.
   std::shared_ptr<Clock> clock;
+  /// This candidate's identity, the lease key's value while it leads (the
+  /// daemon: its replica id, so `status` names the leader as the registry
+  /// does). Empty: 32 random hex digits. At most 128 bytes, no whitespace
+  /// or control characters; it must be unique among the candidates.
+  std::string holder;
 };
 
 /// What this elector knows, for metrics and `fleetcron status`.
 using ElectorState = fleetcron::ElectorState;
 
-/// Thread-safe. Each elector has a random 128-bit identity (32 lowercase
-/// hex digits) from the OS random source; the lease key's value is the
-/// holder's identity, with libtnb/cron's take-or-renew semantics, so Go
+/// Thread-safe. Each elector has an identity (ElectorOptions::holder, or
+/// a random 128-bit one: 32 lowercase hex digits from the OS random
+/// source); the lease key's value is the holder's identity, with libtnb/cron's take-or-renew semantics, so Go
 /// and C++ replicas share one leader.
 ///
 /// Terms: taking the lease increments the counter at term_key (the new
