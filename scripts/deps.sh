@@ -13,7 +13,7 @@ packages=(
   libssl-dev openssl                                    # Redis over TLS; the tests' certificates
   libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
   libpq-dev postgresql postgresql-client                # fleetcron::postgres; initdb, pg_ctl, psql, pgbench for its tests
-  faketime curl iproute2 jq                             # e2e: a skewed clock, status --json; CLI: /metrics, ss
+  faketime curl iproute2 nftables jq                    # e2e: a skewed clock, status --json, partitions; CLI: /metrics, ss
   libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, HTTP (with OpenSSL: https:// webhooks)
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
   chromium chromium-driver python3                      # the status page's test in a real browser (WebDriver)

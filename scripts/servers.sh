@@ -36,14 +36,19 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# Starts redis-server; sets FLEETCRON_TEST_REDIS_URL. Its directory is
+# Starts redis-server (also on REDIS_EXTRA_BIND's addresses, if set); sets
+# FLEETCRON_TEST_REDIS_URL. Its directory is
 # the servers' own: a replica's full sync writes dump.rdb there, and a
 # server started later in the same directory would load it.
 start_redis() {
   local attempt port pid
   for attempt in 1 2 3 4 5; do
     port=$(pick_port)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$server_dir" --dbfilename "redis-$port.rdb" --save '' \
+    # REDIS_EXTRA_BIND: more addresses, space-separated (partition tests,
+    # on veth pairs of their own: protected mode would refuse them).
+    # shellcheck disable=SC2086
+    redis-server --port "$port" --bind 127.0.0.1 ${REDIS_EXTRA_BIND:-} \
+      --protected-mode "$([[ -n ${REDIS_EXTRA_BIND:-} ]] && echo no || echo yes)" --dir "$server_dir" --dbfilename "redis-$port.rdb" --save '' \
       --appendonly no --daemonize no \
       --logfile "$server_dir/redis-$port.log" &
     pid=$!

@@ -15,6 +15,15 @@
 # leading the leader bucket's stream (claim mode: another node), and a
 # node leading neither.
 #
+# CHAOS_FAULTS=partition (Redis only): network faults instead of process
+# and server faults. Each daemon runs in a network namespace of its own,
+# linked to the redis-server by a veth pair (10.211.R.0/24 for replica R);
+# nftables inside the namespace cuts the link both ways, or one way, or
+# drops 30 % of its packets at random, for 3 to 12 s, then heals it; one
+# fault in five cuts off the leader. Besides the checks below, each
+# job's ledger (`fleetcron history`) must list exactly the runs of the
+# journal, each with its fence.
+#
 # Coordination `both` (default: a leader runs the fires, each claimed) or
 # `claim`. Afterwards: duplicates must be 0; every lost fire is listed with
 # its reason (a fault window it fell in — for a leader, up to the failover
@@ -23,6 +32,11 @@
 # newer one. Every process it starts, it stops.
 set -euo pipefail
 binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
+faults=${CHAOS_FAULTS:-process}
+[[ $faults == process || ($faults == partition && $backend == redis) ]] ||
+  { echo "CHAOS_FAULTS must be process, or partition with redis"; exit 2; }
+# partition: the ledger keeps 10,000 records per job, one a second.
+[[ $faults == process ]] || ((duration <= 9000)) || { echo "partition runs last at most 9000 s"; exit 2; }
 [[ $mode == both || $mode == claim ]] || { echo "mode must be both or claim"; exit 2; }
 ((duration >= 30 && duration <= 86400)) || { echo "SECONDS must be 30..86400"; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,13 +56,35 @@ cleanup() {
   done
   for pid in "${daemon_pids[@]}"; do ((pid > 0)) && { wait "$pid" 2>/dev/null || true; }; done
   stop_servers
+  local r
+  for r in 0 1 2; do ip netns del "$(netns_of "$r")" 2>/dev/null || true; done
   if [[ ${KEEP_CHAOS:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
 }
+netns_of() { echo "fcchaos$$-$1"; }
 trap cleanup EXIT
 fail() { echo "FAIL (seed $seed): $*"; for f in "$work"/replica*.log; do echo "--- $f (tail)"; tail -n 10 "$f"; done; exit 1; }
 
 # Leases: Redis 3 s (a follower polls every 500 ms: failover within 4 s);
 # NATS 10 s, its minimum (failover within TTL + campaign interval, 17.5 s).
+# partition: a namespace per replica, its veth pair, and the server on
+# the host side of each (10.211.R.1; the replica is 10.211.R.2).
+partition_setup() {
+  local r ns
+  for r in 0 1 2; do
+    ns=$(netns_of "$r")
+    ip netns add "$ns"
+    ip link add "fch$$$r" type veth peer name "fcn$r" netns "$ns"
+    ip addr add "10.211.$r.1/24" dev "fch$$$r"
+    ip link set "fch$$$r" up
+    ip -n "$ns" addr add "10.211.$r.2/24" dev "fcn$r"
+    ip -n "$ns" link set "fcn$r" up
+    ip -n "$ns" link set lo up
+  done
+}
+if [[ $faults == partition ]]; then
+  partition_setup || fail "network namespaces: could not set them up (root and iproute2 are needed)"
+  export REDIS_EXTRA_BIND="10.211.0.1 10.211.1.1 10.211.2.1"
+fi
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
   nats) start_nats; coordinator="$FLEETCRON_TEST_NATS_URL?bucket=CHAOS_CLAIMS&leader_bucket=CHAOS_LEADER"; leader_ttl=10; failover=19 ;;
@@ -70,10 +106,52 @@ journal=$work/journal actions=$work/actions
 write_fleet_jobs "$work/jobs.cron" "$journal"
 
 start_daemon() {  # replica number
-  REPLICA=$1 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination "$mode" \
+  local netns=() uri=$coordinator extra=()
+  if [[ $faults == partition ]]; then  # in its namespace, through its own link
+    netns=(ip netns exec "$(netns_of "$1")")
+    uri="redis://10.211.$1.1:$server_port/0"
+    extra=(--history 10000)   # every run of the run stays in the ledger, to be checked
+  fi
+  REPLICA=$1 "${netns[@]}" "$binary" run --seconds "$work/jobs.cron" --coordinator "$uri" --coordination "$mode" \
+    "${extra[@]}" \
     --claim-ttl "${claim_ttl}s" --leader-ttl "${leader_ttl}s" --shutdown-grace 2s --log-format json \
     >>"$work/replica$1.log" 2>&1 &
   daemon_pids[$1]=$!
+}
+# The replica (0..2) whose daemon holds the lease, or a random one.
+leader_replica() {
+  local holder r
+  holder=$("$binary" status --coordinator "$coordinator" --leader-ttl "${leader_ttl}s" 2>/dev/null |
+    sed -n 's/^leader: "\(.*\)" .*/\1/p')
+  for r in 0 1 2; do [[ $holder == *"-${daemon_pids[$r]}-"* ]] && { echo "$r"; return; }; done
+  echo "none"
+}
+# One network fault on one replica's link, for 3..12 s, then healed.
+partition_fault() {
+  local kind=$((RANDOM % 5)) victim=$((RANDOM % 3)) length=$((3 + RANDOM % 10)) rules ns
+  local leads=""
+  if ((kind == 4)); then
+    leads=$(leader_replica)
+    if [[ $leads == none ]]; then kind=0; else victim=$leads; fi  # claim mode, or between leaders
+  fi
+  case $kind in
+    0 | 4) rules="iifname \"fcn$victim\" drop; oifname \"fcn$victim\" drop" ;;
+    1) rules="oifname \"fcn$victim\" drop" ;;   # its requests go nowhere
+    2) rules="iifname \"fcn$victim\" drop" ;;   # its requests land, their answers do not
+    3) rules="iifname \"fcn$victim\" numgen random mod 100 < 30 drop; oifname \"fcn$victim\" numgen random mod 100 < 30 drop" ;;
+  esac
+  ns=$(netns_of "$victim")
+  ip netns exec "$ns" nft "add table inet fc; add chain inet fc in { type filter hook input priority 0; };
+    add chain inet fc out { type filter hook output priority 0; }" || fail "nft: could not add the table"
+  local rule
+  IFS=';' read -ra parts <<<"$rules"
+  for rule in "${parts[@]}"; do
+    if [[ $rule == *iifname* ]]; then ip netns exec "$ns" nft "add rule inet fc in $rule"; else ip netns exec "$ns" nft "add rule inet fc out $rule"; fi
+  done
+  note "cut $victim $(case $kind in 0) echo both-ways ;; 1) echo outbound ;; 2) echo inbound ;; 3) echo 30%-loss ;; 4) echo leader-both-ways ;; esac) ${length}s"
+  sleep "$length"
+  ip netns exec "$ns" nft delete table inet fc
+  note "heal $victim"
 }
 note() { echo "$(date +%s) $*" >>"$actions"; echo "+$(($(date +%s) - started))s $*"; }
 wait_until() { while (($(date +%s) < $1)); do sleep 0.2; done; }   # pacing the faults, not synchronising
@@ -86,7 +164,7 @@ echo "chaos: 3 daemons on $backend ($mode), ${duration}s, seed $seed; work $work
 # time (so the fleet always has a healthy replica), one server restart
 # at about 60 % of the run.
 server_restart_at=$((started + duration * 6 / 10))
-server_restarted=0
+server_restarted=$([[ $faults == partition ]] && echo 1 || echo 0)
 # nats-cluster: node faults instead (see the top).
 node_faults=()
 if [[ $backend == nats-cluster ]]; then
@@ -135,6 +213,8 @@ while (($(date +%s) < started + duration - 8)); do
   elif ((terminated == 0 && now >= terminate_at)); then
     note "clients-terminated $(terminate_postgres_clients)"
     terminated=1
+  elif [[ $faults == partition ]]; then
+    partition_fault
   else
     victim=$((RANDOM % 3))
     # A daemon that died on its own is a finding, not a fault to inject.
@@ -226,6 +306,8 @@ explain() {  # fire key, second → reason or empty
     $2 == "kill" && t >= $1 - 1 && t <= $1 + after {print "daemon " $3 " killed holding its claim or the lease"; exit}
     $2 == "stop" {stopped[$3] = $1}
     $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= stopped[$3] + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
+    $2 == "cut" {cut[$3] = $1}
+    $2 == "heal" && ($3 in cut) && t >= cut[$3] - 1 && t <= $1 + after {print "daemon " $3 " cut off from the store"; exit}
     $2 == "server-down" {down = $1}
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
     $2 == "node-down" {node_down = $1; node_what = $4 $5 $6}
@@ -258,4 +340,18 @@ done
 echo "faults:"; sed 's/^/  /' "$actions"
 for why in "${!reasons[@]}"; do echo "lost, $why: ${reasons[$why]}"; done
 ((unexplained == 0)) || fail "$unexplained fire(s) lost without a reason"
+
+# 4. Partitions: the ledger lists exactly the journal's runs, each with
+#    its fence (no run unrecorded, none recorded that did not run).
+if [[ $faults == partition ]]; then
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    "$binary" history "job$i" -n 10000 --json --coordinator "$coordinator" |
+      jq -r '.records[] | select(.fate == "succeeded" or .fate == "failed") | "\(.fire_key) \(.fence)"'
+  done | sort >"$work/ledger_runs" || fail "history could not be read"
+  awk '{print $1, $2}' "$journal" | sort >"$work/journal_runs"
+  if ! cmp -s "$work/ledger_runs" "$work/journal_runs"; then
+    fail "the ledger and the journal differ: $(diff "$work/journal_runs" "$work/ledger_runs" | awk 'NR <= 6' | tr '\n' ' ')"
+  fi
+  echo "ledger: $(wc -l <"$work/ledger_runs") runs, each as the journal has it"
+fi
 echo "ok (seed $seed): $(wc -l <"$journal") runs, 0 duplicates, fences in order, $lost fire(s) lost, each with its reason; scheduling lag up to ${lag_ms} ms"
