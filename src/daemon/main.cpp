@@ -284,9 +284,9 @@ int main(int argc, char** argv) {
     std::string request_id;
   };
   std::array<ControlCommand, 3> controls{{
-      {fleetcron::daemon::ControlAction::pause, "pause", "Pause a job for the whole fleet, until resumed", {}, {}, false, nullptr},
-      {fleetcron::daemon::ControlAction::resume, "resume", "Resume a job paused for the whole fleet", {}, {}, false, nullptr},
-      {fleetcron::daemon::ControlAction::trigger, "trigger", "Have one replica of the fleet run a job once, now", {}, {}, false, nullptr},
+      {fleetcron::daemon::ControlAction::pause, "pause", "Pause a job for the whole fleet, until resumed", {}, {}, false, nullptr, {}},
+      {fleetcron::daemon::ControlAction::resume, "resume", "Resume a job paused for the whole fleet", {}, {}, false, nullptr, {}},
+      {fleetcron::daemon::ControlAction::trigger, "trigger", "Have one replica of the fleet run a job once, now", {}, {}, false, nullptr, {}},
   }};
   for (auto& control : controls) {
     control.command = app.add_subcommand(control.name, control.description);
