@@ -26,9 +26,21 @@ case $command in
       as_owner "$bin/initdb" -D "$dir/data" -U fleetcron --pwfile="$dir/pwfile" -A scram-sha-256 --no-sync \
         -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     fi
+    # POSTGRES_EXTRA_LISTEN: more addresses, comma-separated, each a /24's
+    # .1 (partition tests, on veth pairs of their own): listened on, and
+    # their /24s allowed in pg_hba.conf.
+    listen=127.0.0.1
+    if [[ -n ${POSTGRES_EXTRA_LISTEN:-} ]]; then
+      listen+=",$POSTGRES_EXTRA_LISTEN"
+      IFS=',' read -ra extra <<<"$POSTGRES_EXTRA_LISTEN"
+      for address in "${extra[@]}"; do
+        line="host all all ${address%.*}.0/24 scram-sha-256"
+        grep -qxF "$line" "$dir/data/pg_hba.conf" || as_owner sh -c "echo '$line' >>'$dir/data/pg_hba.conf'"
+      done
+    fi
     # Durability off: the tests restart and kill it, they never need its data on disk.
     as_owner "$bin/pg_ctl" start -w -t 30 -D "$dir/data" -l "$dir/server.log" \
-      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+      -o "-h $listen -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
           -c max_connections=200" >/dev/null || { tail -20 "$dir/server.log" >&2; exit 1; }
     head -1 "$dir/data/postmaster.pid"
     ;;

@@ -15,9 +15,10 @@
 # leading the leader bucket's stream (claim mode: another node), and a
 # node leading neither.
 #
-# CHAOS_FAULTS=partition (Redis only): network faults instead of process
-# and server faults. Each daemon runs in a network namespace of its own,
-# linked to the redis-server by a veth pair (10.211.R.0/24 for replica R);
+# CHAOS_FAULTS=partition (Redis or PostgreSQL): network faults instead of
+# process and server faults. Each daemon runs in a network namespace of its
+# own, linked to the server by a veth pair (10.211.R.0/24 for replica R,
+# PostgreSQL 10.212.R.0/24);
 # nftables inside the namespace cuts the link both ways, or one way, or
 # drops 30 % of its packets at random, for 3 to 12 s, then heals it; one
 # fault in five cuts off the leader. Besides the checks below, each
@@ -33,8 +34,10 @@
 set -euo pipefail
 binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
 faults=${CHAOS_FAULTS:-process}
-[[ $faults == process || ($faults == partition && $backend == redis) ]] ||
-  { echo "CHAOS_FAULTS must be process, or partition with redis"; exit 2; }
+[[ $faults == process || ($faults == partition && ($backend == redis || $backend == postgres)) ]] ||
+  { echo "CHAOS_FAULTS must be process, or partition with redis or postgres"; exit 2; }
+# partition: each backend its own subnets (CI runs both at once).
+net=$([[ $backend == postgres ]] && echo 10.212 || echo 10.211)
 # partition: the ledger keeps 10,000 records per job, one a second.
 [[ $faults == process ]] || ((duration <= 9000)) || { echo "partition runs last at most 9000 s"; exit 2; }
 [[ $mode == both || $mode == claim ]] || { echo "mode must be both or claim"; exit 2; }
@@ -74,16 +77,16 @@ partition_setup() {
     ns=$(netns_of "$r")
     ip netns add "$ns"
     ip link add "fch$$$r" type veth peer name "fcn$r" netns "$ns"
-    ip addr add "10.211.$r.1/24" dev "fch$$$r"
+    ip addr add "$net.$r.1/24" dev "fch$$$r"
     ip link set "fch$$$r" up
-    ip -n "$ns" addr add "10.211.$r.2/24" dev "fcn$r"
+    ip -n "$ns" addr add "$net.$r.2/24" dev "fcn$r"
     ip -n "$ns" link set "fcn$r" up
     ip -n "$ns" link set lo up
   done
 }
 if [[ $faults == partition ]]; then
   partition_setup || fail "network namespaces: could not set them up (root and iproute2 are needed)"
-  export REDIS_EXTRA_BIND="10.211.0.1 10.211.1.1 10.211.2.1"
+  export REDIS_EXTRA_BIND="$net.0.1 $net.1.1 $net.2.1" POSTGRES_EXTRA_LISTEN="$net.0.1,$net.1.1,$net.2.1"
 fi
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
@@ -109,7 +112,7 @@ start_daemon() {  # replica number
   local netns=() uri=$coordinator extra=()
   if [[ $faults == partition ]]; then  # in its namespace, through its own link
     netns=(ip netns exec "$(netns_of "$1")")
-    uri="redis://10.211.$1.1:$server_port/0"
+    uri=${coordinator/127.0.0.1/$net.$1.1}
     extra=(--history 10000)   # every run of the run stays in the ledger, to be checked
   fi
   REPLICA=$1 "${netns[@]}" "$binary" run --seconds "$work/jobs.cron" --coordinator "$uri" --coordination "$mode" \
