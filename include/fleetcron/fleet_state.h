@@ -215,8 +215,8 @@ class FLEETCRON_API FleetState {
   /// With a `request_id` (check_trigger_request_id()), the trigger's id is
   /// derived from it (trigger_id_of()), so a request sent again (a retry
   /// after a lost answer) is answered `unchanged` with the same id while
-  /// the trigger waits, and is recognised as taken by the replicas that
-  /// saw it go once it was run; without one, every call is a new trigger.
+  /// the trigger waits or its tombstone stays (trigger_tombstone_keep);
+  /// without one, every call is a new trigger.
   [[nodiscard]] ControlChange request_trigger(std::string_view job_key, std::string_view by, Instant now,
                                               std::chrono::nanoseconds wait = default_trigger_wait,
                                               std::string_view request_id = {});

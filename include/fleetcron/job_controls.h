@@ -73,7 +73,7 @@ struct FLEETCRON_API ControlsRead {
 struct FLEETCRON_API ControlChange {
   enum class Status {
     changed,    ///< done: paused, resumed, trigger requested, or trigger taken (by this caller alone)
-    unchanged,  ///< already so: paused (or resumed) before this call, or the request's trigger already waits
+    unchanged,  ///< already so: paused (or resumed) before this call, or the request's trigger waits or was taken
     absent,     ///< take_trigger(): no such trigger waits (another replica took it, or it expired)
     error,      ///< the store failed, or a bound was reached; `error` says what
   };

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <random>
 
+#include "core/fnv1a.h"
 #include "core/missed_fires.h"
 #include "core/scheduler_impl.h"
 #include "fleetcron/duration.h"
@@ -35,14 +36,6 @@ constexpr int max_catch_up_rounds = 8;
 // again later catches up nothing.
 constexpr std::uint64_t tombstone_digest = 0x7e3b'0000'0000'dead;
 
-std::uint64_t fnv1a(std::string_view text, std::uint64_t hash) {
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
 // Why a call into the fleet state failed; it answers with results, but a
 // throw (a bad argument, a broken implementation) must fail closed too.
 template <typename Call>
@@ -59,9 +52,9 @@ auto guarded(Call&& call) -> decltype(call()) {
 }  // namespace
 
 std::uint64_t detail::schedule_digest(const Schedule& schedule) {
-  std::uint64_t hash = fnv1a(schedule.spec(), 14695981039346656037ULL);
-  hash = fnv1a("\n", hash);
-  return fnv1a(schedule.zone().name(), hash);
+  std::uint64_t hash = detail::fnv1a(schedule.spec());
+  hash = detail::fnv1a("\n", hash);
+  return detail::fnv1a(schedule.zone().name(), hash);
 }
 
 nanoseconds detail::cursor_keep_for(const Schedule& schedule, Instant now, nanoseconds reach) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/ledger_records.h"
 #include "core/scheduler_impl.h"
 #include "fleetcron/duration.h"
 
@@ -195,9 +196,7 @@ bool Scheduler::Impl::beyond_window(const Fire& fire) const {
 }
 
 std::string Scheduler::Impl::claim_key(const Fire& fire) {
-  std::string key = fire_key(fire.entry->identity.key, fire.scheduled_at);
-  if (fire.recovery > 0) key += "#recover" + std::to_string(fire.recovery);
-  return key;
+  return detail::recovery_fire_key(fire_key(fire.entry->identity.key, fire.scheduled_at), fire.recovery);
 }
 
 bool Scheduler::Impl::claimed(const Fire& fire) {

@@ -69,7 +69,7 @@ struct Fire {
   std::shared_ptr<std::deque<Fire>> chain = nullptr;
   /// A re-run of a lost run (registry.cpp): how many times the fire was
   /// re-run, and the lost run's fence. Claimed under its own key
-  /// (recovery_claim_key()), whatever its age.
+  /// (recovery_fire_key()), whatever its age, and recorded under it.
   int recovery = 0;
   std::uint64_t recovered_fence = 0;
   /// The replica's overlap slot this fire holds from before its claim

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "core/fleet_documents.h"
+#include "core/fnv1a.h"
 #include "core/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fleet_state.h"
@@ -173,16 +174,7 @@ void check_trigger_request_id(std::string_view request_id) {
 }
 
 std::string trigger_id_of(std::string_view job_key, std::string_view request_id) {
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits
-  const auto mix = [&](std::string_view text) {
-    for (const char c : text) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 1099511628211ULL;
-    }
-  };
-  mix(job_key);
-  mix(std::string_view("\0", 1));
-  mix(request_id);
+  const std::uint64_t hash = detail::fnv1a(request_id, detail::fnv1a(std::string_view("\0", 1), detail::fnv1a(job_key)));
   return fmt::format("{:016x}", hash);
 }
 

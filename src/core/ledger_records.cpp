@@ -32,16 +32,9 @@ FireFate fate_of(RunStatus status) {
   return FireFate::failed;
 }
 
-/// A re-run of a lost run keeps its own entry beside the lost record, so
-/// the loss stays in the history after the re-run ends: under the key it
-/// was claimed with.
-std::string recorded_key(const std::string& fire_key, int recovery) {
-  return recovery > 0 ? fire_key + "#recover" + std::to_string(recovery) : fire_key;
-}
-
 std::optional<FireRecord> started(const JobStartedEvent& e, const std::string& replica_id) {
   if (e.attempt != 1) return std::nullopt;
-  FireRecord record = base(e.entry, recorded_key(e.fire_key, e.recovery), e.scheduled_at, replica_id);
+  FireRecord record = base(e.entry, recovery_fire_key(e.fire_key, e.recovery), e.scheduled_at, replica_id);
   record.fate = FireFate::running;
   record.manual = e.manual;
   record.fence = e.fence;
@@ -51,7 +44,7 @@ std::optional<FireRecord> started(const JobStartedEvent& e, const std::string& r
 }
 
 std::optional<FireRecord> completed(const JobCompletedEvent& e, const std::string& replica_id) {
-  FireRecord record = base(e.entry, recorded_key(e.fire_key, e.recovery), e.scheduled_at, replica_id);
+  FireRecord record = base(e.entry, recovery_fire_key(e.fire_key, e.recovery), e.scheduled_at, replica_id);
   record.fate = fate_of(e.status);
   record.manual = e.manual;
   record.fence = e.fence;
@@ -139,6 +132,10 @@ std::vector<FireRecord> one(std::optional<FireRecord> record) {
 }
 
 }  // namespace
+
+std::string recovery_fire_key(const std::string& fire_key, int recovery) {
+  return recovery > 0 ? fire_key + "#recover" + std::to_string(recovery) : fire_key;
+}
 
 std::string missed_fire_key(const std::string& job_key, Instant first_missed) {
   return fire_key(job_key, first_missed) + "#missed";

@@ -28,4 +28,9 @@ namespace fleetcron::detail {
 /// and "#missed", so the run of that instant keeps its own entry.
 [[nodiscard]] std::string missed_fire_key(const std::string& job_key, Instant first_missed);
 
+/// The key of the `recovery`-th re-run of a lost run: the fire key and
+/// "#recover<n>" (the fire key itself for 0). The re-run is claimed under
+/// it and recorded under it, beside the lost record.
+[[nodiscard]] std::string recovery_fire_key(const std::string& fire_key, int recovery);
+
 }  // namespace fleetcron::detail

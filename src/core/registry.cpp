@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/fnv1a.h"
 #include "core/scheduler_impl.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -69,11 +70,7 @@ std::string Scheduler::Impl::settings_refusal() {
 
 void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
   if (entry.identity.key.empty()) return;
-  std::uint64_t hash = detail::schedule_digest(*entry.schedule);
-  for (const char c : entry.identity.key) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
+  std::uint64_t hash = detail::fnv1a(entry.identity.key, detail::schedule_digest(*entry.schedule));
   // A job every replica runs differs from the same job run once (a change
   // of scope is recatalogued at once); fleet jobs hash as before.
   if (entry.settings->every_replica) hash = (hash ^ 0x9e3779b97f4a7c15ULL) * 1099511628211ULL;

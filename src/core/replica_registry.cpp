@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/fleet_documents.h"
+#include "core/fnv1a.h"
 #include "core/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fleet_state.h"
@@ -276,18 +277,9 @@ void check_replica_announcement(const ReplicaAnnouncement& replica) {
 std::string settings_fingerprint(std::span<const ReplicaSetting> settings) {
   std::map<std::string_view, std::string_view> sorted;
   for (const auto& setting : settings) sorted.emplace(setting.name, setting.value);
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits
-  auto mix = [&](std::string_view text) {
-    for (const char c : text) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 1099511628211ULL;
-    }
-  };
+  std::uint64_t hash = detail::fnv1a_offset_basis;
   for (const auto& [name, value] : sorted) {
-    mix(name);
-    mix("=");
-    mix(value);
-    mix("\n");
+    hash = detail::fnv1a("\n", detail::fnv1a(value, detail::fnv1a("=", detail::fnv1a(name, hash))));
   }
   return fmt::format("{:016x}", hash);
 }

@@ -103,10 +103,8 @@ NatsCoordination make_nats(const nats::ConnectionOptions& options, const Setting
   NatsCoordination out;
   out.connection = nats::Connection::connect(options);
   if (settings.coordination != CoordinationMode::leader) {
-    out.claimer = std::make_shared<nats::Claimer>(
-        out.connection->bucket(nats::BucketConfig{
-            .name = settings.claim_bucket, .ttl = settings.claim_ttl, .replicas = settings.nats_replicas}),
-        nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings)});
+    out.claimer = std::make_shared<nats::Claimer>(out.connection->bucket(claim_bucket_config(settings)),
+                                                  nats::ClaimerOptions{.max_clock_skew = max_clock_skew(settings)});
   }
   if (settings.coordination != CoordinationMode::claim) {
     nats::ElectorOptions elector_options;
@@ -182,6 +180,15 @@ redis::ClientOptions redis_options(const Settings& settings) {
   redis::ClientOptions options = redis::parse_uri(settings.coordinator);
   if (!settings.coordinator_password.empty()) options.password = settings.coordinator_password;
   return options;
+}
+
+redis::ClaimerOptions redis_claimer_options(const Settings& settings) {
+  return redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl,
+                               .max_clock_skew = max_clock_skew(settings)};
+}
+
+nats::BucketConfig claim_bucket_config(const Settings& settings) {
+  return nats::BucketConfig{.name = settings.claim_bucket, .ttl = settings.claim_ttl, .replicas = settings.nats_replicas};
 }
 
 std::shared_ptr<Claimer> make_offline_claimer(const Settings& given) {
@@ -333,9 +340,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
     }
     std::shared_ptr<redis::Claimer> redis_claimer;
     if (claims) {
-      redis_claimer = std::make_shared<redis::Claimer>(
-          client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl,
-                                      .max_clock_skew = max_clock_skew(settings)});
+      redis_claimer = std::make_shared<redis::Claimer>(client, redis_claimer_options(settings));
       claimer = redis_claimer;
       out.clock_offset = [redis_claimer]() -> std::optional<double> {
         const auto offset = redis_claimer->clock_offset();

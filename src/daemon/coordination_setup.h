@@ -15,6 +15,7 @@
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/nats/connection.h"
 #include "fleetcron/postgres/uri.h"
+#include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/client.h"
 #include "fleetcron/redis/eviction_policy.h"
 
@@ -64,6 +65,10 @@ struct Coordination {
 /// The coordinator URI's Redis options, with the password from
 /// Settings::coordinator_password when one was given that way.
 [[nodiscard]] redis::ClientOptions redis_options(const Settings& settings);
+/// The Redis claimer's options the settings ask for (`run` and `init`).
+[[nodiscard]] redis::ClaimerOptions redis_claimer_options(const Settings& settings);
+/// The NATS claims bucket the settings ask for (`run` and `init`).
+[[nodiscard]] nats::BucketConfig claim_bucket_config(const Settings& settings);
 
 /// The claimer the settings ask for, without connecting (claims fail):
 /// its dedup window and key rules are the real one's. nullptr in leader

@@ -19,9 +19,7 @@ namespace {
 
 int init_redis(const Settings& settings, std::ostream& out, std::ostream& err) {
   auto client = std::make_shared<redis::Client>(redis_options(settings));
-  redis::Claimer claimer(client, redis::ClaimerOptions{.claim_prefix = settings.claim_prefix,
-                                                      .claim_ttl = settings.claim_ttl,
-                                                      .max_clock_skew = max_clock_skew(settings)});
+  redis::Claimer claimer(client, redis_claimer_options(settings));
   const redis::NewStoreDeclaration answer = claimer.declare_new_store();
   const std::string& epoch_key = claimer.options().epoch_key;
   switch (answer.status) {
@@ -48,8 +46,7 @@ int init_redis(const Settings& settings, std::ostream& out, std::ostream& err) {
 int init_nats(Settings settings, std::ostream& out) {
   const nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
   const auto connection = nats::Connection::connect(options);
-  const auto bucket = connection->bucket(
-      nats::BucketConfig{.name = settings.claim_bucket, .ttl = settings.claim_ttl, .replicas = settings.nats_replicas});
+  const auto bucket = connection->bucket(claim_bucket_config(settings));
   const auto created = bucket->stream_times().stream_created;
   const Instant at{std::chrono::duration_cast<Instant::duration>(created.time_since_epoch())};
   const Instant ready = at + std::chrono::duration_cast<Instant::duration>(max_clock_skew(settings));

@@ -16,6 +16,9 @@ std::string micros_text(std::chrono::nanoseconds d) {
 
 std::string micros_text(Instant at) { return micros_text(at.time_since_epoch()); }
 
+// The server's clock in µs: the store's time (docs/fleet-state.md, "One clock").
+constexpr std::string_view server_now_us = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+
 constexpr std::string_view cursor_columns = "instant_us, schedule_digest, version, claimant";
 
 // A cursor from the row's first four columns (cursor_columns).
@@ -78,9 +81,8 @@ class FLEETCRON_LOCAL FleetState::Impl {
         t.ledger());
     keep_recent = fmt::format(
         "DELETE FROM {0} WHERE job_key = $1::bytea AND scheduled_us < "
-        "LEAST((SELECT max(scheduled_us) FROM {0} WHERE job_key = $1::bytea), "
-        "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint) - $2::bigint",
-        t.ledger());
+        "LEAST((SELECT max(scheduled_us) FROM {0} WHERE job_key = $1::bytea), {1}) - $2::bigint",
+        t.ledger(), server_now_us);
     keep_count = fmt::format(
         "DELETE FROM {0} WHERE job_key = $1::bytea AND fire_key IN (SELECT fire_key FROM {0} WHERE job_key = $1::bytea "
         "ORDER BY scheduled_us DESC, fire_key DESC OFFSET $2::bigint)",
@@ -248,8 +250,7 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
 
 std::optional<Instant> FleetState::store_now() {
   try {
-    const detail::Rows rows = impl_->connection->pool().exec(
-        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint", {});
+    const detail::Rows rows = impl_->connection->pool().exec(fmt::format("SELECT {}", server_now_us), {});
     if (rows.empty()) return std::nullopt;
     return Instant{std::chrono::microseconds{std::stoll(rows.text(0, 0))}};
   } catch (...) {

@@ -65,6 +65,18 @@ class ControlledFleet {
     }
   }
 
+  /// Lets every replica run what it queued, each drained.
+  void drain() {
+    h_.settle(4 * replicas_.size());
+    for (auto& replica : replicas_) EXPECT_TRUE(replica->drain(h_.soon()));
+  }
+  /// The jobs the controls hold now (paused, or with triggers waiting).
+  std::vector<JobControl> controls() {
+    const ControlsRead read = state_->read_controls(h_.clock->now());
+    EXPECT_EQ(read.status, ControlsRead::Status::found) << read.error;
+    return read.jobs;
+  }
+
   int scheduled() {
     std::lock_guard guard(mutex_);
     return scheduled_;
@@ -150,8 +162,7 @@ TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
   // Every replica reads the controls twice more, and drains what it queued:
   // a second run of the trigger would be counted.
   fleet.looks(2);
-  h.settle(4 * fleet.replicas().size());
-  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
+  fleet.drain();
   EXPECT_EQ(fleet.manual(), 1);
   EXPECT_EQ(fleet.manual_instants(), std::vector<Instant>{cursor_instant(asked)});
   const ControlsRead read = fleet.state().read_controls(h.clock->now());
@@ -215,12 +226,9 @@ TEST(SchedulerControls, ATakenTriggerThatComesBackWithTheStoreIsNotRunAgain) {
   ASSERT_EQ(memory->replace_document(Document::controls, current, snapshot.text, 0ns).status,
             FleetState::DocumentReplace::Status::written);
   fleet.looks(3);
-  h.settle(4 * fleet.replicas().size());
-  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
+  fleet.drain();
   EXPECT_EQ(fleet.manual(), 1) << "not run again";
-  const ControlsRead read = fleet.state().read_controls(h.clock->now());
-  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
-  EXPECT_TRUE(read.jobs.empty()) << "dropped";
+  EXPECT_TRUE(fleet.controls().empty()) << "dropped";
   std::lock_guard guard(h.messages_mutex);
   EXPECT_EQ(std::count_if(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
               return m.find("trigger " + requested.trigger_id) != std::string::npos &&
@@ -246,12 +254,9 @@ TEST(SchedulerControls, ARequestSentAgainAfterItsTriggerRanRunsNothing) {
   EXPECT_EQ(again.status, ControlChange::Status::unchanged) << "its tombstone names it taken";
   EXPECT_EQ(again.trigger_id, first.trigger_id);
   fleet.looks(3);
-  h.settle(4 * fleet.replicas().size());
-  for (auto& replica : fleet.replicas()) EXPECT_TRUE(replica->drain(h.soon()));
+  fleet.drain();
   EXPECT_EQ(fleet.manual(), 1) << "the retry ran nothing";
-  const ControlsRead read = fleet.state().read_controls(h.clock->now());
-  ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
-  EXPECT_TRUE(read.jobs.empty()) << "dropped";
+  EXPECT_TRUE(fleet.controls().empty()) << "dropped";
 }
 
 // A fleet state whose controls cannot be read while `failing` is set.

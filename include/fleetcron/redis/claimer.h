@@ -48,14 +48,6 @@ struct FLEETCRON_API ClaimerOptions {
 /// How far the local wall clock is from the Redis server's.
 using fleetcron::ClockOffset;
 
-/// Thread-safe. claim() is one round trip (a script: skew check, SET NX
-/// with PX, and the fence counter, atomically); claim_batch() pipelines
-/// any number of claims in one round trip.
-///
-/// On the wire a claim is the key claim_prefix + fire key with a TTL, as
-/// libtnb/cron's Claimer writes it (it stores "1"; fleetcron stores the
-/// fence): a Go replica and a fleetcron replica on the same Redis never
-/// both run one fire. Claims are never deleted.
 /// What Claimer::declare_new_store() found, and whether it wrote.
 struct FLEETCRON_API NewStoreDeclaration {
   enum class Status {
@@ -67,6 +59,14 @@ struct FLEETCRON_API NewStoreDeclaration {
   std::string found;  ///< the epoch record, or the fence counter's value
 };
 
+/// Thread-safe. claim() is one round trip (a script: skew check, SET NX
+/// with PX, and the fence counter, atomically); claim_batch() pipelines
+/// any number of claims in one round trip.
+///
+/// On the wire a claim is the key claim_prefix + fire key with a TTL, as
+/// libtnb/cron's Claimer writes it (it stores "1"; fleetcron stores the
+/// fence): a Go replica and a fleetcron replica on the same Redis never
+/// both run one fire. Claims are never deleted.
 class FLEETCRON_API Claimer final : public fleetcron::Claimer {
  public:
   /// Throws std::invalid_argument for a null client or an option that

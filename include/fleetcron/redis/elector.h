@@ -59,8 +59,9 @@ using ElectorState = fleetcron::ElectorState;
 
 /// Thread-safe. Each elector has an identity (ElectorOptions::holder, or
 /// a random 128-bit one: 32 lowercase hex digits from the OS random
-/// source); the lease key's value is the holder's identity, with libtnb/cron's take-or-renew semantics, so Go
-/// and C++ replicas share one leader.
+/// source); the lease key's value is the holder's identity, with
+/// libtnb/cron's take-or-renew semantics, so Go and C++ replicas share
+/// one leader.
 ///
 /// Terms: taking the lease increments the counter at term_key (the new
 /// value is at least the server's TIME in microseconds, so terms keep
