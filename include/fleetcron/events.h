@@ -130,8 +130,11 @@ struct FLEETCRON_API JobCompletedEvent {
 /// A popped fire was later than the tolerance, or (`catch_up`) the fleet
 /// state's cursor showed instants that the whole fleet missed while it was
 /// down. `missed` instants in [first_missed, last_missed] were due (counted
-/// up to 1,000; beyond that `missed_is_lower_bound` is set); the policy ran
-/// `runs` of them. A catch-up is published by the one replica that won it.
+/// up to 1,000; beyond that `missed_is_lower_bound` is set); the policy
+/// queued `runs` of them to run here (a catch-up: those whose claims this
+/// replica won). Each queued instant's own events say whether it ran (an
+/// overlap skip, a failure). A catch-up is published by the one replica
+/// that won it.
 /// `newest_missed` (a replica's own late loop only, not a catch-up): the
 /// newest missed instants, oldest first — all of them up to 1,000; beyond,
 /// run-all's 1,000 or else only `last_missed`.

@@ -130,6 +130,17 @@ void Scheduler::Impl::catch_up_main() {
   }
 }
 
+void Scheduler::Impl::note_unled(const Fire& fire) {
+  const auto& tracking = fire.entry->cursor;
+  if (!tracking || fire.manual || fire.catch_up || fire.recovery > 0) return;
+  const auto at = fire.scheduled_at.time_since_epoch().count();
+  auto seen = tracking->unled_until.load();
+  while (seen < at && !tracking->unled_until.compare_exchange_weak(seen, at)) {
+  }
+  // Caught up before (a leader that lost its lease): again when it leads.
+  if (tracking->caught_up.exchange(false)) queue_catch_up(fire.entry);
+}
+
 std::string Scheduler::Impl::catch_up_pending(const Fire& fire) {
   const auto& tracking = fire.entry->cursor;
   if (!tracking || tracking->caught_up.load()) return {};
@@ -240,7 +251,10 @@ std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const
   }
   const Instant now = clock_->now();
   const Instant after = std::max(seen.instant, now - entry.settings->catch_up_reach - nanoseconds{1});
-  const Instant limit = std::min(tracking.first_loop_instant - nanoseconds{1}, now);
+  // Before the loop's first instant here, and the instants it skipped
+  // while no lease was held here.
+  const Instant unled{nanoseconds{tracking.unled_until.load()}};
+  const Instant limit = std::min(std::max(tracking.first_loop_instant - nanoseconds{1}, unled), now);
   const auto first = schedule->next(after);
   if (!first || *first > limit) return std::nullopt;
   plan.missed = detail::plan_missed(*schedule, *first, limit, entry.settings->missed_fire);
@@ -259,19 +273,6 @@ std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const
 void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
                                    const detail::Grant& grant) {
   const detail::MissedPlan& missed = plan.missed;
-  const auto policy = entry->settings->missed_fire;
-  const std::string withheld =
-      plan.withheld == 0 ? std::string() : fmt::format("{} older than the claims' dedup window not run", plan.withheld);
-  if (options_.log_events) {
-    log(LogLevel::warning,
-        fmt::format("entry \"{}\": the fleet missed {}{} fire(s) up to {} while it was down (its cursor was at {}); "
-                    "policy {} runs {}, once across the fleet{}{}{}",
-                    entry->identity.key, missed.missed, missed.count_capped ? "+" : "", format_rfc3339(missed.last_missed),
-                    format_rfc3339(seen.instant), to_string(policy), missed.runs.size(), withheld.empty() ? "" : " (",
-                    withheld, withheld.empty() ? "" : ")"));
-  }
-  publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
-                          missed.runs.size(), clock_->now() - missed.last_missed, policy, true, {}, withheld});
   std::vector<Fire> fires;
   for (const Instant at : missed.runs) {
     Fire fire{entry, at, false, nullptr};
@@ -284,6 +285,21 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
   // enough for a replica's loop to reach late is then run once either way.
   if (entry->settings->claimer) claim(fires);
   std::erase_if(fires, [](const Fire& f) { return f.state != FireState::granted; });
+  // Reported with what is left to run here: an instant whose claim another
+  // replica won, or that failed, has its own record; so has each run's end.
+  const auto policy = entry->settings->missed_fire;
+  const std::string withheld =
+      plan.withheld == 0 ? std::string() : fmt::format("{} older than the claims' dedup window not run", plan.withheld);
+  if (options_.log_events) {
+    log(LogLevel::warning,
+        fmt::format("entry \"{}\": the fleet missed {}{} fire(s) up to {} (its cursor was at {}); policy {} runs "
+                    "{} of them here, once across the fleet{}{}{}",
+                    entry->identity.key, missed.missed, missed.count_capped ? "+" : "", format_rfc3339(missed.last_missed),
+                    format_rfc3339(seen.instant), to_string(policy), fires.size(), withheld.empty() ? "" : " (",
+                    withheld, withheld.empty() ? "" : ")"));
+  }
+  publish(MissedFireEvent{Entry::ref(entry), missed.first_missed, missed.last_missed, missed.missed, missed.count_capped,
+                          fires.size(), clock_->now() - missed.last_missed, policy, true, {}, withheld});
   if (entry->overlap && fires.size() > 1) {
     // The entry limits overlap: its instants run one after another, each
     // queued when the one before it ends (execute()).

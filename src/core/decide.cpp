@@ -130,6 +130,7 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
       fire.grant = Grant{};  // EntryScope::replica: this replica's own, whoever leads
       fire.state = FireState::granted;
     } else if (refused) {
+      note_unled(fire);
       report_skip(fire, *refused, error);
     } else if (!refusal.empty() && (entry.settings->claimer || election.grant.leader_gated)) {
       report_skip(fire, SkipReason::fleet_settings, refusal);

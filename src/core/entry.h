@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,12 @@ struct CursorTracking {
   /// instants after the cursor and before it. Written under the
   /// scheduler's mutex_ by add(); read after.
   Instant first_loop_instant{};
+  /// The newest instant this replica's loop skipped because no lease was
+  /// held here (not-leader, election-error), in nanoseconds since the
+  /// epoch: the catch-up reaches up to it too, so the instants of a start-up
+  /// or handover without a leader are caught up by the next leader (the
+  /// cursor says which the old leader took).
+  std::atomic<std::chrono::nanoseconds::rep> unled_until{std::numeric_limits<std::chrono::nanoseconds::rep>::min()};
   /// The digest of the entry's schedule and how long its cursor must live
   /// (updated by update()).
   std::atomic<std::uint64_t> digest{0};

@@ -92,7 +92,7 @@ std::optional<FireRecord> rejected(const RejectedFireEvent& e, const std::string
 }
 
 std::string missed_reason(const MissedFireEvent& e) {
-  return fmt::format("{}: ran {} of {}{}{}{}{}", to_string(e.policy), e.runs, e.missed,
+  return fmt::format("{}: {} of {}{} queued{}{}{}", to_string(e.policy), e.runs, e.missed,
                      e.missed_is_lower_bound ? " or more" : "", e.catch_up ? " (catch-up)" : "",
                      e.withheld.empty() ? "" : "; ", e.withheld);
 }

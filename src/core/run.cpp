@@ -178,6 +178,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   // fire twice or never), and must hold with the same term after it.
   detail::Election election = settings.leader_gated ? elect() : detail::Election{};
   if (election.refused) {
+    note_unled(fire);
     report_skip(fire, *election.refused, std::move(election.error));
     return false;
   }
@@ -187,6 +188,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
       return false;
     }
     if (std::string changed = leadership_changed(election.grant); !changed.empty()) {
+      note_unled(fire);
       report_skip(fire, SkipReason::not_leader, std::move(changed));
       return false;
     }
@@ -236,8 +238,10 @@ bool Scheduler::Impl::hold_term(const Fire& fire, Run& run, detail::WorkerSlot& 
     std::lock_guard guard(runs_mutex_);
     lost = term_lost_locked(fire.grant.term);
   }
-  if (lost) report_skip(fire, SkipReason::not_leader, fmt::format("leadership of term {} was lost", fire.grant.term));
-  return !lost;
+  if (!lost) return true;
+  note_unled(fire);
+  report_skip(fire, SkipReason::not_leader, fmt::format("leadership of term {} was lost", fire.grant.term));
+  return false;
 }
 
 Scheduler::Impl::OverlapCheck Scheduler::Impl::enter_overlap(const Entry& entry, std::stop_token stop) {

@@ -179,6 +179,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void refresh_cursor_settings(detail::Entry& entry, Instant now);
   /// Hands the entry to the catch-up thread, unless it is caught up.
   void queue_catch_up(const std::shared_ptr<detail::Entry>& entry);
+  void note_unled(const detail::Fire& fire);
   /// The catch-up thread: catches up the entries handed to it, retrying
   /// each failure after a backoff (1 s doubling to 30 s).
   void catch_up_main();

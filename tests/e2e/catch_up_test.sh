@@ -88,7 +88,7 @@ for job in all once; do
     <(awk -v job="$job" '$2 == "succeeded" {print job "@" $1}' "$work/history-$job" | sort) >"$work/history-diff" ||
     fail "history of $job disagrees with the journal: $(head -n 20 "$work/history-diff")"
 done
-grep -q ' missed .*run-once: ran 1 of .* (catch-up)' "$work/history-once" ||
+grep -q ' missed .*run-once: 1 of .* queued (catch-up)' "$work/history-once" ||
   fail "no catch-up missed record for once: $(grep missed "$work/history-once" || true)"
 missed_records=$(grep -c ' missed ' "$work/history-once" || true)
 ((missed_records == 1)) || fail "expected one missed record for once, found $missed_records"

@@ -224,6 +224,38 @@ TEST(CatchUp, OnlyTheLeaderCatchesUpInLeaderMode) {
   EXPECT_EQ(fleet.catch_ups().size(), 1U);
 }
 
+TEST(CatchUp, FiresSkippedWhileNoReplicaLedAreCaughtUpByTheNextLeader) {
+  // A minutely job ran (03:00); the fleet restarts while a dead leader's
+  // lease still runs (to 03:02:30): 03:01 and 03:02 are skipped not-leader
+  // by the only replica, which runs them once it leads (run-all), before
+  // its own 03:03.
+  Fleet fleet(Fleet::Mode::leader);
+  fleet.lease = std::make_shared<MemoryLease>(fleet.clock, 150s);
+  const EntryOptions entry{.missed_fire = MissedFirePolicy::run_all};
+  constexpr std::string_view minutely = "* * * * *";
+  fleet.run_friday_then_stop(minutely, entry);
+  const std::shared_ptr<Elector> dead_leader = fleet.lease->make_elector();
+  (void)dead_leader->is_leader();  // at 03:00: held (by it or the stopped replica) until 03:02:30
+  fleet.start(1, minutely, entry);
+  fleet.advance_to(at("2026-01-02T03:01:00Z"));
+  ASSERT_TRUE(fleet.log->wait_count<SkippedFireEvent>(1));
+  fleet.advance_to(at("2026-01-02T03:02:00Z"));
+  ASSERT_TRUE(fleet.log->wait_count<SkippedFireEvent>(2));
+  for (const auto& skipped : fleet.log->all<SkippedFireEvent>()) EXPECT_EQ(skipped.reason, SkipReason::not_leader);
+  fleet.advance_to(at("2026-01-02T03:03:00Z"));
+  ASSERT_TRUE(fleet.log->wait_count<JobCompletedEvent>(4));
+  fleet.stop_all();
+  const std::map<Instant, int> expected{{at("2026-01-02T03:00:00Z"), 1},
+                                        {at("2026-01-02T03:01:00Z"), 1},
+                                        {at("2026-01-02T03:02:00Z"), 1},
+                                        {at("2026-01-02T03:03:00Z"), 1}};
+  EXPECT_EQ(fleet.runs(), expected);
+  ASSERT_EQ(fleet.catch_ups().size(), 1U);
+  EXPECT_EQ(fleet.catch_ups()[0].first_missed, at("2026-01-02T03:01:00Z"));
+  EXPECT_EQ(fleet.catch_ups()[0].runs, 2U);
+  EXPECT_EQ(fleet.log->count<SkippedFireEvent>(), 2U);
+}
+
 TEST(CatchUp, FiresThatRanAreNeverCaughtUpAgain) {
   // A minutely job runs on a fleet, which stops and comes back: only the
   // instants while it was down are caught up, never one that ran.
@@ -325,7 +357,7 @@ TEST(CatchUp, ACursorFromAnEarlierStoreEpochIsReportedNotRun) {
     const LedgerRead read = fleet.state->read_fires("job", 10);
     return std::any_of(read.records.begin(), read.records.end(), [](const FireRecord& r) {
       // The whole reason, not cut to the ledger's 256 bytes.
-      return r.fate == FireFate::missed && r.reason.find("ran 0 of 3 (catch-up); catch-up-unknown") != std::string::npos &&
+      return r.fate == FireFate::missed && r.reason.find("0 of 3 queued (catch-up); catch-up-unknown") != std::string::npos &&
              r.reason.ends_with("before fires that ran");
     });
   }));

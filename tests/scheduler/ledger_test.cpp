@@ -185,7 +185,7 @@ TEST(SchedulerLedger, MissedFiresOfOneProcessAreOneRecordBesideTheRun) {
   EXPECT_EQ(records[1].fire_key, "job@2026-01-01T00:01:00Z#missed");
   EXPECT_EQ(records[1].missed_count, 10u);
   EXPECT_EQ(records[1].last_missed, at("2026-01-01T00:10:00Z"));
-  EXPECT_EQ(records[1].reason, "run-once: ran 1 of 10");
+  EXPECT_EQ(records[1].reason, "run-once: 1 of 10 queued");
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
@@ -212,7 +212,7 @@ TEST(SchedulerLedger, AClaimedJobsLateLoopRecordsEachInstantBelowOtherReplicas) 
     EXPECT_EQ(records[i].fate, FireFate::missed) << i;
     EXPECT_EQ(records[i].fire_key, fire_key("job", records[i].scheduled_at)) << records[i].fire_key;
     EXPECT_EQ(records[i].replica_id, "late");
-    EXPECT_EQ(records[i].reason, "run-once: ran 1 of 10 (this replica's loop was late)");
+    EXPECT_EQ(records[i].reason, "run-once: 1 of 10 queued (this replica's loop was late)");
     EXPECT_NE(records[i].error.find("late"), std::string::npos) << records[i].error;
     EXPECT_EQ(ledger_rank(records[i]), 0);
   }

@@ -325,7 +325,7 @@ TEST(Checker, AnInstantMissedLateWithoutARecordIsAViolation) {
   const auto violations = c.ledger_violations();
   ASSERT_EQ(violations.size(), 1u);
   EXPECT_NE(violations.front().detail.find("reported it missed"), std::string::npos) << violations.front().detail;
-  c.record(FireFate::missed, 0, "skip: ran 0 of 1 (this replica's loop was late)");
+  c.record(FireFate::missed, 0, "skip: 0 of 1 queued (this replica's loop was late)");
   EXPECT_TRUE(c.ledger_violations().empty());
   c.outcome.ledger[c.key].replica_id = sim_replica_id(1, 2);  // a replica whose loop did not miss it
   EXPECT_EQ(c.ledger_violations().size(), 1u);
