@@ -179,6 +179,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void refresh_cursor_settings(detail::Entry& entry, Instant now);
   /// Hands the entry to the catch-up thread, unless it is caught up.
   void queue_catch_up(const std::shared_ptr<detail::Entry>& entry);
+  /// A fire of the loop skipped with no lease held here: the entry's
+  /// catch-up reaches up to its instant (queued again if it had completed).
   void note_unled(const detail::Fire& fire);
   /// The catch-up thread: catches up the entries handed to it, retrying
   /// each failure after a backoff (1 s doubling to 30 s).
