@@ -199,6 +199,10 @@ struct FLEETCRON_LOCAL Bucket::Impl {
   /// nats.c's handle: binds (creating the bucket from `config`) on first
   /// use; throws BackendError while that fails.
   kvStore* bound();
+  /// Whether the key's latest message holds a value (not a delete marker),
+  /// as the stream's leader answers: a direct get may be answered by a
+  /// follower that has not applied a write just acknowledged elsewhere.
+  bool leader_holds_value(const std::string& key) const;
   ~Impl() {
     if (kv != nullptr) kvStore_Destroy(kv);
   }
@@ -435,6 +439,18 @@ std::chrono::nanoseconds Bucket::ttl() {
   return ttl;
 }
 
+bool Bucket::Impl::leader_holds_value(const std::string& key) const {
+  natsMsg* raw = nullptr;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  const std::string stream = "KV_" + name;
+  const std::string subject = "$KV." + name + "." + key;
+  const natsStatus status = js_GetLastMsg(&raw, js(), stream.c_str(), subject.c_str(), nullptr, &code);
+  const std::unique_ptr<natsMsg, void (*)(natsMsg*)> msg(raw, natsMsg_Destroy);
+  if (status != NATS_OK) return false;
+  const char* operation = nullptr;
+  return natsMsgHeader_Get(raw, "KV-Operation", &operation) != NATS_OK;  // DEL and PURGE markers carry it
+}
+
 std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_view value) {
   uint64_t revision = 0;
   const std::string k = key_string(key);
@@ -448,8 +464,9 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
   // if a live value is there; otherwise it is an error, never a silent
   // already-claimed on every replica.
   if (status == NATS_ERR && detail::last_error_text().empty()) {
-    const auto existing = get(key);
-    if (existing && existing->operation == Entry::Operation::put) return std::nullopt;
+    // nats.c's own read-back is a direct get: in a cluster a follower may
+    // not have applied the write that won yet.
+    if (impl_->leader_holds_value(k)) return std::nullopt;
     throw ProtocolError(fmt::format("{}: create {}/{}: the server refused the write without a reason and the key holds "
                                     "no value (JetStream store full or over its account limits?)",
                                     impl_->where(), impl_->name, k),
