@@ -20,8 +20,10 @@
 # own, linked to the server by a veth pair (10.211.R.0/24 for replica R,
 # PostgreSQL 10.212.R.0/24);
 # nftables inside the namespace cuts the link both ways, or one way, or
-# drops 30 % of its packets at random, for 3 to 12 s, then heals it; one
-# fault in five cuts off the leader. Besides the checks below, each
+# drops 30 % of its packets at random, or (tests/support/delay_proxy.py,
+# on the host side of every link: this kernel has no netem) delays each
+# direction by 2 s, for 3 to 12 s, then heals it; one fault in six cuts
+# off the leader. Besides the checks below, each
 # job's ledger (`fleetcron history`) must list exactly the runs of the
 # journal, each with its fence.
 #
@@ -50,8 +52,10 @@ RANDOM=$seed
 claim_ttl=10                # seconds; dedup window = ttl - 2 * ttl/4 = 5 s
 dedup_window=5
 daemon_pids=(0 0 0)
+proxy_pids=()
 cleanup() {
   local pid
+  for pid in "${proxy_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${daemon_pids[@]}"; do
     ((pid > 0)) || continue
     kill -CONT "$pid" 2>/dev/null || true
@@ -102,6 +106,21 @@ case $backend in
 esac
 server_port=${coordinator##*:}
 server_port=${server_port%%[/?]*}
+# partition: each replica's link goes through a delaying proxy on the host
+# side (10.x.R.1:proxy_port[R]), idle until $work/delay<R> exists.
+proxy_ports=()
+if [[ $faults == partition ]]; then
+  for r in 0 1 2; do
+    python3 "$root/tests/support/delay_proxy.py" "$net.$r.1" 127.0.0.1 "$server_port" "$work/delay$r" 2 \
+      >"$work/proxy$r.port" 2>"$work/proxy$r.log" &
+    proxy_pids+=($!)
+  done
+  for r in 0 1 2; do  # each prints its port once it listens
+    for _ in $(seq 100); do [[ -s $work/proxy$r.port ]] && break; sleep 0.1; done
+    read -r "proxy_ports[$r]" <"$work/proxy$r.port" ||
+      fail "the delaying proxy of replica $r did not start: $(cat "$work/proxy$r.log")"
+  done
+fi
 
 journal=$work/journal actions=$work/actions
 : >"$journal"
@@ -112,7 +131,7 @@ start_daemon() {  # replica number
   local netns=() uri=$coordinator extra=()
   if [[ $faults == partition ]]; then  # in its namespace, through its own link
     netns=(ip netns exec "$(netns_of "$1")")
-    uri=${coordinator/127.0.0.1/$net.$1.1}
+    uri=${coordinator/127.0.0.1:$server_port/$net.$1.1:${proxy_ports[$1]}}
     extra=(--history 10000)   # every run of the run stays in the ledger, to be checked
   fi
   REPLICA=$1 "${netns[@]}" "$binary" run --seconds "$work/jobs.cron" --coordinator "$uri" --coordination "$mode" \
@@ -131,11 +150,19 @@ leader_replica() {
 }
 # One network fault on one replica's link, for 3..12 s, then healed.
 partition_fault() {
-  local kind=$((RANDOM % 5)) victim=$((RANDOM % 3)) length=$((3 + RANDOM % 10)) rules ns
+  local kind=$((RANDOM % 6)) victim=$((RANDOM % 3)) length=$((3 + RANDOM % 10)) rules ns
   local leads=""
   if ((kind == 4)); then
     leads=$(leader_replica)
     if [[ $leads == none ]]; then kind=0; else victim=$leads; fi  # claim mode, or between leaders
+  fi
+  if ((kind == 5)); then  # every byte of its link held 2 s each way (4 s a round trip)
+    note "delay $victim 2s ${length}s"
+    : >"$work/delay$victim"
+    sleep "$length"
+    rm -f "$work/delay$victim"
+    note "undelay $victim"
+    return
   fi
   case $kind in
     0 | 4) rules="iifname \"fcn$victim\" drop; oifname \"fcn$victim\" drop" ;;
@@ -311,6 +338,8 @@ explain() {  # fire key, second → reason or empty
     $2 == "cont" && ($3 in stopped) && t >= stopped[$3] - 1 && t <= stopped[$3] + after {print "daemon " $3 " paused holding its claim or the lease"; exit}
     $2 == "cut" {cut[$3] = $1}
     $2 == "heal" && ($3 in cut) && t >= cut[$3] - 1 && t <= $1 + after {print "daemon " $3 " cut off from the store"; exit}
+    $2 == "delay" {delayed[$3] = $1}
+    $2 == "undelay" && ($3 in delayed) && t >= delayed[$3] - 1 && t <= $1 + 4 + after {print "daemon " $3 ": its link delayed"; exit}
     $2 == "server-down" {down = $1}
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
     $2 == "node-down" {node_down = $1; node_what = $4 $5 $6}
