@@ -138,20 +138,30 @@ start_nats() {
 # FLEETCRON_TEST_NATS_CLUSTER_URL (every node, comma-separated). Ready once
 # JetStream's meta group has a leader. nats_node_down/nats_node_up kill and
 # restart one node on its ports and store; nats_stream_leader names the node
-# leading a stream.
+# leading a stream. A caller may set nats_node_hosts (each node's address,
+# default 127.0.0.1) and nats_node_netns (a network namespace to run each
+# node in) first: the partition runs put each node behind a link of its own.
 nats_node_pids=() nats_node_ports=() nats_node_routes=() nats_node_monitors=()
+nats_node_hosts=(${nats_node_hosts[@]+"${nats_node_hosts[@]}"}) nats_node_netns=(${nats_node_netns[@]+"${nats_node_netns[@]}"})
+nats_node_host() { echo "${nats_node_hosts[$1]:-127.0.0.1}"; }
 start_nats_node() {  # index
-  local i=$1 routes="" j
-  for j in 0 1 2; do ((j == i)) || routes+="${routes:+,}nats://127.0.0.1:${nats_node_routes[$j]}"; done
+  local i=$1 routes="" j host run=()
+  host=$(nats_node_host "$i")
+  [[ -z ${nats_node_netns[$i]:-} ]] || run=(ip netns exec "${nats_node_netns[$i]}")
+  for j in 0 1 2; do ((j == i)) || routes+="${routes:+,}nats://$(nats_node_host "$j"):${nats_node_routes[$j]}"; done
   mkdir -p "$server_dir/nats-n$i"
-  nats-server -js -a 127.0.0.1 -p "${nats_node_ports[$i]}" -n "n$i" -sd "$server_dir/nats-n$i" \
-    -m "${nats_node_monitors[$i]}" --cluster_name fleetcron --cluster "nats://127.0.0.1:${nats_node_routes[$i]}" \
+  # ip netns exec execs nats-server: the PID is the server's.
+  "${run[@]}" nats-server -js -a "$host" -p "${nats_node_ports[$i]}" -n "n$i" -sd "$server_dir/nats-n$i" \
+    -m "${nats_node_monitors[$i]}" --cluster_name fleetcron --cluster "nats://$host:${nats_node_routes[$i]}" \
     --routes "$routes" >>"$server_dir/nats-n$i.log" 2>&1 &
   nats_node_pids[$i]=$!
   server_pids+=("$!")
 }
+nats_monitor() {  # index, path: the node's monitoring endpoint
+  curl -sf "http://$(nats_node_host "$1"):${nats_node_monitors[$1]}$2" 2>/dev/null
+}
 nats_meta_leader() {  # the meta group's leader as node i says it, or nothing
-  curl -sf "http://127.0.0.1:${nats_node_monitors[$1]}/jsz" 2>/dev/null | jq -r '.meta_cluster.leader // empty' 2>/dev/null
+  nats_monitor "$1" /jsz | jq -r '.meta_cluster.leader // empty' 2>/dev/null
 }
 start_nats_cluster() {
   local i ready url=""
@@ -163,7 +173,7 @@ start_nats_cluster() {
     ready=0
     for i in 0 1 2; do [[ -n $(nats_meta_leader "$i") ]] && ready=$((ready + 1)); done
     if ((ready == 3)); then
-      for i in 0 1 2; do url+="${url:+,}127.0.0.1:${nats_node_ports[$i]}"; done
+      for i in 0 1 2; do url+="${url:+,}$(nats_node_host "$i"):${nats_node_ports[$i]}"; done
       export FLEETCRON_TEST_NATS_CLUSTER_URL="nats://$url"
       echo "nats-server cluster n0 n1 n2 on ports ${nats_node_ports[*]} (meta leader $(nats_meta_leader 0))"
       return 0
@@ -181,7 +191,7 @@ nats_node_down() {  # index: SIGKILL
 nats_node_up() {  # index: the same ports and store; back once it answers on its monitoring port
   start_nats_node "$1"
   for _ in $(seq 300); do
-    curl -sf "http://127.0.0.1:${nats_node_monitors[$1]}/varz" >/dev/null 2>&1 && return 0
+    nats_monitor "$1" /varz >/dev/null && return 0
     sleep 0.05
   done
   echo "nats node n$1 did not come back" >&2
@@ -190,7 +200,7 @@ nats_node_up() {  # index: the same ports and store; back once it answers on its
 nats_stream_leader() {  # stream → the index of the node leading it, asked of every live node
   local i leader
   for i in 0 1 2; do
-    leader=$(curl -sf "http://127.0.0.1:${nats_node_monitors[$i]}/jsz?accounts=true&streams=true" 2>/dev/null |
+    leader=$(nats_monitor "$i" '/jsz?accounts=true&streams=true' |
       jq -r --arg s "$1" '[.account_details[]?.stream_detail[]? | select(.name == $s) | .cluster.leader // empty][0] // empty' \
         2>/dev/null)
     if [[ $leader == n[0-2] ]]; then echo "${leader#n}"; return 0; fi

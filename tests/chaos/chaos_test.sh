@@ -15,8 +15,13 @@
 # leading the leader bucket's stream (claim mode: another node), and a
 # node leading neither.
 #
-# CHAOS_FAULTS=partition (Redis or PostgreSQL): network faults instead of
-# process and server faults. Each daemon runs in a network namespace of its
+# CHAOS_FAULTS=partition: network faults instead of process and server
+# faults. nats-cluster: each node in a network namespace of its own, the
+# three and the host on one bridge (10.213.0.0/24); every 6..14 s one node
+# is cut off for 3..12 s (healed 15 s before the end at the latest), from
+# the other two nodes only (its clients still reach it: a minority node)
+# or from everyone; one cut in three takes the claims' stream leader.
+# Redis or PostgreSQL: each daemon runs in a network namespace of its
 # own, linked to the server by a veth pair (10.211.R.0/24 for replica R,
 # PostgreSQL 10.212.R.0/24);
 # nftables inside the namespace cuts the link both ways, or one way, or
@@ -36,10 +41,13 @@
 set -euo pipefail
 binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
 faults=${CHAOS_FAULTS:-process}
-[[ $faults == process || ($faults == partition && ($backend == redis || $backend == postgres)) ]] ||
-  { echo "CHAOS_FAULTS must be process, or partition with redis or postgres"; exit 2; }
-# partition: each backend its own subnets (CI runs both at once).
-net=$([[ $backend == postgres ]] && echo 10.212 || echo 10.211)
+[[ $faults == process || ($faults == partition && $backend != nats) ]] ||
+  { echo "CHAOS_FAULTS must be process, or partition with redis, postgres or nats-cluster"; exit 2; }
+# partition: each backend its own subnets (CI runs them at once).
+net=$(case $backend in postgres) echo 10.212 ;; nats-cluster) echo 10.213 ;; *) echo 10.211 ;; esac)
+# partition: the daemons' own links (Redis, PostgreSQL), or the nodes' (nats-cluster).
+links=$([[ $faults == partition && $backend != nats-cluster ]] && echo replicas || echo none)
+[[ $faults == partition && $backend == nats-cluster ]] && links=nodes
 # partition: the ledger keeps 10,000 records per job, one a second.
 [[ $faults == process ]] || ((duration <= 9000)) || { echo "partition runs last at most 9000 s"; exit 2; }
 [[ $mode == both || $mode == claim ]] || { echo "mode must be both or claim"; exit 2; }
@@ -65,6 +73,7 @@ cleanup() {
   stop_servers
   local r
   for r in 0 1 2; do ip netns del "$(netns_of "$r")" 2>/dev/null || true; done
+  for r in 0 1 2 sw; do ip netns del "fcnode$$-$r" 2>/dev/null || true; done
   if [[ ${KEEP_CHAOS:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 netns_of() { echo "fcchaos$$-$1"; }
@@ -88,9 +97,35 @@ partition_setup() {
     ip -n "$ns" link set lo up
   done
 }
-if [[ $faults == partition ]]; then
+# nats-cluster partitions: each node in a namespace of its own (10.213.0.N,
+# N = node + 1), the three and the host (10.213.0.100) on one bridge in a
+# fourth namespace; a fault cuts one node off from the other two (its
+# clients still reach it), or from everyone.
+node_links_setup() {
+  local sw="fcnode$$-sw" i ns
+  ip netns add "$sw"
+  ip -n "$sw" link add br0 type bridge
+  ip -n "$sw" link set br0 up
+  for i in 0 1 2; do
+    ns="fcnode$$-$i"
+    ip netns add "$ns"
+    ip -n "$ns" link add eth0 type veth peer name "p$i" netns "$sw"
+    ip -n "$sw" link set "p$i" master br0 up
+    ip -n "$ns" addr add "$net.0.$((i + 1))/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    nats_node_hosts[$i]=$net.0.$((i + 1)) nats_node_netns[$i]=$ns
+  done
+  ip link add "fcnh$$" type veth peer name ph netns "$sw"
+  ip -n "$sw" link set ph master br0 up
+  ip addr add "$net.0.100/24" dev "fcnh$$"
+  ip link set "fcnh$$" up
+}
+if [[ $links == replicas ]]; then
   partition_setup || fail "network namespaces: could not set them up (root and iproute2 are needed)"
   export REDIS_EXTRA_BIND="$net.0.1 $net.1.1 $net.2.1" POSTGRES_EXTRA_LISTEN="$net.0.1,$net.1.1,$net.2.1"
+elif [[ $links == nodes ]]; then
+  node_links_setup || fail "network namespaces: could not set them up (root and iproute2 are needed)"
 fi
 case $backend in
   redis) start_redis; coordinator=$FLEETCRON_TEST_REDIS_URL; leader_ttl=3; failover=5 ;;
@@ -109,7 +144,7 @@ server_port=${server_port%%[/?]*}
 # partition: each replica's link goes through a delaying proxy on the host
 # side (10.x.R.1:proxy_port[R]), idle until $work/delay<R> exists.
 proxy_ports=()
-if [[ $faults == partition ]]; then
+if [[ $links == replicas ]]; then
   for r in 0 1 2; do
     python3 "$root/tests/support/delay_proxy.py" "$net.$r.1" 127.0.0.1 "$server_port" "$work/delay$r" 2 \
       >"$work/proxy$r.port" 2>"$work/proxy$r.log" &
@@ -129,10 +164,11 @@ write_fleet_jobs "$work/jobs.cron" "$journal"
 
 start_daemon() {  # replica number
   local netns=() uri=$coordinator extra=()
-  if [[ $faults == partition ]]; then  # in its namespace, through its own link
+  # Every run of the run stays in the ledger, to be checked.
+  [[ $faults == partition ]] && extra=(--history 10000)
+  if [[ $links == replicas ]]; then  # in its namespace, through its own link
     netns=(ip netns exec "$(netns_of "$1")")
     uri=${coordinator/127.0.0.1:$server_port/$net.$1.1:${proxy_ports[$1]}}
-    extra=(--history 10000)   # every run of the run stays in the ledger, to be checked
   fi
   REPLICA=$1 "${netns[@]}" "$binary" run --seconds "$work/jobs.cron" --coordinator "$uri" --coordination "$mode" \
     "${extra[@]}" \
@@ -183,6 +219,34 @@ partition_fault() {
   ip netns exec "$ns" nft delete table inet fc
   note "heal $victim"
 }
+# One node cut off, for 3..12 s, then healed: from the other two nodes
+# only (its clients still reach it: a minority node serving requests it
+# cannot commit), or from everyone; one fault in three takes the node
+# leading the claims' stream.
+node_partition_fault() {
+  local node=$((RANDOM % 3)) length=$((3 + RANDOM % 10)) kind=$((RANDOM % 3)) others="" i ns what
+  # Healed 15 s before the end at the latest: the cluster elects its
+  # leaders again before the daemons stop and flush their ledgers.
+  local left=$((started + duration - 15 - $(date +%s)))
+  ((left >= 3)) || return 0
+  ((length <= left)) || length=$left
+  if ((kind == 2)); then node=$(nats_stream_leader KV_CHAOS_CLAIMS || echo "$node"); fi
+  for i in 0 1 2; do ((i == node)) || others+="${others:+, }$(nats_node_host "$i")"; done
+  ns="fcnode$$-$node"
+  ip netns exec "$ns" nft "add table inet fc; add chain inet fc in { type filter hook input priority 0; };
+    add chain inet fc out { type filter hook output priority 0; }" || fail "nft: could not add the table"
+  if ((kind == 1)); then
+    ip netns exec "$ns" nft "add rule inet fc in iifname eth0 drop; add rule inet fc out oifname eth0 drop"
+    what="from-everyone"
+  else
+    ip netns exec "$ns" nft "add rule inet fc in ip saddr { $others } drop; add rule inet fc out ip daddr { $others } drop"
+    what="from-the-other-nodes"
+  fi
+  note "node-cut $node $what$( ((kind == 2)) && echo " (claims' stream leader)") ${length}s"
+  sleep "$length"
+  ip netns exec "$ns" nft delete table inet fc
+  note "node-heal $node"
+}
 note() { echo "$(date +%s) $*" >>"$actions"; echo "+$(($(date +%s) - started))s $*"; }
 wait_until() { while (($(date +%s) < $1)); do sleep 0.2; done; }   # pacing the faults, not synchronising
 
@@ -199,7 +263,7 @@ server_restarted=$([[ $faults == partition ]] && echo 1 || echo 0)
 node_faults=()
 if [[ $backend == nats-cluster ]]; then
   server_restarted=1
-  node_faults=($((started + duration / 4)) $((started + duration / 2)) $((started + duration * 3 / 4)))
+  [[ $links == nodes ]] || node_faults=($((started + duration / 4)) $((started + duration / 2)) $((started + duration * 3 / 4)))
 fi
 node_fault=0
 node_down() {  # which: claims | leader | neither
@@ -243,6 +307,8 @@ while (($(date +%s) < started + duration - 8)); do
   elif ((terminated == 0 && now >= terminate_at)); then
     note "clients-terminated $(terminate_postgres_clients)"
     terminated=1
+  elif [[ $links == nodes ]]; then
+    node_partition_fault
   elif [[ $faults == partition ]]; then
     partition_fault
   else
@@ -344,6 +410,8 @@ explain() {  # fire key, second → reason or empty
     $2 == "server-up" && t >= down - 1 && t <= $1 + 2 + after {print "server restart"; exit}
     $2 == "node-down" {node_down = $1; node_what = $4 $5 $6}
     $2 == "node-up" && t >= node_down - 1 && t <= $1 + 2 + after {print "node killed " node_what; exit}
+    $2 == "node-cut" {node_cut = $1; cut_what = $4}
+    $2 == "node-heal" && t >= node_cut - 1 && t <= $1 + 2 + after {print "node cut off " cut_what; exit}
     $2 == "clients-terminated" && t >= $1 - 1 && t <= $1 + 2 + after {print "connections terminated"; exit}
   ' "$actions"
 }
