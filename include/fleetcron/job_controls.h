@@ -68,6 +68,9 @@ struct FLEETCRON_API ControlsRead {
   /// their request (tombstones; `requested_by` names the taker). They are
   /// not in `jobs`, which lists waiting triggers only.
   std::vector<JobTrigger> taken = {};
+  /// read_controls(): the jobs resumed within resume_record_keep, with no
+  /// trigger waiting (not in `jobs`): when and by whom.
+  std::vector<JobControl> resumed = {};
 };
 
 struct FLEETCRON_API ControlChange {
@@ -90,6 +93,12 @@ inline constexpr std::size_t max_job_triggers = 16;  ///< waiting and taken (tom
 /// How long after its request a taken trigger's tombstone stays; the
 /// oldest tombstones also make room for new triggers.
 inline constexpr std::chrono::nanoseconds trigger_tombstone_keep = std::chrono::hours{1};
+/// How long a resumed job's record (not paused, its resume's time and
+/// author) stays: a replica that applied a pause or a resume tells a store
+/// that lost it (restarted from an older snapshot, failed over to a replica
+/// behind) from one that never had it. The oldest make room for new
+/// controls beyond max_controlled_jobs.
+inline constexpr std::chrono::nanoseconds resume_record_keep = std::chrono::hours{24};
 inline constexpr std::chrono::nanoseconds default_trigger_wait = std::chrono::minutes{10};
 inline constexpr std::chrono::nanoseconds max_trigger_wait = std::chrono::hours{24};
 inline constexpr std::size_t max_controls_bytes = 256 * 1024;

@@ -56,57 +56,96 @@ void Scheduler::Impl::poll_controls_once() {
   if (controls_failing_) log(LogLevel::info, "fleet controls readable again");
   controls_failing_ = false;
   const std::unordered_set<std::string> returned = returned_triggers(read, read_at);
-  std::vector<Event> events;
-  std::vector<std::string> notes;
+  ControlsApplied applied;
   std::vector<detail::TakenTrigger> triggers;
   {
     std::lock_guard guard(mutex_);
-    auto entry_of = [&](const std::string& key) -> std::shared_ptr<Entry> {
-      const auto it = keys_.find(key);
-      return it == keys_.end() ? nullptr : entries_.at(it->second);
-    };
     std::unordered_set<std::string> listed;
-    for (const JobControl& control : read.jobs) {
-      listed.insert(control.job_key);
-      const std::shared_ptr<Entry> entry = entry_of(control.job_key);
-      if (!entry) continue;
-      for (const TriggerRequest& trigger : control.triggers) triggers.push_back({entry, trigger});
-      // The fleet's word is applied when it changes, or to an entry first
-      // seen (a new one, or one a reload added again under the same key).
-      auto [seen, first] = fleet_paused_.try_emplace(control.job_key, FleetPause{entry->identity.id, false});
-      if (seen->second.entry != entry->identity.id) {
-        seen->second = FleetPause{entry->identity.id, false};
-        first = true;
+    for (const auto* controls : {&read.jobs, &read.resumed}) {
+      for (const JobControl& control : *controls) {
+        listed.insert(control.job_key);
+        const auto it = keys_.find(control.job_key);
+        if (it == keys_.end()) continue;
+        const std::shared_ptr<Entry>& entry = entries_.at(it->second);
+        for (const TriggerRequest& trigger : control.triggers) triggers.push_back({entry, trigger});
+        apply_fleet_pause(control, entry, applied);
       }
-      if (seen->second.paused == control.paused && !(first && control.paused)) continue;
-      seen->second.paused = control.paused;
-      // Paused fleet-wide, what it missed is not caught up later: a resume
-      // starts from now, on a replica restarted during the pause too.
-      if (control.paused && entry->cursor) entry->cursor->caught_up = true;
-      set_paused_locked(entry, control.paused, events);
-      notes.push_back(fmt::format("entry \"{}\": {} fleet-wide by {} at {}", control.job_key,
-                                  control.paused ? "paused" : "resumed", control.changed_by,
-                                  format_rfc3339(control.changed_at)));
     }
-    for (auto it = fleet_paused_.begin(); it != fleet_paused_.end();) {
-      if (listed.contains(it->first)) {
-        ++it;
-        continue;
-      }
-      // No longer listed: resumed (a resumed job without triggers leaves no record).
-      if (const std::shared_ptr<Entry> entry = entry_of(it->first); entry && it->second.paused &&
-                                                                     entry->identity.id == it->second.entry) {
-        set_paused_locked(entry, false, events);
-        notes.push_back(fmt::format("entry \"{}\": resumed fleet-wide", it->first));
-      }
-      it = fleet_paused_.erase(it);
-    }
+    forget_unlisted_pauses(listed, applied);
   }
   loop_cv_.notify_one();
-  for (const auto& note : notes) log(LogLevel::info, note);
-  for (auto& event : events) publish(std::move(event));
+  for (const auto& note : applied.notes) log(LogLevel::info, note);
+  for (const auto& warning : applied.warnings) log(LogLevel::warning, warning);
+  for (auto& event : applied.events) publish(std::move(event));
   take_triggers(triggers, returned);
   if (!read.expired.empty()) report_expired_triggers();
+}
+
+namespace {
+
+/// The warning for a pause or resume (`was_paused`, at `at` by `by`) that
+/// the store no longer has.
+std::string lost_control(const std::string& job_key, bool was_paused, Instant at, const std::string& by,
+                         bool now_paused, bool record_gone) {
+  return fmt::format("entry \"{}\": the fleet state lost its {} of {} by {} and now says {} (the store restarted "
+                     "from an older snapshot, or failed over to a replica behind it{}); {} it again if it should {}",
+                     job_key, was_paused ? "pause" : "resume", format_rfc3339(at), by, now_paused ? "paused" : "running",
+                     record_gone ? ", or a fleetcron older than this one resumed it and left no record" : "",
+                     was_paused ? "pause" : "resume", was_paused ? "stay paused" : "run");
+}
+
+}  // namespace
+
+void Scheduler::Impl::apply_fleet_pause(const JobControl& control, const std::shared_ptr<Entry>& entry,
+                                        ControlsApplied& applied) {
+  // Applied when it changes, or to an entry first seen (a new one, or one
+  // a reload added again under the same key).
+  auto [seen, first] = fleet_paused_.try_emplace(control.job_key);
+  FleetPause& known = seen->second;
+  if (first || known.entry != entry->identity.id) {
+    known = FleetPause{};
+    known.entry = entry->identity.id;
+    first = true;
+  }
+  if (control.changed_at < known.changed_at) {
+    applied.warnings.push_back(
+        lost_control(control.job_key, known.paused, known.changed_at, known.changed_by, control.paused, false));
+  }
+  known.changed_at = control.changed_at;
+  known.changed_by = control.changed_by;
+  if (known.paused == control.paused && !(first && control.paused)) return;
+  known.paused = control.paused;
+  // Paused fleet-wide, what it missed is not caught up later: a resume
+  // starts from now, on a replica restarted during the pause too.
+  if (control.paused && entry->cursor) entry->cursor->caught_up = true;
+  set_paused_locked(entry, control.paused, applied.events);
+  applied.notes.push_back(fmt::format("entry \"{}\": {} fleet-wide by {} at {}", control.job_key,
+                                      control.paused ? "paused" : "resumed", control.changed_by,
+                                      format_rfc3339(control.changed_at)));
+}
+
+void Scheduler::Impl::forget_unlisted_pauses(const std::unordered_set<std::string>& listed, ControlsApplied& applied) {
+  for (auto it = fleet_paused_.begin(); it != fleet_paused_.end();) {
+    if (listed.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    // No longer listed: a pause's record stays until its resume, and a
+    // resume's for resume_record_keep, so a pause gone is a store that went
+    // back (or an older fleetcron's resume). Running again either way.
+    const FleetPause& known = it->second;
+    const auto key = keys_.find(it->first);
+    const std::shared_ptr<Entry> entry = key == keys_.end() ? nullptr : entries_.at(key->second);
+    if (entry && known.paused && entry->identity.id == known.entry) {
+      if (known.changed_at != Instant{}) {
+        applied.warnings.push_back(
+            lost_control(it->first, known.paused, known.changed_at, known.changed_by, false, true));
+      }
+      set_paused_locked(entry, false, applied.events);
+      applied.notes.push_back(fmt::format("entry \"{}\": resumed fleet-wide", it->first));
+    }
+    it = fleet_paused_.erase(it);
+  }
 }
 
 std::unordered_set<std::string> Scheduler::Impl::returned_triggers(const ControlsRead& read, Instant read_at) {

@@ -75,9 +75,13 @@ TriggerRequest tombstone_of(TriggerRequest trigger, std::string_view taker) {
   return trigger;
 }
 
+/// Whether `job` is the record of a resume, kept for resume_record_keep.
+bool is_resume_record(const JobControl& job) { return !job.paused && job.triggers.empty() && job.changed_at != Instant{}; }
+
 /// Drops expired triggers (adding them to `expired`, if given) and
 /// tombstones older than trigger_tombstone_keep, then the jobs left with
-/// neither a pause nor a trigger.
+/// neither a pause nor a trigger, but for resume records younger than
+/// resume_record_keep.
 void prune(std::vector<JobControl>& jobs, Instant now, std::vector<JobTrigger>* expired = nullptr) {
   for (auto& job : jobs) {
     std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
@@ -87,7 +91,29 @@ void prune(std::vector<JobControl>& jobs, Instant now, std::vector<JobTrigger>* 
       return true;
     });
   }
-  std::erase_if(jobs, [](const JobControl& job) { return !job.paused && job.triggers.empty(); });
+  std::erase_if(jobs, [&](const JobControl& job) {
+    return !job.paused && job.triggers.empty() && !(is_resume_record(job) && job.changed_at + resume_record_keep > now);
+  });
+}
+
+/// Drops the oldest resume records until at most max_controlled_jobs are left.
+void make_room(std::vector<JobControl>& jobs) {
+  if (jobs.size() <= max_controlled_jobs) return;
+  std::vector<Instant> resumes;
+  for (const auto& job : jobs) {
+    if (is_resume_record(job)) resumes.push_back(job.changed_at);
+  }
+  const std::size_t excess = jobs.size() - max_controlled_jobs;
+  if (resumes.empty()) return;
+  const std::size_t cut = std::min(excess, resumes.size()) - 1;
+  std::nth_element(resumes.begin(), resumes.begin() + static_cast<std::ptrdiff_t>(cut), resumes.end());
+  const Instant newest_dropped = resumes[cut];
+  std::size_t dropped = 0;
+  std::erase_if(jobs, [&](const JobControl& job) {
+    if (dropped == excess || !is_resume_record(job) || job.changed_at > newest_dropped) return false;
+    ++dropped;
+    return true;
+  });
 }
 
 JobControl& job_of(std::vector<JobControl>& jobs, std::string_view job_key) {
@@ -134,6 +160,7 @@ ControlChange edit_controls(FleetState& state, Instant now,
         answer = edit(*jobs);
         if (answer.status != ControlChange::Status::changed) return std::nullopt;
         prune(*jobs, now);
+        make_room(*jobs);
         if (jobs->size() > max_controlled_jobs) {
           failure = fmt::format("{} jobs would be paused or have triggers waiting, more than the limit of {}",
                                 jobs->size(), max_controlled_jobs);
@@ -209,7 +236,14 @@ ControlsRead FleetState::read_controls(Instant now) {
       return true;
     });
   }
-  std::erase_if(*jobs, [](const JobControl& job) { return !job.paused && job.triggers.empty(); });
+  for (auto it = jobs->begin(); it != jobs->end();) {  // neither paused nor triggered: resumed, or nothing
+    if (it->paused || !it->triggers.empty()) {
+      ++it;
+      continue;
+    }
+    if (is_resume_record(*it)) read.resumed.push_back(std::move(*it));
+    it = jobs->erase(it);
+  }
   read.jobs = std::move(*jobs);
   return read;
 }

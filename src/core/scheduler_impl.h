@@ -191,6 +191,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   [[nodiscard]] bool controls_on() const;
   void poll_controls();
   void poll_controls_once();
+  /// What applying a controls read produced, reported after mutex_.
+  struct ControlsApplied {
+    std::vector<Event> events;
+    std::vector<std::string> notes;     // info
+    std::vector<std::string> warnings;  // a pause or resume the store lost
+  };
+  /// Under mutex_: one job's pause as the fleet's document says it; and the
+  /// jobs it no longer lists. A change older than one applied here, or a
+  /// pause gone without its resume record, is a store that went back.
+  void apply_fleet_pause(const JobControl& control, const std::shared_ptr<detail::Entry>& entry,
+                         ControlsApplied& applied);
+  void forget_unlisted_pauses(const std::unordered_set<std::string>& listed, ControlsApplied& applied);
   void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
   /// After a take that answered an error: whether the store says this
   /// replica took it anyway (its write applied, its answer lost).
@@ -481,6 +493,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   struct FleetPause {
     EntryId entry = 0;
     bool paused = false;
+    Instant changed_at{};  // of the newest pause or resume applied here
+    std::string changed_by;
   };
   std::unordered_map<std::string, FleetPause> fleet_paused_;
   bool controls_failing_ = false;

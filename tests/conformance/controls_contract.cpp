@@ -52,8 +52,26 @@ TEST_P(FleetStateContract, APauseIsSeenByEveryReplicaUntilResumed) {
   EXPECT_EQ(paused->changed_by, "operator");  // the second pause changed nothing
   EXPECT_EQ(paused->changed_at, cursor_instant(now));
   EXPECT_TRUE(paused->triggers.empty());
-  EXPECT_EQ(status_of(b->set_paused(key, false, "operator", now)), ControlChange::Status::changed);
-  EXPECT_FALSE(control_of(*a, key, now)) << "a resumed job without triggers leaves nothing behind";
+  const Instant later = now + 1s;
+  EXPECT_EQ(status_of(b->set_paused(key, false, "resumer", later)), ControlChange::Status::changed);
+  EXPECT_FALSE(control_of(*a, key, later)) << "a resumed job without triggers is not listed as controlled";
+  // Its resume stays on record for resume_record_keep: a replica that
+  // applied the pause tells a store that lost it from a resume.
+  const auto resumed_at = [&](Instant at) -> std::optional<JobControl> {
+    const ControlsRead read = a->read_controls(at);
+    for (const auto& control : read.resumed) {
+      if (control.job_key == key) return control;
+    }
+    return std::nullopt;
+  };
+  const auto resumed = resumed_at(later);
+  ASSERT_TRUE(resumed);
+  EXPECT_FALSE(resumed->paused);
+  EXPECT_EQ(resumed->changed_by, "resumer");
+  EXPECT_EQ(resumed->changed_at, cursor_instant(later));
+  EXPECT_EQ(status_of(a->set_paused(key, false, "operator", later)), ControlChange::Status::unchanged);
+  EXPECT_TRUE(resumed_at(later + resume_record_keep - 1s)) << "kept for resume_record_keep";
+  EXPECT_FALSE(resumed_at(later + resume_record_keep)) << "then gone from every read";
 }
 
 TEST_P(FleetStateContract, ATriggerIsTakenByExactlyOneOfManyReplicas) {

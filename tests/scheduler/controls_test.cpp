@@ -237,6 +237,46 @@ TEST(SchedulerControls, ATakenTriggerThatComesBackWithTheStoreIsNotRunAgain) {
             1);
 }
 
+// A store that went back (a restart from an older snapshot, a failover to
+// a replica behind) loses a pause or a resume the replicas applied: each
+// replica says so (what was lost, when, by whom, what to do), and the
+// fleet follows the store, which every replica and every later one reads.
+TEST(SchedulerControls, APauseOrResumeTheStoreLostIsReportedByTheReplicasThatAppliedIt) {
+  Harness h;
+  auto memory = std::make_shared<MemoryFleetState>(h.clock);
+  ControlledFleet fleet(h, memory);
+  for (int i = 0; i < 2; ++i) fleet.add_replica();
+  using Document = FleetState::Document;
+  const auto go_back_to = [&](const std::string& text) {
+    const FleetState::StoredDocument current = memory->load_document(Document::controls);
+    ASSERT_EQ(memory->replace_document(Document::controls, current, text, 0ns).status,
+              FleetState::DocumentReplace::Status::written);
+  };
+  const auto warnings = [&](std::string_view what) {
+    std::lock_guard guard(h.messages_mutex);
+    return std::count_if(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
+      return m.find("the fleet state lost its " + std::string(what)) != std::string::npos;
+    });
+  };
+  // A pause lost with its whole record: the snapshot had none.
+  ASSERT_EQ(fleet.state().set_paused("job", true, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(true);
+  go_back_to("");
+  fleet.poll_until_paused(false);
+  EXPECT_EQ(warnings("pause"), 2) << "one per replica that applied it";
+  // A resume lost to an older record: the snapshot has the pause.
+  ASSERT_EQ(fleet.state().set_paused("job", true, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(true);
+  const std::string paused = memory->load_document(Document::controls).text;
+  h.clock->advance(1s);
+  ASSERT_EQ(fleet.state().set_paused("job", false, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  fleet.poll_until_paused(false);
+  go_back_to(paused);
+  fleet.poll_until_paused(true);
+  EXPECT_EQ(warnings("resume"), 2);
+  EXPECT_EQ(warnings("pause"), 2) << "nothing else said";
+}
+
 // A trigger request sent again with its request id (a retry after a lost
 // answer) once its trigger ran finds its tombstone: nothing runs again.
 TEST(SchedulerControls, ARequestSentAgainAfterItsTriggerRanRunsNothing) {

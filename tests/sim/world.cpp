@@ -1150,7 +1150,13 @@ Outcome World::run() {
     if (next >= end_) break;
     next = std::max(next, now_);
     const nanoseconds step = next - now_;
-    now_ = next;
+    {
+      // The replicas' threads read it under the lock (their events, the
+      // store's calls): one still finishing a decision past quiescence
+      // (the saturated case) reads the old time or the new, never a torn one.
+      std::lock_guard guard(mutex_);
+      now_ = next;
+    }
     ++outcome_.steps;
     for (const auto& [id, inc] : by_id_) {
       if (inc->state == State::running && step > nanoseconds::zero()) inc->clock->inner().advance(step);
