@@ -90,7 +90,9 @@ std::string lost_control(const std::string& job_key, bool was_paused, Instant at
   return fmt::format("entry \"{}\": the fleet state lost its {} of {} by {} and now says {} (the store restarted "
                      "from an older snapshot, or failed over to a replica behind it{}); {} it again if it should {}",
                      job_key, was_paused ? "pause" : "resume", format_rfc3339(at), by, now_paused ? "paused" : "running",
-                     record_gone ? ", or a fleetcron older than this one resumed it and left no record" : "",
+                     record_gone ? ", or a fleetcron older than this one resumed it, or edited the controls, and left no "
+                                   "record of the resume"
+                                 : "",
                      was_paused ? "pause" : "resume", was_paused ? "stay paused" : "run");
 }
 
@@ -107,7 +109,9 @@ void Scheduler::Impl::apply_fleet_pause(const JobControl& control, const std::sh
     known.entry = entry->identity.id;
     first = true;
   }
-  if (control.changed_at < known.changed_at) {
+  // An older line that says otherwise: the store lost the change applied
+  // here (one that says the same changes nothing the operator must redo).
+  if (control.changed_at < known.changed_at && control.paused != known.paused) {
     applied.warnings.push_back(
         lost_control(control.job_key, known.paused, known.changed_at, known.changed_by, control.paused, false));
   }
@@ -133,16 +137,25 @@ void Scheduler::Impl::forget_unlisted_pauses(const std::unordered_set<std::strin
     // No longer listed: a pause's record stays until its resume, and a
     // resume's for resume_record_keep, so a pause gone is a store that went
     // back (or an older fleetcron's resume). Running again either way.
-    const FleetPause& known = it->second;
+    FleetPause& known = it->second;
     const auto key = keys_.find(it->first);
     const std::shared_ptr<Entry> entry = key == keys_.end() ? nullptr : entries_.at(key->second);
-    if (entry && known.paused && entry->identity.id == known.entry) {
+    const bool ours = entry && entry->identity.id == known.entry;
+    if (ours && !known.paused) {  // its resume's line aged out: kept, to tell an older pause coming back
+      ++it;
+      continue;
+    }
+    if (ours) {
       if (known.changed_at != Instant{}) {
         applied.warnings.push_back(
             lost_control(it->first, known.paused, known.changed_at, known.changed_by, false, true));
       }
       set_paused_locked(entry, false, applied.events);
       applied.notes.push_back(fmt::format("entry \"{}\": resumed fleet-wide", it->first));
+      known = FleetPause{};  // reported: nothing applied to compare with any more
+      known.entry = entry->identity.id;
+      ++it;
+      continue;
     }
     it = fleet_paused_.erase(it);
   }

@@ -96,24 +96,30 @@ void prune(std::vector<JobControl>& jobs, Instant now, std::vector<JobTrigger>* 
   });
 }
 
-/// Drops the oldest resume records until at most max_controlled_jobs are left.
+/// Drops the oldest resume records while the controls take more than
+/// max_controlled_jobs lines or max_controls_bytes.
 void make_room(std::vector<JobControl>& jobs) {
-  if (jobs.size() <= max_controlled_jobs) return;
-  std::vector<Instant> resumes;
-  for (const auto& job : jobs) {
-    if (is_resume_record(job)) resumes.push_back(job.changed_at);
+  std::vector<std::size_t> resumes;  // oldest first
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (is_resume_record(jobs[i])) resumes.push_back(i);
   }
-  const std::size_t excess = jobs.size() - max_controlled_jobs;
-  if (resumes.empty()) return;
-  const std::size_t cut = std::min(excess, resumes.size()) - 1;
-  std::nth_element(resumes.begin(), resumes.begin() + static_cast<std::ptrdiff_t>(cut), resumes.end());
-  const Instant newest_dropped = resumes[cut];
-  std::size_t dropped = 0;
-  std::erase_if(jobs, [&](const JobControl& job) {
-    if (dropped == excess || !is_resume_record(job) || job.changed_at > newest_dropped) return false;
-    ++dropped;
-    return true;
-  });
+  std::stable_sort(resumes.begin(), resumes.end(),
+                   [&](std::size_t a, std::size_t b) { return jobs[a].changed_at < jobs[b].changed_at; });
+  std::size_t lines = jobs.size();
+  std::size_t bytes = format_job_controls(jobs).size();
+  std::vector<bool> dropped(jobs.size(), false);
+  for (const std::size_t i : resumes) {
+    if (lines <= max_controlled_jobs && bytes <= max_controls_bytes) break;
+    dropped[i] = true;
+    --lines;
+    bytes -= std::min(bytes, format_job_controls(std::span<const JobControl>(&jobs[i], 1)).size() + 1);
+  }
+  std::vector<JobControl> kept;
+  kept.reserve(lines);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (!dropped[i]) kept.push_back(std::move(jobs[i]));
+  }
+  jobs = std::move(kept);
 }
 
 JobControl& job_of(std::vector<JobControl>& jobs, std::string_view job_key) {
@@ -241,7 +247,7 @@ ControlsRead FleetState::read_controls(Instant now) {
       ++it;
       continue;
     }
-    if (is_resume_record(*it)) read.resumed.push_back(std::move(*it));
+    if (is_resume_record(*it) && it->changed_at + resume_record_keep > now) read.resumed.push_back(std::move(*it));
     it = jobs->erase(it);
   }
   read.jobs = std::move(*jobs);
@@ -271,7 +277,9 @@ ControlChange FleetState::set_paused(std::string_view job_key, bool paused, std:
     JobControl& job = job_of(jobs, job_key);
     if (job.paused == paused) return ControlChange{ControlChange::Status::unchanged, {}, {}};
     job.paused = paused;
-    job.changed_at = cursor_instant(now);
+    // Later than the change it replaces, whatever the writer's clock: a
+    // replica tells a store that went back by a line older than it applied.
+    job.changed_at = std::max(cursor_instant(now), job.changed_at + std::chrono::microseconds{1});
     job.changed_by = std::string(by);
     return ControlChange{ControlChange::Status::changed, {}, {}};
   });

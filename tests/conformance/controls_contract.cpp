@@ -72,6 +72,12 @@ TEST_P(FleetStateContract, APauseIsSeenByEveryReplicaUntilResumed) {
   EXPECT_EQ(status_of(a->set_paused(key, false, "operator", later)), ControlChange::Status::unchanged);
   EXPECT_TRUE(resumed_at(later + resume_record_keep - 1s)) << "kept for resume_record_keep";
   EXPECT_FALSE(resumed_at(later + resume_record_keep)) << "then gone from every read";
+  // A writer whose clock is behind still stamps its change after the one
+  // it replaces: replicas tell a store that went back by an older stamp.
+  EXPECT_EQ(status_of(a->set_paused(key, true, "behind", now - 10s)), ControlChange::Status::changed);
+  const auto paused_again = control_of(*b, key, later);
+  ASSERT_TRUE(paused_again);
+  EXPECT_EQ(paused_again->changed_at, cursor_instant(later) + 1us);
 }
 
 TEST_P(FleetStateContract, ATriggerIsTakenByExactlyOneOfManyReplicas) {

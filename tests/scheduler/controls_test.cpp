@@ -2,6 +2,7 @@
 // a pause every replica honours, a restarted one included, and a trigger
 // run by exactly one replica. Memory stores on a virtual clock; Redis and
 // NATS in tests/e2e/.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -275,6 +276,35 @@ TEST(SchedulerControls, APauseOrResumeTheStoreLostIsReportedByTheReplicasThatApp
   fleet.poll_until_paused(true);
   EXPECT_EQ(warnings("resume"), 2);
   EXPECT_EQ(warnings("pause"), 2) << "nothing else said";
+}
+
+// Resume lines count towards the controls' bounds and make room, oldest
+// first: a fleet that resumed many jobs with long keys can still pause
+// others (here the 256 KiB bound binds first).
+TEST(SchedulerControls, ResumeLinesMakeRoomOldestFirst) {
+  Harness h;
+  MemoryFleetState state(h.clock);
+  const std::string pad(500, 'k');
+  const auto key = [&](const char* kind, int i) { return fmt::format("{}-{}-{}", kind, i, pad); };
+  Instant at = h.clock->now();
+  for (int i = 0; i < 300; ++i, at += 1ms) {
+    ASSERT_EQ(state.set_paused(key("resumed", i), true, "operator", at).status, ControlChange::Status::changed) << i;
+    ASSERT_EQ(state.set_paused(key("resumed", i), false, "operator", at).status, ControlChange::Status::changed) << i;
+  }
+  for (int i = 0; i < 300; ++i) {
+    const ControlChange paused = state.set_paused(key("paused", i), true, "operator", at);
+    ASSERT_EQ(paused.status, ControlChange::Status::changed) << i << ": " << paused.error;
+  }
+  const ControlsRead read = state.read_controls(at);
+  EXPECT_EQ(read.jobs.size(), 300u);
+  ASSERT_FALSE(read.resumed.empty());
+  EXPECT_LT(read.resumed.size(), 300u) << "the oldest made room";
+  const auto listed = [&](const std::string& job_key) {
+    return std::any_of(read.resumed.begin(), read.resumed.end(), [&](const JobControl& c) { return c.job_key == job_key; });
+  };
+  EXPECT_TRUE(listed(key("resumed", 299)));
+  EXPECT_FALSE(listed(key("resumed", 0)));
+  EXPECT_LE(format_job_controls(read.jobs).size() + format_job_controls(read.resumed).size(), max_controls_bytes);
 }
 
 // A trigger request sent again with its request id (a retry after a lost
