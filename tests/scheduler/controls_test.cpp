@@ -264,7 +264,8 @@ TEST(SchedulerControls, APauseOrResumeTheStoreLostIsReportedByTheReplicasThatApp
   fleet.poll_until_paused(true);
   go_back_to("");
   fleet.poll_until_paused(false);
-  EXPECT_EQ(warnings("pause"), 2) << "one per replica that applied it";
+  // Logged once the poll applied it: waited for, not assumed.
+  EXPECT_TRUE(Harness::eventually([&] { return warnings("pause") == 2; })) << "one per replica that applied it";
   // A resume lost to an older record: the snapshot has the pause.
   ASSERT_EQ(fleet.state().set_paused("job", true, "operator", h.clock->now()).status, ControlChange::Status::changed);
   fleet.poll_until_paused(true);
@@ -274,6 +275,8 @@ TEST(SchedulerControls, APauseOrResumeTheStoreLostIsReportedByTheReplicasThatApp
   fleet.poll_until_paused(false);
   go_back_to(paused);
   fleet.poll_until_paused(true);
+  EXPECT_TRUE(Harness::eventually([&] { return warnings("resume") == 2; })) << warnings("resume");
+  fleet.looks(2);
   EXPECT_EQ(warnings("resume"), 2);
   EXPECT_EQ(warnings("pause"), 2) << "nothing else said";
 }
