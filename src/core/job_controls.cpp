@@ -103,6 +103,7 @@ void make_room(std::vector<JobControl>& jobs) {
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (is_resume_record(jobs[i])) resumes.push_back(i);
   }
+  if (resumes.empty()) return;  // nothing to drop: the bounds are checked by the caller
   std::stable_sort(resumes.begin(), resumes.end(),
                    [&](std::size_t a, std::size_t b) { return jobs[a].changed_at < jobs[b].changed_at; });
   std::size_t lines = jobs.size();
