@@ -242,8 +242,15 @@ class FLEETCRON_API FleetState {
   /// written only if no other live record lists a run of that job, in the
   /// same compare-and-swap; otherwise the answer is `busy` (fleet-wide
   /// overlap: the record then lists the run this replica starts).
+  /// `expired` says what becomes of the other records expired at `now`:
+  /// dropped and handed to this caller to report (ReplicaAnnounce::expired),
+  /// or kept, with their runs counted as running for `alone_job`, by a
+  /// caller that lost touch with the store too recently to tell a dead
+  /// replica from one cut off with it (docs/fleet-state.md, "Lost runs").
+  enum class ExpiredRecords { report, keep };
   [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
-                                                 std::chrono::nanoseconds ttl, std::string_view alone_job = {});
+                                                 std::chrono::nanoseconds ttl, std::string_view alone_job = {},
+                                                 ExpiredRecords expired = ExpiredRecords::report);
   /// The live replicas (records not expired at `now`), oldest first.
   [[nodiscard]] RegistryRead read_replicas(Instant now);
   /// Removes the replica's record (a clean stop): `unchanged` if none was there.

@@ -78,15 +78,21 @@ TriggerRequest tombstone_of(TriggerRequest trigger, std::string_view taker) {
 /// Whether `job` is the record of a resume, kept for resume_record_keep.
 bool is_resume_record(const JobControl& job) { return !job.paused && job.triggers.empty() && job.changed_at != Instant{}; }
 
-/// Drops expired triggers (adding them to `expired`, if given) and
-/// tombstones older than trigger_tombstone_keep, then the jobs left with
-/// neither a pause nor a trigger, but for resume records younger than
-/// resume_record_keep.
-void prune(std::vector<JobControl>& jobs, Instant now, std::vector<JobTrigger>* expired = nullptr) {
+/// What prune() does with the triggers that expired untaken: drops them
+/// (a read, or drop_expired_triggers(), whose caller alone reports them),
+/// or keeps them (every other change: one that dropped them would lose
+/// their report).
+enum class ExpiredTriggers { drop, keep };
+
+/// Drops or keeps expired triggers (adding the dropped to `expired`, if
+/// given), drops tombstones older than trigger_tombstone_keep, then the
+/// jobs left with neither a pause nor a trigger, but for resume records
+/// younger than resume_record_keep.
+void prune(std::vector<JobControl>& jobs, Instant now, ExpiredTriggers what, std::vector<JobTrigger>* expired = nullptr) {
   for (auto& job : jobs) {
     std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
       if (is_taken_trigger(trigger)) return trigger.requested_at + trigger_tombstone_keep <= now;
-      if (trigger.expires_at > now) return false;
+      if (trigger.expires_at > now || what == ExpiredTriggers::keep) return false;
       if (expired != nullptr) expired->push_back(JobTrigger{job.job_key, trigger});
       return true;
     });
@@ -135,7 +141,8 @@ ControlChange failed(std::string error) { return {ControlChange::Status::error, 
 /// The jobs of the document read, pruned at `now`; nullopt (with `error`
 /// set) if it is not a controls document.
 std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument& document, Instant now,
-                                               std::string& error, std::vector<JobTrigger>* expired = nullptr) {
+                                               std::string& error, ExpiredTriggers what,
+                                               std::vector<JobTrigger>* expired = nullptr) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
     return std::nullopt;
@@ -147,13 +154,14 @@ std::optional<std::vector<JobControl>> jobs_of(const FleetState::StoredDocument&
     return std::nullopt;
   }
   std::sort(jobs->begin(), jobs->end(), [](const JobControl& a, const JobControl& b) { return a.job_key < b.job_key; });
-  prune(*jobs, now, expired);
+  prune(*jobs, now, what, expired);
   return jobs;
 }
 
 /// Applies `edit` to the controls in a compare-and-swap loop; writes only
-/// what `edit` answered `changed`. `expired` (if given) holds the triggers
-/// expired in the document of the last round: those its write dropped.
+/// what `edit` answered `changed`. With `expired`, it drops the triggers
+/// expired in the document of the last round and lists them there (those
+/// its write dropped); without, it keeps them.
 ControlChange edit_controls(FleetState& state, Instant now,
                             const std::function<ControlChange(std::vector<JobControl>&)>& edit,
                             std::vector<JobTrigger>* expired = nullptr) {
@@ -162,11 +170,12 @@ ControlChange edit_controls(FleetState& state, Instant now,
       state, FleetState::Document::controls,
       [&](const FleetState::StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
         if (expired != nullptr) expired->clear();
-        auto jobs = jobs_of(read, now, failure, expired);
+        const auto what = expired != nullptr ? ExpiredTriggers::drop : ExpiredTriggers::keep;
+        auto jobs = jobs_of(read, now, failure, what, expired);
         if (!jobs) return std::nullopt;
         answer = edit(*jobs);
         if (answer.status != ControlChange::Status::changed) return std::nullopt;
-        prune(*jobs, now);
+        prune(*jobs, now, what);
         make_room(*jobs);
         if (jobs->size() > max_controlled_jobs) {
           failure = fmt::format("{} jobs would be paused or have triggers waiting, more than the limit of {}",
@@ -234,7 +243,7 @@ std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text)
 ControlsRead FleetState::read_controls(Instant now) {
   std::string error;
   ControlsRead read;
-  auto jobs = jobs_of(load_document(Document::controls), now, error, &read.expired);
+  auto jobs = jobs_of(load_document(Document::controls), now, error, ExpiredTriggers::drop, &read.expired);
   if (!jobs) return {ControlsRead::Status::error, {}, std::move(error)};
   for (JobControl& job : *jobs) {  // waiting triggers in `jobs`, tombstones apart
     std::erase_if(job.triggers, [&](const TriggerRequest& trigger) {
@@ -306,7 +315,9 @@ ControlChange FleetState::request_trigger(std::string_view job_key, std::string_
     const auto waiting = std::count_if(job.triggers.begin(), job.triggers.end(),
                                        [](const TriggerRequest& t) { return !is_taken_trigger(t); });
     if (static_cast<std::size_t>(waiting) >= max_job_triggers) {
-      return failed(fmt::format("job \"{}\" already has {} triggers waiting, the limit", job_key, max_job_triggers));
+      return failed(fmt::format("job \"{}\" already has {} triggers waiting or expired but not yet reported by a "
+                                "running replica, the limit",
+                                job_key, max_job_triggers));
     }
     if (job.triggers.size() >= max_job_triggers) {  // the oldest tombstone makes room
       job.triggers.erase(std::find_if(job.triggers.begin(), job.triggers.end(), is_taken_trigger));
@@ -324,7 +335,8 @@ ControlChange FleetState::take_trigger(std::string_view job_key, std::string_vie
     for (auto& job : jobs) {
       if (job.job_key != job_key) continue;
       for (auto& trigger : job.triggers) {
-        if (trigger.id != trigger_id || is_taken_trigger(trigger)) continue;
+        // An expired one is left for drop_expired_triggers() to report.
+        if (trigger.id != trigger_id || is_taken_trigger(trigger) || trigger.expires_at <= now) continue;
         trigger = tombstone_of(std::move(trigger), by);
         return ControlChange{ControlChange::Status::changed, std::string(trigger_id), {}};
       }

@@ -77,7 +77,21 @@ void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
   jobs_digest_ ^= hash;  // a sum of the entries, whatever their order
 }
 
-ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone) {
+// A gap between answered announcements longer than this is a loss of touch
+// with the store: no record expires (3 heartbeats) through an outage
+// shorter than 2 heartbeats less the 1 s retry, so 1.5 heartbeats sees each.
+FleetState::ExpiredRecords Scheduler::Impl::expired_records_at(Clock::SteadyTime now) const {
+  const auto gap = options_.registry_heartbeat_interval * 3 / 2;
+  const bool in_touch = answered_at_ && now - *answered_at_ <= gap && now - in_touch_since_ >= replica_ttl();
+  return in_touch ? FleetState::ExpiredRecords::report : FleetState::ExpiredRecords::keep;
+}
+
+void Scheduler::Impl::note_answered(Clock::SteadyTime now) {
+  if (!answered_at_ || now - *answered_at_ > options_.registry_heartbeat_interval * 3 / 2) in_touch_since_ = now;
+  answered_at_ = now;
+}
+
+ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired) {
   ReplicaAnnouncement me = options_.replica;
   me.replica_id = options_.replica_id;
   {
@@ -95,7 +109,8 @@ ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone) {
   }
   try {
     return options_.fleet_state->announce_replica(me, fleet_now(), replica_ttl(),
-                                                  alone != nullptr ? std::string_view(alone->fire.job_key) : "");
+                                                  alone != nullptr ? std::string_view(alone->fire.job_key) : "",
+                                                  expired);
   } catch (...) {
     return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, detail::describe_exception(std::current_exception())};
   }
@@ -107,7 +122,8 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   const auto now = clock_->steady_now();
   // Before the runs are read: every run unlisted by now is left out.
   const std::uint64_t covers = announce_requested_.load();
-  ReplicaAnnounce answer = ask_registry(alone);
+  ReplicaAnnounce answer = ask_registry(alone, expired_records_at(now));
+  if (answer.status != ReplicaAnnounce::Status::error) note_answered(now);
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
   if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
@@ -121,6 +137,7 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
     std::lock_guard guard(registry_mutex_);
     std::string refusal;
     if (answer.status == ReplicaAnnounce::Status::error) {
+      announce_failed_ = true;
       notes.emplace_back(LogLevel::warning, "replica registry: announcing this replica failed: " + answer.error);
       // Trusted as long as the last accepted record lives; then unverified.
       const bool fresh = verified_at_ && now - *verified_at_ < replica_ttl();
@@ -134,7 +151,12 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
                            "replica registry: this replica's record was gone (the store lost its data, or this "
                            "replica was away longer than its record lives): its jobs are catalogued again now");
         ++recatalogue_requests_;
+      } else if (announce_failed_) {
+        // The failed one may have been written (its answer lost) into a
+        // store that had lost its data: this one then finds its record.
+        ++recatalogue_requests_;
       }
+      announce_failed_ = false;
       announced_before_ = true;
       if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
       if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;

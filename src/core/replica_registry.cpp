@@ -325,7 +325,8 @@ std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_vie
 }
 
 ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
-                                             std::chrono::nanoseconds ttl, std::string_view alone_job) {
+                                             std::chrono::nanoseconds ttl, std::string_view alone_job,
+                                             ExpiredRecords expired) {
   check_replica_announcement(announced);
   // As the store keeps it (microseconds): its own earlier record is recognised by its start.
   ReplicaAnnouncement replica = announced;
@@ -353,19 +354,28 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         }
         if (!records) return std::nullopt;
         const OwnRecord own_before = take_own(*records, replica);
-        if (auto busy = running_elsewhere(records->live, alone_job)) {
+        const bool keep = expired == ExpiredRecords::keep;
+        auto busy = running_elsewhere(records->live, alone_job);
+        if (!busy && keep) busy = running_elsewhere(records->expired, alone_job);
+        if (busy) {
           answer = std::move(*busy);
           return std::nullopt;
         }
         answer = verdict(replica, own_before.accepted, records->live, now, ttl);
         answer.found_own = own_before.found;
         answer.replaced = std::move(replaced);
-        answer.expired = std::move(records->expired);  // dropped by this write: reported by this caller alone
         ReplicaRecord own{replica, cursor_instant(now), cursor_instant(now + ttl),
                           answer.status == ReplicaAnnounce::Status::accepted};
         fit_record(own);
-        records->live.push_back(std::move(own));
-        return registry_write(records->live, now, failure);
+        std::vector<ReplicaRecord> written = std::move(records->live);
+        for (ReplicaRecord& gone : records->expired) {
+          // Kept for a caller in touch with the store to judge; an earlier
+          // process of this replica is dead whatever the store did.
+          const bool judge = !keep || gone.replica.replica_id == replica.replica_id;
+          (judge ? answer.expired : written).push_back(std::move(gone));  // dropped: reported by this caller alone
+        }
+        written.push_back(std::move(own));
+        return registry_write(written, now, failure);
       });
   if (!error.empty()) return ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, std::move(error)};
   return answer;

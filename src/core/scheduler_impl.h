@@ -236,7 +236,11 @@ class FLEETCRON_LOCAL Scheduler::Impl {
     detail::Run* run = nullptr;
     detail::WorkerSlot* slot = nullptr;
   };
-  [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone);
+  [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired);
+  /// Whether an announcement asked at `now` may judge the records that
+  /// expired (announce_mutex_), and the bookkeeping of one answered.
+  [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;
+  void note_answered(Clock::SteadyTime now);
   /// Announces the replica (and `alone` with it, if given); the answer as
   /// applied: `busy` leaves the verdict as it was.
   ReplicaAnnounce announce(const AloneRun* alone = nullptr);
@@ -518,6 +522,13 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// announce_covered_ (announce_mutex_) is the last ticket a written one covered.
   std::atomic<std::uint64_t> announce_requested_{0};
   std::uint64_t announce_covered_ = 0;
+  /// When this replica's last announcement was answered, and since when
+  /// they have been answered with no gap longer than in_touch_gap()
+  /// (announce_mutex_): until it has been in touch for a record's life it
+  /// keeps the records that expired meanwhile (they may have been cut off
+  /// with it) rather than report their runs lost.
+  std::optional<Clock::SteadyTime> answered_at_;
+  Clock::SteadyTime in_touch_since_{};
   mutable std::mutex registry_mutex_;  // guards the members below
   Instant started_at_{};
   std::string settings_refusal_;  // empty: accepted
@@ -535,6 +546,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::atomic<std::uint64_t> recatalogue_requests_{0};
   std::uint64_t recatalogued_ = 0;
   bool announced_before_ = false;  // registry_mutex_
+  bool announce_failed_ = false;   // registry_mutex_: since the last answered one
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -238,6 +238,33 @@ TEST_P(FleetStateContract, AnExpiredTriggerIsHandedToExactlyOneReplicaThatDropsI
       << "gone from the document";
 }
 
+// Found by the simulator: any other change (a take, a request, a pause)
+// used to drop the expired triggers it found without a word, so a trigger
+// that expired just before another replica took some other job's trigger
+// was never reported. Other changes keep them for drop_expired_triggers(),
+// and an expired trigger cannot be taken.
+TEST_P(FleetStateContract, OtherChangesKeepAnExpiredTriggerForItsReport) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  auto b = fleet->replica();
+  const std::string expiring = job("expiring"), other = job("other");
+  const Instant now = real_now();
+  const ControlChange asked = a->request_trigger(expiring, "operator", now, 1s);
+  ASSERT_EQ(asked.status, ControlChange::Status::changed) << asked.error;
+  const ControlChange second = a->request_trigger(other, "operator", now, 1min);
+  ASSERT_EQ(second.status, ControlChange::Status::changed) << second.error;
+  const Instant later = now + 2s;
+  EXPECT_EQ(b->take_trigger(expiring, asked.trigger_id, later, "b").status, ControlChange::Status::absent)
+      << "expired: not taken";
+  EXPECT_EQ(b->take_trigger(other, second.trigger_id, later, "b").status, ControlChange::Status::changed);
+  EXPECT_EQ(b->set_paused(other, true, "operator", later).status, ControlChange::Status::changed);
+  const ControlsRead dropped = a->drop_expired_triggers(later);
+  ASSERT_EQ(dropped.status, ControlsRead::Status::found) << dropped.error;
+  ASSERT_EQ(dropped.expired.size(), 1u) << "kept by the take and the pause, for this report";
+  EXPECT_EQ(dropped.expired.front().trigger.id, asked.trigger_id);
+  EXPECT_TRUE(b->read_controls(later).expired.empty()) << "dropped by the report";
+}
+
 TEST_P(FleetStateContract, ConcurrentChangesToDifferentJobsAreAllKept) {
   auto fleet = GetParam().make();
   constexpr int writers = 4, jobs_each = 4;

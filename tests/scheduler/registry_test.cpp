@@ -365,6 +365,63 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   }));
 }
 
+// A store down for longer than a record lives (every replica cut off
+// together: an outage, a failover) expires every record on the store's
+// clock. The first replica to announce after it used to drop the others'
+// records and report their live runs lost; a replica that lost touch with
+// the store now keeps the records that expired until it has been in touch
+// for a record's life, by when every live replica has announced again.
+TEST(SchedulerRegistry, AStoreOutageReportsNoLiveRunLost) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;  // records live 15 s
+  auto store = std::make_shared<FailingRegistry>(fleet.shared_state());
+  // The runner's way to the store comes back two seconds after the others'.
+  auto runner_store = std::make_shared<FailingRegistry>(fleet.shared_state());
+  std::atomic<bool> release{false}, started{false};
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{release};
+  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  }, runner_store);
+  Replica& other = fleet.add("10m", "0 0 1 1 *", {}, store);
+  Replica& third = fleet.add("10m", "0 0 1 1 *", {}, store);
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  h.settle(3 * waiters_per_replica);
+  h.clock->advance(1s);
+  ASSERT_TRUE(Harness::eventually([&] {
+    const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+    return !read.replicas.empty() && read.replicas.front().replica.runs.size() == 1;
+  }));
+  store->failing = runner_store->failing = true;  // 20 s without the store: every record expires
+  for (int i = 0; i < 4; ++i) {
+    h.settle(3 * waiters_per_replica);
+    h.clock->advance(5s);
+  }
+  store->failing = false;
+  for (int i = 0; i < 20; ++i) {  // back: a second at a time, for 20 s
+    if (i == 2) runner_store->failing = false;
+    h.settle(3 * waiters_per_replica);
+    h.clock->advance(1s);
+  }
+  h.settle(3 * waiters_per_replica);
+  EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 0u);
+  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+  ASSERT_EQ(read.status, RegistryRead::Status::found) << read.error;
+  ASSERT_EQ(read.replicas.size(), 3u);
+  EXPECT_EQ(read.replicas.front().replica.runs.size(), 1u) << "the run is still listed";
+  const LedgerRead ledger = fleet.state().read_fires("job", 10);
+  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
+  for (const auto& record : ledger.records) EXPECT_NE(record.fate, FireFate::lost) << record.fire_key;
+  release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
+}
+
 // One clock (docs/fleet-state.md#one-clock): a replica whose clock is
 // ahead by more than a record lives decides on the store's clock, so it
 // drops no live record, reports no live run lost and runs nothing again.

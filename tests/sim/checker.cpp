@@ -78,6 +78,10 @@ class Checker {
     }
     check_missed_plans();
     check_lost_reports();
+    if (options_.ledger) {
+      check_triggers();
+      check_catalogue();
+    }
     if (!report_.violations.empty()) write_trace();
     return std::move(report_);
   }
@@ -138,6 +142,24 @@ class Checker {
   void check_terms();
   void check_missed_plans();
   void check_lost_reports();
+  void check_triggers();
+  void judge_trigger(const Outcome::TriggerAsked& asked, const std::vector<const RunRecord*>& runs,
+                     const std::vector<const Outcome::TriggerLog*>& logs);
+  void judge_phantom_trigger(const Outcome::TriggerAsked& asked, const std::vector<const RunRecord*>& runs,
+                             const std::vector<const Outcome::TriggerLog*>& logs);
+  /// The first time the store's documents went back in [from, to] to
+  /// before `written` (a write at `written` was undone), if any.
+  const Outcome::DocumentLoss* undone_between(nanoseconds written, nanoseconds from, nanoseconds to) const {
+    for (const Outcome::DocumentLoss& loss : outcome_.document_losses) {
+      if (loss.at >= from && loss.at <= to && (loss.lost == nanoseconds::max() || written > loss.at - loss.lost)) return &loss;
+    }
+    return nullptr;
+  }
+  bool stopped_after(int inc, nanoseconds at) const {
+    const auto it = outcome_.stopped.find(inc);
+    return killed_after(inc, at) || (it != outcome_.stopped.end() && it->second >= at);
+  }
+  void check_catalogue();
   void write_trace();
 
   const SimOptions& options_;
@@ -211,8 +233,14 @@ void Checker::judge_repeats(const std::string& key, const std::vector<const RunR
   const bool store_lost_it = !uses_claims(options_.mode) && wipe_between(second.at - lease, second.at);
   // Leader handover: different leaders (terms, processes), each firing by
   // its own clock, within the clocks' largest difference.
-  const auto clocks_apart = 2 * std::chrono::duration_cast<nanoseconds>(options_.faults.max_clock_offset) +
-                            std::chrono::duration_cast<nanoseconds>(options_.max_clock_skew) + 7s;
+  // The farthest apart two clocks can be: a replica beyond the skew guard
+  // (guard + 5 s) or at its edge (guard - 1 s), or anywhere within the
+  // offsets, on each side; plus drift and 7 s of slack.
+  const nanoseconds offset = options_.faults.max_clock_offset;
+  const nanoseconds guard = options_.max_clock_skew;
+  const nanoseconds drift{static_cast<std::int64_t>(2 * options_.faults.max_drift_ppm * 1e-6 *
+                                                    static_cast<double>(nanoseconds(options_.duration).count()))};
+  const auto clocks_apart = std::max(offset, guard + 5s) + std::max(offset, guard - 1s) + drift + 7s;
   if (store_lost_it) {
     ++report_.duplicates_after_store_loss;
   } else if (options_.mode == Mode::leader && terms.size() == runs.size() && incarnations.size() == runs.size() &&
@@ -501,6 +529,148 @@ void Checker::check_lost_reports() {
   }
 }
 
+// P7: a trigger runs exactly once or is reported. One asked for a job no
+// replica runs expires with one ledger record; any other runs once, again
+// only after the store went back to before its take, and nowhere only if
+// its taker died (or stopped) before running it or the store lost it
+// before any replica took it.
+void Checker::check_triggers() {
+  const nanoseconds horizon = options_.duration - 30s;
+  for (const Outcome::TriggerAsked& asked : outcome_.triggers) {
+    if (asked.answer.empty() || asked.stamps.empty()) continue;  // never sent: the end came first
+    if (asked.answer == "unanswered") {
+      ++report_.triggers["unanswered: the store could not be reached"];
+      continue;
+    }
+    const nanoseconds last_sent = asked.stamps.back() - sim_epoch();
+    if (last_sent + (asked.phantom ? asked.wait + 10s : 0s) > horizon) continue;
+    std::vector<const RunRecord*> runs;
+    for (const RunRecord& run : outcome_.trigger_runs) {
+      if (run.entry_key == asked.job_key &&
+          std::find(asked.stamps.begin(), asked.stamps.end(), run.scheduled_at) != asked.stamps.end()) {
+        runs.push_back(&run);
+      }
+    }
+    std::vector<const Outcome::TriggerLog*> logs;
+    for (const Outcome::TriggerLog& log : outcome_.trigger_logs) {
+      if (log.id == asked.id) logs.push_back(&log);
+    }
+    if (asked.phantom) {
+      judge_phantom_trigger(asked, runs, logs);
+    } else {
+      judge_trigger(asked, runs, logs);
+    }
+  }
+}
+
+namespace {
+
+std::string describe(const std::vector<const Outcome::TriggerLog*>& logs) {
+  std::string text;
+  for (const auto* log : logs) text += fmt::format(" [{} i{} {}]", ms(log->at), log->incarnation, log->what);
+  return text.empty() ? " none" : text;
+}
+
+}  // namespace
+
+void Checker::judge_trigger(const Outcome::TriggerAsked& asked, const std::vector<const RunRecord*>& runs,
+                            const std::vector<const Outcome::TriggerLog*>& logs) {
+  const nanoseconds first_sent = asked.stamps.front() - sim_epoch();
+  const Outcome::TriggerLog* first_take = nullptr;
+  for (const auto* log : logs) {
+    if (log->what == "taken" && (first_take == nullptr || log->at < first_take->at)) first_take = log;
+  }
+  if (runs.size() == 1) {
+    ++report_.triggers["ran once"];
+    return;
+  }
+  if (runs.empty()) {
+    const bool taker_gone = std::any_of(logs.begin(), logs.end(), [&](const auto* log) {
+      return (log->what == "taken" && stopped_after(log->incarnation, log->at)) || log->what == "not run";
+    });
+    if (taker_gone) {
+      ++report_.triggers["not run: its taker stopped or died first"];
+    } else if (undone_between(first_sent, first_sent, first_take ? first_take->at : options_.duration)) {
+      ++report_.triggers["not run: the store lost it before a replica took it"];
+    } else {
+      violate("P7 trigger", asked.job_key + "#trigger-" + asked.id,
+              fmt::format("asked at {} (answered {}), never ran; the replicas logged:{}", ms(first_sent), asked.answer,
+                          describe(logs)));
+    }
+    return;
+  }
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    if (first_take != nullptr && undone_between(first_take->at, first_take->at, runs[i]->at)) continue;
+    violate("P7 trigger", asked.job_key + "#trigger-" + asked.id,
+            fmt::format("asked at {}, ran {} times (r{}/i{} at {} again) with no store going back to before its take; "
+                        "the replicas logged:{}",
+                        ms(first_sent), runs.size(), runs[i]->replica, runs[i]->incarnation, ms(runs[i]->at),
+                        describe(logs)));
+    return;
+  }
+  ++report_.triggers["ran again: the store went back to before its take"];
+}
+
+void Checker::judge_phantom_trigger(const Outcome::TriggerAsked& asked, const std::vector<const RunRecord*>& runs,
+                                    const std::vector<const Outcome::TriggerLog*>& logs) {
+  const std::string key = asked.job_key + "#trigger-" + asked.id;
+  const nanoseconds first_sent = asked.stamps.front() - sim_epoch();
+  if (!runs.empty()) {
+    violate("P7 trigger", key, fmt::format("asked for a job no replica runs, yet r{}/i{} ran it", runs.front()->replica,
+                                           runs.front()->incarnation));
+    return;
+  }
+  std::vector<const Outcome::TriggerLog*> expiries;
+  for (const auto* log : logs) {
+    if (log->what == "expired") expiries.push_back(log);
+  }
+  for (std::size_t i = 1; i < expiries.size(); ++i) {
+    if (undone_between(expiries[i - 1]->at, expiries[i - 1]->at, expiries[i]->at)) continue;
+    violate("P7 trigger", key, fmt::format("expired, reported by more than one replica:{}", describe(expiries)));
+    return;
+  }
+  const FireRecord* record = nullptr;
+  for (const Instant stamp : asked.stamps) {
+    const auto it = outcome_.ledger.find(fire_key(asked.job_key, stamp) + "#trigger-" + asked.id);
+    if (it != outcome_.ledger.end()) record = &it->second;
+  }
+  if (record != nullptr) {
+    if (record->fate != FireFate::skipped || record->reason != "trigger-expired") {
+      violate("P7 trigger", key, fmt::format("the ledger says {} {}, not skipped trigger-expired", to_string(record->fate),
+                                             record->reason));
+      return;
+    }
+    ++report_.triggers["expired untaken, recorded"];
+    return;
+  }
+  if (std::any_of(expiries.begin(), expiries.end(), [&](const auto* log) { return killed_after(log->incarnation, log->at); })) {
+    ++report_.triggers["expired untaken; its reporter was killed before writing the record"];
+  } else if (expiries.empty() && undone_between(first_sent, first_sent, options_.duration)) {
+    ++report_.triggers["expired untaken; the store lost it before it expired"];
+  } else {
+    violate("P7 trigger", key, fmt::format("asked at {} for a job no replica runs, and the ledger has no record of its "
+                                           "expiry; the replicas logged:{}",
+                                           ms(first_sent), describe(logs)));
+  }
+}
+
+// P8: a wipe never blinds the catalogue for long: two heartbeats after it,
+// every job is listed again (unless the store was down or went back again
+// in between, or no replica ran throughout).
+void Checker::check_catalogue() {
+  for (const Outcome::CatalogueProbe& probe : outcome_.catalogue_probes) {
+    if (probe.listed == sim_jobs().size()) {
+      ++report_.catalogue["complete two heartbeats after a wipe"];
+    } else if (!probe.excuse.empty()) {
+      ++report_.catalogue["incomplete, excused: " + probe.excuse];
+    } else {
+      violate("P8 catalogue", "",
+              fmt::format("{} after the wipe at {}, the catalogue listed {} of {} jobs", ms(probe.at - probe.wiped),
+                          ms(probe.wiped), probe.listed, sim_jobs().size()));
+    }
+  }
+}
+
 void Checker::write_trace() {
   const Violation& v = report_.violations.front();
   std::string trace = fmt::format("first violation: {} — {}: {}\nhistory of {}:\n", v.property, v.fire_key, v.detail,
@@ -511,6 +681,11 @@ void Checker::write_trace() {
     center = r.at;
   }
   if (auto it = runs_by_key_.find(v.fire_key); it != runs_by_key_.end()) center = it->second.front()->at;
+  for (const Outcome::TriggerAsked& asked : outcome_.triggers) {
+    if (v.fire_key == asked.job_key + "#trigger-" + asked.id && !asked.stamps.empty()) {
+      center = asked.stamps.front() - sim_epoch();
+    }
+  }
   if (const auto at = v.fire_key.rfind('@'); at != std::string::npos && center == nanoseconds{0}) {
     center = parse_rfc3339(std::string_view(v.fire_key).substr(at + 1)) - sim_epoch();
   }
@@ -536,6 +711,8 @@ std::string summary(const SimOptions& options, const Report& report) {
   }
   std::string ledger;
   for (const auto& [what, n] : report.ledger) ledger += fmt::format("{}{}: {}", ledger.empty() ? "" : ", ", what, n);
+  for (const auto& [what, n] : report.triggers) ledger += fmt::format("; trigger {}: {}", what, n);
+  for (const auto& [what, n] : report.catalogue) ledger += fmt::format("; catalogue {}: {}", what, n);
   return fmt::format("seed {} {}: {} fires due, {} runs, {} lost ({}), {} duplicates after store loss, {} at leader handover, {} missed plans, {} violations{}",
                      options.seed, mode_name(options.mode), report.fires_due, report.runs, total,
                      lost.empty() ? "none" : lost, report.duplicates_after_store_loss, report.duplicates_at_handover, report.missed_plans,

@@ -13,7 +13,8 @@ namespace fleetcron::sim {
 
 struct Violation {
   std::string property;  ///< "P1 no duplicate", "P2 no unexplained loss", "P3 fencing", "P4 missed-fire policy",
-                         ///< "P5 ledger", "P6 no live run reported lost" (SimOptions::ledger)
+                         ///< "P5 ledger", "P6 no live run reported lost", "P7 trigger",
+                         ///< "P8 catalogue" (SimOptions::ledger)
   std::string fire_key;  ///< empty when not about one fire
   std::string detail;
 };
@@ -29,6 +30,10 @@ struct Report {
   /// says ("succeeded", "skipped stale", …), or by the documented reason
   /// it has none ("no record: …").
   std::map<std::string, std::uint64_t> ledger;
+  /// With SimOptions::ledger: the operator's triggers by what became of
+  /// them, and the catalogue probes after wipes by their finding.
+  std::map<std::string, std::uint64_t> triggers;
+  std::map<std::string, std::uint64_t> catalogue;
   std::vector<Violation> violations;
   /// A minimal trace for the first violation: the fire's history and the
   /// faults around it.

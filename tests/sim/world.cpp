@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <deque>
 #include <utility>
@@ -117,7 +120,19 @@ struct Incarnation {
   // the timeout watchdog, and with a fleet state the catch-up and upkeep
   // threads (src/core/lifecycle.cpp).
   std::uint64_t threads_on_clock = 2;
+  // Its fleet-state calls so far, by kind (world mutex): their faults are
+  // a pure function of (seed, incarnation, kind, count).
+  std::array<std::uint64_t, 3> fleet_calls{};
 };
+
+/// What the store does with one fleet-state call: refuses it (`apply`
+/// false, `error` says why), or applies it and answers `error` (empty: the
+/// answer arrives).
+struct FleetCall {
+  bool apply = true;
+  std::string error;
+};
+enum class FleetCallKind : std::size_t { read = 0, write = 1, document = 2 };
 
 struct Replica {
   nanoseconds initial_offset{0};  // its wall clock minus the store's, at the start
@@ -175,6 +190,14 @@ class World {
     std::lock_guard guard(mutex_);
     return inc.state == State::dead;
   }
+  /// The store's verdict on one fleet-state call of `inc`.
+  FleetCall fleet_call(Incarnation& inc, FleetCallKind kind);
+  /// The fleet-wide documents as the store keeps them.
+  FleetState::StoredDocument load_document(FleetState::Document which);
+  FleetState::DocumentReplace replace_document(FleetState::Document which, const FleetState::StoredDocument& seen,
+                                               const std::string& text);
+  /// A replica's log line: what it says of triggers is kept.
+  void note_log(const std::shared_ptr<Incarnation>& inc, std::string_view line);
 
  private:
   struct Timed {
@@ -201,6 +224,12 @@ class World {
   void schedule_faults(int replica);
   void schedule_store_faults();
   void roll_back_store(nanoseconds lost);
+  /// The documents go back by `lost` (nanoseconds::max(): all gone), then
+  /// the catalogue is looked at two heartbeats later (world mutex).
+  void lose_documents_locked(nanoseconds lost);
+  void probe_catalogue(nanoseconds wiped, std::vector<int> running_at_wipe);
+  void schedule_triggers();
+  void send_trigger(std::size_t index, int attempt);
   void wait_quiescent();
   bool quiescent_locked() const;
   /// Quiescent with fires queued behind workers that all wait for the store.
@@ -247,6 +276,23 @@ class World {
   // The fleet state (SimOptions::ledger), on the store's clock.
   std::shared_ptr<VirtualClock> store_clock_;
   std::shared_ptr<MemoryFleetState> fleet_state_;
+  // The documents (controls, registry, catalogue), with each write of the
+  // last few seconds and what it replaced, to roll them back.
+  struct StoredDocument {
+    std::optional<std::string> text;
+    std::uint64_t revision = 0;
+  };
+  std::array<StoredDocument, 3> documents_;
+  std::uint64_t document_revisions_ = 0;
+  struct DocumentWrite {
+    nanoseconds at;
+    std::size_t which;
+    StoredDocument before;
+  };
+  std::deque<DocumentWrite> document_writes_;
+  // The operator who asks for triggers: an incarnation of no replica, never killed.
+  std::shared_ptr<Incarnation> operator_;
+  std::shared_ptr<FleetState> operator_state_;
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
@@ -289,52 +335,63 @@ class SimElector final : public Elector {
   std::shared_ptr<Incarnation> inc_;
 };
 
-/// One incarnation's way to the fleet state: the fleet's MemoryFleetState,
-/// until the process is killed (SIGKILL): from then on every call fails,
-/// so its ledger queue is lost and its registry record is left to expire.
+/// One incarnation's way to the fleet state: the fleet's MemoryFleetState
+/// (ledger, cursors, the store's clock) and the world's documents, through
+/// the store's faults; from a kill (SIGKILL) on, every call fails, so its
+/// ledger queue is lost and its registry record is left to expire.
 class SimFleetState final : public FleetState {
  public:
   SimFleetState(World& world, std::shared_ptr<Incarnation> inc, std::shared_ptr<MemoryFleetState> store)
       : world_(world), inc_(std::move(inc)), store_(std::move(store)) {}
   CursorRead read_cursor(std::string_view job) override {
-    if (dead()) return CursorRead{CursorRead::Status::error, std::nullopt, killed};
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::read);
+    if (!call.apply) return CursorRead{CursorRead::Status::error, std::nullopt, call.error};
     return store_->read_cursor(job);
   }
   CursorAdvance advance_cursor(std::string_view job, Instant instant, std::uint64_t digest, nanoseconds keep_for) override {
-    if (dead()) return CursorAdvance{CursorAdvance::Status::error, std::nullopt, killed};
-    return store_->advance_cursor(job, instant, digest, keep_for);
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::write);
+    if (!call.apply) return CursorAdvance{CursorAdvance::Status::error, std::nullopt, call.error};
+    CursorAdvance answer = store_->advance_cursor(job, instant, digest, keep_for);
+    return call.error.empty() ? answer : CursorAdvance{CursorAdvance::Status::error, std::nullopt, call.error};
   }
   CatchUpClaim claim_catch_up(std::string_view job, const std::optional<JobCursor>& seen, Instant instant,
                               std::uint64_t digest, nanoseconds keep_for, std::string_view claimant) override {
-    if (dead()) return CatchUpClaim{CatchUpClaim::Status::error, std::nullopt, killed};
-    return store_->claim_catch_up(job, seen, instant, digest, keep_for, claimant);
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::write);
+    if (!call.apply) return CatchUpClaim{CatchUpClaim::Status::error, std::nullopt, call.error};
+    CatchUpClaim answer = store_->claim_catch_up(job, seen, instant, digest, keep_for, claimant);
+    return call.error.empty() ? answer : CatchUpClaim{CatchUpClaim::Status::error, std::nullopt, call.error};
   }
   std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
-    if (dead()) return std::vector<LedgerWriteResult>(writes.size(), {LedgerWriteResult::Status::error, killed});
-    return store_->record_fires(writes);
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::write);
+    const std::vector<LedgerWriteResult> failed(writes.size(), {LedgerWriteResult::Status::error, call.error});
+    if (!call.apply) return failed;
+    std::vector<LedgerWriteResult> answer = store_->record_fires(writes);
+    return call.error.empty() ? answer : failed;
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override {
-    if (dead()) return LedgerRead{LedgerRead::Status::error, {}, killed};
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::read);
+    if (!call.apply) return LedgerRead{LedgerRead::Status::error, {}, call.error};
     return store_->read_fires(job, limit);
   }
   StoredDocument load_document(Document which) override {
-    if (dead()) return StoredDocument{StoredDocument::Status::error, {}, 0, killed};
-    return store_->load_document(which);
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::read);
+    if (!call.apply) return StoredDocument{StoredDocument::Status::error, {}, 0, call.error};
+    return world_.load_document(which);
   }
   DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
-                                   nanoseconds keep_for) override {
-    if (dead()) return DocumentReplace{DocumentReplace::Status::error, killed};
-    return store_->replace_document(which, seen, text, keep_for);
+                                   nanoseconds) override {
+    const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::document);
+    if (!call.apply) return DocumentReplace{DocumentReplace::Status::error, call.error};
+    const DocumentReplace answer = world_.replace_document(which, seen, text);
+    return call.error.empty() ? answer : DocumentReplace{DocumentReplace::Status::error, call.error};
   }
   // The store's clock: the registry's beats and expiry are judged on it.
   std::optional<Instant> store_now() override {
-    if (dead()) return std::nullopt;
+    if (!world_.fleet_call(*inc_, FleetCallKind::read).apply) return std::nullopt;
     return store_->store_now();
   }
 
  private:
-  static constexpr const char* killed = "process killed";
-  bool dead() const { return world_.killed(*inc_); }
   World& world_;
   std::shared_ptr<Incarnation> inc_;
   std::shared_ptr<MemoryFleetState> store_;
@@ -359,6 +416,9 @@ World::World(const SimOptions& options) : options_(options), random_(mix(options
   if (options_.ledger) {
     store_clock_ = std::make_shared<VirtualClock>(sim_epoch());
     fleet_state_ = std::make_shared<MemoryFleetState>(store_clock_);
+    operator_ = std::make_shared<Incarnation>();
+    operator_->replica = -1;
+    operator_state_ = std::make_shared<SimFleetState>(*this, operator_, fleet_state_);
   }
 }
 
@@ -373,6 +433,65 @@ void World::poke() {
 }
 
 // ---- scheduler-facing ---------------------------------------------------
+
+FleetCall World::fleet_call(Incarnation& inc, FleetCallKind kind) {
+  std::lock_guard guard(mutex_);
+  if (inc.state == State::dead) return FleetCall{false, "process killed"};
+  if (now_ < outage_until_) return FleetCall{false, "store unreachable (outage)"};
+  const FaultPlan& f = options_.faults;
+  const std::uint64_t n = inc.fleet_calls[static_cast<std::size_t>(kind)]++;
+  const double roll = chance(options_.seed, inc.id, 100 + static_cast<int>(kind), n);
+  if (roll < f.fleet_request_error) return FleetCall{false, "store request failed"};
+  if (kind != FleetCallKind::read && roll < f.fleet_request_error + f.fleet_reply_lost) {
+    return FleetCall{true, "store answer lost (timeout)"};
+  }
+  return FleetCall{};
+}
+
+FleetState::StoredDocument World::load_document(FleetState::Document which) {
+  std::lock_guard guard(mutex_);
+  const StoredDocument& document = documents_.at(static_cast<std::size_t>(which));
+  if (!document.text) return {FleetState::StoredDocument::Status::absent, {}, document.revision, {}};
+  return {FleetState::StoredDocument::Status::found, *document.text, document.revision, {}};
+}
+
+FleetState::DocumentReplace World::replace_document(FleetState::Document which, const FleetState::StoredDocument& seen,
+                                                    const std::string& text) {
+  std::lock_guard guard(mutex_);
+  const auto index = static_cast<std::size_t>(which);
+  StoredDocument& document = documents_.at(index);
+  const bool present = seen.status == FleetState::StoredDocument::Status::found;
+  if (seen.revision != document.revision || present != document.text.has_value()) {
+    return {FleetState::DocumentReplace::Status::conflict, {}};
+  }
+  // Rollbacks undo at most 3 s of writes: older ones need not be kept.
+  while (!document_writes_.empty() && document_writes_.front().at < now_ - 10s) document_writes_.pop_front();
+  document_writes_.push_back(DocumentWrite{now_, index, document});
+  document.text = text;
+  document.revision = ++document_revisions_;
+  return {FleetState::DocumentReplace::Status::written, {}};
+}
+
+void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view line) {
+  std::lock_guard guard(mutex_);
+  // FLEETCRON_SIM_LOG=1: every replica's log lines, to read with a replay.
+  if (std::getenv("FLEETCRON_SIM_LOG") != nullptr) {
+    std::fprintf(stderr, "%.3f i%d %.*s\n", static_cast<double>(now_.count()) / 1e9, inc->id, static_cast<int>(line.size()),
+                 line.data());
+  }
+  const auto at = line.find("trigger ");
+  if (at == std::string_view::npos) return;
+  const std::string_view id = line.substr(at + 8, 16);
+  std::string what;
+  if (line.find("taken, running it here") != std::string_view::npos) what = "taken";
+  else if (line.find("the take's answer was lost") != std::string_view::npos) what = "taken (answer lost)";
+  else if (line.find("taken but not run") != std::string_view::npos) what = "not run";
+  else if (line.find("came back after it was taken") != std::string_view::npos) what = "came back, dropped";
+  else if (line.find("no replica took it") != std::string_view::npos) what = "expired";
+  else return;
+  outcome_.trigger_logs.push_back(Outcome::TriggerLog{inc->id, std::string(id), std::move(what), now_});
+}
+
 
 std::vector<ClaimResult> World::claim(const std::shared_ptr<Incarnation>& inc, std::span<const std::string> keys) {
   auto request = std::make_shared<Request>();
@@ -469,6 +588,10 @@ void World::record_run(const std::shared_ptr<Incarnation>& inc, const FireContex
   std::lock_guard guard(mutex_);
   if (inc->state != State::running) return;  // a stopped process runs nothing
   const std::string& key = context.entry->key;
+  if (context.manual) {  // a trigger's: judged with the triggers
+    outcome_.trigger_runs.push_back(RunRecord{key, context.scheduled_at, context.fire_key, inc->replica, inc->id, context.fence, now_});
+    return;
+  }
   outcome_.runs.push_back(RunRecord{key, context.scheduled_at, context.fire_key, inc->replica, inc->id, context.fence, now_});
   key_record(context.fire_key, *inc, fmt::format("run fence={}", context.fence));
   Instant& last = replicas_[static_cast<std::size_t>(inc->replica)].last_run[key];
@@ -529,12 +652,15 @@ void World::start_incarnation(int replica, bool with_record) {
   }
 }
 
-// The ledger and the registry, not cursors (the loss classes the checker
-// knows assume no catch-up) or controls.
+// The ledger, the registry, the controls and the catalogue, not cursors
+// (the loss classes the checker knows assume no catch-up).
 void World::give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<Incarnation>& inc) {
   scheduler.fleet_state = std::make_shared<SimFleetState>(*this, inc, fleet_state_);
   scheduler.catch_up_reach = nanoseconds::zero();
-  scheduler.controls = false;
+  std::weak_ptr<Incarnation> weak = inc;
+  scheduler.logger = [this, weak](LogLevel, std::string_view line) {
+    if (auto me = weak.lock()) note_log(me, line);
+  };
   scheduler.replica_id = sim_replica_id(inc->replica, inc->id);
   {
     std::lock_guard guard(mutex_);
@@ -547,8 +673,10 @@ void World::give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<
 }
 
 void World::read_ledger() {
-  for (const SimJob& job : sim_jobs()) {
-    const LedgerRead read = fleet_state_->read_fires(job.key, LedgerRetention::max_keep_count);
+  std::vector<std::string> jobs{"no-replica-runs-this"};  // the phantom triggers' expiries
+  for (const SimJob& job : sim_jobs()) jobs.push_back(job.key);
+  for (const std::string& job : jobs) {
+    const LedgerRead read = fleet_state_->read_fires(job, LedgerRetention::max_keep_count);
     if (read.status != LedgerRead::Status::found) throw std::runtime_error("the ledger could not be read: " + read.error);
     for (const FireRecord& record : read.records) outcome_.ledger.emplace(record.fire_key, record);
   }
@@ -571,7 +699,7 @@ bool World::kill(int replica, bool graceful) {
       note(fmt::format("r{}/i{} killed while paused", replica, inc->id));
     }
     inc->state = graceful ? State::stopping : State::dead;
-    if (!graceful) outcome_.killed[inc->id] = now_;
+    (graceful ? outcome_.stopped : outcome_.killed)[inc->id] = now_;
     note(fmt::format("r{}/i{} {}", replica, inc->id, graceful ? "stopped gracefully (SIGTERM)" : "killed (SIGKILL)"));
   }
   // Stop first (it does not wait: the deadline is now), so the fires still
@@ -715,6 +843,7 @@ void World::roll_back_store(nanoseconds lost) {
   fence_counter_ = std::min(fence_counter_, kept_fence);
   ++store_identity_;
   outcome_.wipes.push_back(now_);
+  if (fleet_state_) lose_documents_locked(lost);
   note(fmt::format("store failed over to a replica {} ms behind: {} claims lost",
                    std::chrono::duration_cast<std::chrono::milliseconds>(lost).count(), dropped));
 }
@@ -735,6 +864,7 @@ void World::schedule_store_faults() {
       ++store_identity_;
       outcome_.wipes.push_back(now_);
       note("store restarted: every key lost");
+      if (fleet_state_) lose_documents_locked(nanoseconds::max());
     });
   }
   for (nanoseconds t = now_; f.store_rollback_every.count() > 0;) {
@@ -752,10 +882,98 @@ void World::schedule_store_faults() {
     at(t, [this, length] {
       std::lock_guard guard(mutex_);
       outage_until_ = now_ + length;
+      outcome_.outages.emplace_back(now_, outage_until_);
       note(fmt::format("store unreachable for {} ms", std::chrono::duration_cast<std::chrono::milliseconds>(length).count()));
     });
     t += length;
   }
+}
+
+void World::lose_documents_locked(nanoseconds lost) {
+  outcome_.document_losses.push_back(Outcome::DocumentLoss{now_, lost});
+  if (lost == nanoseconds::max()) {
+    for (StoredDocument& document : documents_) document = StoredDocument{std::nullopt, ++document_revisions_};
+    document_writes_.clear();
+    std::vector<int> running;
+    for (const auto& [id, inc] : by_id_) {
+      if (inc->state == State::running) running.push_back(id);
+    }
+    at(now_ + 2 * options_.registry_heartbeat + 2s, [this, wiped = now_, running] { probe_catalogue(wiped, running); });
+    return;
+  }
+  while (!document_writes_.empty() && document_writes_.back().at > now_ - lost) {
+    const DocumentWrite& write = document_writes_.back();
+    documents_.at(write.which) = StoredDocument{write.before.text, ++document_revisions_};
+    document_writes_.pop_back();
+  }
+}
+
+// Two heartbeats after a wipe, the catalogue lists every job again: each
+// replica that announces finds its record gone and rewrites it at once.
+void World::probe_catalogue(nanoseconds wiped, std::vector<int> running_at_wipe) {
+  std::lock_guard guard(mutex_);
+  Outcome::CatalogueProbe probe{wiped, now_, 0, {}};
+  const auto& text = documents_.at(static_cast<std::size_t>(FleetState::Document::catalogue)).text;
+  if (const auto jobs = text ? parse_job_catalogue(*text) : std::nullopt) {
+    for (const SimJob& job : sim_jobs()) {
+      probe.listed += static_cast<std::size_t>(std::any_of(jobs->begin(), jobs->end(), [&](const CataloguedJob& j) { return j.job_key == job.key; }));
+    }
+  }
+  for (const auto& [from, to] : outcome_.outages) {
+    if (from < now_ && to > wiped) probe.excuse = "a store outage in between";
+  }
+  for (const Outcome::DocumentLoss& loss : outcome_.document_losses) {
+    if (loss.at > wiped && loss.at <= now_) probe.excuse = "the store went back again in between";
+  }
+  const bool one_ran_throughout = std::any_of(running_at_wipe.begin(), running_at_wipe.end(), [&](int id) {
+    const Incarnation* inc = find(id);
+    const auto pauses = outcome_.pauses.find(id);
+    return inc != nullptr && inc->state == State::running &&
+           (pauses == outcome_.pauses.end() ||
+            std::none_of(pauses->second.begin(), pauses->second.end(), [&](const auto& p) { return p.first < now_ && p.second > wiped; }));
+  });
+  if (!one_ran_throughout) probe.excuse = "no replica ran throughout";
+  outcome_.catalogue_probes.push_back(std::move(probe));
+}
+
+// The operator asks for a trigger now and then (every fifth for a job no
+// replica runs, which must expire and be recorded), sending the request
+// again with its request id until the store answers.
+void World::schedule_triggers() {
+  const FaultPlan& f = options_.faults;
+  if (!fleet_state_ || f.trigger_every.count() <= 0) return;
+  for (nanoseconds t = now_ + exponential(f.trigger_every); t < end_; t += exponential(f.trigger_every)) {
+    const std::size_t index = outcome_.triggers.size();
+    Outcome::TriggerAsked asked;
+    asked.phantom = index % 5 == 4;
+    asked.job_key = asked.phantom ? std::string("no-replica-runs-this")
+                                  : sim_jobs()[mix(options_.seed ^ index) % sim_jobs().size()].key;
+    asked.id = trigger_id_of(asked.job_key, fmt::format("sim-{}", index));
+    asked.wait = asked.phantom ? nanoseconds{1min} : default_trigger_wait;
+    asked.first_sent = t;
+    outcome_.triggers.push_back(std::move(asked));
+    at(t, [this, index] { send_trigger(index, 0); });
+  }
+}
+
+void World::send_trigger(std::size_t index, int attempt) {
+  Outcome::TriggerAsked& asked = outcome_.triggers.at(index);  // the world's thread alone touches it
+  const Instant stamp{std::chrono::floor<std::chrono::microseconds>(store_wall())};  // as the store keeps it
+  asked.stamps.push_back(stamp);
+  const ControlChange change =
+      operator_state_->request_trigger(asked.job_key, "operator", stamp, asked.wait, fmt::format("sim-{}", index));
+  if (change.status == ControlChange::Status::changed || change.status == ControlChange::Status::unchanged) {
+    asked.answer = change.status == ControlChange::Status::changed ? "changed" : "unchanged";
+    if (change.trigger_id != asked.id) {
+      throw std::runtime_error(fmt::format("trigger {}: answered with id {}", asked.id, change.trigger_id));
+    }
+    return;
+  }
+  if (attempt >= 30) {
+    asked.answer = "unanswered";
+    return;
+  }
+  at(now_ + 2s, [this, index, attempt] { send_trigger(index, attempt + 1); });
 }
 
 // ---- quiescence and the store ---------------------------------------------
@@ -1128,6 +1346,7 @@ Outcome World::run() {
     schedule_faults(i);
   }
   schedule_store_faults();
+  schedule_triggers();
 
   while (true) {
     wait_quiescent();

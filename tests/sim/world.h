@@ -57,6 +57,10 @@ struct FaultPlan {
   double skewed_replica = 0.2;                      ///< a seed puts replica 0 beyond the skew guard
   double guard_edges = 0.2;                         ///< a seed puts replicas 1 and 2 just inside it, at opposite ends
   double max_drift_ppm = 300;                       ///< each replica: uniform in ±this
+  // With SimOptions::ledger (the fleet state):
+  double fleet_request_error = 0.005;  ///< a fleet-state call fails unapplied (per call)
+  double fleet_reply_lost = 0.01;      ///< a fleet-state write applies, its answer is lost (per write)
+  std::chrono::seconds trigger_every{45};  ///< the operator asks for a trigger (every 5th for a job no replica runs)
 };
 
 struct SimOptions {
@@ -85,14 +89,19 @@ struct SimOptions {
   /// Test hook: a store without the reset rule (no epoch record): the
   /// repeats after wipes and rollbacks come back.
   bool without_reset_rule = false;
-  /// Gives the fleet a fleet state (docs/fleet-state.md): one
-  /// MemoryFleetState on the store's clock, with the run ledger and the
-  /// replica registry (a heartbeat every `registry_heartbeat`), not
-  /// cursors or controls. A killed replica's calls fail from the kill on,
-  /// so its ledger queue is lost and its registry record expires, as with
-  /// SIGKILL; the store faults above hit claims and the lease only. The
-  /// checker then judges every instant's ledger record. At most 2 hours
-  /// (a job's ledger keeps 10,000 records).
+  /// Gives the fleet a fleet state (docs/fleet-state.md) on the store's
+  /// clock: the run ledger, the replica registry (a heartbeat every
+  /// `registry_heartbeat`), the controls (polled every second; an operator
+  /// asks for triggers) and the job catalogue; not cursors. A killed
+  /// replica's calls fail from the kill on, so its ledger queue is lost and
+  /// its registry record expires, as with SIGKILL. The store's faults reach
+  /// it: outages fail every call, calls fail or lose their answers
+  /// (fleet_request_error, fleet_reply_lost), and wipes and rollbacks take
+  /// the documents (controls, registry, catalogue) with the claims; the
+  /// ledger keeps its records across them (a wipe's lost history would
+  /// leave the checker nothing to judge). The checker then judges every
+  /// instant's ledger record, every trigger and the catalogue after each
+  /// wipe. At most 2 hours (a job's ledger keeps 10,000 records).
   bool ledger = false;
   std::chrono::seconds registry_heartbeat{5};
 };
@@ -165,6 +174,53 @@ struct Outcome {
   };
   std::vector<LostReport> lost_reports;
   std::map<std::string, int> incarnation_of;  ///< replica id -> incarnation
+  /// Graceful stops (SIGTERM): incarnation -> when.
+  std::map<int, std::chrono::nanoseconds> stopped;
+  /// Store outages: [from, to) each.
+  std::vector<std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds>> outages;
+  /// With SimOptions::ledger: when the store's documents went back, and by
+  /// how much (a wipe: nanoseconds::max()): writes within `lost` before
+  /// `at` are undone.
+  struct DocumentLoss {
+    std::chrono::nanoseconds at{0};
+    std::chrono::nanoseconds lost{0};
+  };
+  std::vector<DocumentLoss> document_losses;
+  /// With SimOptions::ledger: each trigger the operator asked for (sent
+  /// again with its request id until answered), and its stamps (the
+  /// `requested_at` of each send: the one the store applied is the run's
+  /// scheduled instant).
+  struct TriggerAsked {
+    std::string job_key;
+    std::string id;
+    bool phantom = false;  ///< a job no replica runs: it must expire, recorded
+    std::vector<Instant> stamps;
+    std::chrono::nanoseconds wait{0};
+    std::chrono::nanoseconds first_sent{0};
+    std::string answer;  ///< "changed", "unchanged", or "unanswered" (gave up)
+  };
+  std::vector<TriggerAsked> triggers;
+  /// A manual run (a trigger's): not in `runs`.
+  std::vector<RunRecord> trigger_runs;
+  /// What the replicas logged about triggers: "taken", "taken (answer
+  /// lost)", "not run", "came back, dropped", "expired".
+  struct TriggerLog {
+    int incarnation = 0;
+    std::string id;
+    std::string what;
+    std::chrono::nanoseconds at{0};
+  };
+  std::vector<TriggerLog> trigger_logs;
+  /// With SimOptions::ledger: the catalogue looked at two heartbeats (and
+  /// 2 s) after each wipe: how many of the fleet's jobs it listed, and
+  /// why a short list is excused (empty: not excused).
+  struct CatalogueProbe {
+    std::chrono::nanoseconds wiped{0};
+    std::chrono::nanoseconds at{0};
+    std::size_t listed = 0;
+    std::string excuse;
+  };
+  std::vector<CatalogueProbe> catalogue_probes;
   /// With SimOptions::ledger: each fire key's record in the ledger at the end.
   std::map<std::string, FireRecord> ledger;
   std::uint64_t steps = 0;
