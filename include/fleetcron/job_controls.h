@@ -89,7 +89,7 @@ struct FLEETCRON_API ControlChange {
 /// triggers waiting per job, how long a trigger may wait, and the size of
 /// the document that holds them all.
 inline constexpr std::size_t max_controlled_jobs = 1'000;
-inline constexpr std::size_t max_job_triggers = 16;  ///< waiting and taken (tombstones) together
+inline constexpr std::size_t max_job_triggers = 16;  ///< waiting (expired ones until reported) and taken (tombstones) together
 /// How long after its request a taken trigger's tombstone stays; the
 /// oldest tombstones also make room for new triggers.
 inline constexpr std::chrono::nanoseconds trigger_tombstone_keep = std::chrono::hours{1};

@@ -51,16 +51,23 @@ void LedgerWriter::on_event(const Event& event) {
   }
   std::vector<FireRecord> records =
       ledger_records(event, replica_id_, tracked.coordinated, tracked.retention.keep_count);
-  if (records.empty()) return;
+  std::vector<LedgerWrite> writes;
+  writes.reserve(records.size());
+  for (FireRecord& record : records) writes.push_back(LedgerWrite{cut_fire_record(std::move(record)), tracked.retention});
+  enqueue(std::move(writes));
+}
+
+void LedgerWriter::enqueue(std::vector<LedgerWrite> writes) {
+  if (writes.empty()) return;
   {
     std::lock_guard guard(mutex_);
-    for (FireRecord& record : records) {
+    for (LedgerWrite& write : writes) {
       if (closed_ || queue_.size() >= capacity_) {
         ++dropped_;
         ++dropped_unlogged_;
         continue;
       }
-      queue_.push_back(LedgerWrite{cut_fire_record(std::move(record)), tracked.retention});
+      queue_.push_back(std::move(write));
     }
   }
   cv_.notify_one();
@@ -135,8 +142,10 @@ void LedgerWriter::run() {
     std::vector<LedgerWrite> chunk(std::make_move_iterator(pending.begin() + static_cast<std::ptrdiff_t>(first)),
                                    std::make_move_iterator(pending.begin() +
                                                            static_cast<std::ptrdiff_t>(std::min(first + batch, pending.size()))));
-    if (!write(chunk)) {
-      // The store fails: each further try would wait out its timeouts too.
+    // Tried twice: a request that failed once may pass (a lost answer, a
+    // failover); a store that fails both would make each further try wait
+    // out its timeouts too.
+    if (!write(chunk) && !write(chunk)) {
       lost = chunk.size() + (pending.size() - std::min(first + batch, pending.size()));
       break;
     }

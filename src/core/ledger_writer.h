@@ -40,6 +40,9 @@ class LedgerWriter final : public Observer {
   /// Inline, on the thread that published the event: cheap, never blocks
   /// on the store.
   void on_event(const Event& event) override;
+  /// Queues records made elsewhere (lost runs, expired triggers): written,
+  /// tried again and dropped as the events' records are.
+  void enqueue(std::vector<LedgerWrite> writes);
   /// Writes what is queued (one try), then ends the thread. Idempotent.
   void stop();
 

@@ -118,20 +118,9 @@ void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
 }
 
 void Scheduler::Impl::write_reported(std::vector<LedgerWrite>& writes) {
-  if (!ledger_ || writes.empty()) return;
-  std::vector<LedgerWriteResult> results;
-  try {
-    results = options_.fleet_state->record_fires(writes);
-  } catch (...) {
-    results.assign(writes.size(), {LedgerWriteResult::Status::error, detail::describe_exception(std::current_exception())});
-  }
-  for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
-    if (results[i].status == LedgerWriteResult::Status::error) {
-      log(LogLevel::warning, fmt::format("fire {}: its {} record was not written: {}", writes[i].record.fire_key,
-                                         writes[i].record.fate == FireFate::lost ? "lost" : "skipped",
-                                         results[i].error));
-    }
-  }
+  // The writer tries again while the store fails, as for every record: the
+  // report happens once (the store handed it to this replica alone).
+  if (ledger_) ledger_->enqueue(std::move(writes));
 }
 
 }  // namespace fleetcron

@@ -238,10 +238,14 @@ void Scheduler::Impl::catalogue_if_due() {
 void Scheduler::Impl::withdraw_once() {
   if (!registry_on() || withdrawn_.exchange(true)) return;
   ControlChange answer;
-  try {
-    answer = options_.fleet_state->withdraw_replica(options_.replica_id, fleet_now());
-  } catch (...) {
-    answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
+  // Tried twice: a record left behind lists the runs this replica had, and
+  // they are reported lost when it expires.
+  for (int attempt = 0; attempt < 2 && answer.status == ControlChange::Status::error; ++attempt) {
+    try {
+      answer = options_.fleet_state->withdraw_replica(options_.replica_id, fleet_now());
+    } catch (...) {
+      answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
+    }
   }
   if (answer.status == ControlChange::Status::error) {
     log(LogLevel::warning, fmt::format("replica registry: this replica's record was not removed ({}); it expires in {}",

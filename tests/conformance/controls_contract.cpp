@@ -189,11 +189,17 @@ TEST_P(FleetStateContract, TriggersExpireAndEachJobHoldsABoundedNumber) {
   EXPECT_FALSE(control_of(*state, key, now + 1s)) << "expired at its deadline";
   EXPECT_EQ(status_of(state->take_trigger(key, shortlived.trigger_id, now + 1s)), ControlChange::Status::absent);
 
-  // From the short one's deadline on, it no longer counts against the bound.
+  // Expired, it counts against the bound until a replica reports it
+  // (drop_expired_triggers()): a request that dropped it would lose its report.
   const Instant later = now + 1s;
-  for (std::size_t i = 0; i < max_job_triggers; ++i) {
+  for (std::size_t i = 0; i + 1 < max_job_triggers; ++i) {
     ASSERT_EQ(status_of(state->request_trigger(key, "operator", later)), ControlChange::Status::changed) << i;
   }
+  const ControlChange full = state->request_trigger(key, "operator", later);
+  EXPECT_EQ(full.status, ControlChange::Status::error) << "the expired one still holds its place";
+  const ControlsRead reported = state->drop_expired_triggers(later);
+  ASSERT_EQ(reported.expired.size(), 1u) << reported.error;
+  ASSERT_EQ(status_of(state->request_trigger(key, "operator", later)), ControlChange::Status::changed);
   const ControlChange over = state->request_trigger(key, "operator", later);
   EXPECT_EQ(over.status, ControlChange::Status::error);
   EXPECT_NE(over.error.find("16 triggers waiting"), std::string::npos) << over.error;

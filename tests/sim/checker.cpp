@@ -129,14 +129,20 @@ class Checker {
     }
     return found;
   }
-  /// Whether incarnation `inc` was killed (SIGKILL) at `at` or later. A
-  /// killed replica loses the ledger records still in its queue, and how
-  /// far its writer lags behind simulated time depends on the host's load
-  /// (time does not wait for the writer), so any record of a replica
-  /// killed later may be lost; a live replica's stop writes them all.
+  /// Whether incarnation `inc` was killed (SIGKILL) at `at` or later.
   bool killed_after(int inc, nanoseconds at) const {
     const auto it = outcome_.killed.find(inc);
     return it != outcome_.killed.end() && it->second >= at;
+  }
+  /// Whether the ledger records `inc` queued at `at` may be lost: it was
+  /// killed later (its queue goes with it), or its writer said it dropped
+  /// records later (a stop whose last write failed — the store's faults
+  /// reach it — or a full queue). How far a writer lags behind simulated
+  /// time depends on the host's load (time does not wait for it), so any
+  /// record queued before may be among them.
+  bool queue_lost_after(int inc, nanoseconds at) const {
+    const auto it = outcome_.ledger_dropped.find(inc);
+    return killed_after(inc, at) || (it != outcome_.ledger_dropped.end() && it->second >= at);
   }
   void check_claim_fences();
   void check_terms();
@@ -315,10 +321,10 @@ void Checker::judge_ledger_of_run(const std::string& key, const std::vector<cons
   if (run == nullptr) {
     // The run's records were still in its runner's queue when it was killed.
     const bool queue_lost = std::all_of(runs.begin(), runs.end(), [&](const RunRecord* r) {
-      return killed_after(r->incarnation, r->at);
+      return queue_lost_after(r->incarnation, r->at);
     });
     if (queue_lost) {
-      ++report_.ledger["no record: its runner was killed before writing it"];
+      ++report_.ledger["no record: its runner was killed, or its writer dropped it, before writing it"];
       return;
     }
     violate("P5 ledger", key,
@@ -378,7 +384,7 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
     return;
   }
   for (const Reported& r : reported) {
-    if (!killed_after(r.what->incarnation, r.what->at)) {
+    if (!queue_lost_after(r.what->incarnation, r.what->at)) {
       violate("P5 ledger", key,
               fmt::format("nobody ran it, r{}/i{} reported \"{}\", and the ledger has no record", r.what->replica,
                           r.what->incarnation, r.what->what));
@@ -387,14 +393,14 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
   }
   for (const MissedRange* m : late) {
     // Each late range records its newest 1,000 instants (all of a smaller one).
-    if (m->missed < missed_count_limit && !killed_after(m->incarnation, m->at)) {
+    if (m->missed < missed_count_limit && !queue_lost_after(m->incarnation, m->at)) {
       violate("P5 ledger", key,
               fmt::format("nobody ran it, r{}/i{} reported it missed, and the ledger has no record", m->replica,
                           m->incarnation));
       return;
     }
   }
-  if (!reported.empty()) ++report_.ledger["no record: its reporter was killed before writing it"];
+  if (!reported.empty()) ++report_.ledger["no record: its reporter was killed, or its writer dropped it, before writing it"];
   else if (passed.empty()) ++report_.ledger["no record: no replica running"];
   else if (claimed_by_the_killed) ++report_.ledger["no record: claimed by a replica killed before its job started"];
   else if (!late.empty()) ++report_.ledger["no record: missed in a late range beyond its 1,000 newest, or reporter killed"];
@@ -416,7 +422,7 @@ void Checker::judge_late_miss_record(const std::string& key, const std::vector<c
   }
   for (const Reported& r : reported) {
     // A skip outranks it (but not a follower's not-leader, of equal rank).
-    if (starts_with(r.what->what, "skip not-leader") || killed_after(r.what->incarnation, r.what->at)) continue;
+    if (starts_with(r.what->what, "skip not-leader") || queue_lost_after(r.what->incarnation, r.what->at)) continue;
     violate("P5 ledger", key,
             fmt::format("the ledger says missed by {}, but r{}/i{} reported \"{}\", which ranks higher", record.replica_id,
                         r.what->replica, r.what->incarnation, r.what->what));
@@ -515,6 +521,10 @@ void Checker::check_lost_reports() {
     const int runner = known == outcome_.incarnation_of.end() ? -1 : known->second;
     const auto killed = outcome_.killed.find(runner);
     if (killed != outcome_.killed.end() && killed->second <= report.at) continue;
+    // It stopped, but the store failed its withdrawal: its record, and
+    // the runs it listed, were left to expire (docs/fleet-state.md).
+    const auto left = outcome_.record_left.find(runner);
+    if (left != outcome_.record_left.end() && left->second <= report.at) continue;
     const auto pauses = outcome_.pauses.find(runner);
     const bool paused = pauses != outcome_.pauses.end() &&
                         std::any_of(pauses->second.begin(), pauses->second.end(), [&](const auto& pause) {
@@ -643,8 +653,8 @@ void Checker::judge_phantom_trigger(const Outcome::TriggerAsked& asked, const st
     ++report_.triggers["expired untaken, recorded"];
     return;
   }
-  if (std::any_of(expiries.begin(), expiries.end(), [&](const auto* log) { return killed_after(log->incarnation, log->at); })) {
-    ++report_.triggers["expired untaken; its reporter was killed before writing the record"];
+  if (std::any_of(expiries.begin(), expiries.end(), [&](const auto* log) { return queue_lost_after(log->incarnation, log->at); })) {
+    ++report_.triggers["expired untaken; its reporter was killed, or its writer dropped it, before writing the record"];
   } else if (expiries.empty() && undone_between(first_sent, first_sent, options_.duration)) {
     ++report_.triggers["expired untaken; the store lost it before it expired"];
   } else {

@@ -479,6 +479,14 @@ void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view l
     std::fprintf(stderr, "%.3f i%d %.*s\n", static_cast<double>(now_.count()) / 1e9, inc->id, static_cast<int>(line.size()),
                  line.data());
   }
+  if (line.starts_with("ledger: stopped with") || line.starts_with("ledger: queue full")) {
+    outcome_.ledger_dropped[inc->id] = now_;
+    return;
+  }
+  if (line.starts_with("replica registry: this replica's record was not removed")) {
+    outcome_.record_left[inc->id] = now_;
+    return;
+  }
   const auto at = line.find("trigger ");
   if (at == std::string_view::npos) return;
   const std::string_view id = line.substr(at + 8, 16);

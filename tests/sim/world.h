@@ -174,6 +174,12 @@ struct Outcome {
   };
   std::vector<LostReport> lost_reports;
   std::map<std::string, int> incarnation_of;  ///< replica id -> incarnation
+  /// Incarnations whose ledger writer said it lost records (a stop whose
+  /// last write failed, a full queue): incarnation -> when, the latest.
+  std::map<int, std::chrono::nanoseconds> ledger_dropped;
+  /// Incarnations that stopped leaving their registry record behind (the
+  /// store failed their withdrawal): incarnation -> when.
+  std::map<int, std::chrono::nanoseconds> record_left;
   /// Graceful stops (SIGTERM): incarnation -> when.
   std::map<int, std::chrono::nanoseconds> stopped;
   /// Store outages: [from, to) each.
