@@ -78,7 +78,24 @@ void Scheduler::Impl::poll_controls_once() {
   for (const auto& warning : applied.warnings) log(LogLevel::warning, warning);
   for (auto& event : applied.events) publish(std::move(event));
   take_triggers(triggers, returned);
-  if (!read.expired.empty()) report_expired_triggers();
+  if (!expiries_unanswered_.empty()) report_unanswered_expiries(read);
+  if (!read.expired.empty()) report_expired_triggers(read.expired);
+}
+
+void Scheduler::Impl::report_unanswered_expiries(const ControlsRead& read) {
+  // Gone since a drop whose answer was lost: the write may have been ours.
+  std::vector<JobTrigger> gone;
+  for (JobTrigger& seen : std::exchange(expiries_unanswered_, {})) {
+    const auto same_id = [&](const TriggerRequest& t) { return t.id == seen.trigger.id; };
+    const bool listed = std::any_of(read.expired.begin(), read.expired.end(),
+                                    [&](const JobTrigger& t) { return same_id(t.trigger); }) ||
+                        std::any_of(read.jobs.begin(), read.jobs.end(), [&](const JobControl& job) {
+                          return std::any_of(job.triggers.begin(), job.triggers.end(), same_id);
+                        });
+    if (!listed) gone.push_back(std::move(seen));
+  }
+  report_expired(gone, " (its drop's answer was lost: the drop may have been this replica's, or another's that "
+                       "reported it too)");
 }
 
 namespace {
@@ -189,18 +206,24 @@ std::unordered_set<std::string> Scheduler::Impl::returned_triggers(const Control
   return returned;
 }
 
-void Scheduler::Impl::report_expired_triggers() {
+void Scheduler::Impl::report_expired_triggers(const std::vector<JobTrigger>& seen) {
   const ControlsRead dropped = options_.fleet_state->drop_expired_triggers(fleet_now());
   if (dropped.status == ControlsRead::Status::error) {
     log(LogLevel::warning, "fleet controls: expired triggers not dropped (tried again at the next poll): " + dropped.error);
+    expiries_unanswered_ = seen;
     return;
   }
+  report_expired(dropped.expired, "");
+}
+
+void Scheduler::Impl::report_expired(const std::vector<JobTrigger>& expired_triggers, std::string_view note) {
   std::vector<LedgerWrite> writes;
-  for (const JobTrigger& expired : dropped.expired) {
+  for (const JobTrigger& expired : expired_triggers) {
     const TriggerRequest& trigger = expired.trigger;
-    const std::string what = fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not run",
+    const std::string what = fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not "
+                                         "run{}",
                                          trigger.id, trigger.requested_by, format_rfc3339(trigger.requested_at),
-                                         format_rfc3339(trigger.expires_at));
+                                         format_rfc3339(trigger.expires_at), note);
     log(LogLevel::warning, fmt::format("job \"{}\": {}", expired.job_key, what));
     FireRecord record;
     record.job_key = expired.job_key;

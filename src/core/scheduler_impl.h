@@ -212,9 +212,16 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// gone before, or requested well before an earlier read that did not
   /// list them.
   std::unordered_set<std::string> returned_triggers(const ControlsRead& read, Instant read_at);
-  /// Drops the triggers that expired untaken; reports those this replica's
-  /// write dropped: a log line and a ledger record each.
-  void report_expired_triggers();
+  /// Drops the triggers that expired untaken (`seen` in the poll's read);
+  /// reports those this replica's write dropped. If the drop answered an
+  /// error, `seen` is kept, and those of them the next read lists no more
+  /// are reported then (the write may have been this replica's).
+  void report_expired_triggers(const std::vector<JobTrigger>& seen);
+  /// Reports the triggers of a drop whose answer was lost that `read` no
+  /// longer lists.
+  void report_unanswered_expiries(const ControlsRead& read);
+  /// Reports expired triggers: a log line and a ledger record each.
+  void report_expired(const std::vector<JobTrigger>& expired, std::string_view note);
   [[nodiscard]] bool controls_stopping();
   /// The upkeep thread (controls.cpp), with controls or the registry on:
   /// polls the controls and announces the replica, each on its period.
@@ -511,6 +518,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::unordered_set<std::string> triggers_gone_;
   std::deque<std::pair<Clock::SteadyTime, std::string>> triggers_gone_order_;
   std::optional<Instant> controls_read_at_;  // the store's time of the last read
+  std::vector<JobTrigger> expiries_unanswered_;  // a drop answered an error: reported if gone (controls_poll_mutex_)
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
   // Lock order: announce_mutex_ (held across the store call), then mutex_,

@@ -206,6 +206,49 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   EXPECT_EQ(lines, 1) << "reported by the one replica whose write dropped it";
 }
 
+// Controls whose next write after `lose_next` is applied but answered
+// with an error (a timeout after the store applied it).
+class LostControlsAnswer final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    const DocumentReplace answer = ForwardingFleetState::replace_document(which, seen, text, keep_for);
+    if (which != Document::controls || answer.status != DocumentReplace::Status::written || !lose_next.exchange(false)) {
+      return answer;
+    }
+    return {DocumentReplace::Status::error, "timeout (applied)"};
+  }
+  std::atomic<bool> lose_next{false};
+};
+
+// Found by the simulator: a replica whose drop of an expired trigger was
+// applied but answered with an error logged "not dropped", and the next
+// look found nothing to drop: the trigger went unreported. It now reports
+// those it saw expired that the next look no longer lists.
+TEST(SchedulerControls, AnExpiredTriggerWhoseDropAnswerWasLostIsStillRecorded) {
+  Harness h;
+  auto state = std::make_shared<LostControlsAnswer>(std::make_shared<MemoryFleetState>(h.clock));
+  ControlledFleet fleet(h, state);
+  fleet.add_replica();
+  const Instant asked = h.clock->now();
+  const ControlChange requested = fleet.state().request_trigger("nobody-runs-it", "operator", asked, 2s);
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  state->lose_next = true;  // the drop's write lands, its answer is lost
+  fleet.looks(4);
+  h.settle(4);
+  EXPECT_FALSE(state->lose_next) << "the drop was written";
+  ASSERT_TRUE(Harness::eventually([&] {
+    const LedgerRead ledger = fleet.state().read_fires("nobody-runs-it", 10);
+    return ledger.status == LedgerRead::Status::found && ledger.records.size() == 1 &&
+           ledger.records.front().reason == "trigger-expired";
+  }));
+  std::lock_guard guard(h.messages_mutex);
+  EXPECT_TRUE(std::any_of(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
+    return m.find("trigger " + requested.trigger_id) != std::string::npos && m.find("answer was lost") != std::string::npos;
+  }));
+}
+
 // A store that goes back (Redis restarted from its last snapshot, a
 // failover to a lagging replica) lists a trigger that was taken and run:
 // a replica that saw it go, or that read the controls without it more

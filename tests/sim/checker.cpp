@@ -144,6 +144,20 @@ class Checker {
     const auto it = outcome_.ledger_dropped.find(inc);
     return killed_after(inc, at) || (it != outcome_.ledger_dropped.end() && it->second >= at);
   }
+  /// own_reason(), or: told "yours" and killed (SIGKILL) within 2 s, as its
+  /// job was about to start (a killed process runs nothing).
+  std::string reason_of(const std::vector<KeyRecord>& history, int inc, const std::string& others_grant,
+                        bool missed) const {
+    std::string reason = own_reason(history, inc, others_grant, missed);
+    if (!reason.empty()) return reason;
+    const auto killed = outcome_.killed.find(inc);
+    const bool killed_at_start = killed != outcome_.killed.end() &&
+                                 std::any_of(history.begin(), history.end(), [&](const KeyRecord& r) {
+                                   return r.incarnation == inc && starts_with(r.what, "claimed (answer delivered)") &&
+                                          killed->second >= r.at && killed->second - r.at <= 2s;
+                                 });
+    return killed_at_start ? "claimed by a replica killed as its job started" : std::string();
+  }
   void check_claim_fences();
   void check_terms();
   void check_missed_plans();
@@ -247,10 +261,19 @@ void Checker::judge_repeats(const std::string& key, const std::vector<const RunR
   const nanoseconds drift{static_cast<std::int64_t>(2 * options_.faults.max_drift_ppm * 1e-6 *
                                                     static_cast<double>(nanoseconds(options_.duration).count()))};
   const auto clocks_apart = std::max(offset, guard + 5s) + std::max(offset, guard - 1s) + drift + 7s;
+  // A leader paused past its lease that leads again replays what its
+  // successor ran, as its missed-fire policy says (run-all): the later
+  // runs are part of a missed range their replica reported.
+  const bool replayed = std::all_of(runs.begin() + 1, runs.end(), [&](const RunRecord* run) {
+    return std::any_of(outcome_.missed.begin(), outcome_.missed.end(), [&](const MissedRange& m) {
+      return m.incarnation == run->incarnation && m.entry_key == run->entry_key && run->scheduled_at >= m.first &&
+             run->scheduled_at <= m.last;
+    });
+  });
   if (store_lost_it) {
     ++report_.duplicates_after_store_loss;
   } else if (options_.mode == Mode::leader && terms.size() == runs.size() && incarnations.size() == runs.size() &&
-             runs.back()->at - first.at <= clocks_apart) {
+             (runs.back()->at - first.at <= clocks_apart || replayed)) {
     // Leader mode promises one leader per term, not one run per fire.
     // docs/reliability.md; use a claimer as well.
     ++report_.duplicates_at_handover;
@@ -274,11 +297,11 @@ void Checker::explain_loss(const std::string& key, const std::vector<std::pair<i
   // others' "already-claimed".
   std::string holder_reason;
   for (const KeyRecord& r : history) {
-    if (starts_with(r.what, "granted fence=")) holder_reason = own_reason(history, r.incarnation, {}, false);
+    if (starts_with(r.what, "granted fence=")) holder_reason = reason_of(history, r.incarnation, {}, false);
   }
   std::string why;
   for (const auto& [incarnation, missed] : passed) {
-    const std::string reason = own_reason(history, incarnation, holder_reason, missed);
+    const std::string reason = reason_of(history, incarnation, holder_reason, missed);
     if (reason.empty()) {
       violate("P2 no unexplained loss", key, fmt::format("nobody ran it, and incarnation {} gives no valid reason", incarnation));
     } else if (why.empty()) {
@@ -335,8 +358,9 @@ void Checker::judge_ledger_of_run(const std::string& key, const std::vector<cons
                                             to_string(record->fate), record->reason, record->replica_id, record->fence));
     return;
   }
-  const bool runner_killed = outcome_.killed.count(run->incarnation) != 0 && outcome_.killed.at(run->incarnation) >= run->at;
-  if ((record->fate == FireFate::running || record->fate == FireFate::lost) && !runner_killed) {
+  // Its end's record is lost with its runner's queue (killed, or dropped).
+  const bool end_unwritten = queue_lost_after(run->incarnation, run->at);
+  if ((record->fate == FireFate::running || record->fate == FireFate::lost) && !end_unwritten) {
     violate("P5 ledger", key,
             fmt::format("the ledger says {}, but its runner r{}/i{} lived on", to_string(record->fate), run->replica,
                         run->incarnation));
@@ -525,6 +549,10 @@ void Checker::check_lost_reports() {
     // the runs it listed, were left to expire (docs/fleet-state.md).
     const auto left = outcome_.record_left.find(runner);
     if (left != outcome_.record_left.end() && left->second <= report.at) continue;
+    // It stopped and withdrew its record, and the store then went back to
+    // before the withdrawal: the record, and its runs, came back to expire.
+    const auto stopped = outcome_.stopped.find(runner);
+    if (stopped != outcome_.stopped.end() && undone_between(stopped->second, stopped->second, report.at)) continue;
     const auto pauses = outcome_.pauses.find(runner);
     const bool paused = pauses != outcome_.pauses.end() &&
                         std::any_of(pauses->second.begin(), pauses->second.end(), [&](const auto& pause) {

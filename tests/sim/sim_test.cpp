@@ -209,7 +209,117 @@ TEST(Simulation, TheLedgerTellsWhatHappenedToEveryFire) {
     if (mode == Mode::leader) {
       EXPECT_GT(report.ledger["skipped not-leader"], 0u) << summary(options, report);
     }
+    // The operator's triggers ran, and the ones no replica could take left
+    // their record: the seed exercised both.
+    EXPECT_GT(report.triggers["ran once"], 0u) << summary(options, report);
+    EXPECT_GT(report.triggers["expired untaken, recorded"], 0u) << summary(options, report);
   }
+}
+
+// Issue 33: the store's faults reach the fleet state in the simulator:
+// wipes empty the documents, so a seed with frequent wipes checks that the
+// catalogue comes back each time (P8), and that triggers lost with the
+// store or run again after it went back are told apart (P7).
+TEST(Simulation, TheFleetStateHoldsWhenTheStoreLosesItsDocuments) {
+  std::uint64_t probes = 0;
+  for (const Mode mode : {Mode::claim, Mode::both}) {
+    auto options = options_for(41, mode);
+    options.ledger = true;
+    options.faults.store_restart_every = std::chrono::seconds{90};
+    options.faults.store_rollback_every = std::chrono::seconds{90};
+    options.faults.trigger_every = std::chrono::seconds{15};
+    Report report = check(options, simulate(options));
+    EXPECT_TRUE(report.violations.empty()) << summary(options, report) << "\n" << report.trace;
+    probes += report.catalogue["complete two heartbeats after a wipe"];
+    EXPECT_GT(report.triggers["ran once"], 5u) << summary(options, report);
+  }
+  EXPECT_GT(probes, 3u) << "the catalogue was looked at after too few wipes";
+}
+
+// A case for the trigger checks: one trigger asked at 100 s, for a job the
+// replicas run or for one none runs.
+struct TriggerCase {
+  SimOptions options = options_for(1, Mode::claim);
+  Outcome outcome;
+  Outcome::TriggerAsked& asked;
+  explicit TriggerCase(bool phantom) : asked(outcome.triggers.emplace_back()) {
+    options.ledger = true;
+    asked.job_key = phantom ? "no-replica-runs-this" : sim_jobs().front().key;
+    asked.id = "0123456789abcdef";
+    asked.phantom = phantom;
+    asked.stamps.push_back(sim_epoch() + 100s);
+    asked.wait = phantom ? 1min : 10min;
+    asked.first_sent = 100s;
+    asked.answer = "changed";
+  }
+  void log(int incarnation, std::string what, std::chrono::nanoseconds at) {
+    outcome.trigger_logs.push_back(Outcome::TriggerLog{incarnation, asked.id, std::move(what), at});
+  }
+  void ran(int incarnation, std::chrono::nanoseconds at) {
+    outcome.trigger_runs.push_back(RunRecord{asked.job_key, asked.stamps.front(), "", 0, incarnation, 0, at});
+  }
+  std::vector<Violation> violations() const {
+    std::vector<Violation> found;
+    for (const Violation& v : check(options, outcome).violations) {
+      if (v.property == "P7 trigger" || v.property == "P8 catalogue") found.push_back(v);
+    }
+    return found;
+  }
+};
+
+TEST(Checker, ATriggerRunTwiceIsAViolationUnlessTheStoreWentBackToBeforeItsTake) {
+  TriggerCase c(false);
+  c.log(1, "taken", 101s);
+  c.ran(1, 101s);
+  EXPECT_TRUE(c.violations().empty());
+  c.log(2, "taken", 103s);
+  c.ran(2, 103s);
+  ASSERT_EQ(c.violations().size(), 1u);
+  c.outcome.document_losses.push_back(Outcome::DocumentLoss{102s, 500ms});  // undoes writes after 101.5 s only
+  EXPECT_EQ(c.violations().size(), 1u);
+  c.outcome.document_losses.back().lost = 2s;  // undoes the take at 101 s
+  EXPECT_TRUE(c.violations().empty());
+}
+
+TEST(Checker, ATriggerThatNeverRanIsAViolationUnlessItsTakerWentOrTheStoreLostIt) {
+  TriggerCase c(false);
+  ASSERT_EQ(c.violations().size(), 1u);
+  c.log(1, "taken", 101s);
+  EXPECT_EQ(c.violations().size(), 1u) << "taken by a replica that lived on";
+  c.outcome.killed[1] = 102s;
+  EXPECT_TRUE(c.violations().empty());
+  TriggerCase lost(false);
+  lost.outcome.document_losses.push_back(Outcome::DocumentLoss{100500ms, std::chrono::nanoseconds::max()});
+  EXPECT_TRUE(lost.violations().empty()) << "wiped before any replica took it";
+}
+
+TEST(Checker, AnExpiredTriggerWithoutItsRecordIsAViolation) {
+  TriggerCase c(true);
+  ASSERT_EQ(c.violations().size(), 1u);
+  FireRecord& record = c.outcome.ledger[fire_key(c.asked.job_key, c.asked.stamps.front()) + "#trigger-" + c.asked.id];
+  record.fate = FireFate::skipped;
+  record.reason = "trigger-expired";
+  EXPECT_TRUE(c.violations().empty());
+  c.log(1, "expired", 161s);
+  c.log(2, "expired", 162s);
+  EXPECT_EQ(c.violations().size(), 1u) << "reported twice";
+  c.outcome.trigger_logs.clear();
+  c.ran(1, 101s);
+  const auto violations = c.violations();
+  ASSERT_EQ(violations.size(), 1u);
+  EXPECT_NE(violations.front().detail.find("no replica runs, yet"), std::string::npos) << violations.front().detail;
+}
+
+TEST(Checker, ACatalogueStillIncompleteAfterAWipeIsAViolation) {
+  TriggerCase c(false);
+  c.log(1, "taken", 101s);
+  c.ran(1, 101s);
+  c.outcome.catalogue_probes.push_back(Outcome::CatalogueProbe{200s, 212s, sim_jobs().size() - 1, {}});
+  EXPECT_EQ(c.violations().size(), 1u);
+  c.outcome.catalogue_probes.back().excuse = "a store outage in between";
+  EXPECT_TRUE(c.violations().empty());
+  c.outcome.catalogue_probes.back() = Outcome::CatalogueProbe{200s, 212s, sim_jobs().size(), {}};
+  EXPECT_TRUE(c.violations().empty());
 }
 
 // A small outcome for the ledger checks: one instant of the first job,
