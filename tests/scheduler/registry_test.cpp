@@ -365,6 +365,53 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   }));
 }
 
+// The documented bound for a runner cut off alone (docs/fleet-state.md,
+// "Lost runs"): its record lives 3 heartbeats (15 s) from its last beat,
+// which may be up to a heartbeat old when the cut starts, and it announces
+// again within a fifth of a heartbeat (1 s) of the cut's end: a cut shorter
+// than 2 heartbeats less that second (9 s) never loses its runs, whatever
+// the phase. 8 s here: nothing reported, the run still listed.
+TEST(SchedulerRegistry, ARunnerCutOffForLessThanTheBoundKeepsItsRuns) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.heartbeat = 5s;
+  auto cut = std::make_shared<FailingRegistry>(fleet.shared_state());
+  std::atomic<bool> release{false}, started{false};
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } releaser{release};
+  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+  }, cut);
+  Replica& other = fleet.add("10m", "0 0 1 1 *");
+  Replica& third = fleet.add("10m", "0 0 1 1 *");
+  fleet.settle();
+  h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  for (int phase = 0; phase < 5; ++phase) {  // cuts starting at each second of the heartbeat
+    for (int i = 0; i < 8; ++i) {
+      cut->failing = true;
+      h.settle(3 * waiters_per_replica);
+      h.clock->advance(1s);
+    }
+    cut->failing = false;
+    for (int i = 0; i < 6 + phase; ++i) {  // back, and on to the next phase
+      h.settle(3 * waiters_per_replica);
+      h.clock->advance(1s);
+    }
+  }
+  h.settle(3 * waiters_per_replica);
+  EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 0u);
+  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+  ASSERT_EQ(read.status, RegistryRead::Status::found) << read.error;
+  ASSERT_FALSE(read.replicas.empty());
+  EXPECT_FALSE(read.replicas.front().replica.runs.empty()) << "the runs (one a minute) are still listed";
+  release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return completed(runner) >= 1; }));
+}
+
 // A store down for longer than a record lives (every replica cut off
 // together: an outage, a failover) expires every record on the store's
 // clock. The first replica to announce after it used to drop the others'

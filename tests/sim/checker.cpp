@@ -392,6 +392,18 @@ void Checker::judge_ledger_of_loss(const std::string& key, const std::vector<std
     judge_late_miss_record(key, late, reported, *record);
     return;
   }
+  if (record != nullptr && record->fate == FireFate::lost) {
+    // Its runner listed it as running, but the simulated process was
+    // paused or killed as its job started (it ran nothing): the report is
+    // judged by P6; the record must be that report's.
+    const bool reported_lost = std::any_of(outcome_.lost_reports.begin(), outcome_.lost_reports.end(), [&](const auto& l) {
+      return l.fire_key == key && l.runner_id == record->replica_id;
+    });
+    if (reported_lost) {
+      ++report_.ledger["lost (its runner was stopped as its job started)"];
+      return;
+    }
+  }
   if (record != nullptr) {
     const bool matches = std::any_of(reported.begin(), reported.end(), [&](const Reported& r) {
       if (id_of(*r.what) != record->replica_id || r.fate != to_string(record->fate)) return false;
@@ -658,10 +670,13 @@ void Checker::judge_phantom_trigger(const Outcome::TriggerAsked& asked, const st
                                            runs.front()->incarnation));
     return;
   }
-  std::vector<const Outcome::TriggerLog*> expiries;
+  std::vector<const Outcome::TriggerLog*> expiries;  // a drop that lost its answer may report it again: allowed
   for (const auto* log : logs) {
     if (log->what == "expired") expiries.push_back(log);
   }
+  const bool unanswered = std::any_of(logs.begin(), logs.end(), [](const auto* log) {
+    return log->what == "expired (drop's answer lost)";
+  });
   for (std::size_t i = 1; i < expiries.size(); ++i) {
     if (undone_between(expiries[i - 1]->at, expiries[i - 1]->at, expiries[i]->at)) continue;
     violate("P7 trigger", key, fmt::format("expired, reported by more than one replica:{}", describe(expiries)));
@@ -681,9 +696,12 @@ void Checker::judge_phantom_trigger(const Outcome::TriggerAsked& asked, const st
     ++report_.triggers["expired untaken, recorded"];
     return;
   }
-  if (std::any_of(expiries.begin(), expiries.end(), [&](const auto* log) { return queue_lost_after(log->incarnation, log->at); })) {
+  const bool reported = !expiries.empty() || unanswered;
+  if (std::any_of(logs.begin(), logs.end(), [&](const auto* log) {
+        return log->what.starts_with("expired") && queue_lost_after(log->incarnation, log->at);
+      })) {
     ++report_.triggers["expired untaken; its reporter was killed, or its writer dropped it, before writing the record"];
-  } else if (expiries.empty() && undone_between(first_sent, first_sent, options_.duration)) {
+  } else if (!reported && undone_between(first_sent, first_sent, options_.duration)) {
     ++report_.triggers["expired untaken; the store lost it before it expired"];
   } else {
     violate("P7 trigger", key, fmt::format("asked at {} for a job no replica runs, and the ledger has no record of its "

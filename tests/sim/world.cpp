@@ -495,6 +495,7 @@ void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view l
   else if (line.find("the take's answer was lost") != std::string_view::npos) what = "taken (answer lost)";
   else if (line.find("taken but not run") != std::string_view::npos) what = "not run";
   else if (line.find("came back after it was taken") != std::string_view::npos) what = "came back, dropped";
+  else if (line.find("drop's answer was lost") != std::string_view::npos) what = "expired (drop's answer lost)";
   else if (line.find("no replica took it") != std::string_view::npos) what = "expired";
   else return;
   outcome_.trigger_logs.push_back(Outcome::TriggerLog{inc->id, std::string(id), std::move(what), now_});

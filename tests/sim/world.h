@@ -209,7 +209,8 @@ struct Outcome {
   /// A manual run (a trigger's): not in `runs`.
   std::vector<RunRecord> trigger_runs;
   /// What the replicas logged about triggers: "taken", "taken (answer
-  /// lost)", "not run", "came back, dropped", "expired".
+  /// lost)", "not run", "came back, dropped", "expired", "expired (drop's
+  /// answer lost)".
   struct TriggerLog {
     int incarnation = 0;
     std::string id;
