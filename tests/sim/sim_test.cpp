@@ -209,10 +209,14 @@ TEST(Simulation, TheLedgerTellsWhatHappenedToEveryFire) {
     if (mode == Mode::leader) {
       EXPECT_GT(report.ledger["skipped not-leader"], 0u) << summary(options, report);
     }
-    // The operator's triggers ran, and the ones no replica could take left
-    // their record: the seed exercised both.
+    // The operator's triggers ran, and the ones no replica could take
+    // expired and were judged: the seed exercised both. (Recorded, or
+    // excused where a loaded host's writer fell behind and its queue went
+    // with its replica: P7 judges which.)
     EXPECT_GT(report.triggers["ran once"], 0u) << summary(options, report);
-    EXPECT_GT(report.triggers["expired untaken, recorded"], 0u) << summary(options, report);
+    std::uint64_t expired = 0;
+    for (const auto& [what, n] : report.triggers) expired += what.starts_with("expired untaken") ? n : 0;
+    EXPECT_GT(expired, 0u) << summary(options, report);
   }
 }
 

@@ -479,7 +479,9 @@ void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view l
     std::fprintf(stderr, "%.3f i%d %.*s\n", static_cast<double>(now_.count()) / 1e9, inc->id, static_cast<int>(line.size()),
                  line.data());
   }
-  if (line.starts_with("ledger: stopped with") || line.starts_with("ledger: queue full")) {
+  // "ledger: queue full …", "ledger: N records dropped in all …", "ledger: stopped with N records not written".
+  if (line.starts_with("ledger: ") &&
+      (line.find("dropped") != std::string_view::npos || line.find("stopped with") != std::string_view::npos)) {
     outcome_.ledger_dropped[inc->id] = now_;
     return;
   }
