@@ -119,6 +119,35 @@ class RegistryFleet {
 
 std::size_t completed(Replica& r) { return r.events->count<JobCompletedEvent>(); }
 
+/// The runs the oldest live replica's record lists now.
+std::size_t oldest_runs(RegistryFleet& fleet, Harness& h) {
+  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
+  EXPECT_EQ(read.status, RegistryRead::Status::found) << read.error;
+  return read.replicas.empty() ? 0 : read.replicas.front().replica.runs.size();
+}
+
+/// A job that runs until released (at the latest when it is destroyed:
+/// declare it after the fleet, so its runs end before the replicas stop),
+/// counting its runs and how many ran at once.
+struct LongJob {
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  std::atomic<int> starts{0};
+  std::atomic<bool> release{false};
+  ~LongJob() { release = true; }
+  Job job() {
+    return [this](const FireContext&, std::stop_token) {
+      const int now = ++running;
+      int seen = most.load();
+      while (seen < now && !most.compare_exchange_weak(seen, now)) {
+      }
+      ++starts;
+      while (!release) std::this_thread::sleep_for(1ms);
+      --running;
+    };
+  }
+};
+
 // A fleet state whose registry fails while `failing` is set.
 class FailingRegistry final : public ForwardingFleetState {
  public:
@@ -376,20 +405,13 @@ TEST(SchedulerRegistry, ARunnerCutOffForLessThanTheBoundKeepsItsRuns) {
   RegistryFleet fleet(h);
   fleet.heartbeat = 5s;
   auto cut = std::make_shared<FailingRegistry>(fleet.shared_state());
-  std::atomic<bool> release{false}, started{false};
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{release};
-  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
-    started = true;
-    while (!release) std::this_thread::sleep_for(1ms);
-  }, cut);
+  LongJob blocking;
+  Replica& runner = fleet.add("10m", "* * * * *", blocking.job(), cut);
   Replica& other = fleet.add("10m", "0 0 1 1 *");
   Replica& third = fleet.add("10m", "0 0 1 1 *");
   fleet.settle();
   h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  ASSERT_TRUE(Harness::eventually([&] { return blocking.starts.load() > 0; }));
   for (int phase = 0; phase < 5; ++phase) {  // cuts starting at each second of the heartbeat
     for (int i = 0; i < 8; ++i) {
       cut->failing = true;
@@ -404,11 +426,8 @@ TEST(SchedulerRegistry, ARunnerCutOffForLessThanTheBoundKeepsItsRuns) {
   }
   h.settle(3 * waiters_per_replica);
   EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 0u);
-  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
-  ASSERT_EQ(read.status, RegistryRead::Status::found) << read.error;
-  ASSERT_FALSE(read.replicas.empty());
-  EXPECT_FALSE(read.replicas.front().replica.runs.empty()) << "the runs (one a minute) are still listed";
-  release = true;
+  EXPECT_GE(oldest_runs(fleet, h), 1u) << "the runs (one a minute) are still listed";
+  blocking.release = true;
   ASSERT_TRUE(Harness::eventually([&] { return completed(runner) >= 1; }));
 }
 
@@ -425,20 +444,13 @@ TEST(SchedulerRegistry, AStoreOutageReportsNoLiveRunLost) {
   auto store = std::make_shared<FailingRegistry>(fleet.shared_state());
   // The runner's way to the store comes back two seconds after the others'.
   auto runner_store = std::make_shared<FailingRegistry>(fleet.shared_state());
-  std::atomic<bool> release{false}, started{false};
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{release};
-  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
-    started = true;
-    while (!release) std::this_thread::sleep_for(1ms);
-  }, runner_store);
+  LongJob blocking;
+  Replica& runner = fleet.add("10m", "* * * * *", blocking.job(), runner_store);
   Replica& other = fleet.add("10m", "0 0 1 1 *", {}, store);
   Replica& third = fleet.add("10m", "0 0 1 1 *", {}, store);
   fleet.settle();
   h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  ASSERT_TRUE(Harness::eventually([&] { return blocking.starts.load() > 0; }));
   h.settle(3 * waiters_per_replica);
   h.clock->advance(1s);
   ASSERT_TRUE(Harness::eventually([&] {
@@ -458,14 +470,12 @@ TEST(SchedulerRegistry, AStoreOutageReportsNoLiveRunLost) {
   }
   h.settle(3 * waiters_per_replica);
   EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 0u);
-  const RegistryRead read = fleet.state().read_replicas(h.clock->now());
-  ASSERT_EQ(read.status, RegistryRead::Status::found) << read.error;
-  ASSERT_EQ(read.replicas.size(), 3u);
-  EXPECT_EQ(read.replicas.front().replica.runs.size(), 1u) << "the run is still listed";
+  EXPECT_EQ(fleet.state().read_replicas(h.clock->now()).replicas.size(), 3u);
+  EXPECT_EQ(oldest_runs(fleet, h), 1u) << "the run is still listed";
   const LedgerRead ledger = fleet.state().read_fires("job", 10);
   ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
   for (const auto& record : ledger.records) EXPECT_NE(record.fate, FireFate::lost) << record.fire_key;
-  release = true;
+  blocking.release = true;
   ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
 }
 
@@ -476,20 +486,13 @@ TEST(SchedulerRegistry, AReplicaWhoseClockIsAheadReportsNoLiveRunLost) {
   Harness h;
   RegistryFleet fleet(h);
   fleet.heartbeat = 5s;  // records live 15 s
-  std::atomic<bool> release{false}, started{false};
-  struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }
-  } releaser{release};
-  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
-    started = true;
-    while (!release) std::this_thread::sleep_for(1ms);
-  }, nullptr, RecoverPolicy::rerun);
+  LongJob blocking;
+  Replica& runner = fleet.add("10m", "* * * * *", blocking.job(), nullptr, RecoverPolicy::rerun);
   fleet.clock_of_next = std::make_shared<OffsetClock>(h.clock, 16s);
   Replica& ahead = fleet.add("10m", "0 0 1 1 *", {}, nullptr, RecoverPolicy::rerun);
   fleet.settle();
   h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  ASSERT_TRUE(Harness::eventually([&] { return blocking.starts.load() > 0; }));
   h.settle(2 * waiters_per_replica);
   h.clock->advance(1s);  // listed
   ASSERT_TRUE(Harness::eventually([&] {
@@ -515,7 +518,7 @@ TEST(SchedulerRegistry, AReplicaWhoseClockIsAheadReportsNoLiveRunLost) {
   ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
   for (const auto& record : ledger.records) EXPECT_NE(record.fate, FireFate::lost) << record.fire_key;
   EXPECT_EQ(ahead.events->count<JobStartedEvent>(), 0u) << "nothing run again";
-  release = true;
+  blocking.release = true;
   ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
 }
 
@@ -600,24 +603,6 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   EXPECT_EQ(reruns.size(), 1u);
 }
 
-/// A job that runs until released, counting its runs and how many ran at once.
-struct LongJob {
-  std::atomic<int> running{0};
-  std::atomic<int> most{0};
-  std::atomic<int> starts{0};
-  std::atomic<bool> release{false};
-  Job job() {
-    return [this](const FireContext&, std::stop_token) {
-      const int now = ++running;
-      int seen = most.load();
-      while (seen < now && !most.compare_exchange_weak(seen, now)) {
-      }
-      ++starts;
-      while (!release) std::this_thread::sleep_for(1ms);
-      --running;
-    };
-  }
-};
 
 /// Releases the job however the test ends, so that the replicas can stop.
 struct ReleaseOnExit {
