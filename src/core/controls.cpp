@@ -79,7 +79,7 @@ void Scheduler::Impl::poll_controls_once() {
   for (auto& event : applied.events) publish(std::move(event));
   take_triggers(triggers, returned);
   if (!expiries_unanswered_.empty()) report_unanswered_expiries(read);
-  if (!read.expired.empty()) report_expired_triggers(read.expired);
+  if (!read.expired.empty()) report_expired_triggers(read.expired, read_at);
 }
 
 void Scheduler::Impl::report_unanswered_expiries(const ControlsRead& read) {
@@ -87,8 +87,9 @@ void Scheduler::Impl::report_unanswered_expiries(const ControlsRead& read) {
   std::vector<JobTrigger> gone;
   for (JobTrigger& seen : std::exchange(expiries_unanswered_, {})) {
     const auto same_id = [&](const TriggerRequest& t) { return t.id == seen.trigger.id; };
-    const bool listed = std::any_of(read.expired.begin(), read.expired.end(),
-                                    [&](const JobTrigger& t) { return same_id(t.trigger); }) ||
+    const auto same_trigger = [&](const JobTrigger& t) { return same_id(t.trigger); };
+    const bool listed = std::any_of(read.expired.begin(), read.expired.end(), same_trigger) ||
+                        std::any_of(read.taken.begin(), read.taken.end(), same_trigger) ||
                         std::any_of(read.jobs.begin(), read.jobs.end(), [&](const JobControl& job) {
                           return std::any_of(job.triggers.begin(), job.triggers.end(), same_id);
                         });
@@ -206,8 +207,10 @@ std::unordered_set<std::string> Scheduler::Impl::returned_triggers(const Control
   return returned;
 }
 
-void Scheduler::Impl::report_expired_triggers(const std::vector<JobTrigger>& seen) {
-  const ControlsRead dropped = options_.fleet_state->drop_expired_triggers(fleet_now());
+void Scheduler::Impl::report_expired_triggers(const std::vector<JobTrigger>& seen, Instant read_at) {
+  // As of the read: a trigger expiring since is dropped at the next poll,
+  // so that every one a lost answer may have dropped is among `seen`.
+  const ControlsRead dropped = options_.fleet_state->drop_expired_triggers(read_at);
   if (dropped.status == ControlsRead::Status::error) {
     log(LogLevel::warning, "fleet controls: expired triggers not dropped (tried again at the next poll): " + dropped.error);
     expiries_unanswered_ = seen;

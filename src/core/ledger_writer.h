@@ -21,8 +21,8 @@ namespace fleetcron::detail {
 /// writes them from its own thread, up to `batch` per record_fires() call,
 /// from a queue of `capacity` records. A record finding the queue full is
 /// dropped and counted; a failed batch is tried again after 1 s, doubling
-/// to 30 s, and logged each time. stop() tries what is queued once more
-/// and logs what it could not write.
+/// to 30 s, and logged each time. stop() tries what is queued, each batch
+/// twice, and logs what it could not write.
 class LedgerWriter final : public Observer {
  public:
   static constexpr std::size_t batch = 256;
@@ -43,7 +43,7 @@ class LedgerWriter final : public Observer {
   /// Queues records made elsewhere (lost runs, expired triggers): written,
   /// tried again and dropped as the events' records are.
   void enqueue(std::vector<LedgerWrite> writes);
-  /// Writes what is queued (one try), then ends the thread. Idempotent.
+  /// Writes what is queued (each batch twice at most), then ends the thread. Idempotent.
   void stop();
 
   [[nodiscard]] std::uint64_t written() const;

@@ -77,16 +77,22 @@ void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
   jobs_digest_ ^= hash;  // a sum of the entries, whatever their order
 }
 
-// A gap between answered announcements longer than this is a loss of touch
-// with the store: no record expires (3 heartbeats) through an outage
-// shorter than 2 heartbeats less the 1 s retry, so 1.5 heartbeats sees each.
+// Touch with the store is lost by any failed announcement, or by a gap
+// between answered ones longer than 1.5 heartbeats (a pause, a late
+// thread): an outage long enough to expire a record (2 heartbeats less the
+// retry, more where failures wait out timeouts) fails at least one of this
+// replica's announcements, whatever their phase.
 FleetState::ExpiredRecords Scheduler::Impl::expired_records_at(Clock::SteadyTime now) const {
   const auto gap = options_.registry_heartbeat_interval * 3 / 2;
   const bool in_touch = answered_at_ && now - *answered_at_ <= gap && now - in_touch_since_ >= replica_ttl();
   return in_touch ? FleetState::ExpiredRecords::report : FleetState::ExpiredRecords::keep;
 }
 
-void Scheduler::Impl::note_answered(Clock::SteadyTime now) {
+void Scheduler::Impl::note_answered(Clock::SteadyTime now, bool answered) {
+  if (!answered) {
+    answered_at_.reset();
+    return;
+  }
   if (!answered_at_ || now - *answered_at_ > options_.registry_heartbeat_interval * 3 / 2) in_touch_since_ = now;
   answered_at_ = now;
 }
@@ -123,7 +129,7 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   // Before the runs are read: every run unlisted by now is left out.
   const std::uint64_t covers = announce_requested_.load();
   ReplicaAnnounce answer = ask_registry(alone, expired_records_at(now));
-  if (answer.status != ReplicaAnnounce::Status::error) note_answered(now);
+  note_answered(now, answer.status != ReplicaAnnounce::Status::error);
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
   if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {

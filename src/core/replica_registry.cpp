@@ -356,7 +356,13 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         const OwnRecord own_before = take_own(*records, replica);
         const bool keep = expired == ExpiredRecords::keep;
         auto busy = running_elsewhere(records->live, alone_job);
-        if (!busy && keep) busy = running_elsewhere(records->expired, alone_job);
+        if (!busy && keep) {  // but for an earlier process of this replica: dead, reported below
+          std::vector<ReplicaRecord> others;
+          for (const auto& r : records->expired) {
+            if (r.replica.replica_id != replica.replica_id) others.push_back(r);
+          }
+          busy = running_elsewhere(others, alone_job);
+        }
         if (busy) {
           answer = std::move(*busy);
           return std::nullopt;

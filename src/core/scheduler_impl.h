@@ -212,11 +212,11 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// gone before, or requested well before an earlier read that did not
   /// list them.
   std::unordered_set<std::string> returned_triggers(const ControlsRead& read, Instant read_at);
-  /// Drops the triggers that expired untaken (`seen` in the poll's read);
+  /// Drops the triggers that expired untaken (`seen` in the poll's read, at `read_at`);
   /// reports those this replica's write dropped. If the drop answered an
   /// error, `seen` is kept, and those of them the next read lists no more
   /// are reported then (the write may have been this replica's).
-  void report_expired_triggers(const std::vector<JobTrigger>& seen);
+  void report_expired_triggers(const std::vector<JobTrigger>& seen, Instant read_at);
   /// Reports the triggers of a drop whose answer was lost that `read` no
   /// longer lists.
   void report_unanswered_expiries(const ControlsRead& read);
@@ -245,9 +245,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   };
   [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired);
   /// Whether an announcement asked at `now` may judge the records that
-  /// expired (announce_mutex_), and the bookkeeping of one answered.
+  /// expired (announce_mutex_), and the bookkeeping of one answered or failed.
   [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;
-  void note_answered(Clock::SteadyTime now);
+  void note_answered(Clock::SteadyTime now, bool answered);
   /// Announces the replica (and `alone` with it, if given); the answer as
   /// applied: `busy` leaves the verdict as it was.
   ReplicaAnnounce announce(const AloneRun* alone = nullptr);
@@ -530,11 +530,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// announce_covered_ (announce_mutex_) is the last ticket a written one covered.
   std::atomic<std::uint64_t> announce_requested_{0};
   std::uint64_t announce_covered_ = 0;
-  /// When this replica's last announcement was answered, and since when
-  /// they have been answered with no gap longer than in_touch_gap()
-  /// (announce_mutex_): until it has been in touch for a record's life it
-  /// keeps the records that expired meanwhile (they may have been cut off
-  /// with it) rather than report their runs lost.
+  /// When this replica's last announcement was answered (none since one
+  /// failed), and since when they have been answered with no failure and
+  /// no gap longer than 1.5 heartbeats (announce_mutex_): until it has been
+  /// in touch for a record's life it keeps the records that expired
+  /// meanwhile (they may have been cut off with it) rather than report
+  /// their runs lost.
   std::optional<Clock::SteadyTime> answered_at_;
   Clock::SteadyTime in_touch_since_{};
   mutable std::mutex registry_mutex_;  // guards the members below

@@ -175,9 +175,9 @@ class Checker {
     }
     return nullptr;
   }
-  bool stopped_after(int inc, nanoseconds at) const {
-    const auto it = outcome_.stopped.find(inc);
-    return killed_after(inc, at) || (it != outcome_.stopped.end() && it->second >= at);
+  /// When the trigger expires (simulated time): its last send's stamp plus its wait.
+  static nanoseconds expiry_of(const Outcome::TriggerAsked& asked) {
+    return asked.stamps.back() - sim_epoch() + asked.wait;
   }
   void check_catalogue();
   void write_trace();
@@ -564,7 +564,9 @@ void Checker::check_lost_reports() {
     // It stopped and withdrew its record, and the store then went back to
     // before the withdrawal: the record, and its runs, came back to expire.
     const auto stopped = outcome_.stopped.find(runner);
-    if (stopped != outcome_.stopped.end() && undone_between(stopped->second, stopped->second, report.at)) continue;
+    const Outcome::DocumentLoss* undone =
+        stopped == outcome_.stopped.end() ? nullptr : undone_between(stopped->second, stopped->second, report.at);
+    if (undone != nullptr && undone->lost != nanoseconds::max()) continue;  // a rollback, not a wipe
     const auto pauses = outcome_.pauses.find(runner);
     const bool paused = pauses != outcome_.pauses.end() &&
                         std::any_of(pauses->second.begin(), pauses->second.end(), [&](const auto& pause) {
@@ -635,17 +637,29 @@ void Checker::judge_trigger(const Outcome::TriggerAsked& asked, const std::vecto
     return;
   }
   if (runs.empty()) {
+    std::vector<const KeyRecord*> fates;  // what became of its manual fire (cancelled, rejected…)
+    for (const Instant stamp : asked.stamps) {
+      for (const KeyRecord& r : history_of(fire_key(asked.job_key, stamp))) fates.push_back(&r);
+    }
+    // Its taker was killed before running it, or cancelled it (a stop that
+    // did not drain), or logged it not run (queue full, stopping).
     const bool taker_gone = std::any_of(logs.begin(), logs.end(), [&](const auto* log) {
-      return (log->what == "taken" && stopped_after(log->incarnation, log->at)) || log->what == "not run";
+      if (log->what == "not run") return true;
+      if (log->what != "taken") return false;
+      return killed_after(log->incarnation, log->at) || std::any_of(fates.begin(), fates.end(), [&](const KeyRecord* r) {
+               return r->incarnation == log->incarnation && starts_with(r->what, "cancelled");
+             });
     });
     if (taker_gone) {
-      ++report_.triggers["not run: its taker stopped or died first"];
-    } else if (undone_between(first_sent, first_sent, first_take ? first_take->at : options_.duration)) {
+      ++report_.triggers["not run: its taker was killed, or stopped and cancelled it, first"];
+    } else if (undone_between(first_sent, first_sent, first_take ? first_take->at : expiry_of(asked))) {
       ++report_.triggers["not run: the store lost it before a replica took it"];
     } else {
+      std::string text;
+      for (const KeyRecord* r : fates) text += fmt::format(" [{} i{} {}]", ms(r->at), r->incarnation, r->what);
       violate("P7 trigger", asked.job_key + "#trigger-" + asked.id,
-              fmt::format("asked at {} (answered {}), never ran; the replicas logged:{}", ms(first_sent), asked.answer,
-                          describe(logs)));
+              fmt::format("asked at {} (answered {}), never ran; the replicas logged:{}; its fire:{}", ms(first_sent),
+                          asked.answer, describe(logs), text.empty() ? " nothing" : text));
     }
     return;
   }
@@ -701,7 +715,7 @@ void Checker::judge_phantom_trigger(const Outcome::TriggerAsked& asked, const st
         return log->what.starts_with("expired") && queue_lost_after(log->incarnation, log->at);
       })) {
     ++report_.triggers["expired untaken; its reporter was killed, or its writer dropped it, before writing the record"];
-  } else if (!reported && undone_between(first_sent, first_sent, options_.duration)) {
+  } else if (!reported && undone_between(first_sent, first_sent, expiry_of(asked) + 2s)) {
     ++report_.triggers["expired untaken; the store lost it before it expired"];
   } else {
     violate("P7 trigger", key, fmt::format("asked at {} for a job no replica runs, and the ledger has no record of its "

@@ -473,9 +473,13 @@ FleetState::DocumentReplace World::replace_document(FleetState::Document which, 
 }
 
 void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view line) {
-  std::lock_guard guard(mutex_);
   // FLEETCRON_SIM_LOG=1: every replica's log lines, to read with a replay.
-  if (std::getenv("FLEETCRON_SIM_LOG") != nullptr) {
+  static const bool print = std::getenv("FLEETCRON_SIM_LOG") != nullptr;
+  const bool kept = line.starts_with("ledger: ") || line.starts_with("replica registry: this replica's record was not") ||
+                    line.find("trigger ") != std::string_view::npos;
+  if (!print && !kept) return;  // most lines (every skip) take no lock
+  std::lock_guard guard(mutex_);
+  if (print) {
     std::fprintf(stderr, "%.3f i%d %.*s\n", static_cast<double>(now_.count()) / 1e9, inc->id, static_cast<int>(line.size()),
                  line.data());
   }
@@ -500,6 +504,10 @@ void World::note_log(const std::shared_ptr<Incarnation>& inc, std::string_view l
   else if (line.find("drop's answer was lost") != std::string_view::npos) what = "expired (drop's answer lost)";
   else if (line.find("no replica took it") != std::string_view::npos) what = "expired";
   else return;
+  // A taken trigger is a fire this replica's workers run: time waits for it
+  // as for a loop's fire (quiescent_locked()); one not run ends there.
+  if (what == "taken") ++inc->emitted;
+  if (what == "not run") ++inc->terminated;
   outcome_.trigger_logs.push_back(Outcome::TriggerLog{inc->id, std::string(id), std::move(what), now_});
 }
 
@@ -572,8 +580,8 @@ void World::record_event(const std::shared_ptr<Incarnation>& inc, const Event& e
                                           missed->runs, missed->policy, now_});
   } else if (const auto* lost = std::get_if<LostFireEvent>(&event)) {
     outcome_.lost_reports.push_back(Outcome::LostReport{me.id, lost->replica_id, lost->fire_key, now_});
-  } else if (const auto* completed = std::get_if<JobCompletedEvent>(&event)) {
-    if (!completed->manual) ++me.terminated;
+  } else if (std::get_if<JobCompletedEvent>(&event) != nullptr) {
+    ++me.terminated;  // a manual run (a trigger's) too: counted when taken (note_log)
   } else if (const auto* skipped = std::get_if<SkippedFireEvent>(&event)) {
     ++me.terminated;
     key_record(skipped->fire_key, me,
@@ -1403,13 +1411,17 @@ Outcome World::run() {
     }
   }
   // The end: every replica stops; spans close where their loops stood.
+  // With a fleet state, gracefully: how far a ledger writer lags behind
+  // simulated time depends on the host's speed (time does not wait for
+  // it), and its stop writes what it still holds, so the ledger judged is
+  // the same on a slow host (under a sanitizer, beside other work).
   for (int i = 0; i < options_.replicas; ++i) {
     auto& current = replicas_[static_cast<std::size_t>(i)].current;
     if (current && current->state == State::paused) {
       std::lock_guard guard(mutex_);
       current->state = State::running;  // so kill() closes it like the others
     }
-    kill(i, false);
+    kill(i, fleet_state_ != nullptr);
   }
   outcome_.faults.emplace_back(now_, "end of simulation");
   if (fleet_state_) read_ledger();
