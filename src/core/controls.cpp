@@ -77,7 +77,13 @@ void Scheduler::Impl::poll_controls_once() {
   for (const auto& note : applied.notes) log(LogLevel::info, note);
   for (const auto& warning : applied.warnings) log(LogLevel::warning, warning);
   for (auto& event : applied.events) publish(std::move(event));
+  // Takes whose answer was lost while the controls were unreadable: ours if
+  // a tombstone names this replica (one listed again is taken anew below).
+  const std::vector<detail::TakenTrigger> unanswered = std::exchange(takes_unanswered_, {});
   take_triggers(triggers, returned);
+  for (const detail::TakenTrigger& taken : unanswered) {
+    if (taken_here_in(read, taken) && !controls_stopping()) run_taken(taken);
+  }
   if (!expiries_unanswered_.empty()) report_unanswered_expiries(read);
   if (!read.expired.empty()) report_expired_triggers(read.expired, read_at);
 }
@@ -242,18 +248,22 @@ void Scheduler::Impl::report_expired(const std::vector<JobTrigger>& expired_trig
   write_reported(writes);
 }
 
-bool Scheduler::Impl::taken_here(const detail::TakenTrigger& taken) {
+std::optional<bool> Scheduler::Impl::taken_here(const detail::TakenTrigger& taken) {
   ControlsRead read;
   try {
     read = options_.fleet_state->read_controls(fleet_now());
   } catch (...) {
-    return false;
+    return std::nullopt;
   }
-  return read.status == ControlsRead::Status::found &&
-         std::any_of(read.taken.begin(), read.taken.end(), [&](const JobTrigger& t) {
-           return t.job_key == taken.entry->identity.key && t.trigger.id == taken.trigger.id &&
-                  t.trigger.requested_by == options_.replica_id;
-         });
+  if (read.status != ControlsRead::Status::found) return std::nullopt;
+  return taken_here_in(read, taken);
+}
+
+bool Scheduler::Impl::taken_here_in(const ControlsRead& read, const detail::TakenTrigger& taken) const {
+  return std::any_of(read.taken.begin(), read.taken.end(), [&](const JobTrigger& t) {
+    return t.job_key == taken.entry->identity.key && t.trigger.id == taken.trigger.id &&
+           t.trigger.requested_by == options_.replica_id;
+  });
 }
 
 void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& triggers,
@@ -265,7 +275,16 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
     if (controls_stopping() || !settings_refusal().empty()) return;
     const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id,
                                                                     fleet_now(), options_.replica_id);
-    if (change.status == ControlChange::Status::error && !taken_here(taken)) {
+    const std::optional<bool> ours =
+        change.status == ControlChange::Status::error ? taken_here(taken) : std::optional<bool>(true);
+    if (!ours) {  // unknown: the controls unreadable too; looked at again at the next poll
+      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {}: the take's answer was lost ({}) and the controls "
+                                         "could not be read; looked at again at the next poll",
+                                         taken.entry->identity.key, taken.trigger.id, change.error));
+      takes_unanswered_.push_back(taken);
+      continue;
+    }
+    if (!*ours) {
       log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} not taken: {}", taken.entry->identity.key,
                                          taken.trigger.id, change.error));
       continue;
@@ -284,15 +303,19 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
                       taken.entry->identity.key, taken.trigger.id, taken.trigger.requested_by));
       continue;
     }
-    log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
-                                    taken.trigger.id, taken.trigger.requested_by));
-    std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};
-    const bool stopping = enqueue(batch);
-    if (stopping || !batch.empty()) {
-      log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: {}", taken.entry->identity.key,
-                                         taken.trigger.id,
-                                         stopping ? "the scheduler is stopping" : "the run queue is full"));
-    }
+    run_taken(taken);
+  }
+}
+
+void Scheduler::Impl::run_taken(const detail::TakenTrigger& taken) {
+  log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
+                                  taken.trigger.id, taken.trigger.requested_by));
+  std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};
+  const bool stopping = enqueue(batch);
+  if (stopping || !batch.empty()) {
+    log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: {}", taken.entry->identity.key,
+                                       taken.trigger.id,
+                                       stopping ? "the scheduler is stopping" : "the run queue is full"));
   }
 }
 

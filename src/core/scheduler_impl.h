@@ -206,7 +206,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
   /// After a take that answered an error: whether the store says this
   /// replica took it anyway (its write applied, its answer lost).
-  [[nodiscard]] bool taken_here(const detail::TakenTrigger& taken);
+  /// After a take answered an error: whether the controls name this
+  /// replica as its taker (nullopt: they could not be read either).
+  [[nodiscard]] std::optional<bool> taken_here(const detail::TakenTrigger& taken);
+  [[nodiscard]] bool taken_here_in(const ControlsRead& read, const detail::TakenTrigger& taken) const;
+  /// Queues a trigger this replica took as a manual fire, and says so.
+  void run_taken(const detail::TakenTrigger& taken);
   /// Notes the triggers gone since the last poll; answers the ids listed
   /// in `read` (made at `read_at`, the store's time) that came back: seen
   /// gone before, or requested well before an earlier read that did not
@@ -518,7 +523,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::unordered_set<std::string> triggers_gone_;
   std::deque<std::pair<Clock::SteadyTime, std::string>> triggers_gone_order_;
   std::optional<Instant> controls_read_at_;  // the store's time of the last read
-  std::vector<JobTrigger> expiries_unanswered_;  // a drop answered an error: reported if gone (controls_poll_mutex_)
+  std::vector<JobTrigger> expiries_unanswered_;
+  std::vector<detail::TakenTrigger> takes_unanswered_;  // lost take answers, controls unreadable (controls_poll_mutex_)  // a drop answered an error: reported if gone (controls_poll_mutex_)
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
   // Lock order: announce_mutex_ (held across the store call), then mutex_,

@@ -217,10 +217,39 @@ class LostControlsAnswer final : public ForwardingFleetState {
     if (which != Document::controls || answer.status != DocumentReplace::Status::written || !lose_next.exchange(false)) {
       return answer;
     }
+    if (unreadable_after) failing_loads = 1;
     return {DocumentReplace::Status::error, "timeout (applied)"};
   }
+  StoredDocument load_document(Document which) override {
+    if (which == Document::controls && failing_loads > 0) {
+      --failing_loads;
+      return {StoredDocument::Status::error, {}, 0, "timeout"};
+    }
+    return ForwardingFleetState::load_document(which);
+  }
   std::atomic<bool> lose_next{false};
+  std::atomic<bool> unreadable_after{false};  // the next read of the controls fails too
+  std::atomic<int> failing_loads{0};
 };
+
+// Found by the simulator (seed 210, both): a take whose answer was lost,
+// and whose confirming read failed too, was logged "not taken" although
+// the store held its tombstone naming this replica: the trigger never ran.
+// It is looked at again at the next poll, and run there.
+TEST(SchedulerControls, ATakeWhoseAnswerAndCheckWereLostRunsAtTheNextPoll) {
+  Harness h;
+  auto state = std::make_shared<LostControlsAnswer>(std::make_shared<MemoryFleetState>(h.clock));
+  ControlledFleet fleet(h, state);
+  fleet.add_replica();
+  const ControlChange requested = fleet.state().request_trigger("job", "operator", h.clock->now());
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  state->unreadable_after = true;
+  state->lose_next = true;  // the take lands, its answer and the read after it fail
+  fleet.looks(3);
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.manual() == 1; }));
+  EXPECT_FALSE(state->lose_next);
+  EXPECT_EQ(state->failing_loads, 0);
+}
 
 // Found by the simulator: a replica whose drop of an expired trigger was
 // applied but answered with an error logged "not dropped", and the next
