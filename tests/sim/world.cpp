@@ -605,11 +605,12 @@ void World::run_for(Clock& clock, nanoseconds duration, std::stop_token stop) {
 
 void World::record_run(const std::shared_ptr<Incarnation>& inc, const FireContext& context) {
   std::lock_guard guard(mutex_);
-  // A killed or stopping process runs nothing. A paused one whose worker
-  // got here (the world moved on while the worker was on its way: a clock
-  // waiter it cannot see, such as a ledger writer's retry, stood in for the
-  // fire) runs it when it resumes: recorded, not lost.
-  if (inc->state == State::dead || inc->state == State::stopping) return;
+  // A killed process runs nothing. A stopping one runs what its workers
+  // started (its stop cancels only what had not), and a paused one whose
+  // worker got here (the world moved on while the worker was on its way: a
+  // clock waiter it cannot see, such as a ledger writer's retry, stood in
+  // for the fire) runs it when it resumes: recorded, not lost.
+  if (inc->state == State::dead) return;
   const std::string& key = context.entry->key;
   if (context.manual) {  // a trigger's: judged with the triggers
     outcome_.trigger_runs.push_back(RunRecord{key, context.scheduled_at, context.fire_key, inc->replica, inc->id, context.fence, now_});
