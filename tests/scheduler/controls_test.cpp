@@ -169,11 +169,10 @@ TEST(SchedulerControls, ATriggerRunsOnceAcrossTheFleetAtItsRequestedInstant) {
   const ControlsRead read = fleet.state().read_controls(h.clock->now());
   ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
   EXPECT_TRUE(read.jobs.empty()) << "the trigger was taken";
-  const LedgerRead ledger = fleet.state().read_fires("job", 10);
-  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
-  ASSERT_FALSE(ledger.records.empty());
-  EXPECT_TRUE(ledger.records.front().manual);
-  EXPECT_EQ(ledger.records.front().fate, FireFate::succeeded);
+  ASSERT_TRUE(ledger_reaches(fleet.state(), "job", [](const std::vector<FireRecord>& records) {
+    return !records.empty() && records.front().fate == FireFate::succeeded;
+  }));
+  EXPECT_TRUE(ledger_of(fleet.state(), "job").front().manual);
 }
 
 // A trigger no replica takes (a job no replica runs) expires: exactly one
@@ -190,10 +189,12 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   const ControlsRead read = fleet.state().read_controls(h.clock->now() - 10s);
   ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
   EXPECT_TRUE(read.jobs.empty()) << "dropped from the document, not only filtered";
-  const LedgerRead ledger = fleet.state().read_fires("nobody-runs-it", 10);
-  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
-  ASSERT_EQ(ledger.records.size(), 1u);
-  const FireRecord& record = ledger.records.front();
+  // Written by the reporter's ledger writer, off its upkeep thread.
+  ASSERT_TRUE(ledger_reaches(fleet.state(), "nobody-runs-it",
+                             [](const std::vector<FireRecord>& records) { return !records.empty(); }));
+  const std::vector<FireRecord> records = ledger_of(fleet.state(), "nobody-runs-it");
+  ASSERT_EQ(records.size(), 1u);
+  const FireRecord& record = records.front();
   EXPECT_EQ(record.fate, FireFate::skipped);
   EXPECT_EQ(record.reason, "trigger-expired");
   EXPECT_TRUE(record.manual);

@@ -137,4 +137,19 @@ struct Harness {
   Clock::SteadyTime soon() const { return clock->steady_now() + std::chrono::seconds{30}; }
 };
 
+/// The newest `limit` records of `job`'s ledger (a failed read fails the test).
+inline std::vector<FireRecord> ledger_of(FleetState& state, const std::string& job, std::size_t limit = 100) {
+  LedgerRead read = state.read_fires(job, limit);
+  EXPECT_EQ(read.status, LedgerRead::Status::found) << read.error;
+  return read.records;
+}
+
+/// Waits until the job's ledger satisfies `done`: records are written by
+/// each replica's ledger writer, off the thread that made them, so a test
+/// that saw an event waits for its record.
+inline bool ledger_reaches(FleetState& state, const std::string& job,
+                           const std::function<bool(const std::vector<FireRecord>&)>& done) {
+  return test::eventually([&] { return done(ledger_of(state, job)); });
+}
+
 }  // namespace fleetcron::test

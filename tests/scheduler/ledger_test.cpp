@@ -12,18 +12,6 @@
 namespace fleetcron::test {
 namespace {
 
-std::vector<FireRecord> ledger_of(FleetState& state, const std::string& job, std::size_t limit = 100) {
-  LedgerRead read = state.read_fires(job, limit);
-  EXPECT_EQ(read.status, LedgerRead::Status::found) << read.error;
-  return read.records;
-}
-
-/// Waits until the job's ledger satisfies `done`.
-bool ledger_reaches(FleetState& state, const std::string& job,
-                    const std::function<bool(const std::vector<FireRecord>&)>& done) {
-  return Harness::eventually([&] { return done(ledger_of(state, job)); });
-}
-
 // A fleet state whose ledger writes fail while `failing` is set, or block
 // while `blocked` is set; the rest forwards.
 class ControlledLedger final : public ForwardingFleetState {

@@ -342,16 +342,13 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   RegistryFleet fleet(h);
   fleet.heartbeat = 5s;  // records live 15 s
   auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
-  std::atomic<bool> release{false}, started{false};
-  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext&, std::stop_token) {
-    started = true;
-    while (!release) std::this_thread::sleep_for(1ms);
-  }, dark);
+  LongJob blocking;  // released when the test ends, even by a failed assertion
+  Replica& runner = fleet.add("10m", "* * * * *", blocking.job(), dark);
   Replica& other = fleet.add("10m", "0 0 1 1 *");  // never fires in the test
   Replica& third = fleet.add("10m", "0 0 1 1 *");
   fleet.settle();
   h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  ASSERT_TRUE(Harness::eventually([&] { return blocking.starts.load() > 0; }));
   // The run is listed within a second of its start (its runner's worker
   // waits in the job, not on the clock).
   h.settle(3 * waiters_per_replica);
@@ -373,11 +370,11 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   EXPECT_EQ(lost.fire_key, "job@2026-01-01T00:01:00Z");
   EXPECT_EQ(lost.replica_id, "replica-1");
   EXPECT_TRUE(reporter.logged("fire job@2026-01-01T00:01:00Z lost: its runner, replica replica-1 on host-1"));
-  const LedgerRead ledger = fleet.state().read_fires("job", 10);
-  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
-  ASSERT_FALSE(ledger.records.empty());
-  EXPECT_EQ(ledger.records.front().fate, FireFate::lost);
-  EXPECT_EQ(ledger.records.front().replica_id, "replica-1");
+  // The reporter's ledger writer records the loss off its upkeep thread.
+  ASSERT_TRUE(ledger_reaches(fleet.state(), "job", [](const std::vector<FireRecord>& records) {
+    return !records.empty() && records.front().fate == FireFate::lost;
+  }));
+  EXPECT_EQ(ledger_of(fleet.state(), "job").front().replica_id, "replica-1");
   // A second look reports nothing more: the record is gone.
   h.settle(3 * waiters_per_replica);
   h.clock->advance(5s);
@@ -385,7 +382,7 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   EXPECT_EQ(other.events->count<LostFireEvent>() + third.events->count<LostFireEvent>(), 1u);
   // The runner comes back and finishes: the run's end outranks the loss.
   dark->failing = false;
-  release = true;
+  blocking.release = true;
   ASSERT_TRUE(Harness::eventually([&] { return completed(runner) == 1; }));
   ASSERT_TRUE(fleet.stop(runner));
   ASSERT_TRUE(Harness::eventually([&] {
@@ -583,20 +580,16 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
     EXPECT_GT(rerun.fence, lost_fence.load()) << "a new claim: a new fence";
     EXPECT_FALSE(rerun.manual);
   }
-  const LedgerRead ledger = fleet.state().read_fires("job", 10);
-  ASSERT_EQ(ledger.status, LedgerRead::Status::found) << ledger.error;
-  ASSERT_TRUE(Harness::eventually([&] {
-    const LedgerRead read = fleet.state().read_fires("job", 10);
-    return !read.records.empty() && read.records.front().fate == FireFate::succeeded;
-  })) << "the re-run's end is the newest record";
-  {
-    // The loss stays beside the re-run: each under its own key.
-    const LedgerRead read = fleet.state().read_fires("job", 10);
-    ASSERT_GE(read.records.size(), 2u);
-    EXPECT_EQ(read.records[0].fire_key, "job@2026-01-01T00:01:00Z#recover1");
-    EXPECT_EQ(read.records[1].fire_key, "job@2026-01-01T00:01:00Z");
-    EXPECT_EQ(read.records[1].fate, FireFate::lost);
-  }
+  // The re-run's end is the newest record; the loss stays beside it, each
+  // under its own key (written by the replicas' ledger writers, off their
+  // threads).
+  EXPECT_TRUE(ledger_reaches(fleet.state(), "job", [](const std::vector<FireRecord>& records) {
+    return records.size() >= 2 && records[0].fate == FireFate::succeeded && records[1].fate == FireFate::lost;
+  }));
+  const std::vector<FireRecord> records = ledger_of(fleet.state(), "job");
+  ASSERT_GE(records.size(), 2u);
+  EXPECT_EQ(records[0].fire_key, "job@2026-01-01T00:01:00Z#recover1");
+  EXPECT_EQ(records[1].fire_key, "job@2026-01-01T00:01:00Z");
   release = true;
   ASSERT_TRUE(fleet.stop(runner));
   std::lock_guard guard(mutex);
