@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
+#include "core/fnv1a.h"
 #include "postgres/pool.h"
 
 namespace fleetcron::postgres {
@@ -69,6 +72,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
         "AND "
         "schedule_digest = $7::numeric AND version = $8::bigint AND claimant = $9 RETURNING {2}",
         t.cursors(), expiry("$4"), cursor_columns);
+    lock_ledger = "SELECT pg_advisory_xact_lock($1::bigint)";
     drop_expired_ledger = fmt::format(
         "DELETE FROM {0} WHERE job_key = $1::bytea AND EXISTS (SELECT 1 FROM {1} WHERE job_key = $1::bytea AND "
         "expires_at <= now())",
@@ -110,13 +114,24 @@ class FLEETCRON_LOCAL FleetState::Impl {
         t.documents(), lifetime);
   }
 
+  /// The lock that makes a job's ledger rows one writer's at a time: an
+  /// advisory lock named by the table and the job (a collision only
+  /// serialises two jobs' writers).
+  [[nodiscard]] std::int64_t ledger_lock_id(std::string_view job_key) const {
+    return static_cast<std::int64_t>(fleetcron::detail::fnv1a(job_key, fleetcron::detail::fnv1a(options.tables.ledger() + '\n')));
+  }
+  /// The writes' indexes grouped by job (each group in the order given),
+  /// the groups in the order of their locks: every writer takes the locks
+  /// of a batch in one order, so writers of the same jobs wait for each
+  /// other and never deadlock.
+  [[nodiscard]] std::vector<std::vector<std::size_t>> jobs_in_lock_order(std::span<const LedgerWrite> writes) const;
   void record_job(detail::Session& session, std::span<const LedgerWrite> writes, std::span<const std::size_t> indexes,
                   std::vector<LedgerWriteResult>& out);
 
   std::shared_ptr<Connection> connection;
   FleetStateOptions options;
   std::string read_cursor, advance, catch_up_new, catch_up_seen;
-  std::string drop_expired_ledger, write_record, keep_recent, keep_count, touch_ledger, read_ledger;
+  std::string lock_ledger, drop_expired_ledger, write_record, keep_recent, keep_count, touch_ledger, read_ledger;
   std::string load, replace_seen, replace_absent;
 };
 
@@ -178,9 +193,31 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
   return {CatchUpClaim::Status::superseded, now.cursor, {}};
 }
 
+std::vector<std::vector<std::size_t>> FleetState::Impl::jobs_in_lock_order(std::span<const LedgerWrite> writes) const {
+  std::vector<std::pair<std::int64_t, std::vector<std::size_t>>> jobs;  // lock id, indexes
+  std::vector<bool> done(writes.size(), false);
+  for (std::size_t first = 0; first < writes.size(); ++first) {
+    if (done[first]) continue;
+    auto& [lock, indexes] = jobs.emplace_back(ledger_lock_id(writes[first].record.job_key), std::vector<std::size_t>{});
+    for (std::size_t i = first; i < writes.size(); ++i) {
+      if (!done[i] && writes[i].record.job_key == writes[first].record.job_key) {
+        done[i] = true;
+        indexes.push_back(i);
+      }
+    }
+  }
+  std::stable_sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::vector<std::size_t>> out;
+  out.reserve(jobs.size());
+  for (auto& job : jobs) out.push_back(std::move(job.second));
+  return out;
+}
+
 void FleetState::Impl::record_job(detail::Session& session, std::span<const LedgerWrite> writes,
                                   std::span<const std::size_t> indexes, std::vector<LedgerWriteResult>& out) {
   const std::string job_key = detail::to_bytea(writes[indexes.front()].record.job_key);
+  // Until the transaction ends, this job's ledger rows are this writer's.
+  (void)session.exec(lock_ledger, {std::to_string(ledger_lock_id(writes[indexes.front()].record.job_key))});
   (void)session.exec(drop_expired_ledger, {job_key});
   for (const std::size_t i : indexes) {
     const LedgerWrite& write = writes[i];
@@ -205,16 +242,7 @@ std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWr
   if (writes.empty()) return results;
   try {
     impl_->connection->pool().transaction([&](detail::Session& session) {
-      std::vector<bool> done(writes.size(), false);
-      for (std::size_t first = 0; first < writes.size(); ++first) {
-        if (done[first]) continue;
-        std::vector<std::size_t> indexes;  // this job's writes, in the order given
-        for (std::size_t i = first; i < writes.size(); ++i) {
-          if (!done[i] && writes[i].record.job_key == writes[first].record.job_key) {
-            done[i] = true;
-            indexes.push_back(i);
-          }
-        }
+      for (const std::vector<std::size_t>& indexes : impl_->jobs_in_lock_order(writes)) {
         impl_->record_job(session, writes, indexes, results);
       }
     });
