@@ -6,6 +6,7 @@
 
 #include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
+#include "daemon/jobs_sources.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
@@ -61,8 +62,8 @@ std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
 
 namespace {
 
-void print_job(std::ostream& out, const JobsFile& file, const JobDefinition& job, int count, Instant from) {
-  out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", file.path, job.line, job.key,
+void print_job(std::ostream& out, const JobDefinition& job, int count, Instant from) {
+  out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", job.file, job.line, job.key,
                      job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
   if (job.input) out << fmt::format("  input    \"{}\" (standard input, from '%')\n", terminal_safe(*job.input));
   if (job.attempt_timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed ||
@@ -98,25 +99,30 @@ void print_job(std::ostream& out, const JobsFile& file, const JobDefinition& job
 int run_validate_command(const Settings& settings, int count, std::ostream& out, std::ostream& err) {
   try {
     validate(settings);
-    const JobsFile file =
-        load_jobs_file(settings.jobs_file, jobs_parse_options(settings.seconds, settings.zone), settings.job_defaults);
+    const JobsSources sources = load_jobs_sources(settings.jobs_paths, jobs_parse_options(settings.seconds, settings.zone),
+                                                  settings.job_defaults, settings.crontab_format);
     // What `run` and a reload check, with the coordination settings given
     // (the claimer's dedup window and key limits), without connecting.
     SchedulerOptions scheduler_options;
     scheduler_options.claimer = make_offline_claimer(settings);
     const Scheduler rules(scheduler_options);
-    for (const auto& job : file.jobs) {
+    for (const JobDefinition* job : sources.jobs()) {
       try {
-        rules.check(job.schedule, entry_options(job));
+        rules.check(job->schedule, entry_options(*job));
       } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("{}:{}: {}", file.path, job.line, e.what()));
+        throw std::runtime_error(fmt::format("{}:{}: {}", job->file, job->line, e.what()));
       }
     }
-    out << fmt::format("{}: {} job(s)\n", file.path, file.jobs.size());
-    for (const auto& notice : file.notices) out << fmt::format("{}:{}: note: {}\n", file.path, notice.line, notice.message);
-    if (file.percent == PercentMode::literal) out << "'%' is literal in this file (fleetcron-file: percent=literal)\n";
+    for (const auto& file : sources.files) {
+      out << fmt::format("{}: {} job(s){}\n", file.path, file.jobs.size(),
+                         file.format == CrontabFormat::system ? " (system crontab: spec, user, command)" : "");
+      for (const auto& notice : file.notices) out << fmt::format("{}:{}: note: {}\n", file.path, notice.line, notice.message);
+      if (file.percent == PercentMode::literal) out << "'%' is literal in this file (fleetcron-file: percent=literal)\n";
+    }
+    for (const auto& skipped : sources.skipped) out << fmt::format("{}: skipped: {}\n", skipped.path, skipped.reason);
+    if (sources.files.size() > 1) out << fmt::format("{} job(s) in {} files\n", sources.job_count(), sources.files.size());
     const Instant from = now();
-    for (const auto& job : file.jobs) print_job(out, file, job, count, from);
+    for (const JobDefinition* job : sources.jobs()) print_job(out, *job, count, from);
     return 0;
   } catch (const std::exception& e) {
     err << e.what() << '\n';

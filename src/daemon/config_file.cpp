@@ -20,6 +20,18 @@ std::string string_value(const std::string& path, const std::string& name, const
   return value->get();
 }
 
+/// A path, or a list of them: `jobs = "/etc/crontab"`, `jobs = ["/etc/crontab", "/etc/cron.d"]`.
+std::vector<std::string> paths_value(const std::string& path, const std::string& name, const toml::node& node) {
+  if (node.is_string()) return {string_value(path, name, node)};
+  const auto* list = node.as_array();
+  if (list == nullptr || list->empty()) {
+    throw SettingsError(fmt::format("{}: {} must be a path or a non-empty list of paths", where(path, node), name));
+  }
+  std::vector<std::string> paths;
+  for (const auto& item : *list) paths.push_back(string_value(path, name, item));
+  return paths;
+}
+
 std::chrono::nanoseconds duration_value(const std::string& path, const std::string& name, const toml::node& node) {
   const std::string text = string_value(path, name, node);
   try {
@@ -159,7 +171,13 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
     if (name == "jobs") {
-      settings.jobs_file = string_value(path, name, node);
+      settings.jobs_paths = paths_value(path, name, node);
+    } else if (name == "crontab_format") {
+      try {
+        settings.crontab_format = crontab_format_from_string(string_value(path, name, node));
+      } catch (const std::invalid_argument& e) {
+        throw SettingsError(fmt::format("{}: crontab_format {}", where(path, node), e.what()));
+      }
     } else if (name == "seconds") {
       const auto* value = node.as_boolean();
       if (value == nullptr) throw SettingsError(fmt::format("{}: seconds must be true or false", where(path, node)));
@@ -216,7 +234,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
     } else if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
       apply_section(name, node, path, settings);
     } else {
-      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
+      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));

@@ -1,6 +1,7 @@
 #include "daemon/daemon.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -66,8 +67,8 @@ struct Daemon::Runtime {
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
   validate(settings_);
   parse_options_ = jobs_parse_options(settings_.seconds, settings_.zone);
-  const JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_, settings_.job_defaults);
-  log_notices(file);
+  const JobsSources sources = load_sources();
+  log_notices(sources);
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
     // The coordinator's password is the daemon's, not the jobs'.
@@ -116,9 +117,9 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     log_.write(names[static_cast<int>(level)], "scheduler", message);
   };
   scheduler_ = std::make_unique<Scheduler>(options);
-  for (const auto& job : file.jobs) add_job(job);
+  for (const JobDefinition* job : sources.jobs()) add_job(*job);
   update_notifications();
-  metrics_.jobs_loaded(file.jobs.size());
+  metrics_.jobs_loaded(sources.job_count());
   loaded_ = true;
   backend_reachable_ = coordination_.reachable && coordination_.reachable();
   // Before any thread of ours: a bad token file or a port taken throws
@@ -304,9 +305,18 @@ void Daemon::check_backend_loop() {
   }
 }
 
-void Daemon::log_notices(const JobsFile& file) {
-  for (const auto& notice : file.notices) {
-    log_.write("warn", "unsupported-line", fmt::format("{}:{}: {}", file.path, notice.line, notice.message));
+JobsSources Daemon::load_sources() const {
+  return load_jobs_sources(settings_.jobs_paths, parse_options_, settings_.job_defaults, settings_.crontab_format);
+}
+
+void Daemon::log_notices(const JobsSources& sources) {
+  for (const auto& file : sources.files) {
+    for (const auto& notice : file.notices) {
+      log_.write("warn", "unsupported-line", fmt::format("{}:{}: {}", file.path, notice.line, notice.message));
+    }
+  }
+  for (const auto& skipped : sources.skipped) {
+    log_.write("info", "file-skipped", fmt::format("{}: not read: {}", skipped.path, skipped.reason));
   }
 }
 
@@ -314,7 +324,7 @@ void Daemon::add_job(const JobDefinition& job) {
   auto runtime = std::make_shared<Runtime>();
   runtime->job = job;
   if (!job.at_start && !job.schedule->next(Instant{std::chrono::system_clock::now().time_since_epoch()})) {
-    log_.write("warn", "job-never-fires", fmt::format("{}:{}: \"{}\" never fires: no instant matches after now", settings_.jobs_file,
+    log_.write("warn", "job-never-fires", fmt::format("{}:{}: \"{}\" never fires: no instant matches after now", job.file,
                                                        job.line, job.spec), job.key);
   }
   const EntryId id = scheduler_->add(job.schedule, make_job(runtime), entry_options(job));
@@ -408,9 +418,9 @@ std::string Daemon::command_of(const std::string& key) {
 bool Daemon::reload() {
   std::lock_guard guard(reload_mutex_);
   try {
-    JobsFile file = load_jobs_file(settings_.jobs_file, parse_options_, settings_.job_defaults);
-    log_notices(file);
-    return apply_reload(file);
+    const JobsSources sources = load_sources();
+    log_notices(sources);
+    return apply_reload(sources);
   } catch (const std::exception& e) {
     metrics_.reloads(false);
     log_.write("error", "reload-failed", std::string(e.what()) + "; keeping the jobs loaded before");
@@ -418,10 +428,10 @@ bool Daemon::reload() {
   }
 }
 
-bool Daemon::apply_reload(const JobsFile& file) {
+bool Daemon::apply_reload(const JobsSources& sources) {
   std::size_t added = 0, removed = 0, changed = 0;
   std::map<std::string, const JobDefinition*> wanted;
-  for (const auto& job : file.jobs) wanted[job.key] = &job;
+  for (const JobDefinition* job : sources.jobs()) wanted[job->key] = job;
   std::vector<std::pair<EntryId, std::string>> to_remove;
   std::vector<const JobDefinition*> to_add;
   {
@@ -450,7 +460,7 @@ bool Daemon::apply_reload(const JobsFile& file) {
     try {
       scheduler_->check(job->schedule, entry_options(*job));
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}:{}: {}", file.path, job->line, e.what()));
+      throw std::runtime_error(fmt::format("{}:{}: {}", job->file, job->line, e.what()));
     }
   }
   {
@@ -460,9 +470,10 @@ bool Daemon::apply_reload(const JobsFile& file) {
   for (const auto& [id, key] : to_remove) scheduler_->remove(id);  // a running run gets stop requested
   for (const JobDefinition* job : to_add) add_job(*job);
   update_notifications();
-  metrics_.jobs_loaded(file.jobs.size());
+  metrics_.jobs_loaded(sources.job_count());
   metrics_.reloads(true);
-  log_.write("info", "reloaded", fmt::format("{} jobs: {} added, {} removed, {} changed", file.jobs.size(), added, removed, changed));
+  log_.write("info", "reloaded",
+             fmt::format("{} jobs: {} added, {} removed, {} changed", sources.job_count(), added, removed, changed));
   return true;
 }
 
@@ -516,15 +527,17 @@ int Daemon::run() {
   if (coordination_.schema_problems && !check_schema()) return 2;
   scheduler_->start();
   log_.write("info", "started",
-             fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(), settings_.jobs_file,
-                         coordination_.description, to_string(settings_.coordination)));
+             fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(),
+                         fmt::join(settings_.jobs_paths, ", "), coordination_.description,
+                         to_string(settings_.coordination)));
   run_at_start_jobs();
   if (settings_.watch) {
-    watcher_ = std::make_unique<FileWatcher>(settings_.jobs_file, [this] {
-      log_.write("info", "reload-requested", fmt::format("--watch: {} changed", settings_.jobs_file));
+    const std::string watched = fmt::format("{}", fmt::join(settings_.jobs_paths, ", "));
+    watcher_ = std::make_unique<FileWatcher>(settings_.jobs_paths, [this, watched] {
+      log_.write("info", "reload-requested", fmt::format("--watch: {} changed", watched));
       reload();
     });
-    log_.write("info", "watching", fmt::format("{}: reloaded when it changes", settings_.jobs_file));
+    log_.write("info", "watching", fmt::format("{}: reloaded when they change", watched));
   }
   sigset_t signals;
   sigemptyset(&signals);

@@ -12,6 +12,7 @@
 
 #include "daemon/coordination_setup.h"
 #include "daemon/jobs_file.h"
+#include "daemon/jobs_sources.h"
 #include "daemon/log_sink.h"
 #include "daemon/metrics.h"
 #include "daemon/scheduling_lag.h"
@@ -51,7 +52,8 @@ class Daemon {
   struct Runtime;  // one job: its definition
   void add_job(const JobDefinition& job);
   /// MAILTO= and other lines accepted but not acted on: one warning each.
-  void log_notices(const JobsFile& file);
+  [[nodiscard]] JobsSources load_sources() const;
+  void log_notices(const JobsSources& sources);
   /// Triggers each @reboot job once, at start (not at a reload).
   void run_at_start_jobs();
   /// The listener of --http: metrics, health, the API and the page.
@@ -63,7 +65,7 @@ class Daemon {
   void update_notifications();
   /// Checks every new or changed job, then applies the file; throws (and
   /// changes nothing) if one is refused.
-  bool apply_reload(const JobsFile& file);
+  bool apply_reload(const JobsSources& sources);
   fleetcron::Job make_job(std::shared_ptr<Runtime> runtime);
   void run_job(Runtime& runtime, const FireContext& fire, std::stop_token stop);
   /// The command of the job with `key` ("" if none), for the log.

@@ -6,6 +6,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace fleetcron::daemon {
 
@@ -26,8 +28,10 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::uint32_t watched_events =
     IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MODIFY;
 
+namespace fs = std::filesystem;
+
 /// The file's content, or nullopt if it cannot be read now (mid-swap).
-std::optional<std::string> read_content(const std::string& path) {
+std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream content;
@@ -35,15 +39,39 @@ std::optional<std::string> read_content(const std::string& path) {
   return content.str();
 }
 
-/// The directories to watch: the one the path names, and the one the
-/// file it resolves to (through symlinks) lives in.
+/// What a reload would read: each file's content, each directory's
+/// entries' names and contents; nullopt if a file cannot be read now.
+std::optional<std::string> read_content(const std::vector<std::string>& paths) {
+  std::string all;
+  for (const auto& path : paths) {
+    std::error_code error;
+    if (!fs::is_directory(path, error)) {
+      const auto content = read_file(path);
+      if (!content) return std::nullopt;
+      all += path + '\0' + *content + '\0';
+      continue;
+    }
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
+      names.push_back(it->path().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) all += name + '\0' + read_file(name).value_or("") + '\0';
+  }
+  return all;
+}
+
+/// The directories to watch: a directory given itself; for a file the
+/// one the path names, and the one the file it resolves to (through
+/// symlinks) lives in.
 std::set<std::string> directories_of(const std::string& path) {
-  namespace fs = std::filesystem;
   std::set<std::string> directories;
   const fs::path given(path);
-  directories.insert(given.has_parent_path() ? given.parent_path().string() : std::string("."));
   std::error_code error;
+  if (fs::is_directory(given, error)) directories.insert(given.string());
+  directories.insert(given.has_parent_path() ? given.parent_path().string() : std::string("."));
   const fs::path resolved = fs::canonical(given, error);
+  if (!error && fs::is_directory(resolved, error)) directories.insert(resolved.string());
   if (!error && resolved.has_parent_path()) directories.insert(resolved.parent_path().string());
   return directories;
 }
@@ -51,7 +79,7 @@ std::set<std::string> directories_of(const std::string& path) {
 }  // namespace
 
 struct FileWatcher::Impl {
-  std::string path;
+  std::vector<std::string> paths;
   std::function<void()> on_change;
   std::chrono::milliseconds quiet, max_delay;
   int inotify = -1, stop_event = -1;
@@ -60,9 +88,11 @@ struct FileWatcher::Impl {
   std::thread thread;
 
   void watch_directories() {
-    for (const auto& directory : directories_of(path)) {
-      if (watched.contains(directory)) continue;
-      if (inotify_add_watch(inotify, directory.c_str(), watched_events | IN_ONLYDIR) >= 0) watched.insert(directory);
+    for (const auto& path : paths) {
+      for (const auto& directory : directories_of(path)) {
+        if (watched.contains(directory)) continue;
+        if (inotify_add_watch(inotify, directory.c_str(), watched_events | IN_ONLYDIR) >= 0) watched.insert(directory);
+      }
     }
   }
   /// Reads every pending event; true if there was one.
@@ -88,7 +118,7 @@ void FileWatcher::Impl::settle_and_report() {
     drain_events();
   }
   watch_directories();  // a swapped ConfigMap resolves to a new directory
-  const auto content = read_content(path);
+  const auto content = read_content(paths);
   if (!content || content == last_content) return;
   last_content = content;
   on_change();
@@ -103,10 +133,10 @@ void FileWatcher::Impl::loop() {
   }
 }
 
-FileWatcher::FileWatcher(std::string path, std::function<void()> on_change, std::chrono::milliseconds quiet,
+FileWatcher::FileWatcher(std::vector<std::string> paths, std::function<void()> on_change, std::chrono::milliseconds quiet,
                          std::chrono::milliseconds max_delay)
     : impl_(std::make_unique<Impl>()) {
-  impl_->path = std::move(path);
+  impl_->paths = std::move(paths);
   impl_->on_change = std::move(on_change);
   impl_->quiet = quiet;
   impl_->max_delay = max_delay;
@@ -121,9 +151,10 @@ FileWatcher::FileWatcher(std::string path, std::function<void()> on_change, std:
   if (impl_->watched.empty()) {
     close(impl_->inotify);
     close(impl_->stop_event);
-    throw std::runtime_error(fmt::format("--watch: cannot watch the directory of {}: {}", impl_->path, std::strerror(errno)));
+    throw std::runtime_error(fmt::format("--watch: cannot watch the directory of {}: {}", impl_->paths.front(),
+                                         std::strerror(errno)));
   }
-  impl_->last_content = read_content(impl_->path);
+  impl_->last_content = read_content(impl_->paths);
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }
 

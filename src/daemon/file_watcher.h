@@ -1,4 +1,4 @@
-// --watch: reloads the jobs file when it changes (inotify), including a
+// --watch: reloads the jobs files when they change (inotify), including a
 // Kubernetes ConfigMap update, where the kubelet swaps a symlink in the
 // mounted directory (..data -> ..2026_12_03_…) atomically and the file is
 // a symlink through it. Both the directory of the path as given and the
@@ -6,20 +6,23 @@
 // every change. Changes are debounced: the callback runs once the file has
 // been quiet for `quiet` (at most `max_delay` after the first change), and
 // only when its content differs from the last content it was called for.
+// A directory (cron.d) is watched itself: its content is every entry's name
+// and content.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fleetcron::daemon {
 
 class FileWatcher {
  public:
   /// Starts watching; `on_change` runs on the watcher's thread. Throws
-  /// std::runtime_error naming the path if inotify cannot watch it.
-  FileWatcher(std::string path, std::function<void()> on_change,
+  /// std::runtime_error naming a path if inotify cannot watch it.
+  FileWatcher(std::vector<std::string> paths, std::function<void()> on_change,
               std::chrono::milliseconds quiet = std::chrono::milliseconds{300},
               std::chrono::milliseconds max_delay = std::chrono::seconds{2});
   ~FileWatcher();

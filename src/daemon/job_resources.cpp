@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -64,6 +66,13 @@ void resolve_user(const JobsFile& file, JobDefinition& job) {
   try {
     account = resolve_run_as(job.user);
   } catch (const std::exception& e) {
+    if (job.user_from_column) {
+      throw JobsFileError(
+          file.path, job.user_origin.line, job.user_origin.column,
+          fmt::format("the user column: {}; {} reads its lines as system crontab lines (spec, user, command){}", e.what(),
+                      file.path, file.format_line > 0 ? fmt::format(" (format=system on line {})", file.format_line)
+                                                      : std::string(": give --crontab-format=user if it has no user column")));
+    }
     fail_option(file, job, job.user_origin, "user", e.what());
   }
   if (const std::string refusal = run_as_refusal(account); !refusal.empty()) {
@@ -72,10 +81,61 @@ void resolve_user(const JobsFile& file, JobDefinition& job) {
   if (account.uid != ::geteuid() || ::geteuid() == 0) job.run_as = std::move(account);
 }
 
+/// The PATH the job's shell will search: its file's PATH= line, else the
+/// daemon's.
+std::string search_path(const JobDefinition& job) {
+  for (auto it = job.environment.rbegin(); it != job.environment.rend(); ++it) {
+    if (it->first == "PATH") return it->second;
+  }
+  const char* own = std::getenv("PATH");
+  return own != nullptr ? own : "/usr/local/bin:/usr/bin:/bin";
+}
+
+bool is_program_on(const std::string& path, const std::string& name) {
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find(':', start), path.size());
+    const std::string directory = end > start ? path.substr(start, end - start) : std::string(".");
+    if (::access((directory + "/" + name).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+bool is_account(const std::string& name) {
+  try {
+    (void)resolve_run_as(name);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+/// In a file without a user column, `root cd / && run-parts …` would run
+/// "root" as a program: a line written for a system crontab.
+void refuse_user_column(const JobsFile& file, const JobDefinition& job) {
+  if (file.format != CrontabFormat::user) return;
+  const std::size_t end = job.command.find_first_of(" \t");
+  if (end == std::string::npos) return;  // one word: the program itself
+  const std::string first = job.command.substr(0, end);
+  if (std::isdigit(static_cast<unsigned char>(first.front())) != 0 ||
+      first.find_first_of("/=$`'\"\\") != std::string::npos || !is_account(first)) {
+    return;  // a number is a uid to getpwuid, not the name a crontab's column holds
+  }
+  if (is_program_on(search_path(job), first)) return;  // `mail -s …`: the program of that name
+  throw JobsFileError(
+      file.path, job.line, job.command_column,
+      fmt::format("the command starts with \"{}\", an account and no program on PATH: this reads as a system crontab line "
+                  "(spec, user, command); give --crontab-format=system or a \"# fleetcron-file: format=system\" line{}, or "
+                  "the program's path if \"{}\" is one",
+                  first, file.format_line > 0 ? fmt::format(" (line {} says format=user)", file.format_line) : "", first));
+}
+
 }  // namespace
 
 void resolve_job_resources(JobsFile& file) {
   for (auto& job : file.jobs) {
+    refuse_user_column(file, job);
     resolve_directory(file, job);
     resolve_env_file(file, job);
     resolve_user(file, job);

@@ -100,6 +100,15 @@ bool JobDefinition::same_definition(const JobDefinition& other) const {
          user == other.user && run_as == other.run_as && notifications == other.notifications;
 }
 
+std::optional<CrontabFormat> crontab_format_from_string(std::string_view text) {
+  if (text == "user") return CrontabFormat::user;
+  if (text == "system") return CrontabFormat::system;
+  if (text == "auto") return std::nullopt;
+  throw std::invalid_argument(fmt::format("\"{}\" is not a crontab format: expected user (spec, command), system "
+                                          "(spec, user, command) or auto (system for /etc/crontab and cron.d files)",
+                                          quote_for_message(text)));
+}
+
 JobsFileError::JobsFileError(const std::string& file, int line, int column, const std::string& reason)
     : std::runtime_error(line > 0 ? fmt::format("{}:{}:{}: {}", file, line, column, reason) : fmt::format("{}: {}", file, reason)),
       line_(line),
@@ -166,6 +175,10 @@ struct FileParser {
   std::string_view split_spec(const SourceLine& line, std::string_view content, std::string_view& command) const;
   void apply_directive(JobDefinition& job, ParseOptions& parse) const;
   void set_command(JobDefinition& job, std::string_view command) const;
+  /// A system crontab's user column: the first word of `command`, which
+  /// is left with the rest.
+  void take_user_column(const SourceLine& line, JobDefinition& job, std::string_view& command) const;
+  void file_setting(const SourceLine& line, std::string_view setting);
   void check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin);
 };
 
@@ -184,21 +197,34 @@ void FileParser::comment(const SourceLine& line, std::string_view content) {
   }
 }
 
-// `# fleetcron-file: percent=literal`: settings of the whole file, before
-// its first job so that every job line means one thing.
+// `# fleetcron-file: percent=literal format=system`: settings of the whole
+// file, before its first job so that every job line means one thing.
 void FileParser::file_settings(const SourceLine& line, std::string_view body) {
   if (file_settings_line > 0) line.fail(0, fmt::format("a second fleetcron-file line (the first is line {})", file_settings_line));
   if (!file.jobs.empty()) line.fail(0, fmt::format("the fleetcron-file line must come before the first job (line {})",
                                                    file.jobs.front().line));
   file_settings_line = line.number;
-  const std::string_view setting = trim(body);
+  std::string_view rest = trim(body);
+  if (rest.empty()) line.fail(line.text.size(), "a fleetcron-file line without a setting (known: percent=, format=)");
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find_first_of(" \t"), rest.size());
+    file_setting(line, rest.substr(0, end));
+    rest = trim(rest.substr(end));
+  }
+}
+
+void FileParser::file_setting(const SourceLine& line, std::string_view setting) {
   if (setting == "percent=literal") {
     file.percent = PercentMode::literal;
   } else if (setting == "percent=input") {
     file.percent = PercentMode::input;
+  } else if (setting == "format=system" || setting == "format=user") {
+    file.format = setting == "format=system" ? CrontabFormat::system : CrontabFormat::user;
+    file.format_line = line.number;
   } else {
-    line.fail(line.offset_of(setting), fmt::format("unknown file setting \"{}\" (known: percent=input, percent=literal)",
-                                                   quote_for_message(setting)));
+    line.fail(line.offset_of(setting),
+              fmt::format("unknown file setting \"{}\" (known: percent=input, percent=literal, format=user, format=system)",
+                          quote_for_message(setting)));
   }
 }
 
@@ -306,6 +332,25 @@ void FileParser::set_command(JobDefinition& job, std::string_view command) const
   job.input = std::move(input);
 }
 
+void FileParser::take_user_column(const SourceLine& line, JobDefinition& job, std::string_view& command) const {
+  const std::size_t end = std::min(command.find_first_of(" \t"), command.size());
+  const std::string_view user = command.substr(0, end);
+  const std::size_t at = line.offset_of(user);
+  command = trim(command.substr(end));
+  if (command.empty()) {
+    line.fail(at + user.size(), fmt::format("missing command after the user column (\"{}\"): a system crontab line is "
+                                            "the spec, a user, then the command",
+                                            quote_for_message(user)));
+  }
+  if (directive && directive->user) {
+    line.fail(at, fmt::format("the user column gives \"{}\" and the directive on line {} gives user={}: keep one",
+                              quote_for_message(user), directive->line, quote_for_message(*directive->user)));
+  }
+  job.user = std::string(user);
+  job.user_origin = {line.number, static_cast<int>(at) + 1};
+  job.user_from_column = true;
+}
+
 void FileParser::check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin) {
   if (job.key.find('@') != std::string::npos || job.key.size() > 1024 ||
       std::any_of(job.key.begin(), job.key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
@@ -329,6 +374,9 @@ void FileParser::job(const SourceLine& line, std::string_view content) {
   ParseOptions parse = options;
   if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
   apply_directive(job, parse);
+  job.file = path;
+  if (file.format == CrontabFormat::system) take_user_column(line, job, command);
+  job.command_column = static_cast<int>(line.offset_of(command)) + 1;
   job.at_start = spec == "@reboot";
   // @every counts from the epoch, and @reboot from the start: no zone.
   job.spec = zone && !spec.starts_with("@every") && !job.at_start ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
@@ -354,13 +402,14 @@ void FileParser::job(const SourceLine& line, std::string_view content) {
 }  // namespace
 
 JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options,
-                         const JobDefaults& defaults) {
+                         const JobDefaults& defaults, CrontabFormat format) {
   if (text.size() > max_jobs_file_bytes) {
     throw JobsFileError(path, 0, 0, fmt::format("{} bytes, above the limit of {}", text.size(), max_jobs_file_bytes));
   }
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
   FileParser parser{path, options, defaults, {}, {}, {}, {}, {}, 0};
   parser.file.path = path;
+  parser.file.format = format;
   int number = 0;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -389,13 +438,14 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
   return std::move(parser.file);
 }
 
-JobsFile load_jobs_file(const std::string& path, const ParseOptions& options, const JobDefaults& defaults) {
+JobsFile load_jobs_file(const std::string& path, const ParseOptions& options, const JobDefaults& defaults,
+                        CrontabFormat format) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw JobsFileError(path, 0, 0, fmt::format("cannot read: {}", std::strerror(errno)));
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw JobsFileError(path, 0, 0, "read error");
-  JobsFile file = parse_jobs_file(content.str(), path, options, defaults);
+  JobsFile file = parse_jobs_file(content.str(), path, options, defaults, format);
   resolve_job_resources(file);
   return file;
 }

@@ -13,6 +13,12 @@
 // job's standard input (each further '%' a newline) and "\%" is a '%',
 // unless a "# fleetcron-file: percent=literal" line keeps '%' literal.
 // MAILTO= lines are accepted and reported as not supported (notices).
+//
+// A system crontab (/etc/crontab, /etc/cron.d/*) has a user column between
+// the spec and the command: `17 * * * * root cd / && run-parts …`. A file
+// is read in that format when it says so (`# fleetcron-file: format=system`),
+// else when the caller says so (run/validate --crontab-format, or its path:
+// jobs_sources.h); the column becomes the job's user=.
 #pragma once
 
 #include <chrono>
@@ -24,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/crontab_format.h"
 #include "daemon/job_directives.h"
 #include "daemon/job_notifications.h"
 #include "daemon/run_as.h"
@@ -55,7 +62,9 @@ struct JobDefinition {
   bool derived_key = false;  // no key=: a hash of the effective spec and the command
   std::string spec;          // as written, with "TZ=zone " added when a CRON_TZ/TZ line applies
   std::string command;
+  std::string file;          // the jobs file it was read from
   int line = 0;              // 1-based line of the job in its file
+  int command_column = 0;    // 1-based column of its command
   /// `timeout=`: bounds each attempt (EntryOptions::attempt_timeout); 0: none.
   std::chrono::nanoseconds attempt_timeout{0};
   std::optional<std::chrono::nanoseconds> jitter;
@@ -85,6 +94,8 @@ struct JobDefinition {
   std::string user;
   std::optional<RunAs> run_as;
   OptionOrigin dir_origin, env_file_origin, user_origin;
+  /// `user` came from a system crontab's user column (at user_origin).
+  bool user_from_column = false;
   /// on-failure=, on-lost=, on-missed= (commands), notify= and ping= (URLs):
   /// docs/daemon.md#notifications.
   JobNotifications notifications;
@@ -108,6 +119,8 @@ struct JobsFile {
   std::vector<JobDefinition> jobs;
   std::vector<JobsFileNotice> notices;
   PercentMode percent = PercentMode::input;
+  CrontabFormat format = CrontabFormat::user;
+  int format_line = 0;  // the fleetcron-file line that chose the format; 0: the caller did
 };
 
 /// file:line:column: what is wrong.
@@ -128,17 +141,22 @@ inline constexpr std::size_t max_line_bytes = 16 * 1024;
 
 /// Parses `text`; `path` names it in errors. `options` gives the seconds
 /// field and the default zone; `defaults` the options of the jobs whose
-/// directives leave them unset. Throws JobsFileError. It reads nothing
-/// else: load_jobs_file() resolves directories, env files and users.
+/// directives leave them unset; `format` whether its lines have a user
+/// column (a format= file setting overrides it). Throws JobsFileError. It
+/// reads nothing else: load_jobs_file() resolves directories, env files
+/// and users.
 [[nodiscard]] JobsFile parse_jobs_file(std::string_view text, const std::string& path, const ParseOptions& options,
-                                       const JobDefaults& defaults = {});
+                                       const JobDefaults& defaults = {}, CrontabFormat format = CrontabFormat::user);
 /// Reads and parses a file, then checks each job's directory, reads its env
 /// file and looks up its user (resolve_job_resources); a missing or
 /// unreadable file is a JobsFileError at line 0.
 [[nodiscard]] JobsFile load_jobs_file(const std::string& path, const ParseOptions& options,
-                                      const JobDefaults& defaults = {});
+                                      const JobDefaults& defaults = {}, CrontabFormat format = CrontabFormat::user);
 /// What load_jobs_file() does after parsing; throws JobsFileError at the
-/// option's position (or the job's line, for [defaults]).
+/// option's position (or the job's line, for [defaults]). In a file
+/// without a user column, a command whose first word is an account name
+/// and no program on the job's PATH (`root cd / && …`) is refused: the
+/// line was written for a system crontab.
 void resolve_job_resources(JobsFile& file);
 
 /// How the daemon reads jobs: seconds field required or none, the zone,

@@ -39,7 +39,9 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 
 /// Flags given on the command line; they win over the config file.
 struct Flags {
-  std::optional<std::string> config, jobs, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
+  std::vector<std::string> jobs;
+  std::optional<std::string> crontab_format;
+  std::optional<std::string> config, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
       fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace;
   std::optional<std::size_t> max_concurrent, history;
   bool seconds = false;
@@ -50,7 +52,14 @@ struct Flags {
 
 void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--config", flags.config, "TOML config file (flags win over it)");
-  if (with_jobs) command->add_option("jobs", flags.jobs, "The jobs file (crontab syntax)");
+  if (with_jobs) {
+    command->add_option("jobs", flags.jobs,
+                        "Jobs files and cron.d directories (crontab syntax; /etc/crontab and cron.d files with their "
+                        "user column)");
+    command->add_option("--crontab-format", flags.crontab_format,
+                        "user (spec, command), system (spec, user, command) or auto (default: system for /etc/crontab, "
+                        "/etc/cron.d and directories); a file's own '# fleetcron-file: format=' line wins");
+  }
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
   command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
@@ -103,7 +112,14 @@ std::chrono::nanoseconds flag_duration(const std::string& option, const std::str
 Settings build_settings(const Flags& flags) {
   Settings settings;
   if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
-  if (flags.jobs) settings.jobs_file = *flags.jobs;
+  if (!flags.jobs.empty()) settings.jobs_paths = flags.jobs;
+  if (flags.crontab_format) {
+    try {
+      settings.crontab_format = fleetcron::daemon::crontab_format_from_string(*flags.crontab_format);
+    } catch (const std::invalid_argument& e) {
+      throw fleetcron::daemon::SettingsError("option --crontab-format " + std::string(e.what()));
+    }
+  }
   if (flags.seconds) settings.seconds = true;
   if (flags.watch) settings.watch = true;
   if (flags.zone) settings.zone = *flags.zone;
@@ -329,7 +345,7 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   if (app.got_subcommand("validate")) {
-    if (settings.jobs_file.empty()) {
+    if (settings.jobs_paths.empty()) {
       std::cerr << "fleetcron validate: no jobs file\n";
       return exit_usage;
     }

@@ -182,7 +182,10 @@ std::chrono::nanoseconds max_clock_skew(const Settings& settings) {
 }
 
 void validate(const Settings& settings) {
-  if (settings.jobs_file.empty()) throw SettingsError("no jobs file: give it as an argument or as jobs = \"…\" in the config");
+  if (settings.jobs_paths.empty()) {
+    throw SettingsError("no jobs file: give one or more files or directories as arguments, or jobs = \"…\" (or a list) "
+                        "in the config");
+  }
   const bool memory = settings.coordinator == "memory";
   if (!memory && !redis::is_redis_uri(settings.coordinator) &&
       !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://") &&

@@ -7,7 +7,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "daemon/crontab_format.h"
 #include "fleetcron/redis/claimer.h"
 
 namespace fleetcron::daemon {
@@ -37,7 +39,10 @@ struct JobDefaults {
 };
 
 struct Settings {
-  std::string jobs_file;
+  /// Jobs files and cron.d-style directories (daemon/jobs_sources.h).
+  std::vector<std::string> jobs_paths;
+  /// Whether their lines have a user column; nullopt: by path (auto).
+  std::optional<CrontabFormat> crontab_format;
   bool seconds = false;
   std::string zone = "UTC";
   /// "memory", "redis://…" or "nats://…".

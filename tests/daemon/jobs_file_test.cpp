@@ -193,7 +193,8 @@ TEST(JobsFile, AFileSettingKeepsPercentLiteral) {
   EXPECT_EQ(error_of("0 * * * * true\n# fleetcron-file: percent=literal\n"),
             "jobs.cron:2:1: the fleetcron-file line must come before the first job (line 1)");
   EXPECT_EQ(error_of("# fleetcron-file: percent=maybe\n"),
-            "jobs.cron:1:19: unknown file setting \"percent=maybe\" (known: percent=input, percent=literal)");
+            "jobs.cron:1:19: unknown file setting \"percent=maybe\" (known: percent=input, percent=literal, format=user, "
+            "format=system)");
   EXPECT_EQ(error_of("# fleetcron-file: percent=input\n# fleetcron-file: percent=literal\n"),
             "jobs.cron:2:1: a second fleetcron-file line (the first is line 1)");
 }
