@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cerrno>
@@ -78,6 +79,52 @@ std::pair<std::string, std::optional<std::string>> split_percent(std::string_vie
   if (input.empty() || input.back() != '\n') input += '\n';
   while (!command.empty() && is_space(command.back())) command.pop_back();
   return {command, input};
+}
+
+bool is_field_name(std::string_view word) {
+  static constexpr std::array<std::string_view, 19> names{"jan", "feb", "mar", "apr", "may", "jun", "jul",
+                                                          "aug", "sep", "oct", "nov", "dec", "sun", "mon",
+                                                          "tue", "wed", "thu", "fri", "sat"};
+  if (word.size() != 3) return false;
+  std::string lower(word);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::find(names.begin(), names.end(), lower) != names.end();
+}
+
+bool is_number(std::string_view word) {
+  return !word.empty() && std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// One term of a cron field: `*`, `?`, `5`, `mon`, `1-5`, `*/10`, `3-59/5`,
+/// or Quartz's `L`, `LW`, `15W`, `5L`, `5#2`, `L-3`.
+bool is_field_term(std::string_view term) {
+  if (term == "*" || term == "?" || term == "L" || term == "LW") return true;
+  if (const std::size_t slash = term.find('/'); slash != std::string_view::npos) {
+    if (!is_number(term.substr(slash + 1))) return false;
+    term = term.substr(0, slash);
+    if (term == "*") return true;
+  }
+  if (term.starts_with("L-")) return is_number(term.substr(2));
+  if (term.size() > 1 && (term.back() == 'W' || term.back() == 'L') && is_number(term.substr(0, term.size() - 1))) return true;
+  if (const std::size_t hash = term.find('#'); hash != std::string_view::npos) {
+    return is_number(term.substr(0, hash)) && is_number(term.substr(hash + 1));
+  }
+  const std::size_t dash = term.find('-');
+  const auto value = [](std::string_view v) { return is_number(v) || is_field_name(v); };
+  if (dash == std::string_view::npos) return value(term);
+  return value(term.substr(0, dash)) && value(term.substr(dash + 1));
+}
+
+/// Whether `word` would parse as a cron field (a list of terms).
+bool looks_like_field(std::string_view word) {
+  if (word.empty()) return false;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(word.find(',', start), word.size());
+    if (!is_field_term(word.substr(start, comma - start))) return false;
+    if (comma == word.size()) return true;
+    start = comma + 1;
+  }
 }
 
 std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 14695981039346656037ULL) {
@@ -179,6 +226,10 @@ struct FileParser {
   /// is left with the rest.
   void take_user_column(const SourceLine& line, JobDefinition& job, std::string_view& command) const;
   void file_setting(const SourceLine& line, std::string_view setting);
+  /// Refuses a line whose field count is not the file's: under --seconds
+  /// a 5-field line, and in any file a command that starts with a word
+  /// that reads as one more field (a year, or seconds without --seconds).
+  void check_field_count(const SourceLine& line, std::string_view spec, std::string_view command) const;
   void check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin);
 };
 
@@ -277,6 +328,12 @@ std::string_view FileParser::split_spec(const SourceLine& line, std::string_view
   }
   const std::size_t spec_begin = line.offset_of(tokens.front());
   const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
+  if (wanted == 6 && !looks_like_field(tokens.back()) && std::all_of(tokens.begin(), tokens.end() - 1, looks_like_field)) {
+    const std::size_t last = line.offset_of(tokens.back());
+    line.fail(last, fmt::format("this line has 5 fields, but --seconds (seconds = true) reads 6, seconds first: write "
+                                "\"0 {} …\", or drop --seconds",
+                                trim(raw.substr(spec_begin, last - spec_begin))));
+  }
   command = trim(raw.substr(spec_end));
   if (command.empty()) line.fail(spec_end, "missing command after the spec");
   return raw.substr(spec_begin, spec_end - spec_begin);
@@ -351,6 +408,20 @@ void FileParser::take_user_column(const SourceLine& line, JobDefinition& job, st
   job.user_from_column = true;
 }
 
+void FileParser::check_field_count(const SourceLine& line, std::string_view spec, std::string_view command) const {
+  if (spec.starts_with('@')) return;
+  const bool seconds = options.seconds != SecondsField::none;
+  const std::string_view fields = seconds ? "6 fields (second minute hour day month weekday) under --seconds"
+                                          : "5 fields (minute hour day month weekday)";
+  const std::string_view word = command.substr(0, std::min(command.find_first_of(" \t"), command.size()));
+  if (!looks_like_field(word)) return;
+  line.fail(line.offset_of(word),
+            fmt::format("\"{}\" reads as one more cron field, but this file's lines have {}: the command would start "
+                        "with it. {}A year field is not supported; a command that starts so needs its path",
+                        quote_for_message(word), fields,
+                        seconds ? "" : "A line with seconds first needs --seconds (seconds = true in the config). "));
+}
+
 void FileParser::check_key(const SourceLine& line, const JobDefinition& job, std::size_t spec_begin) {
   if (job.key.find('@') != std::string::npos || job.key.size() > 1024 ||
       std::any_of(job.key.begin(), job.key.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
@@ -371,6 +442,7 @@ void FileParser::job(const SourceLine& line, std::string_view content) {
   std::string_view command;
   const std::string_view spec = split_spec(line, content, command);
   const std::size_t spec_begin = line.offset_of(spec);
+  check_field_count(line, spec, command);
   ParseOptions parse = options;
   if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
   apply_directive(job, parse);

@@ -79,6 +79,30 @@ TEST(JobsFile, SecondsFieldWhenEnabled) {
   EXPECT_EQ(parse("*/10 * * * * echo tick\n").jobs[0].command, "echo tick");
 }
 
+// A line of another field count never runs a command nobody wrote:
+// supercronic's 7 fields, a year, seconds without --seconds, 5 fields
+// under --seconds.
+TEST(JobsFile, ALineWithAnotherFieldCountIsRefusedNamingTheOption) {
+  EXPECT_EQ(error_of("*/5 * * * * * * echo hi\n"),
+            "jobs.cron:1:13: \"*\" reads as one more cron field, but this file's lines have 5 fields (minute hour day "
+            "month weekday): the command would start with it. A line with seconds first needs --seconds (seconds = true "
+            "in the config). A year field is not supported; a command that starts so needs its path");
+  EXPECT_NE(error_of("0 0 1 1 * 2027 echo\n").find("1:11: \"2027\" reads as one more cron field"), std::string::npos);
+  EXPECT_NE(error_of("0 0 * * * mon-fri/2 echo\n").find("\"mon-fri/2\" reads as one more"), std::string::npos);
+  EXPECT_NE(error_of("0 0 * * * 1,15W echo\n").find("\"1,15W\" reads as one more"), std::string::npos);
+  EXPECT_NE(error_of("*/5 * * * * * * echo\n", SecondsField::required).find("1:15: \"*\" reads as one more cron field, "
+                                                                          "but this file's lines have 6 fields"),
+            std::string::npos);
+  EXPECT_EQ(error_of("0 9 * * mon-fri /usr/bin/report\n", SecondsField::required),
+            "jobs.cron:1:17: this line has 5 fields, but --seconds (seconds = true) reads 6, seconds first: write "
+            "\"0 0 9 * * mon-fri …\", or drop --seconds");
+  // Words that are no cron field stay commands.
+  for (const char* line : {"0 0 * * * echo\n", "0 0 * * * 7z a x.7z dir\n", "0 0 * * * sun-tool\n", "0 0 * * * ./5\n",
+                           "0 0 * * * L2 run\n"}) {
+    EXPECT_EQ(error_of(line), "(no error)") << line;
+  }
+}
+
 TEST(JobsFile, KeysAreStableAndEditingALineChangesItsKey) {
   const auto a = parse("0 * * * * echo a\n");
   const auto b = parse("# another file, same line\n\n0 * * * * echo a\n");
