@@ -31,7 +31,9 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
 /// `fleetcron history --coordinator URI JOB [-n N] [--json]`: the job's
 /// newest N ledger records (docs/fleet-state.md), newest first; text, or
 /// one JSON document (docs/daemon.md has its schema). Exit 0, 1 when the
-/// store cannot be read, 2 for a memory coordinator (no fleet state to ask).
+/// store cannot be read, 2 for a job with no records that the catalogue
+/// does not list (the nearest keys named) or a memory coordinator (no
+/// fleet state to ask).
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err);
 
@@ -57,10 +59,12 @@ enum class ControlAction { pause, resume, trigger };
 /// or resumes the job for the whole fleet, or asks one replica to run it
 /// now (docs/daemon.md#controls); a trigger with `request_id` is that
 /// request's, so running the command again with it triggers nothing new.
-/// Exit 0, 1 when the store fails, 2 for a memory coordinator (no fleet to
-/// reach).
+/// A job the fleet's catalogue does not list (nor, for a resume, its
+/// controls) is refused with the nearest keys unless `force` (a job no
+/// replica has announced yet). Exit 0; 1 when the store fails; 2 for an
+/// unknown job or a memory coordinator (no fleet to reach).
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
-                        std::ostream& out, std::ostream& err, const std::string& request_id = {});
+                        std::ostream& out, std::ostream& err, const std::string& request_id = {}, bool force = false);
 
 /// The status line for a NATS leader record, one line whatever the record
 /// holds (its value is escaped).

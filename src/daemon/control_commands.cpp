@@ -8,6 +8,7 @@
 #include <cctype>
 
 #include "daemon/commands.h"
+#include "daemon/job_lookup.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/store_clock.h"
@@ -61,7 +62,7 @@ std::string text_answer(ControlAction action, const std::string& job, const Cont
 }  // namespace
 
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
-                        std::ostream& out, std::ostream& err, const std::string& request_id) {
+                        std::ostream& out, std::ostream& err, const std::string& request_id, bool force) {
   const std::string_view name = action_name(action);
   if (settings.coordinator == "memory") {
     err << name << ": the memory coordinator has no fleet outside its process; use redis://, nats:// or postgres://\n";
@@ -79,6 +80,14 @@ int run_control_command(const Settings& settings, ControlAction action, const st
     const auto state = open_fleet_state(settings);
     // Stamped on the store's clock: a trigger from a host whose clock is off lives as long as any.
     const Instant now = StoreClock(*state, system_clock()).now();
+    if (!force) {
+      // A resume also finds a paused job no replica runs any more.
+      const JobLookup lookup = look_up_job(*state, now, job, action == ControlAction::resume);
+      if (!lookup.known) {
+        err << name << ": " << lookup.refusal << "; give --force for a job no replica has announced yet\n";
+        return 2;
+      }
+    }
     const ControlChange change = action == ControlAction::trigger
                                      ? state->request_trigger(job, author(), now, default_trigger_wait, request_id)
                                      : state->set_paused(job, action == ControlAction::pause, author(), now);

@@ -7,6 +7,7 @@
 
 #include "daemon/commands.h"
 #include "daemon/coordination_setup.h"
+#include "daemon/job_lookup.h"
 #include "daemon/json_output.h"
 #include "daemon/log_sink.h"
 #include "fleetcron/nats/fleet_state.h"
@@ -91,6 +92,13 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
     if (read.status != LedgerRead::Status::found) {
       err << "history: " << terminal_safe(read.error) << '\n';
       return 1;
+    }
+    if (!job.empty() && read.records.empty()) {  // a removed job's records still show; a typo has none
+      const JobLookup lookup = look_up_job(*state, StoreClock(*state, system_clock()).now(), job, false);
+      if (!lookup.known) {
+        err << "history: " << lookup.refusal << '\n';
+        return 2;
+      }
     }
     if (json) {
       out << "{\"job\":" << (job.empty() ? std::string("null") : json_string(job)) << ",\"records\":[";

@@ -298,6 +298,7 @@ int main(int argc, char** argv) {
     bool json = false;
     CLI::App* command = nullptr;
     std::string request_id;
+    bool force = false;
   };
   std::array<ControlCommand, 3> controls{{
       {fleetcron::daemon::ControlAction::pause, "pause", "Pause a job for the whole fleet, until resumed", {}, {}, false, nullptr, {}},
@@ -309,6 +310,8 @@ int main(int argc, char** argv) {
     add_settings_flags(control.command, control.flags, false);
     control.command->add_option("job", control.job, "The job's key")->required();
     control.command->add_flag("--json", control.json, "One JSON document (schema: docs/daemon.md)");
+    control.command->add_flag("--force", control.force,
+                              "Act on a job the fleet's catalogue does not list (one no replica has announced yet)");
     if (control.action == fleetcron::daemon::ControlAction::trigger) {
       control.command->add_option("--request-id", control.request_id,
                                   "This request's id: sent again with it (a retry), it triggers nothing new");
@@ -353,7 +356,7 @@ int main(int argc, char** argv) {
   }
   if (control != nullptr) {
     return fleetcron::daemon::run_control_command(settings, control->action, control->job, control->json, std::cout,
-                                                  std::cerr, control->request_id);
+                                                  std::cerr, control->request_id, control->force);
   }
   if (app.got_subcommand("history")) {
     return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,

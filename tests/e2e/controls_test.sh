@@ -4,7 +4,8 @@
 # pause held` stops held on every replica, a replica restarted meanwhile
 # starts with it paused, `fleetcron trigger held` runs it once across the
 # fleet (paused or not), and `fleetcron resume held` brings it back. No
-# fire key ever runs twice; the ledger shows the triggered run.
+# fire key ever runs twice; the ledger shows the triggered run. A control
+# or history of a job the fleet does not know is refused (exit 2).
 #
 #   controls_test.sh FLEETCRON_BINARY redis|nats
 set -euo pipefail
@@ -37,6 +38,14 @@ tick_on() { local target=$(($(runs_of tick) + $1)); wait_until "tick to run $1 m
 
 for r in 0 1 2; do start_replica $r 1; done
 wait_until "held to run twice" at_least held 2
+
+# A typo is refused with the keys meant, and creates no phantom job.
+for action in trigger pause history; do
+  if out=$(control "$action" helt 2>&1); then fail "$action of an unknown job exited 0: $out"; fi
+  [[ $out == *'no job "helt" in the fleet'*'the nearest: "held", "tick"'* ]] || fail "$action helt: $out"
+done
+[[ $out != *--force* ]] || fail "history offers --force: $out"
+if control status | grep -q helt; then fail "a refused control left a phantom job: $(control status)"; fi
 
 answer=$(control pause held --json)
 [[ $answer == '{"job":"held","action":"pause","changed":true}' ]] || fail "pause answered $answer"

@@ -1,0 +1,28 @@
+// Whether the fleet knows a job, for the commands that name one (`trigger`,
+// `pause`, `resume`, `history`): a typo is refused with the keys it may
+// have meant, as the API answers 404, instead of creating a phantom job.
+#pragma once
+
+#include <string>
+
+#include "fleetcron/fleet_state.h"
+
+namespace fleetcron::daemon {
+
+struct JobLookup {
+  bool known = false;
+  /// When not known: what to say ("no job "x" in the fleet's catalogue
+  /// (12 jobs); did you mean "y"?").
+  std::string refusal;
+};
+
+/// Looks `job` up in the fleet's catalogue and, when `controls_count`, in
+/// its controls (a paused job no replica runs any more can be resumed).
+/// Throws std::runtime_error when the store cannot be read.
+[[nodiscard]] JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count);
+
+/// Up to `count` of `keys` nearest to `job` (edit distance), nearest first.
+[[nodiscard]] std::vector<std::string> nearest_keys(const std::string& job, const std::vector<std::string>& keys,
+                                                    std::size_t count = 3);
+
+}  // namespace fleetcron::daemon
