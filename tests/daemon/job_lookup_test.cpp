@@ -1,0 +1,41 @@
+// The CLI's lookup of a job it is asked to control or show (daemon/job_lookup.h).
+#include <gtest/gtest.h>
+
+#include "daemon/job_lookup.h"
+#include "fleetcron/memory_fleet_state.h"
+#include "fleetcron/clock.h"
+
+namespace fleetcron::daemon {
+namespace {
+
+TEST(JobLookup, AnUnknownKeyIsRefusedWithTheNearestKnownOnes) {
+  auto clock = std::make_shared<VirtualClock>(Instant{std::chrono::hours{24 * 20000}});
+  MemoryFleetState state(clock);
+  const Instant now = clock->now();
+  EXPECT_NE(look_up_job(state, now, "held", false).refusal.find("which is empty: no replica has announced its jobs"),
+            std::string::npos);
+  std::vector<CataloguedJob> jobs;
+  for (const char* key : {"held", "tick", "nightly-backup", "weekly-report"}) {
+    CataloguedJob job;
+    job.job_key = key;
+    job.spec = "* * * * *";
+    job.seen = now;
+    job.seen_by = "replica-1";
+    jobs.push_back(job);
+  }
+  ASSERT_EQ(state.catalogue_jobs(jobs, now).status, ControlChange::Status::changed);
+  EXPECT_TRUE(look_up_job(state, now, "held", false).known);
+  const JobLookup typo = look_up_job(state, now, "nightly-bakup", false);
+  EXPECT_FALSE(typo.known);
+  EXPECT_EQ(typo.refusal,
+            "no job \"nightly-bakup\" in the fleet's catalogue (4 job(s)); the nearest: \"nightly-backup\", \"held\", "
+            "\"tick\"");
+  // A paused job no replica runs any more: known to a resume only.
+  ASSERT_EQ(state.set_paused("retired", true, "cli", now).status, ControlChange::Status::changed);
+  EXPECT_FALSE(look_up_job(state, now, "retired", false).known);
+  EXPECT_TRUE(look_up_job(state, now, "retired", true).known);
+  EXPECT_EQ(nearest_keys("a", {"abc", "ab", "xyz"}, 2), (std::vector<std::string>{"ab", "abc"}));
+}
+
+}  // namespace
+}  // namespace fleetcron::daemon
