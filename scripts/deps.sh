@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages fleetcron builds, tests and runs with.
+# Installs the Debian 12 packages fleetcron builds, tests and runs with:
+#   deps.sh build   what the daemon and the libraries build and run with
+#                   (scripts/run.sh, the main job)
+#   deps.sh [test]  that and every tool the tests use (scripts/test.sh)
 # Idempotent: installs only what is missing, and refreshes the package
 # lists only when an install fails without it. Needs root for apt-get.
 set -euo pipefail
 
-packages=(
-  cmake make g++ clang libclang-rt-14-dev pkg-config   # toolchain; clang for libFuzzer and sanitizers
-  dpkg-dev adduser                                      # the Debian packages: dpkg-shlibdeps; the package's postinst
+build_packages=(
+  cmake make g++ pkg-config                             # toolchain
   tzdata libhowardhinnant-date-dev                      # time zones (date, USE_OS_TZDB=1)
   libfmt-dev libcli11-dev                               # formatting, command line
-  libhiredis-dev redis-server redis-tools               # fleetcron::redis and its integration tests
-  libssl-dev openssl                                    # Redis over TLS; the tests' certificates
-  libnats-dev nats-server valgrind                      # fleetcron::nats, its integration tests, the leak check
-  libpq-dev postgresql postgresql-client                # fleetcron::postgres; initdb, pg_ctl, psql, pgbench for its tests
-  faketime curl iproute2 nftables jq                    # e2e: a skewed clock, status --json, partitions; CLI: /metrics, ss
+  libhiredis-dev libssl-dev                             # fleetcron::redis, over TLS too
+  libnats-dev libpq-dev                                 # fleetcron::nats, fleetcron::postgres
   libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, HTTP (with OpenSSL: https:// webhooks)
+)
+test_packages=(
+  clang libclang-rt-14-dev                              # libFuzzer and the sanitizers
+  dpkg-dev adduser                                      # the Debian packages: dpkg-shlibdeps; the package's postinst
+  redis-server redis-tools openssl                      # the Redis integration tests; the tests' certificates
+  nats-server valgrind                                  # the NATS integration tests, the leak check
+  postgresql postgresql-client                          # initdb, pg_ctl, psql, pgbench for the PostgreSQL tests
+  faketime curl iproute2 nftables jq                    # e2e: a skewed clock, status --json, partitions; CLI: /metrics, ss
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
   chromium chromium-driver python3                      # the status page's test in a real browser (WebDriver)
 )
+case ${1:-test} in
+  build) packages=("${build_packages[@]}") ;;
+  test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "deps.sh: unknown set \"$1\" (build or test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

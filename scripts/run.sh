@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The main job: installs what is needed, builds fleetcron (Release) and runs
+# The main job: installs what the build needs (not the test tools), builds fleetcron (Release) and runs
 # the daemon on examples/demo.cron with the embedded in-memory coordinator,
 # printing runs as they happen (Ctrl-C drains and stops it). With arguments
 # they go to the program instead (e.g. `next '0 9 * * mon-fri'`, `validate FILE`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh build   # the build and runtime packages only; the test tools come with scripts/test.sh
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DFLEETCRON_TESTS=OFF -DFLEETCRON_BENCH=OFF \
   -DFLEETCRON_EXAMPLES=OFF >/dev/null
 cmake --build build/release --target fleetcron -j"$(nproc)" >/dev/null
