@@ -24,6 +24,7 @@ class FLEETCRON_API BackendError : public std::runtime_error {
     auth,      ///< authentication or authorization refused (Redis AUTH/SELECT, NATS credentials or permissions)
     protocol,  ///< the server answered with an error the operation cannot use, or a malformed reply
     closed,    ///< the connection was closed by its owner
+    config,    ///< the server refuses this configuration for good: an unknown database, a certificate that does not verify
   };
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   /// The backend's own code: nats.c's natsStatus for NATS, 0 for Redis.
@@ -63,7 +64,12 @@ class FLEETCRON_API ClosedError final : public BackendError {
   explicit ClosedError(const std::string& message, int code = 0) : BackendError(Kind::closed, message, code) {}
 };
 
-/// "connect", "timeout", "io", "auth", "protocol", "closed".
+class FLEETCRON_API ConfigError final : public BackendError {
+ public:
+  explicit ConfigError(const std::string& message, int code = 0) : BackendError(Kind::config, message, code) {}
+};
+
+/// "connect", "timeout", "io", "auth", "protocol", "closed", "config".
 [[nodiscard]] FLEETCRON_API std::string_view to_string(BackendError::Kind kind) noexcept;
 
 /// Throws the subclass for `kind`.

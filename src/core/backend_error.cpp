@@ -10,6 +10,7 @@ std::string_view to_string(BackendError::Kind kind) noexcept {
     case BackendError::Kind::auth: return "auth";
     case BackendError::Kind::protocol: return "protocol";
     case BackendError::Kind::closed: return "closed";
+    case BackendError::Kind::config: return "config";
   }
   return "unknown";
 }
@@ -22,6 +23,7 @@ void throw_backend_error(BackendError::Kind kind, const std::string& message, in
     case BackendError::Kind::auth: throw AuthError(message, code);
     case BackendError::Kind::protocol: throw ProtocolError(message, code);
     case BackendError::Kind::closed: throw ClosedError(message, code);
+    case BackendError::Kind::config: throw ConfigError(message, code);
   }
   throw ProtocolError(message, code);
 }

@@ -52,6 +52,7 @@ void Scheduler::Impl::start() {
     {
       std::lock_guard guard(registry_mutex_);
       started_at_ = clock_->now();
+      registry_started_ = true;
       settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
     }
     announce();

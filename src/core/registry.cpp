@@ -242,7 +242,8 @@ void Scheduler::Impl::catalogue_if_due() {
 }
 
 void Scheduler::Impl::withdraw_once() {
-  if (!registry_on() || withdrawn_.exchange(true)) return;
+  // Never started: never announced, nothing to remove.
+  if (!registry_on() || !registry_started_ || withdrawn_.exchange(true)) return;
   ControlChange answer;
   // Tried twice: a record left behind lists the runs this replica had, and
   // they are reported lost when it expires.

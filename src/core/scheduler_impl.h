@@ -546,6 +546,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   Clock::SteadyTime in_touch_since_{};
   mutable std::mutex registry_mutex_;  // guards the members below
   Instant started_at_{};
+  std::atomic<bool> registry_started_{false};  // start() ran: withdraw_once() has a record to remove
   std::string settings_refusal_;  // empty: accepted
   std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
   std::vector<std::string> reported_other_jobs_;

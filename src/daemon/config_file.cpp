@@ -223,6 +223,9 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
         throw SettingsError(fmt::format("{}: log_format must be text or json, got \"{}\"", where(path, node), text));
       }
       settings.log_format = text == "json" ? LogFormat::json : LogFormat::text;
+    } else if (name == "store_wait") {
+      settings.store_wait = string_value(path, name, node) == "0" ? std::chrono::nanoseconds::zero()
+                                                                  : duration_value(path, name, node);
     } else if (name == "shutdown_grace") {
       settings.shutdown_grace = duration_value(path, name, node);
     } else if (name == "kill_grace") {
@@ -235,7 +238,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       apply_section(name, node, path, settings);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
-                                      "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, kill_grace, max_concurrent, "
+                                      "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, store_wait, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));
     }

@@ -277,14 +277,7 @@ void make_postgres(const Settings& settings, const std::string& holder, Coordina
   out.schema_problems = [connection, tables = options.tables, fleet_state] {
     return postgres::missing_schema(*connection, tables, fleet_state);
   };
-  out.reachable = [connection] {
-    try {
-      connection->ping();
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
+  out.ping = [connection] { connection->ping(); };
   out.resources = connection;
 }
 
@@ -310,7 +303,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
     if (settings.history > 0 || settings.catch_up > std::chrono::nanoseconds::zero()) {
       out.fleet_state = std::make_shared<MemoryFleetState>(system_clock());
     }
-    out.reachable = [] { return true; };
+    out.ping = [] {};
   } else if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     auto options = parse_nats_uri(settings.coordinator, settings);
     out.description = nats::describe(options);
@@ -318,14 +311,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
     claimer = nats->claimer;
     elector = nats->elector;
     out.fleet_state = nats->fleet_state;
-    out.reachable = [nats] {
-      try {
-        nats->connection->ping();  // connects if need be
-        return true;
-      } catch (const std::exception&) {
-        return false;
-      }
-    };
+    out.ping = [nats] { nats->connection->ping(); };  // connects if need be
     out.resources = nats;
   } else if (postgres::is_postgres_uri(settings.coordinator)) {
     make_postgres(settings, holder, out, claimer, elector);
@@ -361,14 +347,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
           client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
     }
     out.eviction_policy = [client] { return redis::read_eviction_policy(*client); };
-    out.reachable = [client] {
-      try {
-        client->ping();
-        return true;
-      } catch (const std::exception&) {
-        return false;
-      }
-    };
+    out.ping = [client] { client->ping(); };
     out.resources = client;
   }
   if (claimer) out.claimer = std::make_shared<MeasuredClaimer>(claimer, metrics);

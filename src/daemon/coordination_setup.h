@@ -29,8 +29,10 @@ struct Coordination {
   /// ledger are both off.
   std::shared_ptr<FleetState> fleet_state;
   std::string description;           // no secrets
-  /// True while the backend answers (readiness).
-  std::function<bool()> reachable;
+  /// Asks the backend for an answer (readiness, the start's check):
+  /// returns if it answered, throws BackendError saying why not (AuthError
+  /// and ConfigError: refused for good, not an outage).
+  std::function<void()> ping;
   /// Backend clock minus local clock, when known (Redis).
   std::function<std::optional<double>()> clock_offset;
   /// Redis: what the server's maxmemory-policy is (one round trip).

@@ -83,7 +83,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   if (settings_.coordinator == "memory") {
     log_.write("warn", "memory-coordinator",
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
-               "(use --coordinator redis://… or nats://… for a fleet)");
+               "(use --coordinator redis://…, nats://… or postgres://… for a fleet)");
   }
   for (const auto& [event, message] : coordination_.warnings) log_.write("warn", event, message);
   log_catch_up();
@@ -121,7 +121,8 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   update_notifications();
   metrics_.jobs_loaded(sources.job_count());
   loaded_ = true;
-  backend_reachable_ = coordination_.reachable && coordination_.reachable();
+  start_probe_ = probe_store();
+  backend_reachable_ = start_probe_.answered;
   // Before any thread of ours: a bad token file or a port taken throws
   // here, and the caller exits 2.
   if (!settings_.http.empty()) start_http(options.replica_id);
@@ -269,28 +270,57 @@ void Daemon::job_metrics_loop() {
   }
 }
 
+Daemon::StoreProbe Daemon::probe_store() const {
+  if (!coordination_.ping) return {true, false, {}};
+  try {
+    coordination_.ping();
+    return {true, false, {}};
+  } catch (const BackendError& e) {
+    const bool refused = e.kind() == BackendError::Kind::auth || e.kind() == BackendError::Kind::config;
+    return {false, refused, e.what()};
+  } catch (const std::exception& e) {
+    return {false, false, e.what()};
+  }
+}
+
+void Daemon::wait_for_first_answer(bool answered, bool& ever_answered, std::chrono::steady_clock::time_point started) {
+  ever_answered = ever_answered || answered;
+  if (ever_answered || settings_.store_wait <= std::chrono::nanoseconds::zero()) return;
+  if (std::chrono::steady_clock::now() - started < settings_.store_wait || store_wait_expired_.exchange(true)) return;
+  log_.write("error", "store-wait",
+             fmt::format("{} has not answered in the {} since the start (--store-wait): stopping, to exit 1 so that "
+                         "the service manager sees it",
+                         coordination_.description, format_duration(settings_.store_wait)));
+  ::kill(::getpid(), SIGTERM);  // run() stops as for SIGTERM, then exits 1
+}
+
 void Daemon::check_backend_loop() {
   std::unique_lock lock(readiness_mutex_);
   bool was_reachable = false;
   bool first_check = true;
+  bool ever_answered = backend_reachable_;
+  const auto started = std::chrono::steady_clock::now();
   auto config_checked = std::chrono::steady_clock::time_point{};
+  std::string last_error;
   while (!readiness_cv_.wait_for(lock, std::chrono::seconds{1}, [this] { return readiness_stop_; })) {
     lock.unlock();
-    bool reachable = false;
-    try {
-      reachable = coordination_.reachable && coordination_.reachable();
-    } catch (...) {
-      reachable = false;
-    }
+    const StoreProbe probe = probe_store();
+    const bool reachable = probe.answered;
     backend_reachable_ = reachable;
     // One line per change, for every backend alike, and one at the first
-    // check if it does not answer.
-    if (reachable != was_reachable || (first_check && !reachable)) {
+    // check if it does not answer; a refusal says what it refuses.
+    if (reachable != was_reachable || (first_check && !reachable) || (probe.refused && probe.error != last_error)) {
       log_.write(reachable ? "info" : "error", reachable ? "backend-reachable" : "backend-unreachable",
-                 fmt::format("{} {}", coordination_.description,
-                             reachable ? "answers" : "does not answer; fires fail closed until it does"));
+                 reachable ? fmt::format("{} answers", coordination_.description)
+                 : probe.refused
+                     ? fmt::format("{} refuses this daemon's configuration: {}; fires fail closed until it is fixed",
+                                   coordination_.description, probe.error)
+                     : fmt::format("{} does not answer; fires fail closed until it does ({})", coordination_.description,
+                                   probe.error));
     }
+    last_error = probe.error;
     first_check = false;
+    wait_for_first_answer(reachable, ever_answered, started);
     // The eviction policy: at every (re)connect, and every minute (CONFIG
     // SET can change it at any time).
     const auto now = std::chrono::steady_clock::now();
@@ -518,6 +548,13 @@ bool Daemon::check_schema() {
 }
 
 int Daemon::run() {
+  if (start_probe_.refused) {
+    log_.write("error", "store-refused",
+               fmt::format("{}: not starting: this is the daemon's configuration (a password, a user's rights, a "
+                           "database, a certificate), not an outage: fix it and start again",
+                           start_probe_.error));
+    return 2;
+  }
   // Refused before anything runs when the server answers; a server down
   // at start is checked when it comes up.
   if (coordination_.eviction_policy) {
@@ -562,7 +599,7 @@ int Daemon::run() {
     if (!clean) clean = scheduler_->stop(std::chrono::steady_clock::now() + settings_.kill_grace + std::chrono::seconds{3});
     notifier_->stop(std::chrono::steady_clock::now() + notify_drain);  // the last runs' notifications
     log_.write("info", "stopped", clean ? "all runs finished" : "some runs did not end in time");
-    return config_refused_ ? 1 : 0;
+    return config_refused_ || store_wait_expired_ ? 1 : 0;
   }
 }
 

@@ -97,6 +97,20 @@ class Daemon {
   std::mutex eviction_mutex_;            // one check at a time: guards eviction_state_
   std::string eviction_state_;           // the last one logged
   std::atomic<bool> config_refused_{false};
+  std::atomic<bool> store_wait_expired_{false};  // --store-wait passed without an answer: run() exits 1
+  /// One look at the store: whether it answered, else why, and whether it
+  /// refused this configuration for good (a password, a database, a
+  /// certificate) rather than being out of reach.
+  struct StoreProbe {
+    bool answered = false;
+    bool refused = false;
+    std::string error;
+  };
+  [[nodiscard]] StoreProbe probe_store() const;
+  /// --store-wait: stops the daemon (exit 1) once the store has not
+  /// answered for that long since the start.
+  void wait_for_first_answer(bool answered, bool& ever_answered, std::chrono::steady_clock::time_point started);
+  StoreProbe start_probe_;  // the constructor's: run() refuses to start on a refusal
   std::atomic<bool> backend_reachable_{false};
   std::mutex readiness_mutex_;  // guards readiness_stop_
   std::condition_variable readiness_cv_;

@@ -42,7 +42,7 @@ struct Flags {
   std::vector<std::string> jobs;
   std::optional<std::string> crontab_format;
   std::optional<std::string> config, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
-      fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace;
+      fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace, store_wait;
   std::optional<std::size_t> max_concurrent, history;
   bool seconds = false;
   bool watch = false;
@@ -63,9 +63,12 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
   command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
-  command->add_option("--coordinator", flags.coordinator, "memory (default), redis://…, nats://…?bucket=… or postgres://…");
+  command->add_option("--coordinator", flags.coordinator,
+                      "memory (default), redis://…, rediss://… (TLS), redis-sentinel://h1,h2,h3/name, unix:/path, "
+                      "nats://…?bucket=…, tls://… or postgres://…");
   command->add_option("--coordinator-password-file", flags.coordinator_password_file,
-                      "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD / FLEETCRON_NATS_PASSWORD)");
+                      "File holding the coordinator's password (else FLEETCRON_REDIS_PASSWORD, FLEETCRON_NATS_PASSWORD or "
+                      "FLEETCRON_POSTGRES_PASSWORD)");
   command->add_option("--coordination", flags.coordination, "claim (default), leader or both");
   command->add_option("--claim-ttl", flags.claim_ttl, "How long a fire claim is kept (default 10m)");
   command->add_flag("--require-noeviction", flags.require_noeviction,
@@ -85,7 +88,7 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--history", flags.history, "Ledger records kept per job (default 100; 0: no ledger)")
       ->check(CLI::Range(0, 10'000));
   command->add_option("--history-age", flags.history_age, "Ledger records older than this go (default 30d; at most 400d)");
-  command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis 30s, NATS 10s by default)");
+  command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis and PostgreSQL 30s, NATS 10s by default)");
   command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
   command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
   command->add_option("--on-leadership-loss", flags.on_leadership_loss,
@@ -95,6 +98,9 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--api-token-file", flags.api_token_file, "File holding the bearer token the API's writes need");
   command->add_option("--log-format", flags.log_format, "text (default) or json");
   command->add_option("--shutdown-grace", flags.shutdown_grace, "How long SIGTERM lets runs finish (default 30s)");
+  command->add_option("--store-wait", flags.store_wait,
+                      "run: exit 1 if the store has not answered this long after the start (default 5m; 0: wait for "
+                      "ever); a refused password, database or certificate exits 2 at once");
   command->add_option("--kill-grace", flags.kill_grace, "SIGTERM to SIGKILL for timed-out runs (default 5s)");
   command->add_option("--max-concurrent", flags.max_concurrent, "Runs at once at most (default 64)");
 }
@@ -175,6 +181,10 @@ Settings build_settings(const Flags& flags) {
     settings.log_format = *flags.log_format == "json" ? fleetcron::daemon::LogFormat::json : fleetcron::daemon::LogFormat::text;
   }
   if (flags.shutdown_grace) settings.shutdown_grace = flag_duration("--shutdown-grace", *flags.shutdown_grace);
+  if (flags.store_wait) {
+    settings.store_wait = *flags.store_wait == "0" ? std::chrono::nanoseconds::zero()
+                                                   : flag_duration("--store-wait", *flags.store_wait);
+  }
   if (flags.kill_grace) settings.kill_grace = flag_duration("--kill-grace", *flags.kill_grace);
   if (flags.max_concurrent) {
     if (*flags.max_concurrent < 1 || *flags.max_concurrent > 4096) {

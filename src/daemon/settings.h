@@ -95,6 +95,10 @@ struct Settings {
   std::string api_token_file;
   LogFormat log_format = LogFormat::text;
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds{30};
+  /// How long `run` waits for a store that has not answered since the
+  /// start before it exits 1 (0: for ever); an outage after the first
+  /// answer never stops the daemon.
+  std::chrono::nanoseconds store_wait = std::chrono::minutes{5};
   std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
   std::size_t max_concurrent = 64;
   std::size_t max_output_bytes = 1 << 20;

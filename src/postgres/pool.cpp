@@ -45,6 +45,17 @@ bool auth_failure(const std::string& message) {
   return false;
 }
 
+/// A connection refused for good by its configuration: a database that
+/// does not exist, a server certificate that does not verify (sslmode
+/// verify-ca, verify-full).
+bool config_failure(const std::string& message) {
+  for (const char* sign : {"does not exist", "certificate verify failed", "does not match host name",
+                           "root certificate file", "SSL error: certificate"}) {
+    if (message.find(sign) != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::string& Rows::text(std::size_t r, std::size_t c) const {
@@ -135,6 +146,7 @@ Conn::Conn(const ConnectionOptions& options, const std::string& description)
   if (PQstatus(conn_.get()) != CONNECTION_OK) {
     const std::string message = fmt::format("{}: {}", description_, trimmed(PQerrorMessage(conn_.get())));
     if (auth_failure(message)) throw AuthError(message);
+    if (config_failure(message)) throw ConfigError(message);
     throw ConnectError(message);
   }
   // Non-blocking: a send into a full socket buffer (a partitioned server)

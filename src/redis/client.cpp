@@ -161,6 +161,8 @@ std::unique_ptr<Connection> Client::Impl::connect() {
       return connect_primary(*known, generation);
     } catch (const AuthError&) {
       throw;
+    } catch (const ConfigError&) {
+      throw;
     } catch (const BackendError& e) {
       failures.push_back(e.what());
       forget_primary(generation);  // then ask the sentinels, now
@@ -191,6 +193,8 @@ std::unique_ptr<Connection> Client::Impl::connect() {
       if (generation_ == generation) primary_ = named;
       return connection;
     } catch (const AuthError&) {
+      throw;
+    } catch (const ConfigError&) {
       throw;
     } catch (const BackendError& e) {
       failures.push_back(fmt::format("sentinel {}:{} named {}:{}: {}", sentinel.host, sentinel.port, named->first,

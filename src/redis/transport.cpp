@@ -167,7 +167,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
     SSL_set_hostflags(ssl_, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     const bool named = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str()) == 1
                           : SSL_set1_host(ssl_, name.c_str()) == 1;
-    if (!named) throw ConnectError(fmt::format("{}: TLS: cannot verify against the name {}", description_, name));
+    if (!named) throw ConfigError(fmt::format("{}: TLS: cannot verify against the name {}", description_, name));
   }
   for (;;) {
     const int result = SSL_connect(ssl_);
@@ -182,7 +182,7 @@ void Transport::handshake(const ClientOptions& options, const TlsContext& tls, C
     }
     const long verified = SSL_get_verify_result(ssl_);  // also set without verification: ignored then
     if (options.tls_verify && verified != X509_V_OK) {
-      throw ConnectError(fmt::format("{}: TLS: the server's certificate is refused: {} (expected name {}, CAs from {})",
+      throw ConfigError(fmt::format("{}: TLS: the server's certificate is refused: {} (expected name {}, CAs from {})",
                                      description_, X509_verify_cert_error_string(verified), name,
                                      ca_source(options)));
     }

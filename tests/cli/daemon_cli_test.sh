@@ -73,6 +73,17 @@ expect_error "flag: a history age above 400 days" 2 'option --history-age "500d"
 printf '[fleet]\nhistory = -1\n' >"$work/bad-history.toml"
 expect_error "config: a negative history with file:line" 2 "$work/bad-history.toml:2:" -- run --config "$work/bad-history.toml" "$work/bad.cron"
 expect_error "history: an unreachable store is exit 1 with the error" 1 "history: " -- history --coordinator redis://127.0.0.1:1 job
+# A store that never answers stops the daemon after --store-wait, exit 1.
+printf '0 0 1 1 * true\n' >"$work/quiet.cron"
+started_at=$SECONDS
+out=$(timeout 60 "$bin" run --coordinator redis://127.0.0.1:1 --store-wait 2s "$work/quiet.cron" 2>&1)
+status=$?
+if [[ $status == 1 && $out == *"store-wait"*"has not answered in the 2s since the start (--store-wait)"* ]] &&
+   ((SECONDS - started_at < 30)); then
+  ok "run: a store that never answers ends the daemon after --store-wait, exit 1"
+else
+  bad "store-wait: status $status after $((SECONDS - started_at)) s: $(tail -3 <<<"$out")"
+fi
 expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": expected [host]:port' -- run --metrics 9464abc "$work/bad.cron"
 # validate applies the coordination's rules, without connecting: Redis's
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.

@@ -30,7 +30,7 @@ TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   const auto coordination = make_coordination(nats, metrics);
   EXPECT_EQ(coordination.claimer->dedup_window(), 5s);
   EXPECT_EQ(coordination.claimer->claim("k@2036-01-01T00:00:00Z").status, ClaimResult::Status::error);
-  EXPECT_FALSE(coordination.reachable());
+  EXPECT_THROW(coordination.ping(), ConnectError);
 }
 
 // The offline claimer `validate` checks with has the real one's rules.

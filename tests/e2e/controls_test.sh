@@ -36,6 +36,20 @@ logged_by_all() {  # pattern: every running replica's log has it
 # whatever was in flight.
 tick_on() { local target=$(($(runs_of tick) + $1)); wait_until "tick to run $1 more times" at_least tick "$target"; }
 
+# A configuration the store refuses for good (a password, a database) is
+# a start that fails at once, exit 2, not a daemon skipping every fire.
+refused=
+case $backend in
+  redis) refused=${coordinator/redis:\/\//redis://:wrong-password@} ;;
+  postgres) refused=${coordinator%/*}/no_such_database ;;
+esac
+if [[ -n $refused ]]; then
+  status=0
+  timeout 30 "$binary" run --seconds "$work/jobs.cron" --coordinator "$refused" >"$work/refused.out" 2>&1 || status=$?
+  ((status == 2)) || fail "a refused configuration exited $status: $(tail -3 "$work/refused.out")"
+  grep -q 'store-refused.*not an outage' "$work/refused.out" || fail "no store-refused line: $(tail -3 "$work/refused.out")"
+fi
+
 for r in 0 1 2; do start_replica $r 1; done
 wait_until "held to run twice" at_least held 2
 
