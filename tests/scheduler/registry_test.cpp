@@ -130,20 +130,30 @@ std::size_t oldest_runs(RegistryFleet& fleet, Harness& h) {
 /// declare it after the fleet, so its runs end before the replicas stop),
 /// counting its runs and how many ran at once.
 struct LongJob {
-  std::atomic<int> running{0};
-  std::atomic<int> most{0};
-  std::atomic<int> starts{0};
-  std::atomic<bool> release{false};
+  /// Shared with the job: a run may read `release` after the LongJob is
+  /// gone (destroyed before the fleet, so that a failed assertion never
+  /// leaves the fleet's destructor waiting for the job).
+  struct State {
+    std::atomic<int> running{0};
+    std::atomic<int> most{0};
+    std::atomic<int> starts{0};
+    std::atomic<bool> release{false};
+  };
+  std::shared_ptr<State> state = std::make_shared<State>();
+  std::atomic<int>& running = state->running;
+  std::atomic<int>& most = state->most;
+  std::atomic<int>& starts = state->starts;
+  std::atomic<bool>& release = state->release;
   ~LongJob() { release = true; }
   Job job() {
-    return [this](const FireContext&, std::stop_token) {
-      const int now = ++running;
-      int seen = most.load();
-      while (seen < now && !most.compare_exchange_weak(seen, now)) {
+    return [s = state](const FireContext&, std::stop_token) {
+      const int now = ++s->running;
+      int seen = s->most.load();
+      while (seen < now && !s->most.compare_exchange_weak(seen, now)) {
       }
-      ++starts;
-      while (!release) std::this_thread::sleep_for(1ms);
-      --running;
+      ++s->starts;
+      while (!s->release) std::this_thread::sleep_for(1ms);
+      --s->running;
     };
   }
 };
@@ -527,15 +537,17 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   RegistryFleet fleet(h);
   fleet.heartbeat = 5s;
   auto dark = std::make_shared<FailingRegistry>(fleet.shared_state());
-  std::atomic<bool> release{false};
-  std::atomic<std::uint64_t> lost_fence{0};
+  // Shared with the job, which may still read it after the test's locals
+  // are gone (they go before the fleet stops).
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto lost_fence = std::make_shared<std::atomic<std::uint64_t>>(0);
   struct Release {
-    std::atomic<bool>& flag;
-    ~Release() { flag = true; }  // whatever fails, the job ends and the fleet stops
+    std::shared_ptr<std::atomic<bool>> flag;
+    ~Release() { *flag = true; }  // whatever fails, the job ends and the fleet stops
   } releaser{release};
-  Replica& runner = fleet.add("10m", "* * * * *", [&](const FireContext& c, std::stop_token) {
-    lost_fence = c.fence;
-    while (!release) std::this_thread::sleep_for(1ms);
+  Replica& runner = fleet.add("10m", "* * * * *", [release, lost_fence](const FireContext& c, std::stop_token) {
+    *lost_fence = c.fence;
+    while (!*release) std::this_thread::sleep_for(1ms);
   }, dark, RecoverPolicy::rerun);
   std::mutex mutex;
   std::vector<FireContext> reruns;
@@ -547,7 +559,7 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   Replica& third = fleet.add("10m", "0 0 1 1 *", record, nullptr, RecoverPolicy::rerun);
   fleet.settle();
   h.clock->advance(60s);
-  ASSERT_TRUE(Harness::eventually([&] { return lost_fence.load() != 0; }));
+  ASSERT_TRUE(Harness::eventually([&] { return lost_fence->load() != 0; }));
   h.settle(3 * waiters_per_replica);
   h.clock->advance(1s);  // listed
   ASSERT_TRUE(Harness::eventually([&] {
@@ -576,8 +588,8 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
     const FireContext& rerun = reruns.front();
     EXPECT_EQ(rerun.fire_key, "job@2026-01-01T00:01:00Z") << "the same fire";
     EXPECT_EQ(rerun.recovery, 1);
-    EXPECT_EQ(rerun.recovered_fence, lost_fence.load());
-    EXPECT_GT(rerun.fence, lost_fence.load()) << "a new claim: a new fence";
+    EXPECT_EQ(rerun.recovered_fence, lost_fence->load());
+    EXPECT_GT(rerun.fence, lost_fence->load()) << "a new claim: a new fence";
     EXPECT_FALSE(rerun.manual);
   }
   // The re-run's end is the newest record; the loss stays beside it, each
@@ -590,7 +602,7 @@ TEST(SchedulerRegistry, ALostRunIsRunAgainOnceWithRecoverRerun) {
   ASSERT_GE(records.size(), 2u);
   EXPECT_EQ(records[0].fire_key, "job@2026-01-01T00:01:00Z#recover1");
   EXPECT_EQ(records[1].fire_key, "job@2026-01-01T00:01:00Z");
-  release = true;
+  *release = true;
   ASSERT_TRUE(fleet.stop(runner));
   std::lock_guard guard(mutex);
   EXPECT_EQ(reruns.size(), 1u);
