@@ -69,7 +69,7 @@ std::size_t count(const std::string& text, const std::string& part) {
 std::optional<std::string> message_for(const std::string& uri) {
   using namespace fleetcron;
   daemon::Settings settings;
-  settings.jobs_file = "jobs.cron";  // so validate() reaches the coordinator
+  settings.jobs_paths = {"jobs.cron"};  // so validate() reaches the coordinator
   settings.coordinator = uri;
   try {
     daemon::validate(settings);

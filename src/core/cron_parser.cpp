@@ -263,7 +263,13 @@ class SpecParser {
       if (peek() == '-') {
         ++pos_;
         high = read_value(field);
-        if (low > high) fail(info.name, range_pos, fmt::format("beginning of range {} beyond end {}", low, high));
+        if (low > high) {
+          // 7 is Sunday as 0 is: the wrapped week ends at Saturday.
+          const unsigned last = field == Field::day_of_week ? 6U : info.max;
+          fail(info.name, range_pos,
+               fmt::format("beginning of range {} beyond end {}: a range does not wrap around; write {}-{},{}-{}", low,
+                           high, low, last, info.min, high));
+        }
       } else if (peek() == '/') {
         if (field == Field::day_of_week && low == 7) {
           fail(info.name, range_pos, "7 (Sunday) cannot start a step: write 0/step");

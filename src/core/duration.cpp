@@ -88,7 +88,20 @@ nanoseconds parse_duration(std::string_view text) {
       std::size_t end = pos;
       while (end < text.size() && !is_digit(text[end]) && text[end] != '.') ++end;
       if (end == pos) throw DurationError(text, pos, "missing unit (ns, us, ms, s, m, h or d)");
-      throw DurationError(text, pos, fmt::format("unknown unit \"{}\"", quote_for_message(text.substr(pos, end - pos))));
+      throw DurationError(text, pos, fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d)",
+                                                 quote_for_message(text.substr(pos, end - pos))));
+    }
+    // "5min", "2hours", "10sec": a known unit's letters run on into a word.
+    std::size_t word_end = pos;
+    while (word_end < text.size() && ((text[word_end] >= 'a' && text[word_end] <= 'z') ||
+                                      (text[word_end] >= 'A' && text[word_end] <= 'Z'))) {
+      ++word_end;
+    }
+    if (word_end > pos + unit->name.size()) {
+      throw DurationError(text, pos,
+                          fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d; e.g. {}{})",
+                                      quote_for_message(text.substr(pos, word_end - pos)),
+                                      quote_for_message(text.substr(term_start, pos - term_start)), unit->name));
     }
     pos += unit->name.size();
     if (whole > max_duration_ns / unit->ns) throw DurationError(text, term_start, "duration above 100 years");

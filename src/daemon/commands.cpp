@@ -110,7 +110,7 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
       try {
         rules.check(job->schedule, entry_options(*job));
       } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("{}:{}: {}", job->file, job->line, e.what()));
+        throw std::runtime_error(rule_error(*job, e.what()));
       }
     }
     for (const auto& file : sources.files) {

@@ -224,8 +224,19 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       }
       settings.log_format = text == "json" ? LogFormat::json : LogFormat::text;
     } else if (name == "store_wait") {
-      settings.store_wait = string_value(path, name, node) == "0" ? std::chrono::nanoseconds::zero()
-                                                                  : duration_value(path, name, node);
+      const auto* number = node.as_integer();
+      if (number != nullptr && number->get() == 0) {
+        settings.store_wait = std::chrono::nanoseconds::zero();
+      } else {
+        const std::string text = string_value(path, name, node);
+        bool zero = false;
+        try {
+          zero = parse_duration(text) == std::chrono::nanoseconds::zero();
+        } catch (const std::exception&) {
+          // duration_value() says what is wrong, with the line
+        }
+        settings.store_wait = zero ? std::chrono::nanoseconds::zero() : duration_value(path, name, node);
+      }
     } else if (name == "shutdown_grace") {
       settings.shutdown_grace = duration_value(path, name, node);
     } else if (name == "kill_grace") {

@@ -117,7 +117,13 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     log_.write(names[static_cast<int>(level)], "scheduler", message);
   };
   scheduler_ = std::make_unique<Scheduler>(options);
-  for (const JobDefinition* job : sources.jobs()) add_job(*job);
+  for (const JobDefinition* job : sources.jobs()) {
+    try {
+      add_job(*job);
+    } catch (const std::invalid_argument& e) {  // the scheduler's rules: at the job's line, as validate says
+      throw std::runtime_error(rule_error(*job, e.what()));
+    }
+  }
   update_notifications();
   metrics_.jobs_loaded(sources.job_count());
   loaded_ = true;
@@ -490,7 +496,7 @@ bool Daemon::apply_reload(const JobsSources& sources) {
     try {
       scheduler_->check(job->schedule, entry_options(*job));
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("{}:{}: {}", job->file, job->line, e.what()));
+      throw std::runtime_error(rule_error(*job, e.what()));
     }
   }
   {

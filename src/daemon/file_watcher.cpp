@@ -1,5 +1,7 @@
 #include "daemon/file_watcher.h"
 
+#include "daemon/jobs_sources.h"
+
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -51,9 +53,15 @@ std::optional<std::string> read_content(const std::vector<std::string>& paths) {
       all += path + '\0' + *content + '\0';
       continue;
     }
+    // What the loader reads (jobs_sources.h): cron.d names, regular files;
+    // an editor's swap file or a stray large file is neither read nor a reload.
     std::vector<std::string> names;
     for (fs::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
-      names.push_back(it->path().string());
+      std::error_code status_error;
+      if (is_cron_d_name(it->path().filename().string()) && fs::is_regular_file(it->path(), status_error) &&
+          fs::file_size(it->path(), status_error) <= max_jobs_file_bytes) {
+        names.push_back(it->path().string());
+      }
     }
     std::sort(names.begin(), names.end());
     for (const auto& name : names) all += name + '\0' + read_file(name).value_or("") + '\0';

@@ -81,7 +81,11 @@ const std::map<std::string_view, Handler>& handlers() {
   static const std::map<std::string_view, Handler> table{
       {"key", [](Directive& d, const Option& o) { o.once(d.key, std::string(o.value)); }},
       {"timeout", [](Directive& d, const Option& o) { o.once(d.timeout, o.duration()); }},
-      {"jitter", [](Directive& d, const Option& o) { o.once(d.jitter, o.duration()); }},
+      {"jitter",
+       [](Directive& d, const Option& o) {
+         o.once(d.jitter, o.duration());
+         d.jitter_at = o.at;
+       }},
       {"retries",
        [](Directive& d, const Option& o) {
          int n = 0;

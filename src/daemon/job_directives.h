@@ -59,6 +59,7 @@ struct Directive {
   /// Column (0-based) of each path-like option's value, for errors found
   /// when the file is loaded (a missing directory, a bad env file).
   std::size_t dir_at = 0, env_file_at = 0, user_at = 0;
+  std::size_t jitter_at = 0;  // of the option's name: the scheduler's rules refuse the whole option
 };
 
 /// Parses the text after "fleetcron:"; throws JobsFileError at the option.

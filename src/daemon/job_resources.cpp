@@ -135,9 +135,9 @@ void refuse_user_column(const JobsFile& file, const JobDefinition& job) {
 
 void resolve_job_resources(JobsFile& file) {
   for (auto& job : file.jobs) {
-    refuse_user_column(file, job);
     resolve_directory(file, job);
     resolve_env_file(file, job);
+    refuse_user_column(file, job);  // after the env file: its PATH= counts
     resolve_user(file, job);
   }
 }

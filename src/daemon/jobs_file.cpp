@@ -81,6 +81,21 @@ std::pair<std::string, std::optional<std::string>> split_percent(std::string_vie
   return {command, input};
 }
 
+/// "TZ=zone" or "CRON_TZ=zone": a zone prefix, as the spec grammar allows
+/// on one spec (`TZ=Asia/Tokyo 0 9 * * * cmd`).
+bool is_zone_prefix(std::string_view token) {
+  return (token.starts_with("TZ=") && token.size() > 3) || (token.starts_with("CRON_TZ=") && token.size() > 8);
+}
+
+/// A job line that starts with its own zone, not a TZ= line: the zone,
+/// then more on the line.
+bool is_zone_prefixed_job(std::string_view content) {
+  const std::size_t end = content.find_first_of(" \t");
+  return end != std::string_view::npos && is_zone_prefix(content.substr(0, end)) &&
+         content.find_first_not_of(" \t", end) != std::string_view::npos &&
+         content.substr(0, end).find_first_of("\"'") == std::string_view::npos;
+}
+
 bool is_field_name(std::string_view word) {
   static constexpr std::array<std::string_view, 19> names{"jan", "feb", "mar", "apr", "may", "jun", "jul",
                                                           "aug", "sep", "oct", "nov", "dec", "sun", "mon",
@@ -98,6 +113,9 @@ bool is_number(std::string_view word) {
 /// One term of a cron field: `*`, `?`, `5`, `mon`, `1-5`, `*/10`, `3-59/5`,
 /// or Quartz's `L`, `LW`, `15W`, `5L`, `5#2`, `L-3`.
 bool is_field_term(std::string_view term) {
+  std::string upper(term);
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  term = upper;  // the parser reads L, W and names in any case
   if (term == "*" || term == "?" || term == "L" || term == "LW") return true;
   if (const std::size_t slash = term.find('/'); slash != std::string_view::npos) {
     if (!is_number(term.substr(slash + 1))) return false;
@@ -105,12 +123,13 @@ bool is_field_term(std::string_view term) {
     if (term == "*") return true;
   }
   if (term.starts_with("L-")) return is_number(term.substr(2));
-  if (term.size() > 1 && (term.back() == 'W' || term.back() == 'L') && is_number(term.substr(0, term.size() - 1))) return true;
+  const auto value = [](std::string_view v) { return is_number(v) || is_field_name(v); };
+  if (term.size() > 1 && term.back() == 'W' && is_number(term.substr(0, term.size() - 1))) return true;
+  if (term.size() > 1 && term.back() == 'L' && value(term.substr(0, term.size() - 1))) return true;  // 5L, FRIL
   if (const std::size_t hash = term.find('#'); hash != std::string_view::npos) {
-    return is_number(term.substr(0, hash)) && is_number(term.substr(hash + 1));
+    return value(term.substr(0, hash)) && is_number(term.substr(hash + 1));  // 5#2, FRI#2
   }
   const std::size_t dash = term.find('-');
-  const auto value = [](std::string_view v) { return is_number(v) || is_field_name(v); };
   if (dash == std::string_view::npos) return value(term);
   return value(term.substr(0, dash)) && value(term.substr(dash + 1));
 }
@@ -152,7 +171,7 @@ std::optional<CrontabFormat> crontab_format_from_string(std::string_view text) {
   if (text == "system") return CrontabFormat::system;
   if (text == "auto") return std::nullopt;
   throw std::invalid_argument(fmt::format("\"{}\" is not a crontab format: expected user (spec, command), system "
-                                          "(spec, user, command) or auto (system for /etc/crontab and cron.d files)",
+                                          "(spec, user, command) or auto (system for /etc/crontab and /etc/cron.d)",
                                           quote_for_message(text)));
 }
 
@@ -187,6 +206,14 @@ EntryOptions entry_options(const JobDefinition& job) {
     case Overlap::queue: options.overlap = OverlapPolicy::queue; break;
   }
   return options;
+}
+
+std::string rule_error(const JobDefinition& job, std::string_view what) {
+  if (what.starts_with("add: ")) what.remove_prefix(5);
+  if (what.starts_with("jitter ") && job.jitter_origin.line > 0) {
+    return fmt::format("{}:{}:{}: {}", job.file, job.jitter_origin.line, job.jitter_origin.column, what);
+  }
+  return fmt::format("{}:{}:1: {}", job.file, job.line, what);
 }
 
 std::string derive_key(std::string_view spec, std::string_view command) {
@@ -315,9 +342,14 @@ std::string_view FileParser::split_spec(const SourceLine& line, std::string_view
     i = token_end;
     return token;
   };
-  const std::string_view first = next_token();
+  std::string_view first = next_token();
+  if (is_zone_prefix(first)) {  // `TZ=Asia/Tokyo 0 9 * * * cmd`: the zone, then the spec proper
+    tokens.push_back(first);
+    ++wanted;
+    first = next_token();
+  }
   tokens.push_back(first);
-  if (first.starts_with('@')) wanted = first == "@every" ? 2 : 1;
+  if (first.starts_with('@')) wanted = tokens.size() - 1 + (first == "@every" ? 2 : 1);
   while (tokens.size() < wanted) {
     const std::string_view token = next_token();
     if (token.empty()) {
@@ -328,11 +360,14 @@ std::string_view FileParser::split_spec(const SourceLine& line, std::string_view
   }
   const std::size_t spec_begin = line.offset_of(tokens.front());
   const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
-  if (wanted == 6 && !looks_like_field(tokens.back()) && std::all_of(tokens.begin(), tokens.end() - 1, looks_like_field)) {
+  const std::size_t fields = tokens.size() - (is_zone_prefix(tokens.front()) ? 1 : 0);
+  if (fields == 6 && options.seconds != SecondsField::none && !looks_like_field(tokens.back()) &&
+      std::all_of(tokens.end() - 6, tokens.end() - 1, looks_like_field)) {
     const std::size_t last = line.offset_of(tokens.back());
+    const std::size_t fields_begin = line.offset_of(*(tokens.end() - 6));
     line.fail(last, fmt::format("this line has 5 fields, but --seconds (seconds = true) reads 6, seconds first: write "
                                 "\"0 {} …\", or drop --seconds",
-                                trim(raw.substr(spec_begin, last - spec_begin))));
+                                trim(raw.substr(fields_begin, last - fields_begin))));
   }
   command = trim(raw.substr(spec_end));
   if (command.empty()) line.fail(spec_end, "missing command after the spec");
@@ -374,6 +409,7 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
     field = *value;
     origin = {directive->line, static_cast<int>(at) + 1};
   };
+  if (directive->jitter) job.jitter_origin = {directive->line, static_cast<int>(directive->jitter_at) + 1};
   take(directive->dir, directive->dir_at, job.working_directory, job.dir_origin);
   take(directive->env_file, directive->env_file_at, job.env_file, job.env_file_origin);
   take(directive->user, directive->user_at, job.user, job.user_origin);
@@ -409,7 +445,10 @@ void FileParser::take_user_column(const SourceLine& line, JobDefinition& job, st
 }
 
 void FileParser::check_field_count(const SourceLine& line, std::string_view spec, std::string_view command) const {
-  if (spec.starts_with('@')) return;
+  const std::size_t first_end = std::min(spec.find_first_of(" \t"), spec.size());
+  const std::string_view proper =
+      is_zone_prefix(spec.substr(0, first_end)) ? trim(spec.substr(first_end)) : spec;  // after TZ=zone
+  if (proper.starts_with('@')) return;
   const bool seconds = options.seconds != SecondsField::none;
   const std::string_view fields = seconds ? "6 fields (second minute hour day month weekday) under --seconds"
                                           : "5 fields (minute hour day month weekday)";
@@ -442,16 +481,19 @@ void FileParser::job(const SourceLine& line, std::string_view content) {
   std::string_view command;
   const std::string_view spec = split_spec(line, content, command);
   const std::size_t spec_begin = line.offset_of(spec);
-  check_field_count(line, spec, command);
   ParseOptions parse = options;
   if (parse.seconds != SecondsField::none) parse.seconds = SecondsField::required;
   apply_directive(job, parse);
   job.file = path;
   if (file.format == CrontabFormat::system) take_user_column(line, job, command);
+  check_field_count(line, spec, command);  // after the user column: "jun" is a user there, not June
   job.command_column = static_cast<int>(line.offset_of(command)) + 1;
   job.at_start = spec == "@reboot";
   // @every counts from the epoch, and @reboot from the start: no zone.
-  job.spec = zone && !spec.starts_with("@every") && !job.at_start ? fmt::format("TZ={} {}", *zone, spec) : std::string(spec);
+  // A spec with its own zone keeps it over the file's CRON_TZ line.
+  job.spec = zone && !spec.starts_with("@every") && !job.at_start && !is_zone_prefix(spec.substr(0, spec.find_first_of(" \t")))
+                 ? fmt::format("TZ={} {}", *zone, spec)
+                 : std::string(spec);
   const std::size_t prefix = job.spec.size() - spec.size();
   try {
     job.schedule = job.at_start ? std::make_shared<AtStartSchedule>() : parse_schedule(job.spec, parse);
@@ -463,7 +505,8 @@ void FileParser::job(const SourceLine& line, std::string_view content) {
   if (job.command.empty()) line.fail(line.offset_of(command), "empty command before '%' (write \\% for a literal %)");
   job.environment = environment;
   if (job.key.empty()) {
-    job.key = derive_key(job.spec, job.command);
+    // The column's user is part of the line: alice's and bob's same command are two jobs.
+    job.key = derive_key(job.spec, job.user_from_column ? job.user + '\t' + job.command : job.command);
     job.derived_key = true;
   }
   check_key(line, job, spec_begin);
@@ -497,6 +540,8 @@ JobsFile parse_jobs_file(std::string_view text, const std::string& path, const P
       if (parser.directive) parser.fail_pending_directive(line, 0);
     } else if (content.front() == '#') {
       parser.comment(line, content);
+    } else if (is_zone_prefixed_job(content)) {
+      parser.job(line, content);  // TZ=zone, then the spec and the command
     } else if (auto variable = parse_assignment(line, content)) {
       parser.assignment(line, content, std::move(*variable));
     } else {

@@ -93,7 +93,7 @@ struct JobDefinition {
   /// run must switch to it (the daemon is root and it is another user).
   std::string user;
   std::optional<RunAs> run_as;
-  OptionOrigin dir_origin, env_file_origin, user_origin;
+  OptionOrigin dir_origin, env_file_origin, user_origin, jitter_origin;
   /// `user` came from a system crontab's user column (at user_origin).
   bool user_from_column = false;
   /// on-failure=, on-lost=, on-missed= (commands), notify= and ping= (URLs):
@@ -167,6 +167,11 @@ void resolve_job_resources(JobsFile& file);
 /// The scheduler entry options of a job (key, jitter, missed policy,
 /// retries); the daemon adds it with them, `validate` and reload check it.
 [[nodiscard]] EntryOptions entry_options(const JobDefinition& job);
+
+/// A refusal of the scheduler's rules (Scheduler::check()) as a jobs-file
+/// error: at the option it is about when known (`jitter=`), else at the
+/// job's line; the library's "add: " prefix dropped.
+[[nodiscard]] std::string rule_error(const JobDefinition& job, std::string_view what);
 
 /// "job-" + 16 hex digits of a 64-bit FNV-1a hash of spec '\n' command:
 /// the same on every replica for the same line.

@@ -20,7 +20,8 @@ bool is_cron_d_name(std::string_view name) {
 CrontabFormat default_format(const std::string& path, bool from_directory, std::optional<CrontabFormat> chosen) {
   if (chosen) return *chosen;
   const fs::path given = fs::path(path).lexically_normal();
-  if (from_directory || given == "/etc/crontab" || given.parent_path() == "/etc/cron.d") return CrontabFormat::system;
+  (void)from_directory;  // another directory may hold user crontabs (/var/spool/cron/crontabs): not guessed
+  if (given == "/etc/crontab" || given.parent_path() == "/etc/cron.d") return CrontabFormat::system;
   return CrontabFormat::user;
 }
 
@@ -62,9 +63,13 @@ std::vector<std::string> directory_files(const std::string& directory, std::vect
     const std::string name = entry.filename().string();
     if (!is_cron_d_name(name)) {
       skipped.push_back({entry.string(), "not a name cron reads in a cron.d directory (letters, digits, '_' and '-' only)"});
-    } else if (fs::is_directory(entry, error)) {
+      continue;
+    }
+    const fs::file_status status = fs::status(entry, error);  // through a symlink
+    if (error) throw JobsFileError(entry.string(), 0, 0, fmt::format("cannot read: {}", error.message()));
+    if (fs::is_directory(status)) {
       skipped.push_back({entry.string(), "a directory (not read: cron.d is not searched recursively)"});
-    } else if (!fs::is_regular_file(entry, error)) {
+    } else if (!fs::is_regular_file(status)) {
       skipped.push_back({entry.string(), "not a regular file"});
     } else {
       files.push_back(entry.string());

@@ -8,8 +8,8 @@
 //
 // The format of each file (docs/daemon.md#system-crontabs): its own
 // `# fleetcron-file: format=` line, else the one asked for, else (auto)
-// system for /etc/crontab, for files of /etc/cron.d and for every file
-// read from a directory, user for a file named on its own.
+// system for /etc/crontab and the files of /etc/cron.d, user for any other
+// (a directory may hold users' crontabs, without the column).
 #pragma once
 
 #include <optional>
@@ -42,8 +42,8 @@ struct JobsSources {
 [[nodiscard]] bool is_cron_d_name(std::string_view name);
 
 /// The format a file gets unless it says otherwise: `chosen`, or if none
-/// (auto), system for /etc/crontab and files in /etc/cron.d or in a
-/// directory given, user otherwise.
+/// (auto), system for /etc/crontab and files in /etc/cron.d, user
+/// otherwise (`from_directory` changes nothing: kept for the callers).
 [[nodiscard]] CrontabFormat default_format(const std::string& path, bool from_directory,
                                            std::optional<CrontabFormat> chosen);
 

@@ -57,8 +57,8 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                         "Jobs files and cron.d directories (crontab syntax; /etc/crontab and cron.d files with their "
                         "user column)");
     command->add_option("--crontab-format", flags.crontab_format,
-                        "user (spec, command), system (spec, user, command) or auto (default: system for /etc/crontab, "
-                        "/etc/cron.d and directories); a file's own '# fleetcron-file: format=' line wins");
+                        "user (spec, command), system (spec, user, command) or auto (default: system for /etc/crontab "
+                        "and /etc/cron.d); a file's own '# fleetcron-file: format=' line wins");
   }
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
   command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
@@ -182,8 +182,14 @@ Settings build_settings(const Flags& flags) {
   }
   if (flags.shutdown_grace) settings.shutdown_grace = flag_duration("--shutdown-grace", *flags.shutdown_grace);
   if (flags.store_wait) {
-    settings.store_wait = *flags.store_wait == "0" ? std::chrono::nanoseconds::zero()
-                                                   : flag_duration("--store-wait", *flags.store_wait);
+    const bool zero = [&] {
+      try {
+        return fleetcron::parse_duration(*flags.store_wait) == std::chrono::nanoseconds::zero();
+      } catch (const std::exception&) {
+        return false;  // flag_duration says what is wrong
+      }
+    }();
+    settings.store_wait = zero ? std::chrono::nanoseconds::zero() : flag_duration("--store-wait", *flags.store_wait);
   }
   if (flags.kill_grace) settings.kill_grace = flag_duration("--kill-grace", *flags.kill_grace);
   if (flags.max_concurrent) {

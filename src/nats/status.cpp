@@ -14,7 +14,6 @@ BackendError::Kind kind_of(natsStatus status) noexcept {
     case NATS_STALE_CONNECTION: return BackendError::Kind::io;
     case NATS_CONNECTION_AUTH_FAILED:
     case NATS_NOT_PERMITTED: return BackendError::Kind::auth;
-    case NATS_SSL_ERROR: return BackendError::Kind::config;  // the certificate, or TLS asked of a server without it
     case NATS_CONNECTION_CLOSED: return BackendError::Kind::closed;
     default: return BackendError::Kind::protocol;
   }

@@ -49,8 +49,10 @@ bool auth_failure(const std::string& message) {
 /// does not exist, a server certificate that does not verify (sslmode
 /// verify-ca, verify-full).
 bool config_failure(const std::string& message) {
-  for (const char* sign : {"does not exist", "certificate verify failed", "does not match host name",
-                           "root certificate file", "SSL error: certificate"}) {
+  if (message.find("database \"") != std::string::npos && message.find("\" does not exist") != std::string::npos) {
+    return true;
+  }
+  for (const char* sign : {"certificate verify failed", "does not match host name", "root certificate file"}) {
     if (message.find(sign) != std::string::npos) return true;
   }
   return false;

@@ -89,7 +89,7 @@ expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": 
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.
 printf '# fleetcron: key=j jitter=6s\n* * * * * true\n' >"$work/jitter.cron"
 expect_error "validate checks jitter against the coordinator's dedup window" 2 \
-  "$work/jitter.cron:2: add: jitter 6s is not below the claimer's dedup window 5s" -- \
+  "$work/jitter.cron:1:20: jitter 6s is not below the claimer's dedup window 5s" -- \
   validate --coordinator redis://127.0.0.1:1 --claim-ttl 10s "$work/jitter.cron"
 if "$bin" validate --claim-ttl 10s "$work/jitter.cron" >/dev/null; then ok "the same jitter fits memory's window"; else bad "validate refused jitter 6s on memory (window 10s)"; fi
 long_key=$(printf '%0.s.' {1..700})
@@ -152,7 +152,7 @@ cat >"$work/jobs.cron" <<JOBS
 * * * * * *  true
 JOBS
 kill -HUP "$pid"
-if wait_for "$work/log" '"event":"reload-failed".*jobs.cron:4: add: jitter 10m0s is not below the claimer' 5 && kill -0 "$pid"; then
+if wait_for "$work/log" '"event":"reload-failed".*jobs.cron:3:26: jitter 10m0s is not below the claimer' 5 && kill -0 "$pid"; then
   ok "a reload the scheduler would refuse is reported, and the daemon runs on"
 else
   bad "jitter reload: $(grep reload "$work/log")"

@@ -103,6 +103,19 @@ TEST(JobsFile, ALineWithAnotherFieldCountIsRefusedNamingTheOption) {
   }
 }
 
+// The spec grammar's zone prefix on a job line of its own, as the README
+// writes specs: that job's zone, over the file's CRON_TZ line.
+TEST(JobsFile, AJobLineMayStartWithItsOwnZone) {
+  const auto file = parse("CRON_TZ=Europe/Berlin\nTZ=Asia/Tokyo 0 9 * * * echo tokyo\n0 9 * * * echo berlin\n");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  EXPECT_EQ(file.jobs[0].spec, "TZ=Asia/Tokyo 0 9 * * *");
+  EXPECT_EQ(file.jobs[0].command, "echo tokyo");
+  EXPECT_EQ(file.jobs[0].schedule->next(parse_rfc3339("2025-12-31T23:00:00Z")), parse_rfc3339("2026-01-01T00:00:00Z"));  // 9:00 in Tokyo
+  EXPECT_EQ(file.jobs[1].spec, "TZ=Europe/Berlin 0 9 * * *");
+  EXPECT_EQ(parse("CRON_TZ=UTC\nTZ=Asia/Tokyo @daily echo\n").jobs[0].spec, "TZ=Asia/Tokyo @daily");
+  EXPECT_EQ(error_of("TZ=Asia/Tokyo 0 9 * * * 2027 echo\n").find("jobs.cron:1:25: \"2027\" reads as one more cron field"), 0u);
+}
+
 TEST(JobsFile, KeysAreStableAndEditingALineChangesItsKey) {
   const auto a = parse("0 * * * * echo a\n");
   const auto b = parse("# another file, same line\n\n0 * * * * echo a\n");
@@ -136,7 +149,8 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"0 * * * * x\n0 * * * * x\n", "jobs.cron:2:1: key \"job-"},
       {"# fleetcron: key=k\n0 * * * * x\n# fleetcron: key=k\n1 * * * * y\n", "jobs.cron:4:1: key \"k\" is already used by the job on line 2"},
       {"CRON_TZ=Mars/Olympus\n", "jobs.cron:1:9: unknown time zone \"Mars/Olympus\""},
-      {"TZ=Europe/Berlin 0 9 * * * x\n", "jobs.cron:1:4: TZ takes one zone name"},
+      {"TZ=Mars/Olympus 0 9 * * * x\n", "jobs.cron:1:4: field TZ: unknown time zone \"Mars/Olympus\""},
+      {"TZ=\"Europe/Berlin x\"\n", "jobs.cron:1:4: TZ takes one zone name"},
       {"NAME=\"unterminated\n", "jobs.cron:1:6: unterminated quoted value"},
       {"# fleetcron: catch-up=400d\n0 * * * * x\n", "jobs.cron:1:23: catch-up: is above the maximum of 366 days"},
       {"# fleetcron: catch-up=later\n0 * * * * x\n", "jobs.cron:1:23: catch-up: duration"},

@@ -92,6 +92,21 @@ TEST(JobsSources, TheFilesOwnFormatLineWinsAndAColumnClashesWithUser) {
             "format=system)");
 }
 
+TEST(JobsSources, TheUserColumnIsReadBeforeTheFieldCountAndIsPartOfTheKey) {
+  // "jun" is a user here, not June; FRI#2 is a weekday term.
+  const JobsFile file = parse_jobs_file("0 3 * * * jun /home/jun/bin/backup\n0 * * * * alice fetchmail\n"
+                                        "0 * * * * bob fetchmail\n",
+                                        "crontab", {}, {}, CrontabFormat::system);
+  ASSERT_EQ(file.jobs.size(), 3u);
+  EXPECT_EQ(file.jobs[0].user, "jun");
+  EXPECT_NE(file.jobs[1].key, file.jobs[2].key) << "alice's and bob's fetchmail are two jobs";
+  ParseOptions seconds;
+  seconds.seconds = SecondsField::required;
+  EXPECT_EQ(parse_jobs_file("0 0 12 ? * FRI#2 /usr/bin/report\n0 0 12 L * 5l /usr/bin/last\n", "jobs.cron", seconds)
+                .jobs.size(),
+            2u);
+}
+
 TEST(JobsSources, ASystemLineInAUserFileIsRefusedNamingTheFormatOption) {
   const Scratch scratch;
   scratch.write("jobs.cron", debian_crontab);
@@ -121,12 +136,18 @@ TEST(JobsSources, ADirectoryIsReadAsCronReadsCronD) {
   scratch.write("cron.d/backup~", "0 * * * * root old\n");
   std::filesystem::create_directory(scratch.dir + "/cron.d/sub");
   scratch.write("extra.cron", "0 12 * * * echo noon\n");
-  const JobsSources sources = scratch.load({"cron.d", "extra.cron"});
+  // Only /etc/cron.d is known to hold system crontabs: another directory
+  // (users' crontabs?) is read without the column, and its "root" lines
+  // are refused naming the option.
+  EXPECT_NE(scratch.error_of({"cron.d"}).find("cron.d/e2scrub_all:1:12: the command starts with \"root\""),
+            std::string::npos);
+  scratch.write("extra.cron", "# fleetcron-file: format=user\n0 12 * * * echo noon\n");
+  const JobsSources sources = scratch.load({"cron.d", "extra.cron"}, CrontabFormat::system);
   ASSERT_EQ(sources.files.size(), 3u);
   EXPECT_EQ(sources.files[0].path, scratch.dir + "/cron.d/e2scrub_all");  // name order
-  EXPECT_EQ(sources.files[0].format, CrontabFormat::system);               // from a directory
+  EXPECT_EQ(sources.files[0].format, CrontabFormat::system);
   EXPECT_EQ(sources.files[1].path, scratch.dir + "/cron.d/php");
-  EXPECT_EQ(sources.files[2].format, CrontabFormat::user);  // named on its own
+  EXPECT_EQ(sources.files[2].format, CrontabFormat::user);  // its own line wins
   EXPECT_EQ(sources.job_count(), 3u);
   EXPECT_EQ(sources.jobs()[1]->command, "[ -x /usr/lib/php/sessionclean ] && true");
   std::vector<std::string> skipped;
@@ -152,7 +173,8 @@ TEST(JobsSources, TheFormatFollowsTheFlagThenThePath) {
   EXPECT_EQ(default_format("/etc/cron.d/certbot", false, std::nullopt), CrontabFormat::system);
   EXPECT_EQ(default_format("/etc/cron.d/../crontab", false, std::nullopt), CrontabFormat::system);
   EXPECT_EQ(default_format("/srv/jobs.cron", false, std::nullopt), CrontabFormat::user);
-  EXPECT_EQ(default_format("/srv/jobs.d/a", true, std::nullopt), CrontabFormat::system);
+  EXPECT_EQ(default_format("/srv/jobs.d/a", true, std::nullopt), CrontabFormat::user);
+  EXPECT_EQ(default_format("/var/spool/cron/crontabs/alice", true, std::nullopt), CrontabFormat::user);
   EXPECT_EQ(default_format("/etc/crontab", false, CrontabFormat::user), CrontabFormat::user);
   EXPECT_EQ(crontab_format_from_string("auto"), std::nullopt);
   EXPECT_THROW((void)crontab_format_from_string("vixie"), std::invalid_argument);

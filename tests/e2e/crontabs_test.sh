@@ -18,7 +18,9 @@ fixtures=$root/tests/e2e/debian-crontabs
 #    elsewhere its line is refused naming the column, as it should be.
 cp -r "$fixtures" "$work/etc"
 if ! getent passwd ntpsec >/dev/null; then
-  if "$binary" validate "$work/etc/cron.d" >"$work/ntpsec.out" 2>&1; then fail "the ntpsec line validated without its account"; fi
+  if "$binary" validate --crontab-format system "$work/etc/cron.d" >"$work/ntpsec.out" 2>&1; then
+    fail "the ntpsec line validated without its account"
+  fi
   grep -q 'ntpsec:1:11: the user column: user "ntpsec" does not exist' "$work/ntpsec.out" ||
     fail "the missing account's message: $(cat "$work/ntpsec.out")"
   rm "$work/etc/cron.d/ntpsec"
@@ -32,6 +34,11 @@ users=$(grep -c '^  user     root (uid 0' "$work/validate.out")
 ((users == expected_jobs)) || fail "$users of $expected_jobs jobs run as root"
 grep -q "command  test -x /usr/bin/certbot -a \\\\! -d /run/systemd/system && perl" "$work/validate.out" ||
   fail "certbot's command changed: $(grep -A1 certbot "$work/validate.out" | head -3)"
+# Outside /etc the format is not guessed: a cron.d copy read without the
+# column has its "root" lines refused, naming the option.
+if "$binary" validate "$work/etc/cron.d" >"$work/as-user-dir.out" 2>&1; then fail "cron.d validated as jobs files"; fi
+grep -q 'anacron:6:17: the command starts with "root".*--crontab-format=system' "$work/as-user-dir.out" ||
+  fail "the directory's refusal: $(cat "$work/as-user-dir.out")"
 # Named on its own outside /etc, the system crontab is not guessed: refused with the option.
 if "$binary" validate "$work/etc/crontab" >"$work/as-user.out" 2>&1; then fail "the system crontab validated as a jobs file"; fi
 grep -q 'crontab:19:12: the command starts with "root", an account and no program on PATH.*--crontab-format=system' \

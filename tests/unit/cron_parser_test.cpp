@@ -201,8 +201,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"60 * * * * *", optional, "second", 0, "60 above maximum 59"},
         BadSpec{"0 1-70 * * *", none, "hour", 4, "70 above maximum 23"},
         // reversed ranges
-        BadSpec{"0 5-3 * * *", none, "hour", 2, "beginning of range 5 beyond end 3"},
-        BadSpec{"0 0 * * fri-mon", none, "day-of-week", 8, "beginning of range 5 beyond end 1"},
+        BadSpec{"0 5-3 * * *", none, "hour", 2, "beginning of range 5 beyond end 3: a range does not wrap around; write 5-23,0-3"},
+        BadSpec{"0 0 * * fri-mon", none, "day-of-week", 8, "beginning of range 5 beyond end 1: a range does not wrap around; write 5-6,0-1"},
         // steps
         BadSpec{"*/0 * * * *", none, "minute", 2, "step 0: a step must be at least 1"},
         BadSpec{"0 0 * * 7/1", none, "day-of-week", 8, "7 (Sunday) cannot start a step: write 0/step"},
@@ -272,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"@every", none, "@every", 6, "missing duration, e.g. @every 90s"},
         BadSpec{"@every 500us", none, "@every", 7, "interval 500us below minimum 1ms"},
         BadSpec{"@every 0", none, "@every", 7, "interval 0s below minimum 1ms"},
-        BadSpec{"@every 5x", none, "@every", 8, "unknown unit \"x\""},
+        BadSpec{"@every 5x", none, "@every", 8, "unknown unit \"x\" (known: ns, us, ms, s, m, h, d)"},
         BadSpec{"@every -5s", none, "@every", 7, "expected a number, found '-'"},
         BadSpec{"@every 5s 6s", none, "@every", 10, "unexpected text after the duration"}),
     [](const ::testing::TestParamInfo<BadSpec>& param) { return "case" + std::to_string(param.index); });

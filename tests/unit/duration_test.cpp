@@ -27,9 +27,11 @@ TEST(Duration, RejectsWithOffsetAndReason) {
     const char* reason;
   };
   for (const Case& c : {Case{"", 0, "empty duration"}, Case{"5", 1, "missing unit (ns, us, ms, s, m, h or d)"},
-                        Case{"5x", 1, "unknown unit \"x\""}, Case{"1h5", 3, "missing unit (ns, us, ms, s, m, h or d)"},
-                        Case{"-5s", 0, "expected a number, found '-'"}, Case{"5 s", 1, "unknown unit \" s\""},
-                        Case{".s", 0, "expected a number"}, Case{"101y", 3, "unknown unit \"y\""},
+                        Case{"5x", 1, "unknown unit \"x\" (known: ns, us, ms, s, m, h, d)"}, Case{"1h5", 3, "missing unit (ns, us, ms, s, m, h or d)"},
+                        Case{"-5s", 0, "expected a number, found '-'"}, Case{"5 s", 1, "unknown unit \" s\" (known: ns, us, ms, s, m, h, d)"},
+                        Case{".s", 0, "expected a number"}, Case{"101y", 3, "unknown unit \"y\" (known: ns, us, ms, s, m, h, d)"},
+                        Case{"5min", 1, "unknown unit \"min\" (known: ns, us, ms, s, m, h, d; e.g. 5m)"},
+                        Case{"1h30mins", 4, "unknown unit \"mins\" (known: ns, us, ms, s, m, h, d; e.g. 30m)"},
                         Case{"40000d", 0, "duration above 100 years"}, Case{"1.0000000001s", 11, "more than 9 fractional digits"}}) {
     SCOPED_TRACE(c.text);
     try {
