@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "daemon/jobs_file.h"
+#include "support/scratch_directory.h"
 #include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
@@ -290,18 +291,8 @@ TEST(JobsFile, ScopeDirEnvFileAndUserDirectives) {
 }
 
 /// A scratch directory with files, removed at the end.
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    char name[] = "/tmp/fleetcron-jobs-XXXXXX";
-    dir = mkdtemp(name);
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = dir + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
+struct Scratch : test::ScratchDirectory {
+  const std::string& dir = path();
   std::string load_error(const std::string& jobs, const JobDefaults& defaults = {}) const {
     try {
       (void)load_jobs_file(write("jobs.cron", jobs), {}, defaults);

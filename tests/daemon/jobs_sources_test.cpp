@@ -8,24 +8,14 @@
 #include <fstream>
 
 #include "daemon/jobs_sources.h"
+#include "support/scratch_directory.h"
 
 namespace fleetcron::daemon {
 namespace {
 
 /// A scratch directory, removed at the end.
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    char name[] = "/tmp/fleetcron-sources-XXXXXX";
-    dir = mkdtemp(name);
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::string path = dir + "/" + name;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    std::ofstream(path) << text;
-    return path;
-  }
+struct Scratch : test::ScratchDirectory {
+  const std::string& dir = path();
   /// The error of loading `paths` (relative to the scratch directory), or "(no error)".
   std::string error_of(const std::vector<std::string>& paths, std::optional<CrontabFormat> format = std::nullopt) const {
     try {

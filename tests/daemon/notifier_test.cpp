@@ -11,25 +11,16 @@
 #include <sstream>
 
 #include "fleetcron/rfc3339.h"
+#include "support/scratch_directory.h"
 
 namespace fleetcron::daemon {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Scratch {
-  std::string dir;
-  Scratch() {
-    char name[] = "/tmp/fleetcron-notify-XXXXXX";
-    dir = mkdtemp(name);
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  [[nodiscard]] std::string read(const std::string& name) const {
-    std::ifstream in(dir + "/" + name);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
+/// A scratch directory; `dir` as the tests here name it.
+struct Scratch : test::ScratchDirectory {
+  const std::string& dir = path();
 };
 
 NotifiedJob job(const JobNotifications& notifications) {
