@@ -67,6 +67,7 @@ struct Daemon::Runtime {
 Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings)), log_(log) {
   validate(settings_);
   parse_options_ = jobs_parse_options(settings_.seconds, settings_.zone);
+  if (settings_.watch) loaded_content_ = watched_content(settings_.jobs_paths);  // before the load: an edit after is seen
   const JobsSources sources = load_sources();
   log_notices(sources);
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -581,6 +582,11 @@ int Daemon::run() {
       reload();
     });
     log_.write("info", "watching", fmt::format("{}: reloaded when they change", watched));
+    // An edit between the load and the watcher's start is no event: compare.
+    if (watched_content(settings_.jobs_paths) != loaded_content_) {
+      log_.write("info", "reload-requested", fmt::format("--watch: {} changed since the load", watched));
+      reload();
+    }
   }
   sigset_t signals;
   sigemptyset(&signals);

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <condition_variable>
@@ -110,7 +111,8 @@ class Daemon {
   /// --store-wait: stops the daemon (exit 1) once the store has not
   /// answered for that long since the start.
   void wait_for_first_answer(bool answered, bool& ever_answered, std::chrono::steady_clock::time_point started);
-  StoreProbe start_probe_;  // the constructor's: run() refuses to start on a refusal
+  StoreProbe start_probe_;
+  std::optional<std::string> loaded_content_;  // --watch: the files as the load read them  // the constructor's: run() refuses to start on a refusal
   std::atomic<bool> backend_reachable_{false};
   std::mutex readiness_mutex_;  // guards readiness_stop_
   std::condition_variable readiness_cv_;

@@ -41,9 +41,11 @@ std::optional<std::string> read_file(const std::string& path) {
   return content.str();
 }
 
+}  // namespace
+
 /// What a reload would read: each file's content, each directory's
 /// entries' names and contents; nullopt if a file cannot be read now.
-std::optional<std::string> read_content(const std::vector<std::string>& paths) {
+std::optional<std::string> watched_content(const std::vector<std::string>& paths) {
   std::string all;
   for (const auto& path : paths) {
     std::error_code error;
@@ -68,6 +70,8 @@ std::optional<std::string> read_content(const std::vector<std::string>& paths) {
   }
   return all;
 }
+
+namespace {
 
 /// The directories to watch: a directory given itself; for a file the
 /// one the path names, and the one the file it resolves to (through
@@ -126,7 +130,7 @@ void FileWatcher::Impl::settle_and_report() {
     drain_events();
   }
   watch_directories();  // a swapped ConfigMap resolves to a new directory
-  const auto content = read_content(paths);
+  const auto content = watched_content(paths);
   if (!content || content == last_content) return;
   last_content = content;
   on_change();
@@ -162,7 +166,7 @@ FileWatcher::FileWatcher(std::vector<std::string> paths, std::function<void()> o
     throw std::runtime_error(fmt::format("--watch: cannot watch the directory of {}: {}", impl_->paths.front(),
                                          std::strerror(errno)));
   }
-  impl_->last_content = read_content(impl_->paths);
+  impl_->last_content = watched_content(impl_->paths);
   impl_->thread = std::thread([impl = impl_.get()] { impl->loop(); });
 }
 

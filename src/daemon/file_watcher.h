@@ -13,10 +13,15 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace fleetcron::daemon {
+
+/// What a reload would read from `paths`, as the watcher compares it
+/// (nullopt if a file cannot be read now).
+[[nodiscard]] std::optional<std::string> watched_content(const std::vector<std::string>& paths);
 
 class FileWatcher {
  public:
