@@ -22,6 +22,7 @@ test_packages=(
   nats-server valgrind                                  # the NATS integration tests, the leak check
   postgresql postgresql-client                          # initdb, pg_ctl, psql, pgbench for the PostgreSQL tests
   faketime curl iproute2 nftables jq                    # e2e: a skewed clock, status --json, partitions; CLI: /metrics, ss
+  groff-base                                            # CLI: fleetcron(1) renders without a warning
   libgtest-dev libgmock-dev libbenchmark-dev            # tests, benchmarks
   chromium chromium-driver python3                      # the status page's test in a real browser (WebDriver)
 )

@@ -61,7 +61,7 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                         "and /etc/cron.d); a file's own '# fleetcron-file: format=' line wins");
   }
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
-  command->add_flag("--watch", flags.watch, "Reload the jobs file when it changes (as SIGHUP; ConfigMap updates too)");
+  command->add_flag("--watch", flags.watch, "Reload the jobs files and directories when they change (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
   command->add_option("--coordinator", flags.coordinator,
                       "memory (default), redis://…, rediss://… (TLS), redis-sentinel://h1,h2,h3/name, unix:/path, "

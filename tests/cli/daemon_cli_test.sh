@@ -85,6 +85,20 @@ else
   bad "store-wait: status $status after $((SECONDS - started_at)) s: $(tail -3 <<<"$out")"
 fi
 expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": expected [host]:port' -- run --metrics 9464abc "$work/bad.cron"
+# The man page renders without a warning and names every command and
+# every option of run that --help lists.
+man_page="$(dirname "$0")/../../docs/fleetcron.1"
+warnings=$(groff -man -Tutf8 -ww -z "$man_page" 2>&1)
+missing=()
+for word in $("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}') \
+            $("$bin" run --help | grep -oE '^ +--[a-z-]+' | tr -d ' '); do
+  grep -qF -- "${word//-/\\-}" "$man_page" || missing+=("$word")
+done
+if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
+  ok "fleetcron(1) renders cleanly and names every command and run option"
+else
+  bad "fleetcron(1): warnings: $warnings; missing: ${missing[*]}"
+fi
 # validate applies the coordination's rules, without connecting: Redis's
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.
 printf '# fleetcron: key=j jitter=6s\n* * * * * true\n' >"$work/jitter.cron"
