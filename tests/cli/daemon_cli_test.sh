@@ -99,6 +99,17 @@ if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
 else
   bad "fleetcron(1): warnings: $warnings; missing: ${missing[*]}"
 fi
+# Bash completion: commands, then a command's options from its --help.
+completions() {  # words...: what completing the last one offers
+  (source "$(dirname "$0")/../../packaging/fleetcron.bash-completion"
+   COMP_WORDS=("$bin" "$@"); COMP_CWORD=$#; _fleetcron; echo "${COMPREPLY[*]}")
+}
+if [[ $(completions ru) == run && $(completions run --store) == --store-wait &&
+      $(completions trigger --fo) == --force && $(completions va) == validate ]]; then
+  ok "bash completion: commands and each command's options"
+else
+  bad "bash completion: '$(completions ru)' '$(completions run --store)' '$(completions trigger --fo)'"
+fi
 # validate applies the coordination's rules, without connecting: Redis's
 # dedup window is claim_ttl/2, so this jitter would make every fire stale.
 printf '# fleetcron: key=j jitter=6s\n* * * * * true\n' >"$work/jitter.cron"

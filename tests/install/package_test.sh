@@ -53,6 +53,7 @@ holds fleetcron etc/fleetcron/fleetcron.toml
 holds fleetcron etc/fleetcron/jobs.cron
 holds fleetcron usr/share/doc/fleetcron/examples/jobs.cron
 holds fleetcron usr/share/man/man1/fleetcron.1
+holds fleetcron usr/share/bash-completion/completions/fleetcron
 dpkg-deb -I "$(deb_of fleetcron)" conffiles | grep -qx /etc/fleetcron/fleetcron.toml || fail "fleetcron.toml is no conffile"
 dpkg-deb -f "$(deb_of fleetcron)" Depends | grep -q "$libs (= " || fail "fleetcron does not depend on $libs"
 dpkg-deb -f "$(deb_of "$libs")" Depends | grep -q "libhiredis0.14" || fail "$libs's shlibdeps lack hiredis"
