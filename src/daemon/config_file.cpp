@@ -172,6 +172,8 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
     const std::string name(key.str());
     if (name == "jobs") {
       settings.jobs_paths = paths_value(path, name, node);
+    } else if (name == "replica_id") {
+      settings.replica_id = string_value(path, name, node);
     } else if (name == "crontab_format") {
       try {
         settings.crontab_format = crontab_format_from_string(string_value(path, name, node));
@@ -248,7 +250,7 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
     } else if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
       apply_section(name, node, path, settings);
     } else {
-      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
+      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, replica_id, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, store_wait, kill_grace, max_concurrent, "
                                       "max_output_bytes, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));

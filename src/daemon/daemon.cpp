@@ -79,7 +79,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     if (!secret) base_environment_.emplace_back(*entry);
   }
   // One name for this replica everywhere: registry, runner, leader.
-  const std::string replica_id = replica_name();
+  const std::string replica_id = settings_.replica_id.empty() ? replica_name() : settings_.replica_id;
   coordination_ = make_coordination(settings_, metrics_, replica_id);
   if (settings_.coordinator == "memory") {
     log_.write("warn", "memory-coordinator",
@@ -275,6 +275,40 @@ void Daemon::job_metrics_loop() {
     }
     lock.lock();
   }
+}
+
+bool Daemon::replica_id_free() {
+  if (settings_.replica_id.empty() || !coordination_.fleet_state || settings_.coordinator == "memory") return true;
+  // A record of this id from another process (another start time): a
+  // predecessor that died (its beat stands still; the registry reports its
+  // runs lost), or a live replica given the same id (its beat moves).
+  const auto beat_of_namesake = [this]() -> std::optional<Instant> {
+    const RegistryRead read = coordination_.fleet_state->read_replicas(Instant{std::chrono::system_clock::now().time_since_epoch()});
+    if (read.status != RegistryRead::Status::found) return std::nullopt;  // unreadable: the scheduler fails closed anyway
+    for (const auto& record : read.replicas) {
+      if (record.replica.replica_id == settings_.replica_id) return record.beat;
+    }
+    return std::nullopt;
+  };
+  const auto first = beat_of_namesake();
+  if (!first) return true;
+  log_.write("info", "replica-id", fmt::format("replica id {} has a record in the registry: waiting up to {} to see "
+                                               "whether it still beats",
+                                               settings_.replica_id, format_duration(2 * registry_heartbeat + std::chrono::seconds{1})));
+  const auto deadline = std::chrono::steady_clock::now() + 2 * registry_heartbeat + std::chrono::seconds{1};
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{250});
+    const auto now = beat_of_namesake();
+    if (!now) return true;  // withdrawn or expired
+    if (*now != *first) {
+      log_.write("error", "replica-id",
+                 fmt::format("replica id {} is in use by a live replica (its record beats): replica ids must be unique "
+                             "among the live replicas; not starting",
+                             settings_.replica_id));
+      return false;
+    }
+  }
+  return true;  // a predecessor that died: the registry reports its runs lost
 }
 
 Daemon::StoreProbe Daemon::probe_store() const {
@@ -562,6 +596,7 @@ int Daemon::run() {
                            start_probe_.error));
     return 2;
   }
+  if (!replica_id_free()) return 2;
   // Refused before anything runs when the server answers; a server down
   // at start is checked when it comes up.
   if (coordination_.eviction_policy) {

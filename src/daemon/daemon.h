@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,6 +109,11 @@ class Daemon {
     std::string error;
   };
   [[nodiscard]] StoreProbe probe_store() const;
+  /// --replica-id: false (after logging why) if a live replica already
+  /// uses the id; waits up to two heartbeats to tell it from a dead
+  /// predecessor's record.
+  [[nodiscard]] bool replica_id_free();
+  static constexpr std::chrono::seconds registry_heartbeat{5};  // SchedulerOptions' default, which the daemon keeps
   /// --store-wait: stops the daemon (exit 1) once the store has not
   /// answered for that long since the start.
   void wait_for_first_answer(bool answered, bool& ever_answered, std::chrono::steady_clock::time_point started);

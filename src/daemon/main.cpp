@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -40,7 +41,7 @@ void add_next_command(CLI::App& app, fleetcron::daemon::NextCommandOptions& next
 /// Flags given on the command line; they win over the config file.
 struct Flags {
   std::vector<std::string> jobs;
-  std::optional<std::string> crontab_format;
+  std::optional<std::string> crontab_format, replica_id;
   std::optional<std::string> config, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
       fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace, store_wait;
   std::optional<std::size_t> max_concurrent, history;
@@ -61,6 +62,9 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                         "and /etc/cron.d); a file's own '# fleetcron-file: format=' line wins");
   }
   command->add_flag("--seconds", flags.seconds, "Jobs have a leading seconds field (6 fields)");
+  command->add_option("--replica-id", flags.replica_id,
+                      "This replica's name in the registry, ledger, lease, status and logs (else FLEETCRON_REPLICA_ID; "
+                      "default host-pid-random); unique among the live replicas");
   command->add_flag("--watch", flags.watch, "Reload the jobs files and directories when they change (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
   command->add_option("--coordinator", flags.coordinator,
@@ -119,6 +123,10 @@ Settings build_settings(const Flags& flags) {
   Settings settings;
   if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
   if (!flags.jobs.empty()) settings.jobs_paths = flags.jobs;
+  if (const char* from_environment = std::getenv("FLEETCRON_REPLICA_ID"); from_environment != nullptr) {
+    settings.replica_id = from_environment;
+  }
+  if (flags.replica_id) settings.replica_id = *flags.replica_id;
   if (flags.crontab_format) {
     try {
       settings.crontab_format = fleetcron::daemon::crontab_format_from_string(*flags.crontab_format);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -182,6 +183,14 @@ std::chrono::nanoseconds max_clock_skew(const Settings& settings) {
 }
 
 void validate(const Settings& settings) {
+  if (!settings.replica_id.empty()) {
+    const bool printable = std::all_of(settings.replica_id.begin(), settings.replica_id.end(),
+                                       [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+    if (settings.replica_id.size() > 64 || !printable) {
+      throw SettingsError(fmt::format("replica id \"{}\": 1 to 64 printable characters without blanks",
+                                      settings.replica_id.substr(0, 80)));
+    }
+  }
   if (settings.jobs_paths.empty()) {
     throw SettingsError("no jobs file: give one or more files or directories as arguments, or jobs = \"…\" (or a list) "
                         "in the config");

@@ -43,6 +43,10 @@ struct Settings {
   std::vector<std::string> jobs_paths;
   /// Whether their lines have a user column; nullopt: by path (auto).
   std::optional<CrontabFormat> crontab_format;
+  /// This replica's name in the registry, the ledger, the lease, status,
+  /// logs and metrics (--replica-id, FLEETCRON_REPLICA_ID); empty: host,
+  /// pid and a random suffix, new at each start.
+  std::string replica_id;
   bool seconds = false;
   std::string zone = "UTC";
   /// "memory", "redis://…" or "nats://…".
