@@ -69,14 +69,16 @@ std::string now_key() {
   return fire_key("report", std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
-std::string connect_error(const ClientOptions& options) {
+/// The refusal of a connection the configuration cannot make (a
+/// ConfigError: the daemon exits 2 on it at start, not retried as an outage).
+std::string refusal(const ClientOptions& options) {
   Client client(options);
   try {
     client.ping();
-  } catch (const ConnectError& e) {
+  } catch (const ConfigError& e) {
     return e.what();
   } catch (const BackendError& e) {
-    return std::string("(not a ConnectError) ") + e.what();
+    return std::string("(not a ConfigError) ") + e.what();
   }
   return "(connected)";
 }
@@ -109,19 +111,22 @@ TEST(RedisTls, CommandsPipelinesAndClaimsRunOverAVerifiedConnection) {
 TEST(RedisTls, AnUntrustedExpiredOrMisnamedCertificateIsRefusedWithItsReason) {
   TlsServer tls;
   TlsServer expired("expired");
-  const std::string wrong_ca = connect_error(tls.options("other-ca.pem"));
+  const std::string wrong_ca = refusal(tls.options("other-ca.pem"));
   // The server sends its chain with the CA: OpenSSL names the root it does not trust.
+  EXPECT_EQ(wrong_ca.find("rediss://"), 0u) << wrong_ca;
   EXPECT_NE(wrong_ca.find("TLS: the server's certificate is refused: self-signed certificate in certificate chain"),
             std::string::npos)
       << wrong_ca;
   EXPECT_NE(wrong_ca.find("other-ca.pem"), std::string::npos) << wrong_ca;
 
-  const std::string old = connect_error(expired.options());
+  const std::string old = refusal(expired.options());
+  EXPECT_EQ(old.find("rediss://"), 0u) << old;
   EXPECT_NE(old.find("certificate is refused: certificate has expired"), std::string::npos) << old;
 
   auto misnamed = tls.options();
   misnamed.tls_server_name = "cache.example";
-  const std::string name = connect_error(misnamed);
+  const std::string name = refusal(misnamed);
+  EXPECT_EQ(name.find("rediss://"), 0u) << name;
   EXPECT_NE(name.find("certificate is refused: hostname mismatch (expected name cache.example,"), std::string::npos) << name;
 
   // Turning verification off accepts all three: it has to be asked for.
