@@ -34,7 +34,8 @@ const rows = sel => [...document.querySelectorAll(sel)];
 return {
   jobs: rows('#jobs tbody tr[data-job]').map(r => ({job: r.dataset.job, bad: r.classList.contains('bad'),
         outcome: r.querySelector('.outcome').textContent, state: r.querySelector('.state').textContent})),
-  runs: rows('#runs tbody tr[data-fire]').map(r => ({fire: r.dataset.fire, fate: r.dataset.fate})),
+  runs: rows('#runs tbody tr[data-fire]').map(r => ({fire: r.dataset.fire, fate: r.dataset.fate,
+        duration: r.children[3].textContent})),
   replicas: rows('#replicas tbody tr[data-replica]').map(r => r.dataset.replica),
   leader: document.getElementById('leader').dataset.holder || '',
   updated: document.getElementById('updated').dataset.at || '',
@@ -46,10 +47,15 @@ session = Session(driver_url, chromium, 1280, 1000)
 try:
     session.open(page_url)
     state = session.wait("the jobs, three replicas and some runs on the page", lambda: (
-        lambda s: s if len(s["jobs"]) >= 3 and len(s["replicas"]) == 3 and len(s["runs"]) >= 5
-        and any(j["job"] == "fails" and j["bad"] for j in s["jobs"]) else None)(session.script(PAGE_STATE)))
+        lambda s: s if len(s["jobs"]) >= 4 and len(s["replicas"]) == 3 and len(s["runs"]) >= 5
+        and any(j["job"] == "fails" and j["bad"] for j in s["jobs"])
+        and any(r["fate"] == "skipped" for r in s["runs"]) else None)(session.script(PAGE_STATE)))
     keys = sorted(j["job"] for j in state["jobs"])
-    check(keys == ["fails", "manual", "tick"], f"the page lists the fleet's jobs: {keys}")
+    check(keys == ["busy", "fails", "manual", "tick"], f"the page lists the fleet's jobs: {keys}")
+    skipped = [r for r in state["runs"] if r["fate"] == "skipped"]
+    check(all(r["duration"] == "—" for r in skipped), f"a skip shows no duration: {skipped[:3]}")
+    timed = [r for r in state["runs"] if r["fate"] in ("succeeded", "failed")]
+    check(timed and all(r["duration"] != "—" for r in timed), f"a finished run shows its duration: {timed[:3]}")
     check(len(state["replicas"]) == 3, f"three replicas: {state['replicas']}")
     check(state["leader"] == store_leader, f"the leader is the store's: page {state['leader']!r}, store {store_leader!r}")
     fails = next(j for j in state["jobs"] if j["job"] == "fails")

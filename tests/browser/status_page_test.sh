@@ -23,6 +23,8 @@ e2e_cleanup() { [[ -n $driver_pid ]] && kill "$driver_pid" 2>/dev/null; return 0
   echo '*/2 * * * * *  echo "disk full" >&2; exit 3'
   echo '# fleetcron: key=manual'
   echo "0 0 0 1 1 *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"   # New Year only: runs when triggered
+  echo '# fleetcron: key=busy overlap=skip'
+  echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal; sleep 3"   # most fires skipped: no duration
 } >"$work/jobs.cron"
 printf 'browser-test-token\n' >"$work/token"
 ports=()
