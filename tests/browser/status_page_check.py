@@ -40,6 +40,8 @@ return {
   leader: document.getElementById('leader').dataset.holder || '',
   updated: document.getElementById('updated').dataset.at || '',
   message: document.getElementById('message').textContent,
+  overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
+                     ...rows('.scroll').map(s => s.scrollWidth - s.clientWidth)),
 };
 """
 
@@ -69,6 +71,7 @@ try:
     newest_tick = sorted(e[0] for e in journal() if e[0].startswith("tick@"))[-8:-3]
     check(any(fire in shown for fire in newest_tick), "the journal's recent tick runs are on the page")
     check(any(r["fate"] == "failed" for r in state["runs"]), "failed runs are among the recent runs")
+    check(state["overflow"] <= 0, f"no horizontal scroll at 1280 px, on the page or in a table (widest overflow {state['overflow']} px)")
     session.screenshot(f"{out_dir}/status_page.png")
 
     # Trigger: without the token the page asks for it; with it one replica runs the job.

@@ -20,7 +20,8 @@ e2e_cleanup() { [[ -n $driver_pid ]] && kill "$driver_pid" 2>/dev/null; return 0
   echo '# fleetcron: key=tick'
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
   echo '# fleetcron: key=fails'
-  echo '*/2 * * * * *  echo "disk full" >&2; exit 3'
+  # A long last line, as real errors have: the page must still fit 1280 px.
+  echo '*/2 * * * * *  echo "disk full: /var/lib/fleetcron-browser-test/a/very/long/path/that/goes/on/and/on/for/a/while/before/it/ends/with/the/file/name/that/could/not/be/written/because/the/disk/is/full/report-2026-12-06.csv" >&2; exit 3'
   echo '# fleetcron: key=manual'
   echo "0 0 0 1 1 *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"   # New Year only: runs when triggered
   echo '# fleetcron: key=busy overlap=skip'
