@@ -647,6 +647,12 @@ TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
   fleet.settle();
   h.clock->advance(60s);  // 0:01: one of them runs it, and goes on
   ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  // And the other is done with its fire (refused the claim): until then it
+  // holds its own overlap slot, and would skip 0:02 as its own overlap (a
+  // worker is no clock waiter: settle() does not wait for it).
+  ASSERT_TRUE(Harness::eventually([&] {
+    return a.events->count<SkippedFireEvent>() + b.events->count<SkippedFireEvent>() == 1;
+  })) << describe(a) << describe(b);
   for (int minute = 2; minute <= 3; ++minute) {
     fleet.settle();
     h.clock->advance(60s);  // the runner skips it before its claim, the other after
