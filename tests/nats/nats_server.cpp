@@ -89,7 +89,7 @@ void NatsServer::kill_now() {
 }
 
 void NatsServer::pause() {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  pause_process(pid_);
 }
 
 void NatsServer::resume() {

@@ -111,7 +111,7 @@ void RedisServer::stop() {
 }
 
 void RedisServer::pause() {
-  if (pid_ > 0) kill(pid_, SIGSTOP);
+  pause_process(pid_);
 }
 
 void RedisServer::resume() {

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -56,6 +58,37 @@ void kill_process(pid_t pid) {
   if (pid <= 0) return;
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
+}
+
+namespace {
+
+/// Whether every thread of `pid` is stopped ('T' in /proc/PID/task/*/stat).
+bool all_threads_stopped(pid_t pid) {
+  std::error_code error;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  bool any = false;
+  for (std::filesystem::directory_iterator it(tasks, error), end; !error && it != end; it.increment(error)) {
+    std::ifstream stat(it->path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // the thread ended
+    const std::size_t close = line.rfind(')');  // the name may hold anything: the state follows its last ')'
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    const char state = line[close + 2];
+    if (state != 'T' && state != 't') return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
+void pause_process(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGSTOP);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!all_threads_stopped(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
 }
 
 std::uint16_t free_port() {

@@ -21,6 +21,10 @@ bool has_exited(pid_t pid);
 void stop_process(pid_t pid, std::chrono::milliseconds grace);
 /// SIGKILL, and waits for the exit.
 void kill_process(pid_t pid);
+/// SIGSTOP, and waits (at most 10 s) until every thread of the process is
+/// stopped: kill() returns before the signal takes effect, and a server on
+/// another core may still answer what reached it meanwhile.
+void pause_process(pid_t pid);
 
 /// A free loopback TCP port below the kernel's ephemeral range (where an
 /// outgoing connection could hold it, as scripts/ports.sh explains): one
