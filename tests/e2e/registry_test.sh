@@ -57,17 +57,17 @@ wait_until "replica 2 to run tick" ran_by_2
 
 # A replica named with --replica-id is listed, and leaves its name in the
 # ledger; a second live daemon given the same name refuses to start (exit 2).
-same_as_2=()  # replica 2's settings, now the fleet's
-[[ $backend == nats ]] && same_as_2=(--max-clock-skew 1s)
-REPLICA=named "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s "${same_as_2[@]}" \
+same_as_2=(--claim-ttl 7s)  # replica 2's settings, now the fleet's
+[[ $backend == nats ]] && same_as_2=(--claim-ttl 5s --max-clock-skew 1s)
+REPLICA=named "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" "${same_as_2[@]}" \
   --replica-id web-1 --shutdown-grace 5s >"$work/replica-named.log" 2>&1 &
 daemon_pids[3]=$!
 listed_as_web_1() { "$binary" status --coordinator "$coordinator" --json | jq -e '[.replicas[].id] | index("web-1")' >/dev/null; }
 wait_until "web-1 to be listed" listed_as_web_1
-ran_on_web_1() { "$binary" history tick -n 50 --coordinator "$coordinator" | grep -q ' on web-1 '; }
+ran_on_web_1() { "$binary" history tick -n 50 --coordinator "$coordinator" | grep -qE 'succeeded +on web-1 '; }
 wait_until "a run on web-1 in the ledger" ran_on_web_1
 status=0
-timeout 60 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s "${same_as_2[@]}" --replica-id web-1 \
+timeout 60 "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" "${same_as_2[@]}" --replica-id web-1 \
   >"$work/replica-twin.log" 2>&1 || status=$?
 ((status == 2)) || fail "a second web-1 exited $status"
 grep -q 'replica id web-1 is in use by a live replica' "$work/replica-twin.log" || fail "no in-use line: $(tail -2 "$work/replica-twin.log")"
