@@ -282,8 +282,10 @@ bool Daemon::replica_id_free() {
   // A record of this id from another process (another start time): a
   // predecessor that died (its beat stands still; the registry reports its
   // runs lost), or a live replica given the same id (its beat moves).
-  const auto beat_of_namesake = [this]() -> std::optional<Instant> {
-    const RegistryRead read = coordination_.fleet_state->read_replicas(Instant{std::chrono::system_clock::now().time_since_epoch()});
+  // Records expire on the store's clock: read them at its time, not this host's.
+  StoreClock store_clock(*coordination_.fleet_state, system_clock());
+  const auto beat_of_namesake = [&]() -> std::optional<Instant> {
+    const RegistryRead read = coordination_.fleet_state->read_replicas(store_clock.now());
     if (read.status != RegistryRead::Status::found) return std::nullopt;  // unreadable: the scheduler fails closed anyway
     for (const auto& record : read.replicas) {
       if (record.replica.replica_id == settings_.replica_id) return record.beat;
