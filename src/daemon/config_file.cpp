@@ -230,14 +230,8 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       if (number != nullptr && number->get() == 0) {
         settings.store_wait = std::chrono::nanoseconds::zero();
       } else {
-        const std::string text = string_value(path, name, node);
-        bool zero = false;
-        try {
-          zero = parse_duration(text) == std::chrono::nanoseconds::zero();
-        } catch (const std::exception&) {
-          // duration_value() says what is wrong, with the line
-        }
-        settings.store_wait = zero ? std::chrono::nanoseconds::zero() : duration_value(path, name, node);
+        settings.store_wait = is_zero_duration(string_value(path, name, node)) ? std::chrono::nanoseconds::zero()
+                                                                              : duration_value(path, name, node);
       }
     } else if (name == "shutdown_grace") {
       settings.shutdown_grace = duration_value(path, name, node);

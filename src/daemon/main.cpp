@@ -190,14 +190,9 @@ Settings build_settings(const Flags& flags) {
   }
   if (flags.shutdown_grace) settings.shutdown_grace = flag_duration("--shutdown-grace", *flags.shutdown_grace);
   if (flags.store_wait) {
-    const bool zero = [&] {
-      try {
-        return fleetcron::parse_duration(*flags.store_wait) == std::chrono::nanoseconds::zero();
-      } catch (const std::exception&) {
-        return false;  // flag_duration says what is wrong
-      }
-    }();
-    settings.store_wait = zero ? std::chrono::nanoseconds::zero() : flag_duration("--store-wait", *flags.store_wait);
+    settings.store_wait = fleetcron::daemon::is_zero_duration(*flags.store_wait)
+                              ? std::chrono::nanoseconds::zero()
+                              : flag_duration("--store-wait", *flags.store_wait);
   }
   if (flags.kill_grace) settings.kill_grace = flag_duration("--kill-grace", *flags.kill_grace);
   if (flags.max_concurrent) {

@@ -174,6 +174,14 @@ void resolve_coordinator_password(Settings& settings) {
   settings.coordinator_password = std::move(password);
 }
 
+bool is_zero_duration(std::string_view text) noexcept {
+  try {
+    return parse_duration(text) == std::chrono::nanoseconds::zero();
+  } catch (...) {
+    return false;
+  }
+}
+
 std::chrono::nanoseconds default_max_clock_skew(std::chrono::nanoseconds claim_ttl) {
   return std::min<std::chrono::nanoseconds>(std::chrono::seconds{5}, claim_ttl / 4);
 }

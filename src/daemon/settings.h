@@ -179,6 +179,10 @@ void validate(const Settings& settings);
 /// Tighter than the library's claim_ttl / 4 because it also bounds what a
 /// store reset loses (fires before the reset's epoch + the guard).
 [[nodiscard]] std::chrono::nanoseconds default_max_clock_skew(std::chrono::nanoseconds claim_ttl);
+/// Whether `text` is a duration of zero ("0", "0s", "0m"): a setting's
+/// "off" where other durations must be positive. False for bad text, which
+/// the caller's positive-duration parsing then reports.
+[[nodiscard]] bool is_zero_duration(std::string_view text) noexcept;
 /// settings.max_clock_skew, or the default for its claim TTL.
 [[nodiscard]] std::chrono::nanoseconds max_clock_skew(const Settings& settings);
 
