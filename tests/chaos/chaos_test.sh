@@ -187,6 +187,14 @@ leader_replica() {
 # One network fault on one replica's link, for 3..12 s, then healed.
 partition_fault() {
   local kind=$((RANDOM % 6)) victim=$((RANDOM % 3)) length=$((3 + RANDOM % 10)) rules ns
+  # Healed 15 s before the end at the latest, as the node faults are: the
+  # cut replica's ledger writer retries its records (backing off up to 8 s
+  # after a 12 s cut) before the daemons stop, and the check below wants
+  # the ledger whole. A replica stopped while still cut off drops what it
+  # could not write, logged (docs/fleet-state.md), which is no finding here.
+  local left=$((started + duration - 15 - $(date +%s)))
+  ((left >= 3)) || return 0
+  ((length <= left)) || length=$left
   local leads=""
   if ((kind == 4)); then
     leads=$(leader_replica)
