@@ -13,9 +13,9 @@ namespace fleetcron {
 
 /// Whether a leading seconds field is accepted.
 enum class SecondsField {
-  none,      ///< exactly 5 fields: minute hour day-of-month month day-of-week
-  optional,  ///< 5 fields, or 6 with seconds first
-  required,  ///< exactly 6 fields, seconds first
+  none,      ///< 5 fields: minute hour day-of-month month day-of-week (6 with a year)
+  optional,  ///< 5 fields, or 6 with seconds first (7 with a year)
+  required,  ///< 6 fields, seconds first (7 with a year)
 };
 
 /// What a spec does with a wall time that does not exist (spring forward).
@@ -71,7 +71,10 @@ inline constexpr std::size_t max_spec_bytes = 4096;
 ///   [TZ=<zone> |CRON_TZ=<zone> ] (<fields> | @yearly | @annually | @monthly |
 ///   @weekly | @daily | @midnight | @hourly | @every <duration>)
 /// Fields are `minute hour day-of-month month day-of-week`, with a leading
-/// `second` as options.seconds allows. Each field is a comma list of terms
+/// `second` as options.seconds allows, and an optional trailing `year`
+/// (1970–2099): 6 fields without seconds (the 6th must hold a number, so a
+/// seconds-first spec is never read as one), 7 with seconds; under
+/// SecondsField::optional 6 fields are always seconds first. Each field is a comma list of terms
 /// `*`, `?` (day fields only), `n`, `a-b`, each with an optional `/step`;
 /// month and day-of-week also take three-letter names. Day-of-month also
 /// takes `L`, `L-n`, `LW`, `nW`; day-of-week `N#M` and `NL` (Quartz).

@@ -22,8 +22,8 @@ class FLEETCRON_API Schedule {
   virtual ~Schedule() = default;
 
   /// The first fire instant strictly after `after`, or std::nullopt when
-  /// there is none (cron specs: none within 50 calendar years; see
-  /// docs/time-engine.md). Returns std::nullopt for `after` outside
+  /// there is none (cron specs: none within 50 calendar years, or after
+  /// the last year of a year field; see docs/time-engine.md). Returns std::nullopt for `after` outside
   /// [min_supported_instant, max_supported_instant).
   [[nodiscard]] virtual std::optional<Instant> next(Instant after) const noexcept = 0;
 

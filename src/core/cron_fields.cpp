@@ -1,5 +1,6 @@
 #include "core/cron_fields.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 
@@ -59,6 +60,21 @@ void CronFields::finish() noexcept {
   has_quartz_days = last_day || days_before_last != 0 || last_weekday || nearest_weekday != 0 ||
                     last_of_weekday != 0;
   for (auto nth : nth_of_weekday) has_quartz_days = has_quartz_days || nth != 0;
+}
+
+bool CronFields::year_matches(int y) const noexcept {
+  if (any_year) return true;
+  if (y < first_year || y > last_year) return false;
+  const auto bit = static_cast<unsigned>(y - first_year);
+  return (years[bit / 64] >> (bit % 64) & 1u) != 0;
+}
+
+std::optional<int> CronFields::next_year(int y) const noexcept {
+  for (int candidate = std::max(y, first_year); candidate <= last_year; ++candidate) {
+    if (year_matches(candidate)) return candidate;
+  }
+  if (any_year) return y;
+  return std::nullopt;
 }
 
 std::uint32_t matching_days(const CronFields& f, int y, unsigned m) noexcept {
@@ -123,6 +139,14 @@ std::optional<std::int64_t> next_local_match(const CronFields& f, std::int64_t f
   auto d = unsigned(ymd.day());
   // Each pass covers one month; the window bounds the passes.
   while (true) {
+    if (!f.year_matches(y)) {  // skip to January 1 of the next matching year
+      const std::optional<int> next = f.next_year(y + 1);
+      if (!next || day_number(*next, 1, 1) * seconds_per_day >= until_s) return std::nullopt;
+      y = *next;
+      m = 1;
+      d = 1;
+      time_of_day = 0;
+    }
     if ((f.months >> m & 1u) != 0) {
       std::uint32_t candidates = matching_days(f, y, m) & (~0u << d);
       while (candidates != 0) {
@@ -151,7 +175,7 @@ bool matches_local(const CronFields& f, std::int64_t local_s) noexcept {
   const auto tod = static_cast<std::int32_t>(local_s - day_index * seconds_per_day);
   const year_month_day ymd{sys_days{days{day_index}}};
   const auto m = unsigned(ymd.month());
-  if ((f.months >> m & 1u) == 0) return false;
+  if (!f.year_matches(int(ymd.year())) || (f.months >> m & 1u) == 0) return false;
   if ((matching_days(f, int(ymd.year()), m) >> unsigned(ymd.day()) & 1u) == 0) return false;
   return next_time_of_day(f, tod) == tod;
 }

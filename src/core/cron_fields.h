@@ -22,6 +22,12 @@ struct CronFields {
   bool day_of_week_star = false;
   /// The hour field starts with `*` (`*`, `*/2`): periodic for the DST rules.
   bool hour_star = false;
+  /// The optional year field (first_year..last_year): bit y - first_year of
+  /// years[(y - first_year) / 64]. Without one, every year matches.
+  bool any_year = true;
+  std::array<std::uint64_t, 3> years{};
+  static constexpr int first_year = 1970;
+  static constexpr int last_year = 2099;
 
   // Quartz day-of-month tokens.
   bool last_day = false;               ///< L
@@ -41,6 +47,11 @@ struct CronFields {
 
   /// Computes the derived members; call once after setting the fields.
   void finish() noexcept;
+
+  /// Whether year `y` matches the year field.
+  [[nodiscard]] bool year_matches(int y) const noexcept;
+  /// The first matching year at or after `y`, or std::nullopt.
+  [[nodiscard]] std::optional<int> next_year(int y) const noexcept;
 
   /// True when the hour field matches every hour or starts with `*` (`*/2`,
   /// as Vixie cron): a periodic spec, which keeps absolute time through DST.

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -17,7 +18,7 @@ namespace {
 
 using detail::CronFields;
 
-enum class Field { second, minute, hour, day_of_month, month, day_of_week };
+enum class Field { second, minute, hour, day_of_month, month, day_of_week, year };
 
 struct FieldInfo {
   std::string_view name;
@@ -25,13 +26,14 @@ struct FieldInfo {
   unsigned max;
 };
 
-constexpr std::array<FieldInfo, 6> field_info{{
+constexpr std::array<FieldInfo, 7> field_info{{
     {"second", 0, 59},
     {"minute", 0, 59},
     {"hour", 0, 23},
     {"day-of-month", 1, 31},
     {"month", 1, 12},
     {"day-of-week", 0, 7},
+    {"year", CronFields::first_year, CronFields::last_year},
 }};
 
 constexpr std::array<std::string_view, 12> month_names{"jan", "feb", "mar", "apr", "may", "jun",
@@ -40,7 +42,7 @@ constexpr std::array<std::string_view, 7> weekday_names{"sun", "mon", "tue", "we
 
 // Numbers above this are rejected before they can overflow.
 constexpr unsigned max_number = 1'000'000;
-constexpr std::size_t max_fields = 6;
+constexpr std::size_t max_fields = 7;
 
 constexpr FieldInfo info_of(Field field) { return field_info[static_cast<std::size_t>(field)]; }
 
@@ -198,28 +200,48 @@ class SpecParser {
     }
     const std::size_t first = check_field_count(count, first_extra, tokens);
     CronFields fields;
-    if (count == 5) fields.seconds = 1;  // second 0
+    if (first == 1) fields.seconds = 1;  // second 0
     for (std::size_t i = 0; i < count; ++i) {
       const auto field = static_cast<Field>(i + first);
       parse_field(field, tokens[i], fields);
       // Vixie cron's HR_STAR: an hour field that starts with '*' (`*/2`)
       // is a wildcard for the daylight-saving rules.
       if (field == Field::hour && tokens[i].text.starts_with('*')) fields.hour_star = true;
+      if (field == Field::year) fields.any_year = tokens[i].text == "*";
     }
     fields.finish();
     return std::make_shared<detail::CronSchedule>(std::string(spec_), fields, zone, options_.dst);
   }
 
   // Returns the Field index of the first token (0 with seconds, 1 without).
+  // A year comes last: 6 fields without seconds (and then it must name a
+  // year, so a seconds-first spec is never read as one), 7 with seconds.
   std::size_t check_field_count(std::size_t count, std::size_t first_extra, const std::array<Token, max_fields>& tokens) const {
-    const bool five_ok = options_.seconds != SecondsField::required;
-    const bool six_ok = options_.seconds != SecondsField::none;
-    if ((count == 5 && five_ok) || (count == 6 && six_ok)) return count == 5 ? 1 : 0;
-    const std::string expected = five_ok && six_ok ? "5 or 6 fields" : five_ok ? "5 fields" : "6 fields (seconds first)";
-    const std::size_t allowed = six_ok ? 6 : 5;
+    const SecondsField mode = options_.seconds;
+    if (count == 5 && mode != SecondsField::required) return 1;
+    if (count == 6 && mode != SecondsField::none) return 0;
+    if (count == 7 && mode != SecondsField::none) return 0;
+    if (count == 6 && names_a_year(tokens[5].text)) return 1;
+    const std::string expected = mode == SecondsField::none       ? "5 fields, or 6 with a year last"
+                                 : mode == SecondsField::optional ? "5 fields, 6 (seconds first) or 7 (seconds first, a year last)"
+                                                                  : "6 fields (seconds first), or 7 with a year last";
+    const std::size_t allowed = mode == SecondsField::none ? 6 : 7;
     std::size_t position = spec_.size();  // too few: where the next field should start
     if (count > allowed) position = allowed < max_fields ? tokens[allowed].begin : first_extra;
+    if (count == 6) {
+      position = tokens[5].begin;
+      fail("", position, fmt::format("expected {}, got 6: the 6th field \"{}\" names no year ({}-{}); a seconds "
+                                     "field comes first only with the seconds option",
+                                     expected, quote_for_message(tokens[5].text), CronFields::first_year,
+                                     CronFields::last_year));
+    }
     fail("", position, fmt::format("expected {}, got {}", expected, count));
+  }
+
+  // A year field as a 6th field must hold a number: `*` or `*/2` there is
+  // more likely a seconds-first spec read without seconds.
+  static bool names_a_year(std::string_view text) {
+    return std::any_of(text.begin(), text.end(), [](char c) { return is_digit(c); });
   }
 
   void parse_field(Field field, const Token& token, CronFields& fields) {
@@ -301,6 +323,11 @@ class SpecParser {
         case Field::day_of_month: fields.days_of_month |= 1u << v; break;
         case Field::month: fields.months = static_cast<std::uint16_t>(fields.months | 1u << v); break;
         case Field::day_of_week: fields.days_of_week = static_cast<std::uint8_t>(fields.days_of_week | 1u << (v % 7)); break;
+        case Field::year: {
+          const unsigned bit = v - static_cast<unsigned>(CronFields::first_year);
+          fields.years[bit / 64] |= std::uint64_t{1} << (bit % 64);
+          break;
+        }
       }
     }
   }

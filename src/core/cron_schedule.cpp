@@ -12,12 +12,18 @@ using namespace std::chrono;
 
 // More periods than any zone has in the search horizon (real zones have at
 // most ~4 a year); reaching it means corrupt rules, and next() answers "none".
-constexpr int max_periods_searched = 4 * (search_horizon_years + 1) + 16;
+constexpr int max_periods_searched = 4 * (CronFields::last_year - CronFields::first_year + 2) + 16;
 
-// The first local second of the year after the search horizon.
-std::int64_t horizon_local_s(std::int64_t local_s) {
-  const auto y = year_month_day{floor<days>(sys_seconds{seconds{local_s}})}.year();
-  return sys_seconds{sys_days{(y + years{search_horizon_years + 1}) / January / 1}}.time_since_epoch().count();
+// The first local second after the search: January 1 of the year after the
+// last matching year of a year field, else of the year after the horizon.
+std::int64_t horizon_local_s(const CronFields& fields, std::int64_t local_s) {
+  auto y = year_month_day{floor<days>(sys_seconds{seconds{local_s}})}.year() + years{search_horizon_years + 1};
+  if (!fields.any_year) {
+    int last = CronFields::last_year;
+    while (last >= CronFields::first_year && !fields.year_matches(last)) --last;
+    y = year{last + 1};
+  }
+  return sys_seconds{sys_days{y / January / 1}}.time_since_epoch().count();
 }
 
 }  // namespace
@@ -31,7 +37,7 @@ std::optional<Instant> CronSchedule::next(Instant after) const noexcept {
   const std::int64_t from_s = floor<seconds>(after).time_since_epoch().count() + 1;
   std::optional<std::int64_t> found;
   if (zone_.is_utc()) {
-    found = next_local_match(fields_, from_s, horizon_local_s(from_s));
+    found = next_local_match(fields_, from_s, horizon_local_s(fields_, from_s));
   } else {
     found = next_in_zone(from_s);
   }
@@ -58,7 +64,7 @@ std::optional<std::int64_t> CronSchedule::next_in_zone(std::int64_t from_s) cons
   // still run (its shifted fire is at from_s itself). Regression test:
   // DstNewYork.ShiftedFireFromTheLastSecondBeforeTheGap.
   ZonePeriod period = rules.period_at(from_s - 1);
-  const std::int64_t horizon_s = horizon_local_s(from_s + period.offset_s);
+  const std::int64_t horizon_s = horizon_local_s(fields_, from_s + period.offset_s);
   std::int64_t cursor_s = from_s;
   for (int searched = 0; searched < max_periods_searched; ++searched) {
     std::int64_t window_begin = cursor_s + period.offset_s;

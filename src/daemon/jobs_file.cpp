@@ -146,6 +146,21 @@ bool looks_like_field(std::string_view word) {
   }
 }
 
+/// Whether `word`, after a line's fields, is a year field (the parser's
+/// rule): numbers, `*`, ranges, steps and lists only and, without seconds,
+/// a number of four digits (so `*` there stays a refused extra field).
+bool is_year_field(std::string_view word, bool with_seconds) {
+  if (word.empty() || word.find_first_not_of("0123456789*-/,") != std::string_view::npos) return false;
+  if (!looks_like_field(word)) return false;
+  if (with_seconds) return true;
+  std::size_t digits = 0;
+  for (const char c : word) {
+    digits = (c >= '0' && c <= '9') ? digits + 1 : 0;
+    if (digits == 4) return true;
+  }
+  return false;
+}
+
 std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 14695981039346656037ULL) {
   for (const char c : text) {
     hash ^= static_cast<unsigned char>(c);
@@ -359,7 +374,6 @@ std::string_view FileParser::split_spec(const SourceLine& line, std::string_view
     tokens.push_back(token);
   }
   const std::size_t spec_begin = line.offset_of(tokens.front());
-  const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
   const std::size_t fields = tokens.size() - (is_zone_prefix(tokens.front()) ? 1 : 0);
   if (fields == 6 && options.seconds != SecondsField::none && !looks_like_field(tokens.back()) &&
       std::all_of(tokens.end() - 6, tokens.end() - 1, looks_like_field)) {
@@ -369,6 +383,16 @@ std::string_view FileParser::split_spec(const SourceLine& line, std::string_view
                                 "\"0 {} …\", or drop --seconds",
                                 trim(raw.substr(fields_begin, last - fields_begin))));
   }
+  if (!first.starts_with('@')) {  // an optional year field last
+    const std::size_t before = i;
+    const std::string_view year = next_token();
+    if (is_year_field(year, options.seconds != SecondsField::none)) {
+      tokens.push_back(year);
+    } else {
+      i = before;
+    }
+  }
+  const std::size_t spec_end = line.offset_of(tokens.back()) + tokens.back().size();
   command = trim(raw.substr(spec_end));
   if (command.empty()) line.fail(spec_end, "missing command after the spec");
   return raw.substr(spec_begin, spec_end - spec_begin);
@@ -450,13 +474,15 @@ void FileParser::check_field_count(const SourceLine& line, std::string_view spec
       is_zone_prefix(spec.substr(0, first_end)) ? trim(spec.substr(first_end)) : spec;  // after TZ=zone
   if (proper.starts_with('@')) return;
   const bool seconds = options.seconds != SecondsField::none;
-  const std::string_view fields = seconds ? "6 fields (second minute hour day month weekday) under --seconds"
-                                          : "5 fields (minute hour day month weekday)";
+  const std::string_view fields = seconds ? "6 fields (second minute hour day month weekday) under --seconds, and "
+                                            "a year 7th"
+                                          : "5 fields (minute hour day month weekday), and a year 6th when it "
+                                            "names one (2027, 2027-2030)";
   const std::string_view word = command.substr(0, std::min(command.find_first_of(" \t"), command.size()));
   if (!looks_like_field(word)) return;
   line.fail(line.offset_of(word),
             fmt::format("\"{}\" reads as one more cron field, but this file's lines have {}: the command would start "
-                        "with it. {}A year field is not supported; a command that starts so needs its path",
+                        "with it. {}A command that starts so needs its path",
                         quote_for_message(word), fields,
                         seconds ? "" : "A line with seconds first needs --seconds (seconds = true in the config). "));
 }

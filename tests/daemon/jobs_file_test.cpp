@@ -81,27 +81,48 @@ TEST(JobsFile, SecondsFieldWhenEnabled) {
 }
 
 // A line of another field count never runs a command nobody wrote:
-// supercronic's 7 fields, a year, seconds without --seconds, 5 fields
-// under --seconds.
+// supercronic's 7 fields without --seconds, seconds without --seconds,
+// 5 fields under --seconds.
 TEST(JobsFile, ALineWithAnotherFieldCountIsRefusedNamingTheOption) {
   EXPECT_EQ(error_of("*/5 * * * * * * echo hi\n"),
             "jobs.cron:1:13: \"*\" reads as one more cron field, but this file's lines have 5 fields (minute hour day "
-            "month weekday): the command would start with it. A line with seconds first needs --seconds (seconds = true "
-            "in the config). A year field is not supported; a command that starts so needs its path");
-  EXPECT_NE(error_of("0 0 1 1 * 2027 echo\n").find("1:11: \"2027\" reads as one more cron field"), std::string::npos);
+            "month weekday), and a year 6th when it names one (2027, 2027-2030): the command would start with it. A "
+            "line with seconds first needs --seconds (seconds = true in the config). A command that starts so needs "
+            "its path");
+  EXPECT_NE(error_of("0 0 * * * 5 echo\n").find("1:11: \"5\" reads as one more cron field"), std::string::npos);
   EXPECT_NE(error_of("0 0 * * * mon-fri/2 echo\n").find("\"mon-fri/2\" reads as one more"), std::string::npos);
   EXPECT_NE(error_of("0 0 * * * 1,15W echo\n").find("\"1,15W\" reads as one more"), std::string::npos);
-  EXPECT_NE(error_of("*/5 * * * * * * echo\n", SecondsField::required).find("1:15: \"*\" reads as one more cron field, "
-                                                                          "but this file's lines have 6 fields"),
+  EXPECT_NE(error_of("0 0 1 1 * 2027 * echo\n").find("1:16: \"*\" reads as one more"), std::string::npos);
+  EXPECT_NE(error_of("*/5 * * * * * * * echo\n", SecondsField::required).find("1:17: \"*\" reads as one more cron "
+                                                                            "field, but this file's lines have 6 fields"),
             std::string::npos);
   EXPECT_EQ(error_of("0 9 * * mon-fri /usr/bin/report\n", SecondsField::required),
             "jobs.cron:1:17: this line has 5 fields, but --seconds (seconds = true) reads 6, seconds first: write "
             "\"0 0 9 * * mon-fri …\", or drop --seconds");
+  EXPECT_EQ(error_of("0 0 1 1 * 1969 echo\n"), "jobs.cron:1:11: field year: 1969 below minimum 1970");
   // Words that are no cron field stay commands.
   for (const char* line : {"0 0 * * * echo\n", "0 0 * * * 7z a x.7z dir\n", "0 0 * * * sun-tool\n", "0 0 * * * ./5\n",
                            "0 0 * * * L2 run\n"}) {
     EXPECT_EQ(error_of(line), "(no error)") << line;
   }
+}
+
+// supercronic's and cronexpr's year field: 6th without --seconds when it
+// names a year, 7th with --seconds.
+TEST(JobsFile, AYearFieldComesLast) {
+  const auto file = parse("0 0 1 1 * 2027 echo new year\n0 12 * * mon-fri 2027-2030/2,2035 /usr/bin/report\n");
+  ASSERT_EQ(file.jobs.size(), 2u);
+  EXPECT_EQ(file.jobs[0].spec, "0 0 1 1 * 2027");
+  EXPECT_EQ(file.jobs[0].command, "echo new year");
+  EXPECT_EQ(file.jobs[1].spec, "0 12 * * mon-fri 2027-2030/2,2035");
+  EXPECT_EQ(file.jobs[1].command, "/usr/bin/report");
+  const auto supercronic = parse("*/5 * * * * * * echo tick\n0 0 0 1 1 * 2027 echo once\n", SecondsField::required);
+  ASSERT_EQ(supercronic.jobs.size(), 2u);
+  EXPECT_EQ(supercronic.jobs[0].spec, "*/5 * * * * * *");
+  EXPECT_EQ(supercronic.jobs[0].command, "echo tick");
+  EXPECT_EQ(supercronic.jobs[1].spec, "0 0 0 1 1 * 2027");
+  // A command that starts with something like a year but is none stays a command.
+  EXPECT_EQ(parse("0 0 * * * 2027-report.sh\n").jobs[0].command, "2027-report.sh");
 }
 
 // The spec grammar's zone prefix on a job line of its own, as the README
@@ -114,7 +135,7 @@ TEST(JobsFile, AJobLineMayStartWithItsOwnZone) {
   EXPECT_EQ(file.jobs[0].schedule->next(parse_rfc3339("2025-12-31T23:00:00Z")), parse_rfc3339("2026-01-01T00:00:00Z"));  // 9:00 in Tokyo
   EXPECT_EQ(file.jobs[1].spec, "TZ=Europe/Berlin 0 9 * * *");
   EXPECT_EQ(parse("CRON_TZ=UTC\nTZ=Asia/Tokyo @daily echo\n").jobs[0].spec, "TZ=Asia/Tokyo @daily");
-  EXPECT_EQ(error_of("TZ=Asia/Tokyo 0 9 * * * 2027 echo\n").find("jobs.cron:1:25: \"2027\" reads as one more cron field"), 0u);
+  EXPECT_EQ(parse("TZ=Asia/Tokyo 0 9 * * * 2027 echo\n").jobs[0].spec, "TZ=Asia/Tokyo 0 9 * * * 2027");
 }
 
 TEST(JobsFile, KeysAreStableAndEditingALineChangesItsKey) {

@@ -86,6 +86,45 @@ TEST(CronParser, SecondsOption) {
   EXPECT_EQ(fields_of(parse_schedule("15 * * * * *", with_seconds(SecondsField::required))).seconds, bits({15}));
 }
 
+TEST(CronParser, AYearFieldComesLast) {
+  // Without seconds a 6th field is a year when it names one; with seconds a 7th.
+  const auto plain = fields_of(parse_schedule("0 0 1 1 * 2027"));
+  EXPECT_FALSE(plain.any_year);
+  EXPECT_TRUE(plain.year_matches(2027));
+  EXPECT_FALSE(plain.year_matches(2026));
+  EXPECT_FALSE(plain.year_matches(2028));
+  const auto list = fields_of(parse_schedule("0 0 1 1 * 2027,2030-2034/2"));
+  for (int y : {2027, 2030, 2032, 2034}) EXPECT_TRUE(list.year_matches(y)) << y;
+  for (int y : {2028, 2029, 2031, 2033, 2035}) EXPECT_FALSE(list.year_matches(y)) << y;
+  const auto star = fields_of(parse_schedule("*/5 * * * * * *", with_seconds(SecondsField::required)));
+  EXPECT_TRUE(star.any_year);
+  EXPECT_EQ(star.seconds, bits({0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55}));
+  const auto seven = fields_of(parse_schedule("30 0 0 1 1 * 2027-2029", with_seconds(SecondsField::optional)));
+  EXPECT_EQ(seven.seconds, bits({30}));
+  EXPECT_TRUE(seven.year_matches(2029));
+  EXPECT_FALSE(seven.year_matches(2030));
+  // Under optional seconds 6 fields stay seconds first.
+  EXPECT_EQ(fields_of(parse_schedule("0 0 1 1 * 2", with_seconds(SecondsField::optional))).days_of_week, 1u << 2);
+}
+
+TEST(CronParser, AYearFieldBoundsTheFires) {
+  const auto schedule = parse_schedule("0 9 1 * * 2027");
+  auto fire = schedule->next(test::at("2026-12-06T11:00:00Z"));
+  ASSERT_TRUE(fire);
+  EXPECT_EQ(*fire, test::at("2027-01-01T09:00:00Z"));
+  fire = schedule->next(test::at("2027-12-01T09:00:00Z"));
+  EXPECT_FALSE(fire.has_value());  // nothing after the last month of the last year
+  // Further than the 50-year horizon, when the year field says so.
+  fire = parse_schedule("0 0 29 2 * 2096")->next(test::at("2026-12-06T11:00:00Z"));
+  ASSERT_TRUE(fire);
+  EXPECT_EQ(*fire, test::at("2096-02-29T00:00:00Z"));
+  EXPECT_FALSE(parse_schedule("0 0 1 1 * 2020")->next(test::at("2026-12-06T11:00:00Z")).has_value());
+  // In a zone with daylight saving time.
+  fire = parse_schedule("TZ=America/New_York 30 2 * 3 0 2027")->next(test::at("2026-12-06T11:00:00Z"));
+  ASSERT_TRUE(fire);
+  EXPECT_EQ(*fire, test::at("2027-03-07T07:30:00Z"));
+}
+
 TEST(CronParser, QuartzDayTokens) {
   const auto dom = fields_of(parse_schedule("0 0 L,L-3,LW,15W * ?"));
   EXPECT_TRUE(dom.last_day);
@@ -212,10 +251,21 @@ INSTANTIATE_TEST_SUITE_P(
                 "unexpected character 'x': names are only allowed in month and day-of-week"},
         BadSpec{"*/5/2 * * * *", none, "minute", 3, "unexpected character '/'"},
         // field count
-        BadSpec{"* * * *", none, "", 7, "expected 5 fields, got 4"},
-        BadSpec{"* * * * * *", none, "", 10, "expected 5 fields, got 6"},
-        BadSpec{"* * * * * * *", optional, "", 12, "expected 5 or 6 fields, got 7"},
-        BadSpec{"* * * * *", required, "", 9, "expected 6 fields (seconds first), got 5"},
+        BadSpec{"* * * *", none, "", 7, "expected 5 fields, or 6 with a year last, got 4"},
+        BadSpec{"* * * * * *", none, "", 10,
+                "expected 5 fields, or 6 with a year last, got 6: the 6th field \"*\" names no year (1970-2099); a "
+                "seconds field comes first only with the seconds option"},
+        BadSpec{"* * * * * * *", none, "", 12, "expected 5 fields, or 6 with a year last, got 7"},
+        BadSpec{"* * * * * * * *", optional, "", 14,
+                "expected 5 fields, 6 (seconds first) or 7 (seconds first, a year last), got 8"},
+        BadSpec{"* * * * *", required, "", 9, "expected 6 fields (seconds first), or 7 with a year last, got 5"},
+        // year
+        BadSpec{"0 0 1 1 * 1969", none, "year", 10, "1969 below minimum 1970"},
+        BadSpec{"0 0 1 1 * 2100", none, "year", 10, "2100 above maximum 2099"},
+        BadSpec{"0 0 9 * * 1", none, "year", 10, "1 below minimum 1970"},
+        BadSpec{"0 0 1 1 * 2030-2027", none, "year", 10,
+                "beginning of range 2030 beyond end 2027: a range does not wrap around; write 2030-2099,1970-2027"},
+        BadSpec{"0 0 1 1 * 2027", optional, "day-of-week", 10, "2027 above maximum 7"},
         BadSpec{"", none, "", 0, "empty spec"},
         BadSpec{"   ", none, "", 3, "empty spec"},
         // names

@@ -30,6 +30,8 @@ struct OracleSpec {
   std::array<bool, 32> day_of_month{};
   std::array<bool, 13> month{};
   std::array<bool, 7> day_of_week{};
+  bool has_year = false;
+  std::vector<bool> year = std::vector<bool>(2100, true);  // indexed by the year itself
   bool day_of_month_star = false;
   bool day_of_week_star = false;
   bool last_day = false;
@@ -68,6 +70,7 @@ class SpecGenerator {
     parts.push_back(day_of_month_field(spec));
     parts.push_back(numeric_field(spec.month, 1, 12, 0.8, month_names(), nullptr));
     parts.push_back(day_of_week_field(spec));
+    if (chance(0.15)) parts.push_back(year_field(spec));
     for (std::size_t i = 0; i < parts.size(); ++i) {
       if (i) spec.text += ' ';
       spec.text += parts[i];
@@ -186,6 +189,36 @@ class SpecGenerator {
     }
   }
 
+  // Years around the test windows (2020–2035); `*` only with seconds, where
+  // a 7th field is a year whatever it holds.
+  std::string year_field(OracleSpec& spec) {
+    spec.has_year = true;
+    std::fill(spec.year.begin(), spec.year.end(), false);
+    if (spec.has_seconds && chance(0.2)) {
+      std::fill(spec.year.begin(), spec.year.end(), true);
+      return "*";
+    }
+    auto mark = [&](int a, int b, int step) {
+      for (int v = a; v <= b; v += step) spec.year[std::size_t(v)] = true;
+    };
+    std::string text;
+    const int terms = uniform(1, 3);
+    for (int t = 0; t < terms; ++t) {
+      if (t) text += ',';
+      const int a = uniform(2019, 2037);
+      const int b = uniform(a, 2040);
+      const int step = uniform(1, 4);
+      switch (uniform(0, 4)) {
+        case 0: mark(a, a, 1); text += std::to_string(a); break;
+        case 1: mark(a, b, 1); text += fmt::format("{}-{}", a, b); break;
+        case 2: mark(a, b, step); text += fmt::format("{}-{}/{}", a, b, step); break;
+        case 3: mark(a, 2099, step); text += fmt::format("{}/{}", a, step); break;
+        default: mark(1970, 2099, step); text += fmt::format("1970-2099/{}", step); break;
+      }
+    }
+    return text;
+  }
+
   std::string day_of_week_field(OracleSpec& spec) {
     if (chance(0.55)) return numeric_field(spec.day_of_week, 0, 6, 1.0, {}, &spec.day_of_week_star, 6);
     if (chance(0.1)) {
@@ -251,7 +284,7 @@ bool oracle_matches(const OracleSpec& spec, date::local_seconds local) {
   const auto day = floor<days>(local);
   const year_month_day ymd{sys_days{day.time_since_epoch()}};
   const hh_mm_ss<seconds> tod{local - day};
-  return spec.month[unsigned(ymd.month())] && day_matches(spec, ymd) && spec.hour[std::size_t(tod.hours().count())] &&
+  return spec.year[std::size_t(int(ymd.year()))] && spec.month[unsigned(ymd.month())] && day_matches(spec, ymd) && spec.hour[std::size_t(tod.hours().count())] &&
          spec.minute[std::size_t(tod.minutes().count())] && spec.second[std::size_t(tod.seconds().count())];
 }
 
@@ -295,9 +328,11 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
 }
 
 // A start near one of the zone's transitions in `year`, or anywhere.
-sys_seconds pick_start(SpecGenerator& gen, const date::time_zone* zone) {
+// With a year field, often a start just before a new year.
+sys_seconds pick_start(SpecGenerator& gen, const date::time_zone* zone, bool has_year) {
   const int y = gen.uniform(2020, 2035);
   const sys_seconds year_start{sys_days{year{y} / January / 1}};
+  if (has_year && gen.chance(0.5)) return year_start - seconds{gen.uniform(1, 40 * 3600)};
   if (gen.chance(0.6)) {
     std::vector<sys_seconds> transitions;
     for (auto info = zone->get_info(year_start); info.end < year_start + days{366};
@@ -328,11 +363,12 @@ TEST(Differential, NextMatchesTheBruteForceOracle) {
     const char* zone_name = zones[std::size_t(gen.uniform(0, int(zones.size()) - 1))];
     const DstPolicy policy = policies[std::size_t(gen.uniform(0, int(policies.size()) - 1))];
     const date::time_zone* zone = date::locate_zone(zone_name);
-    const sys_seconds from = pick_start(gen, zone);
+    const sys_seconds from = pick_start(gen, zone, spec.has_year);
     const sys_seconds to = from + (spec.has_seconds ? hours{4} : hours{48});
 
     ParseOptions options = test::in_zone(zone_name, policy);
-    options.seconds = SecondsField::optional;
+    // A 6-field spec with a year last needs SecondsField::none (optional reads seconds first).
+    options.seconds = spec.has_year && !spec.has_seconds ? SecondsField::none : SecondsField::optional;
     const SchedulePtr schedule = parse_schedule(spec.text, options);
     const auto expected = oracle_fires(spec, zone, policy, from, to);
     const auto actual = between(*schedule, Instant{from}, Instant{to});
