@@ -15,9 +15,10 @@ set(CPACK_PACKAGE_VENDOR "fleetcron")
 set(CPACK_PACKAGE_CONTACT "fleetcron developers <fleetcron@localhost>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "cron for a fleet: one crontab, N replicas, every fire once")
-# The prefix the build was configured with (scripts/test.sh: /usr), so the
-# unit's ExecStart (CMAKE_INSTALL_FULL_BINDIR) names the packaged program.
-set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+# /usr whatever prefix the build was configured with (a default configure
+# says /usr/local, which a package must not use); the unit's ExecStart is
+# written at install time from this prefix.
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)

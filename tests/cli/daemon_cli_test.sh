@@ -99,6 +99,19 @@ if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
 else
   bad "fleetcron(1): warnings: $warnings; missing: ${missing[*]}"
 fi
+# fleetcron(5), the jobs-file format: renders cleanly and names every
+# directive option the parser knows.
+man5="$(dirname "$0")/../../docs/fleetcron.5"
+warnings=$(groff -man -Tutf8 -ww -z "$man5" 2>&1)
+missing=()
+for word in $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/job_directives.cpp" | grep -oE '[a-z-]+'); do
+  grep -qF -- "${word//-/\\-}=" "$man5" || missing+=("$word")
+done
+if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
+  ok "fleetcron(5) renders cleanly and names every directive option"
+else
+  bad "fleetcron(5): warnings: $warnings; missing: ${missing[*]}"
+fi
 # Bash completion: commands, then a command's options from its --help.
 completions() {  # words...: what completing the last one offers
   (source "$(dirname "$0")/../../packaging/fleetcron.bash-completion"

@@ -35,6 +35,11 @@ cleanup() {
 trap cleanup EXIT
 cleanup  # a previous run's leftovers
 
+# A plain install elsewhere: its unit names the program where that install
+# put it (the package's names /usr/bin, whatever the build's prefix).
+cmake --install "$build" --component daemon --prefix "$scratch/elsewhere" >/dev/null
+grep -q "^ExecStart=$scratch/elsewhere/bin/fleetcron run " "$scratch/elsewhere/lib/systemd/system/fleetcron.service" ||
+  fail "an install under $scratch/elsewhere: $(grep ExecStart "$scratch/elsewhere/lib/systemd/system/fleetcron.service")"
 (cd "$build" && cpack -G DEB -B "$scratch/debs" >"$scratch/cpack.log" 2>&1) || { tail -30 "$scratch/cpack.log"; fail "cpack"; }
 mapfile -t debs < <(ls "$scratch"/debs/*.deb)
 ((${#debs[@]} == 3)) || fail "expected 3 packages, got: ${debs[*]}"
@@ -53,6 +58,7 @@ holds fleetcron etc/fleetcron/fleetcron.toml
 holds fleetcron etc/fleetcron/jobs.cron
 holds fleetcron usr/share/doc/fleetcron/examples/jobs.cron
 holds fleetcron usr/share/man/man1/fleetcron.1
+holds fleetcron usr/share/man/man5/fleetcron.5
 holds fleetcron usr/share/bash-completion/completions/fleetcron
 dpkg-deb -I "$(deb_of fleetcron)" conffiles | grep -qx /etc/fleetcron/fleetcron.toml || fail "fleetcron.toml is no conffile"
 dpkg-deb -f "$(deb_of fleetcron)" Depends | grep -q "$libs (= " || fail "fleetcron does not depend on $libs"
