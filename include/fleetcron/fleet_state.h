@@ -260,8 +260,12 @@ class FLEETCRON_API FleetState {
 
   /// Records that a replica runs `jobs` (their seen and seen_by as given):
   /// each replaces the job's entry; entries no replica mentioned for
-  /// catalogue_keep_for before `now` go.
-  [[nodiscard]] ControlChange catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now);
+  /// catalogue_keep_for before `now` go. With `replica_id`, `jobs` is that
+  /// replica's complete list: an entry it mentioned last (seen_by) and no
+  /// longer does is marked removed at `now` (a reload dropped it), until
+  /// a replica mentions it again.
+  [[nodiscard]] ControlChange catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now,
+                                             std::string_view replica_id = {});
   /// The jobs mentioned within catalogue_keep_for before `now`, by key.
   [[nodiscard]] CatalogueRead read_catalogue(Instant now);
 

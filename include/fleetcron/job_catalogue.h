@@ -29,6 +29,9 @@ struct FLEETCRON_API CataloguedJob {
   std::string seen_by = {};  ///< that replica
   /// EntryScope::replica: every replica runs it, each its own fires.
   bool every_replica = false;
+  /// When seen_by stopped running it (a reload dropped it from its jobs),
+  /// if no replica mentioned it since.
+  std::optional<Instant> removed = {};
   friend bool operator==(const CataloguedJob&, const CataloguedJob&) = default;
 };
 
@@ -53,7 +56,10 @@ inline constexpr std::chrono::nanoseconds catalogue_keep_for = std::chrono::hour
 /// (every_replica) is "2 … <seen by> replica" instead. Fleet jobs keep the
 /// version-1 line, which every earlier release reads; a version-2 line is
 /// read by this release on (an earlier one rebuilds the catalogue without
-/// it: upgrade every replica before using scope=replica).
+/// it: upgrade every replica before using scope=replica). A removed job is
+/// "3 <job> <spec> <zone> <seconds> <seen µs> <seen by> fleet|replica
+/// <removed µs>", read by release 0.2 on (an earlier one rebuilds the
+/// catalogue; its replicas mention their jobs again within the hour).
 [[nodiscard]] FLEETCRON_API std::string format_job_catalogue(std::span<const CataloguedJob> jobs);
 /// The jobs in that text; nullopt if it is not such a document.
 [[nodiscard]] FLEETCRON_API std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view text);

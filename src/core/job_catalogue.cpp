@@ -21,19 +21,24 @@ using detail::micros_text;
 
 constexpr std::string_view catalogue_version = "1";
 constexpr std::string_view every_replica_version = "2";  // one more field: "replica"
+constexpr std::string_view removed_version = "3";        // the scope, then when it was removed
 
 std::optional<CataloguedJob> parse_line(std::string_view line) {
   const std::vector<std::string_view> f = detail::split_fields(line);
   const bool fleet = f.size() == 7 && f[0] == catalogue_version;
   const bool every_replica = f.size() == 8 && f[0] == every_replica_version && f[7] == "replica";
-  if ((!fleet && !every_replica) || (f[4] != "0" && f[4] != "1")) return std::nullopt;
+  const bool removed = f.size() == 9 && f[0] == removed_version && (f[7] == "fleet" || f[7] == "replica");
+  if ((!fleet && !every_replica && !removed) || (f[4] != "0" && f[4] != "1")) return std::nullopt;
   auto key = decode_text(f[1]);
   auto spec = decode_text(f[2]);
   auto zone = decode_text(f[3]);
   auto by = decode_text(f[6]);
   std::optional<Instant> seen;
+  std::optional<Instant> removed_at;
   if (!key || key->empty() || !spec || !zone || !by || !detail::parse_instant(f[5], seen) || !seen) return std::nullopt;
-  return CataloguedJob{std::move(*key), std::move(*spec), std::move(*zone), f[4] == "1", *seen, std::move(*by), every_replica};
+  if (removed && (!detail::parse_instant(f[8], removed_at) || !removed_at)) return std::nullopt;
+  return CataloguedJob{std::move(*key), std::move(*spec), std::move(*zone), f[4] == "1", *seen, std::move(*by),
+                       every_replica || (removed && f[7] == "replica"), removed_at};
 }
 
 /// The catalogue read, without the entries stale at `now`, by key;
@@ -57,15 +62,28 @@ std::optional<std::map<std::string, CataloguedJob>> live_jobs(const FleetState::
   return jobs;
 }
 
+// Marks the entries `replica_id` mentioned last as removed; those it lists
+// again replace theirs right after, unmarked.
+void mark_removed(std::map<std::string, CataloguedJob>& live, std::string_view replica_id, Instant now) {
+  for (auto& [key, job] : live) {
+    if (job.seen_by == replica_id && !job.removed) job.removed = now;
+  }
+}
+
 }  // namespace
 
 std::string format_job_catalogue(std::span<const CataloguedJob> jobs) {
   std::string out;
   for (const auto& job : jobs) {
     if (!out.empty()) out += '\n';
-    out += fmt::format("{} {} {} {} {} {} {}{}", job.every_replica ? every_replica_version : catalogue_version,
-                       encode_text(job.job_key), encode_text(job.spec), encode_text(job.zone), job.seconds_field ? 1 : 0,
-                       micros_text(job.seen), encode_text(job.seen_by), job.every_replica ? " replica" : "");
+    const std::string_view version = job.removed ? removed_version : job.every_replica ? every_replica_version : catalogue_version;
+    out += fmt::format("{} {} {} {} {} {} {}", version, encode_text(job.job_key), encode_text(job.spec),
+                       encode_text(job.zone), job.seconds_field ? 1 : 0, micros_text(job.seen), encode_text(job.seen_by));
+    if (job.removed) {
+      out += fmt::format(" {} {}", job.every_replica ? "replica" : "fleet", micros_text(*job.removed));
+    } else if (job.every_replica) {
+      out += " replica";
+    }
   }
   return out;
 }
@@ -74,7 +92,7 @@ std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view t
   return detail::parse_lines(text, parse_line);
 }
 
-ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now) {
+ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now, std::string_view replica_id) {
   for (const auto& job : jobs) check_job_key(job.job_key);
   std::string error = detail::edit_document(
       *this, Document::catalogue,
@@ -87,6 +105,7 @@ ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, In
           failure.clear();
         }
         if (!live) return std::nullopt;
+        if (!replica_id.empty()) mark_removed(*live, replica_id, now);
         for (const auto& job : jobs) live->insert_or_assign(job.job_key, job);
         if (live->size() > max_catalogued_jobs) {
           failure = fmt::format("the job catalogue would hold {} jobs, more than the limit of {}", live->size(),

@@ -175,6 +175,9 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
                                              "replica: reported, not refused (a rolling deploy?)",
                                              fmt::join(answer.other_jobs, ", ")));
         reported_other_jobs_ = answer.other_jobs;
+        // Another replica's jobs changed: it may have marked removed a job
+        // this one still runs, which mentioning ours again unmarks.
+        ++recatalogue_requests_;
       }
     }
     if (refusal != settings_refusal_) {
@@ -227,7 +230,7 @@ void Scheduler::Impl::catalogue_if_due() {
   if (registry_verdict() != std::string()) return;
   ControlChange answer;
   try {
-    answer = options_.fleet_state->catalogue_jobs(jobs, now);
+    answer = options_.fleet_state->catalogue_jobs(jobs, now, options_.replica_id);
   } catch (...) {
     answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
   }

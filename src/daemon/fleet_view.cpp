@@ -33,6 +33,7 @@ void read_ledger(FleetState& state, JobView& job) {
 
 void find_next_fire(JobView& job, Instant from) {
   if (!job.catalogued) return;
+  if (job.catalogued->removed) return;  // no next fire: no replica runs it now
   if (job.catalogued->spec.empty()) {
     job.next_error = "a schedule built in code, without a spec";
     return;

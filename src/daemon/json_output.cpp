@@ -49,16 +49,20 @@ std::string job_json(const JobView& job, std::string_view extra_fields) {
   std::string running;
   for (const auto& run : job.running) running += (running.empty() ? "" : ",") + record_json(run);
   const bool paused = job.control && job.control->paused;
+  const bool removed = job.catalogued && job.catalogued->removed;
   return fmt::format(
       "{{\"job\":{},\"spec\":{},\"zone\":{},\"next_fire\":{},\"last_run\":{},\"last_success\":{},\"running\":[{}],"
-      "\"paused\":{},\"paused_by\":{},\"paused_at\":{},\"triggers_waiting\":{},\"every_replica\":{}{}}}",
+      "\"paused\":{},\"paused_by\":{},\"paused_at\":{},\"triggers_waiting\":{},\"every_replica\":{},"
+      "\"removed_at\":{},\"removed_by\":{}{}}}",
       json_string(job.key), job.catalogued ? json_string(job.catalogued->spec) : "null",
       job.catalogued ? json_string(job.catalogued->zone) : "null", json_instant(job.next_fire),
       optional_record_json(job.last_run), optional_record_json(job.last_success), running, paused ? "true" : "false",
       paused ? json_string(job.control->changed_by) : "null",
       paused ? json_instant(job.control->changed_at) : std::string("null"),
       job.control ? job.control->triggers.size() : 0,
-      job.catalogued && job.catalogued->every_replica ? "true" : "false", extra_fields);
+      job.catalogued && job.catalogued->every_replica ? "true" : "false",
+      json_instant(removed ? job.catalogued->removed : std::nullopt), removed ? json_string(job.catalogued->seen_by) : "null",
+      extra_fields);
 }
 
 std::string leader_json(const LeaderView& leader) {

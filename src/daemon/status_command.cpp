@@ -3,6 +3,7 @@
 // success, runs in progress and controls. Reads only; runs nothing.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -117,13 +118,27 @@ std::string ago(Instant then, Instant at) {
   return then <= at ? format_duration(std::chrono::floor<std::chrono::milliseconds>(at - then)) + " ago" : "ahead";
 }
 
-std::string replica_text(const ReplicaRecord& r, Instant at) {
+/// The digest most replicas announce (ties: the oldest's); the status page
+/// uses the same rule (status_page.html, commonDigest).
+std::string common_jobs_digest(const std::vector<ReplicaRecord>& replicas) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& r : replicas) ++counts[r.replica.jobs_digest];
+  std::string best = replicas.empty() ? std::string() : replicas.front().replica.jobs_digest;
+  for (const auto& [digest, count] : counts) {
+    if (count > counts[best]) best = digest;
+  }
+  return best;
+}
+
+std::string replica_text(const ReplicaRecord& r, Instant at, const std::string& common_digest, std::size_t common_count) {
   const ReplicaAnnouncement& a = r.replica;
-  return fmt::format("  {}  on {}  pid {}  version {}  started {}  beat {}  {}  settings {}  jobs {}\n",
+  const std::string other =
+      a.jobs_digest == common_digest ? "" : fmt::format(" (OTHER jobs than {} replica(s))", common_count);
+  return fmt::format("  {}  on {}  pid {}  version {}  started {}  beat {}  {}  settings {}  jobs {}{}\n",
                      terminal_safe(a.replica_id), terminal_safe(a.host.empty() ? "?" : a.host), a.pid,
                      terminal_safe(a.version.empty() ? "?" : a.version), format_rfc3339(a.started), ago(r.beat, at),
                      r.accepted ? "accepted" : "REFUSED (settings differ from the fleet's)",
-                     settings_fingerprint(a.settings), terminal_safe(a.jobs_digest));
+                     settings_fingerprint(a.settings), terminal_safe(a.jobs_digest), other);
 }
 
 std::string run_text(const FireRecord& r) {
@@ -139,6 +154,10 @@ std::string job_text(const JobView& job) {
   if (job.catalogued) {
     text += fmt::format("  \"{}\" {}", terminal_safe(job.catalogued->spec), terminal_safe(job.catalogued->zone));
     if (job.catalogued->every_replica) text += "  scope=replica (every replica runs it)";
+    if (job.catalogued->removed) {
+      text += fmt::format("  REMOVED from the jobs of {} at {}", terminal_safe(job.catalogued->seen_by),
+                          format_rfc3339(*job.catalogued->removed));
+    }
   }
   text += "\n";
   text += fmt::format("    next          {}\n", job.next_fire   ? format_rfc3339(*job.next_fire)
@@ -174,7 +193,10 @@ void print(const StoreView& store, const FleetView& fleet, Instant at, bool json
   }
   out << "coordinator: " << store.coordinator << '\n' << store.text;
   out << fmt::format("replicas ({}):\n", fleet.replicas.size());
-  for (const auto& r : fleet.replicas) out << replica_text(r, at);
+  const std::string common = common_jobs_digest(fleet.replicas);
+  const auto common_count = static_cast<std::size_t>(std::count_if(
+      fleet.replicas.begin(), fleet.replicas.end(), [&](const ReplicaRecord& r) { return r.replica.jobs_digest == common; }));
+  for (const auto& r : fleet.replicas) out << replica_text(r, at, common, common_count);
   out << fmt::format("jobs ({}):\n", fleet.jobs.size());
   for (const auto& j : fleet.jobs) out << job_text(j);
 }

@@ -1,20 +1,26 @@
 """Drives the status page of a running fleet in headless Chromium.
 
 Usage: status_page_check.py DRIVER_URL CHROMIUM PAGE_URL JOURNAL TOKEN OUT_DIR STORE_LEADER
+                            REPLICA2_JOBS_FILE REPLICA2_PID
 
 Checks that the page shows the fleet's jobs, its three replicas and the
 leader; that every run the page lists as succeeded is in the journal the
 jobs write (and that recent journal entries are on the page); that the
 failing job is marked as failed; then types the token, presses trigger
 for a job that never fires by itself, and sees its run appear on the page
-and in the journal. Saves screenshots (laptop and phone) under OUT_DIR.
+and in the journal. Times show in the job's zone with its offset; the
+replica whose jobs file differs (browser-2) is named; once its file drops
+the job only it ran and it reloads, that job shows removed and its
+trigger is disabled. Saves screenshots (laptop and phone) under OUT_DIR.
 """
+import os
+import signal
 import sys
 import time
 
 from webdriver import Session
 
-driver_url, chromium, page_url, journal_path, token, out_dir, store_leader = sys.argv[1:8]
+driver_url, chromium, page_url, journal_path, token, out_dir, store_leader, jobs_2, pid_2 = sys.argv[1:10]
 failures = []
 
 
@@ -33,10 +39,14 @@ PAGE_STATE = """
 const rows = sel => [...document.querySelectorAll(sel)];
 return {
   jobs: rows('#jobs tbody tr[data-job]').map(r => ({job: r.dataset.job, bad: r.classList.contains('bad'),
-        outcome: r.querySelector('.outcome').textContent, state: r.querySelector('.state').textContent})),
+        outcome: r.querySelector('.outcome').textContent, state: r.querySelector('.state').textContent,
+        next: r.querySelector('.next').textContent, removed: r.classList.contains('removed'),
+        trigger_disabled: r.querySelector('button[data-action="trigger"]').disabled})),
   runs: rows('#runs tbody tr[data-fire]').map(r => ({fire: r.dataset.fire, fate: r.dataset.fate,
         duration: r.children[3].textContent})),
   replicas: rows('#replicas tbody tr[data-replica]').map(r => r.dataset.replica),
+  replica_jobs: Object.fromEntries(rows('#replicas tbody tr[data-replica]').map(r => [r.dataset.replica,
+        r.querySelector('.jobs').textContent])),
   leader: document.getElementById('leader').dataset.holder || '',
   updated: document.getElementById('updated').dataset.at || '',
   message: document.getElementById('message').textContent,
@@ -49,11 +59,16 @@ session = Session(driver_url, chromium, 1280, 1000)
 try:
     session.open(page_url)
     state = session.wait("the jobs, three replicas and some runs on the page", lambda: (
-        lambda s: s if len(s["jobs"]) >= 4 and len(s["replicas"]) == 3 and len(s["runs"]) >= 5
+        lambda s: s if len(s["jobs"]) >= 6 and len(s["replicas"]) == 3 and len(s["runs"]) >= 5
         and any(j["job"] == "fails" and j["bad"] for j in s["jobs"])
         and any(r["fate"] == "skipped" for r in s["runs"]) else None)(session.script(PAGE_STATE)))
     keys = sorted(j["job"] for j in state["jobs"])
-    check(keys == ["busy", "fails", "manual", "tick"], f"the page lists the fleet's jobs: {keys}")
+    check(keys == ["busy", "extra", "fails", "manual", "tick", "tokyo"], f"the page lists the fleet's jobs: {keys}")
+    tokyo = next(j for j in state["jobs"] if j["job"] == "tokyo")
+    check(tokyo["next"].endswith("09:00:00 GMT+9"), f"a job's next fire in its zone, with the offset: {tokyo['next']!r}")
+    check(state["replica_jobs"].get("browser-2", "").startswith("OTHER jobs")
+          and state["replica_jobs"].get("browser-0") == "same" and state["replica_jobs"].get("browser-1") == "same",
+          f"the replica with another jobs file is named: {state['replica_jobs']}")
     skipped = [r for r in state["runs"] if r["fate"] == "skipped"]
     check(all(r["duration"] == "—" for r in skipped), f"a skip shows no duration: {skipped[:3]}")
     timed = [r for r in state["runs"] if r["fate"] in ("succeeded", "failed")]
@@ -95,6 +110,19 @@ try:
     session.click('button[data-action="resume"][data-job="tick"]')
     session.wait("tick resumed", lambda: any(j["job"] == "tick" and "paused" not in j["state"]
                                              for j in session.script(PAGE_STATE)["jobs"]))
+    # browser-2 drops "extra" and reloads: the job shows removed, no trigger.
+    with open(jobs_2) as f:
+        lines = f.read().splitlines()
+    with open(jobs_2, "w") as f:
+        f.write("\n".join(lines[:-2]) + "\n")
+    os.kill(int(pid_2), signal.SIGHUP)
+    after = session.wait("extra shown removed, browser-2 running the fleet's jobs", lambda: (
+        lambda s: s if any(j["job"] == "extra" and j["removed"] for j in s["jobs"])
+        and set(s["replica_jobs"].values()) == {"same"} else None)(session.script(PAGE_STATE)), seconds=30)
+    extra = next(j for j in after["jobs"] if j["job"] == "extra")
+    check("removed" in extra["state"] and extra["next"] == "—" and extra["trigger_disabled"],
+          f"a job a reload removed shows removed, without a next fire or a trigger: {extra}")
+    check(not any(j["removed"] for j in after["jobs"] if j["job"] != "extra"), "no other job shows removed")
     session.screenshot(f"{out_dir}/status_page_after_trigger.png")
     session.resize(390, 844)
     time.sleep(0.5)  # the layout of the narrow window: nothing to wait on but the resize

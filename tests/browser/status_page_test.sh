@@ -26,12 +26,20 @@ e2e_cleanup() { [[ -n $driver_pid ]] && kill "$driver_pid" 2>/dev/null; return 0
   echo "0 0 0 1 1 *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"   # New Year only: runs when triggered
   echo '# fleetcron: key=busy overlap=skip'
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal; sleep 3"   # most fires skipped: no duration
+  echo '# fleetcron: key=tokyo'
+  echo "TZ=Asia/Tokyo 0 0 9 * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"   # times shown in Tokyo's zone
 } >"$work/jobs.cron"
+# Replica 2 runs one job more (a deploy under way): the page names it; the
+# check then drops that job from its file and reloads it (SIGHUP).
+cp "$work/jobs.cron" "$work/jobs-2.cron"
+printf '# fleetcron: key=extra\n0 0 0 1 1 *  echo "$FLEETCRON_FIRE_KEY" >> %s\n' "$journal" >>"$work/jobs-2.cron"
 printf 'browser-test-token\n' >"$work/token"
 ports=()
 for r in 0 1 2; do
   ports[$r]=$(pick_port)
-  REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --coordination both --claim-ttl 10s \
+  jobs_file=$work/jobs.cron
+  ((r == 2)) && jobs_file=$work/jobs-2.cron
+  REPLICA=$r "$binary" run --seconds "$jobs_file" --replica-id "browser-$r" --coordinator "$coordinator" --coordination both --claim-ttl 10s \
     --http "127.0.0.1:${ports[$r]}" --api-token-file "$work/token" --shutdown-grace 2s >"$work/replica-$r.log" 2>&1 &
   daemon_pids[$r]=$!
 done
@@ -44,11 +52,20 @@ status_uri=$coordinator
 leader_known() { [[ $("$binary" status --coordinator "$status_uri" --json | jq -r '.leader.holder // empty') != "" ]]; }
 wait_until "a leader in the store" leader_known
 store_leader=$("$binary" status --coordinator "$status_uri" --json | jq -r '.leader.holder')
+# `status` names the replica with another jobs file too.
+other_jobs_named() { "$binary" status --coordinator "$status_uri" | grep -qE '^  browser-2 .*\(OTHER jobs than 2 replica\(s\)\)$'; }
+wait_until "status to name browser-2's other jobs" other_jobs_named
 driver_port=$(pick_port)
 "$chromedriver" --port="$driver_port" --allowed-ips=127.0.0.1 >"$work/chromedriver.log" 2>&1 &
 driver_pid=$!
 driver_up() { curl -sf "http://127.0.0.1:$driver_port/status" | grep -q '"ready": *true'; }
 wait_until "chromedriver to answer" driver_up
 python3 "$root/tests/browser/status_page_check.py" "http://127.0.0.1:$driver_port" "$chromium" \
-  "http://127.0.0.1:${ports[0]}/" "$journal" browser-test-token "$out_dir" "$store_leader" || fail "the page checks failed"
+  "http://127.0.0.1:${ports[0]}/" "$journal" browser-test-token "$out_dir" "$store_leader" \
+  "$work/jobs-2.cron" "${daemon_pids[2]}" || fail "the page checks failed"
+# After browser-2's reload dropped "extra": `status` says it was removed, and by whom.
+"$binary" status --coordinator "$status_uri" | grep -qE '^  extra .*REMOVED from the jobs of browser-2 at ' ||
+  fail "status does not show extra removed: $("$binary" status --coordinator "$status_uri" | grep -A2 '^  extra')"
+[[ $("$binary" status --coordinator "$status_uri" --json | jq -r '.jobs[] | select(.job == "extra") | .removed_by') == browser-2 ]] ||
+  fail "status --json lacks extra's removed_by"
 echo "screenshots: $out_dir/status_page.png, $out_dir/status_page_after_trigger.png, $out_dir/status_page_phone.png"

@@ -259,4 +259,38 @@ TEST_P(FleetStateContract, TheCatalogueKeepsEachJobAsLastMentionedUntilNoReplica
   EXPECT_EQ(a->read_catalogue(now).jobs, from_a);
 }
 
+// A replica's complete list: what it mentioned last and lists no more (a
+// reload dropped it) is marked removed, not what another replica mentioned
+// last; a mention of the job by any replica unmarks it.
+TEST_P(FleetStateContract, TheCatalogueMarksAJobItsReplicaDroppedAsRemoved) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const Instant now = cursor_instant(real_now());
+  const std::vector<CataloguedJob> from_a{{"backup", "0 3 * * *", "UTC", false, now, "a"},
+                                          {"report", "0 9 * * *", "UTC", false, now, "a"}};
+  ASSERT_EQ(a->catalogue_jobs(from_a, now, "a").status, ControlChange::Status::changed);
+  const std::vector<CataloguedJob> from_b{{"tick", "* * * * *", "UTC", false, now, "b"}};
+  ASSERT_EQ(b->catalogue_jobs(from_b, now, "b").status, ControlChange::Status::changed);
+  // a's reload dropped "report".
+  ASSERT_EQ(a->catalogue_jobs(std::span(from_a).first(1), now + 1min, "a").status, ControlChange::Status::changed);
+  CatalogueRead read = a->read_catalogue(now + 1min);
+  ASSERT_EQ(read.status, CatalogueRead::Status::found) << read.error;
+  ASSERT_EQ(read.jobs.size(), 3u);
+  EXPECT_EQ(read.jobs[0], from_a[0]);
+  EXPECT_EQ(read.jobs[1].job_key, "report");
+  EXPECT_EQ(read.jobs[1].removed, now + 1min);
+  EXPECT_EQ(read.jobs[1].seen, now) << "removed, still as last seen";
+  EXPECT_EQ(read.jobs[2], from_b[0]) << "b's job is not a's to remove";
+  // b still runs "report": its mention unmarks it.
+  const std::vector<CataloguedJob> report_on_b{{"report", "0 9 * * *", "UTC", false, now + 2min, "b"}, from_b[0]};
+  ASSERT_EQ(b->catalogue_jobs(report_on_b, now + 2min, "b").status, ControlChange::Status::changed);
+  read = a->read_catalogue(now + 2min);
+  ASSERT_EQ(read.jobs.size(), 3u);
+  EXPECT_EQ(read.jobs[1], report_on_b[0]);
+  // Without a replica id a list is not complete: nothing is marked.
+  ASSERT_EQ(b->catalogue_jobs(std::span(report_on_b).last(1), now + 3min).status, ControlChange::Status::changed);
+  read = a->read_catalogue(now + 3min);
+  EXPECT_FALSE(read.jobs[1].removed.has_value());
+}
+
 }  // namespace fleetcron::test

@@ -111,17 +111,22 @@ TEST(JobCatalogue, TheTextRoundTripsEveryFieldAndRefusesOthers) {
   const std::vector<CataloguedJob> jobs{{"nightly report", "TZ=Europe/Paris 0 3 * * *", "Europe/Paris", false,
                                          Instant{1767322800123456us}, "web-1"},
                                         {"tick", "", "UTC", true, Instant{1767322800000000us}, "", false},
-                                        {"warm", "*/5 * * * *", "UTC", false, Instant{1767322800000000us}, "web-2", true}};
+                                        {"warm", "*/5 * * * *", "UTC", false, Instant{1767322800000000us}, "web-2", true},
+                                        {"zgone", "@daily", "UTC", false, Instant{1767322800000000us}, "web-2", false,
+                                         Instant{1767322900000000us}}};
   const std::string text = format_job_catalogue(jobs);
   // A fleet job keeps the line every earlier release reads; a job every
   // replica runs says so in a version-2 line.
   EXPECT_NE(text.find("\n1 tick - UTC 1 1767322800000000 -\n"), std::string::npos) << text;
-  EXPECT_EQ(text.substr(text.rfind('\n') + 1), "2 warm */5%20*%20*%20*%20* UTC 0 1767322800000000 web-2 replica");
+  EXPECT_NE(text.find("\n2 warm */5%20*%20*%20*%20* UTC 0 1767322800000000 web-2 replica\n"), std::string::npos) << text;
+  // A removed job: a version-3 line with its scope and when it was removed.
+  EXPECT_EQ(text.substr(text.rfind('\n') + 1), "3 zgone @daily UTC 0 1767322800000000 web-2 fleet 1767322900000000");
   const auto parsed = parse_job_catalogue(text);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(*parsed, jobs);
   for (const char* bad : {"1 tick - UTC 2 0 -", "1 - - UTC 1 0 -", "1 tick - UTC 1 - -", "2 tick - UTC 1 0 -",
-                          "1 tick - UTC 1 0", "1 tick - UTC 1 0 - replica", "2 tick - UTC 1 0 - fleet", "3 tick - UTC 1 0 - replica"}) {
+                          "1 tick - UTC 1 0", "1 tick - UTC 1 0 - replica", "2 tick - UTC 1 0 - fleet", "3 tick - UTC 1 0 - replica",
+                          "3 tick - UTC 1 0 - all 5", "3 tick - UTC 1 0 - fleet -"}) {
     EXPECT_FALSE(parse_job_catalogue(bad)) << bad;
   }
 }
