@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "daemon/json_output.h"
+#include "daemon/run_output.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/version.h"
@@ -77,13 +78,13 @@ HttpAnswer ApiService::route(const HttpRequest& request) {
   }
   if (rest.starts_with("/jobs/") && rest.size() > 6) {
     const std::string tail = rest.substr(6);
-    for (const std::string action : {"trigger", "pause", "resume", "runs"}) {
+    for (const std::string action : {"trigger", "pause", "resume", "runs", "output"}) {
       const std::string suffix = "/" + action;
       if (tail.size() > suffix.size() && tail.ends_with(suffix)) {
         const std::string key = tail.substr(0, tail.size() - suffix.size());
-        if (action == "runs") {
+        if (action == "runs" || action == "output") {
           if (auto refused = only(get, "GET")) return *refused;
-          return runs(key, request);
+          return action == "runs" ? runs(key, request) : output(key, request);
         }
         if (auto refused = only(post, "POST")) return *refused;
         return control(key, action, request);
@@ -231,16 +232,40 @@ HttpAnswer ApiService::fleet() {
                                leader_error, leads ? "true" : "false", list(replicas), list(jobs), list(runs)));
 }
 
+std::optional<HttpAnswer> ApiService::refuse_token(const HttpRequest& request) const {
+  if (sources_.token.empty() || same_secret(request.authorization, "Bearer " + sources_.token)) return std::nullopt;
+  HttpAnswer refused = error(401, request.authorization.empty() ? "an Authorization: Bearer token is required"
+                                                                : "the bearer token is not the one configured");
+  refused.www_authenticate = "Bearer realm=\"fleetcron\"";
+  return refused;
+}
+
+HttpAnswer ApiService::output(const std::string& key, const HttpRequest& request) {
+  // A run's output may hold what its job printed of secrets: with a token
+  // configured, reading it needs the token, as a write does.
+  if (auto refused = refuse_token(request)) return *refused;
+  if (sources_.output_dir.empty()) return error(404, "this replica keeps no runs' output (--output-dir none)");
+  const auto fire_query = request.query.find("fire");
+  const std::string fire = fire_query == request.query.end() ? std::string() : fire_query->second;
+  if (const auto run = select_kept_run(kept_runs(sources_.output_dir, key), key, fire)) {
+    const std::string text = read_kept_output(*run, api_max_output_bytes);
+    return json(200, fmt::format("{{\"job\":{},\"fire_key\":{},\"replica\":{},\"state\":\"{}\",\"bytes\":{},\"output\":{}}}",
+                                 json_string(key), json_string(run->fire_key), json_string(run->replica_id),
+                                 to_string(run->state), run->bytes, json_string(text)));
+  }
+  std::vector<FireRecord> ledger;
+  if (sources_.fleet_state) {
+    const LedgerRead read = cached_runs(key, fleet_view_ledger_depth);
+    if (read.status == LedgerRead::Status::found) ledger = read.records;
+  }
+  return error(404, explain_missing_output(sources_.output_dir, key, fire, ledger));
+}
+
 HttpAnswer ApiService::control(const std::string& key, const std::string& action, const HttpRequest& request) {
   if (sources_.token.empty()) {
     return error(403, "the API is read-only: the daemon runs without --api-token-file");
   }
-  if (!same_secret(request.authorization, "Bearer " + sources_.token)) {
-    HttpAnswer refused = error(401, request.authorization.empty() ? "an Authorization: Bearer token is required"
-                                                                  : "the bearer token is not the one configured");
-    refused.www_authenticate = "Bearer realm=\"fleetcron\"";
-    return refused;
-  }
+  if (auto refused = refuse_token(request)) return *refused;
   const auto fleet_view = view();
   const auto local = sources_.local_jobs();
   const bool known = find_job(*fleet_view, key) != nullptr ||

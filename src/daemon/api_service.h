@@ -43,7 +43,11 @@ struct ApiSources {
   std::string replica_id;
   std::string coordinator;  // its description, no secrets
   std::string token;        // empty: read-only
+  std::string output_dir;   // where this host keeps runs' output; empty: nowhere
 };
+
+/// The most of one run's output one answer carries.
+inline constexpr std::size_t api_max_output_bytes = std::size_t{16} << 20;
 
 /// How long one read of the fleet view serves every request: bounds the
 /// store reads the API causes (one ledger read per job per second at most).
@@ -71,6 +75,10 @@ class ApiService {
   HttpAnswer leader();
   HttpAnswer fleet();
   HttpAnswer control(const std::string& key, const std::string& action, const HttpRequest& request);
+  /// GET /api/v1/jobs/KEY/output[?fire=FIRE]: a run's output kept on this host.
+  HttpAnswer output(const std::string& key, const HttpRequest& request);
+  /// The token's check; an answer when it refuses.
+  std::optional<HttpAnswer> refuse_token(const HttpRequest& request) const;
   /// The fleet view, read at most once per api_view_lifetime.
   std::shared_ptr<const FleetView> view();
   std::string job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;

@@ -37,6 +37,14 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err);
 
+/// `fleetcron logs JOB [FIRE] [--list]`: the output of the job's run FIRE
+/// (its fire key, or the instant after JOB@), else of its newest run, as
+/// this host keeps it in output_dir (docs/daemon.md#output-of-past-runs);
+/// `--list` lists the kept runs. Exit 0; 1 when it is not kept here, with
+/// where it ran (from the ledger) or why it is gone.
+int run_logs_command(const Settings& settings, const std::string& job, const std::string& fire, bool list,
+                     std::ostream& out, std::ostream& err);
+
 /// The coordinator's fleet state (Redis or NATS), for the commands that
 /// read or change it without a daemon. Throws if it cannot be reached.
 [[nodiscard]] std::shared_ptr<FleetState> open_fleet_state(Settings settings);

@@ -3,6 +3,7 @@
 
 #include <toml++/toml.h>
 
+#include "daemon/run_output.h"
 #include "daemon/settings.h"
 #include "fleetcron/duration.h"
 
@@ -45,10 +46,11 @@ std::chrono::nanoseconds duration_value(const std::string& path, const std::stri
   }
 }
 
-std::size_t count_value(const std::string& path, const std::string& name, const toml::node& node, std::size_t max) {
+std::size_t count_value(const std::string& path, const std::string& name, const toml::node& node, std::size_t max,
+                        std::int64_t min = 1) {
   const auto* value = node.as_integer();
-  if (value == nullptr || value->get() < 1 || static_cast<std::uint64_t>(value->get()) > max) {
-    throw SettingsError(fmt::format("{}: {} must be an integer from 1 to {}", where(path, node), name, max));
+  if (value == nullptr || value->get() < min || static_cast<std::uint64_t>(value->get()) > max) {
+    throw SettingsError(fmt::format("{}: {} must be an integer from {} to {}", where(path, node), name, min, max));
   }
   return static_cast<std::size_t>(value->get());
 }
@@ -241,12 +243,18 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       settings.max_concurrent = count_value(path, name, node, 4096);
     } else if (name == "max_output_bytes") {
       settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
+    } else if (name == "output_dir") {
+      settings.output_dir = output_dir_from(string_value(path, name, node));
+    } else if (name == "keep_succeeded") {
+      settings.keep_succeeded = count_value(path, name, node, max_kept_runs, 0);
+    } else if (name == "keep_failed") {
+      settings.keep_failed = count_value(path, name, node, max_kept_runs, 0);
     } else if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
       apply_section(name, node, path, settings);
     } else {
       throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, replica_id, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
                                       "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, store_wait, kill_grace, max_concurrent, "
-                                      "max_output_bytes, [claim], [leader], [fleet], [defaults])",
+                                      "max_output_bytes, output_dir, keep_succeeded, keep_failed, [claim], [leader], [fleet], [defaults])",
                                       where(path, node), name));
     }
   }

@@ -81,6 +81,14 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   // One name for this replica everywhere: registry, runner, leader.
   const std::string replica_id = settings_.replica_id.empty() ? replica_name() : settings_.replica_id;
   coordination_ = make_coordination(settings_, metrics_, replica_id);
+  if (!settings_.output_dir.empty()) {
+    try {
+      outputs_ = std::make_unique<RunOutputs>(settings_.output_dir, replica_id);
+    } catch (const std::exception& e) {
+      log_.write("warn", "output-not-kept",
+                 fmt::format("runs' output is not kept (fleetcron logs has none of this replica's runs): {}", e.what()));
+    }
+  }
   if (settings_.coordinator == "memory") {
     log_.write("warn", "memory-coordinator",
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
@@ -163,6 +171,7 @@ void Daemon::start_http(const std::string& replica_id) {
   };
   sources.replica_id = replica_id;
   sources.coordinator = coordination_.description;
+  sources.output_dir = outputs_ ? settings_.output_dir : std::string();
   if (!settings_.api_token_file.empty()) sources.token = read_secret_file(settings_.api_token_file, "--api-token-file");
   const bool writable = !sources.token.empty();
   api_ = std::make_unique<ApiService>(std::move(sources));
@@ -400,7 +409,9 @@ void Daemon::add_job(const JobDefinition& job) {
     log_.write("warn", "job-never-fires", fmt::format("{}:{}: \"{}\" never fires: no instant matches after now", job.file,
                                                        job.line, job.spec), job.key);
   }
-  const EntryId id = scheduler_->add(job.schedule, make_job(runtime), entry_options(job));
+  EntryOptions options = entry_options(job);
+  if (job.history) options.ledger_retention = LedgerRetention{*job.history, settings_.history_age};
+  const EntryId id = scheduler_->add(job.schedule, make_job(runtime), options);
   std::lock_guard guard(jobs_mutex_);
   jobs_[job.key] = {id, runtime};
 }
@@ -462,9 +473,11 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
   }
   set("FLEETCRON_ATTEMPT", std::to_string(fire.attempt));
   std::string tail;  // the output's last bytes, both streams as they came, for the ledger
+  std::unique_ptr<OutputWriter> kept = open_output(job, fire);  // all of it, for `fleetcron logs`
   const CommandResult result = run_command(spec, stop, [&](std::string_view stream, std::string_view line) {
     log_.write(stream == "stderr" ? "warn" : "info", stream == "stderr" ? "stderr" : "stdout", line, job.key, fire.fire_key);
     keep_tail(tail, line);
+    if (kept) kept->line(line);
   });
   if (fire.details != nullptr) {
     fire.details->output_tail = std::move(tail);
@@ -474,12 +487,30 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
     if (result.started && result.signal == 0) fire.details->exit_status = result.exit_code;
   }
   if (result.dropped_bytes > 0) {
-    log_.write("warn", "output-dropped",
-               fmt::format("{} bytes of output dropped (limit {} bytes per run)", result.dropped_bytes,
-                           settings_.max_output_bytes),
-               job.key, fire.fire_key);
+    const std::string dropped = fmt::format("{} bytes of output dropped (limit {} bytes per run)", result.dropped_bytes,
+                                            settings_.max_output_bytes);
+    log_.write("warn", "output-dropped", dropped, job.key, fire.fire_key);
+    if (kept) kept->line("[fleetcron: " + dropped + "]");
   }
+  close_output(std::move(kept), job, fire, result.succeeded());
   if (!result.succeeded()) throw std::runtime_error(result.describe());  // failed: retries apply
+}
+
+std::unique_ptr<OutputWriter> Daemon::open_output(const JobDefinition& job, const FireContext& fire) {
+  if (!outputs_) return nullptr;
+  return outputs_->open(job.key, fire.fire_key, fire.attempt);
+}
+
+void Daemon::close_output(std::unique_ptr<OutputWriter> kept, const JobDefinition& job, const FireContext& fire,
+                          bool succeeded) {
+  if (!kept) return;
+  kept->finish(succeeded);
+  if (!kept->error().empty()) {
+    log_.write("warn", "output-not-kept", "this run's output is not (all) kept: " + kept->error(), job.key, fire.fire_key);
+  }
+  const OutputRetention retention{job.keep_succeeded.value_or(settings_.keep_succeeded),
+                                  job.keep_failed.value_or(settings_.keep_failed), settings_.history_age};
+  outputs_->prune(job.key, retention);
 }
 
 std::string Daemon::command_of(const std::string& key) {

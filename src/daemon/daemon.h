@@ -17,6 +17,7 @@
 #include "daemon/jobs_sources.h"
 #include "daemon/log_sink.h"
 #include "daemon/metrics.h"
+#include "daemon/run_output.h"
 #include "daemon/scheduling_lag.h"
 #include "daemon/settings.h"
 #include "fleetcron/redis/eviction_policy.h"
@@ -132,6 +133,11 @@ class Daemon {
   std::mutex reload_mutex_;  // one reload at a time: SIGHUP and --watch
   std::unique_ptr<FileWatcher> watcher_;
   std::vector<std::string> base_environment_;
+  std::unique_ptr<RunOutputs> outputs_;  // null: runs' output is not kept (--output-dir none, or it failed)
+  /// Opens the file a run's output goes to; null when none is kept.
+  std::unique_ptr<OutputWriter> open_output(const JobDefinition& job, const FireContext& fire);
+  /// Closes it, prunes the job's older runs, logs a write that failed.
+  void close_output(std::unique_ptr<OutputWriter> kept, const JobDefinition& job, const FireContext& fire, bool succeeded);
 };
 
 }  // namespace fleetcron::daemon

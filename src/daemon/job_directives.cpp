@@ -7,8 +7,10 @@
 #include <map>
 
 #include "daemon/jobs_file.h"
+#include "daemon/run_output.h"
 #include "daemon/settings.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/fire_record.h"
 #include "fleetcron/parse_error.h"
 
 namespace fleetcron::daemon {
@@ -60,6 +62,15 @@ struct Option {
     }
     return std::string(value);
   }
+  /// A count from `low` to `high`.
+  std::size_t count(std::size_t low, std::size_t high) const {
+    std::size_t n = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (error != std::errc{} || end != value.data() + value.size() || n < low || n > high) {
+      expected(fmt::format("{}..{}", low, high));
+    }
+    return n;
+  }
   template <typename T>
   void once(std::optional<T>& field, T value_to_set) const {
     if (field) line.fail(at, fmt::format("{} given twice", name));
@@ -93,6 +104,9 @@ const std::map<std::string_view, Handler>& handlers() {
          if (error != std::errc{} || end != o.value.data() + o.value.size() || n < 0 || n > 100) o.expected("0..100");
          o.once(d.retries, n);
        }},
+      {"history", [](Directive& d, const Option& o) { o.once(d.history, o.count(1, LedgerRetention::max_keep_count)); }},
+      {"keep-succeeded", [](Directive& d, const Option& o) { o.once(d.keep_succeeded, o.count(0, max_kept_runs)); }},
+      {"keep-failed", [](Directive& d, const Option& o) { o.once(d.keep_failed, o.count(0, max_kept_runs)); }},
       {"overlap",
        [](Directive& d, const Option& o) {
          o.once(d.overlap, choose<Overlap>(o, {{"skip", Overlap::skip}, {"allow", Overlap::allow}, {"queue", Overlap::queue}},

@@ -48,6 +48,8 @@ struct Directive {
   std::optional<std::string> key;
   std::optional<std::chrono::nanoseconds> timeout, jitter, catch_up;
   std::optional<int> retries;
+  /// Per job: ledger records kept (history=), runs' output kept (keep-succeeded=, keep-failed=).
+  std::optional<std::size_t> history, keep_succeeded, keep_failed;
   std::optional<Overlap> overlap;
   std::optional<MissedFirePolicy> missed;
   std::optional<DstGap> gap;

@@ -174,7 +174,8 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 1469598103934665
 bool JobDefinition::same_definition(const JobDefinition& other) const {
   return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
-         catch_up == other.catch_up && recover == other.recover &&
+         catch_up == other.catch_up && recover == other.recover && history == other.history &&
+         keep_succeeded == other.keep_succeeded && keep_failed == other.keep_failed &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment && at_start == other.at_start && scope == other.scope &&
          input == other.input && working_directory == other.working_directory && env_file == other.env_file &&
@@ -423,6 +424,9 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.attempt_timeout = directive->timeout.value_or(std::chrono::nanoseconds::zero());
   job.jitter = directive->jitter;
   job.retries = directive->retries.value_or(0);
+  job.history = directive->history;
+  job.keep_succeeded = directive->keep_succeeded;
+  job.keep_failed = directive->keep_failed;
   job.overlap = directive->overlap.value_or(Overlap::skip);
   job.missed = directive->missed;
   job.catch_up = directive->catch_up;

@@ -69,6 +69,8 @@ struct JobDefinition {
   std::chrono::nanoseconds attempt_timeout{0};
   std::optional<std::chrono::nanoseconds> jitter;
   int retries = 0;
+  /// history=, keep-succeeded=, keep-failed=: the daemon's settings unless set.
+  std::optional<std::size_t> history, keep_succeeded, keep_failed;
   Overlap overlap = Overlap::skip;
   std::optional<MissedFirePolicy> missed;
   /// `catch-up=`: how far back its catch-up reaches (nullopt: --catch-up).

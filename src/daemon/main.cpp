@@ -44,7 +44,8 @@ struct Flags {
   std::optional<std::string> crontab_format, replica_id;
   std::optional<std::string> config, zone, coordinator, coordinator_password_file, coordination, claim_ttl, max_clock_skew, claim_prefix, claim_bucket,
       fleet_prefix, fleet_bucket, catch_up, history_age, leader_ttl, leader_key, leader_bucket, on_leadership_loss, metrics, http, api_token_file, log_format, shutdown_grace, kill_grace, store_wait;
-  std::optional<std::size_t> max_concurrent, history;
+  std::optional<std::size_t> max_concurrent, history, keep_succeeded, keep_failed;
+  std::optional<std::string> output_dir;
   bool seconds = false;
   bool watch = false;
   bool require_noeviction = false;
@@ -107,6 +108,13 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "ever); a refused password, database or certificate exits 2 at once");
   command->add_option("--kill-grace", flags.kill_grace, "SIGTERM to SIGKILL for timed-out runs (default 5s)");
   command->add_option("--max-concurrent", flags.max_concurrent, "Runs at once at most (default 64)");
+  command->add_option("--output-dir", flags.output_dir,
+                      "Where this host keeps its runs' output for `fleetcron logs` (default /var/lib/fleetcron/runs "
+                      "for root; none: nowhere)");
+  command->add_option("--keep-succeeded", flags.keep_succeeded, "Succeeded runs' output kept per job (default 10)")
+      ->check(CLI::Range(0, 1000));
+  command->add_option("--keep-failed", flags.keep_failed, "Failed runs' output kept per job (default 20)")
+      ->check(CLI::Range(0, 1000));
 }
 
 std::chrono::nanoseconds flag_duration(const std::string& option, const std::string& text) {
@@ -121,6 +129,7 @@ std::chrono::nanoseconds flag_duration(const std::string& option, const std::str
 
 Settings build_settings(const Flags& flags) {
   Settings settings;
+  settings.output_dir = fleetcron::daemon::default_output_dir();  // the config and the flags may say otherwise
   if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
   if (!flags.jobs.empty()) settings.jobs_paths = flags.jobs;
   if (const char* from_environment = std::getenv("FLEETCRON_REPLICA_ID"); from_environment != nullptr) {
@@ -201,6 +210,14 @@ Settings build_settings(const Flags& flags) {
     }
     settings.max_concurrent = *flags.max_concurrent;
   }
+  if (flags.output_dir) {
+    settings.output_dir = fleetcron::daemon::output_dir_from(*flags.output_dir);
+    if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
+      throw fleetcron::daemon::SettingsError("option --output-dir \"" + *flags.output_dir + "\": an absolute path, or none");
+    }
+  }
+  if (flags.keep_succeeded) settings.keep_succeeded = *flags.keep_succeeded;
+  if (flags.keep_failed) settings.keep_failed = *flags.keep_failed;
   fleetcron::daemon::resolve_coordinator_password(settings);
   return settings;
 }
@@ -296,6 +313,15 @@ int main(int argc, char** argv) {
   history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
   history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
 
+  Flags logs_flags;
+  std::string logs_job, logs_fire;
+  bool logs_list = false;
+  CLI::App* logs = app.add_subcommand("logs", "Print the output of a job's past run, as this host keeps it");
+  add_settings_flags(logs, logs_flags, false);
+  logs->add_option("job", logs_job, "The job's key")->required();
+  logs->add_option("fire", logs_fire, "The run: its fire key or instant (default: the newest run kept)");
+  logs->add_flag("--list", logs_list, "List the job's runs kept on this host, newest first");
+
   Flags migrate_flags;
   CLI::App* migrate = app.add_subcommand(
       "migrate", "PostgreSQL: create the tables fleetcron and libtnb/cron use (idempotent; prints what it did)");
@@ -356,6 +382,7 @@ int main(int argc, char** argv) {
   Flags& flags = control != nullptr                 ? control->flags
                  : app.got_subcommand("validate") ? validate_flags
                  : app.got_subcommand("history")  ? history_flags
+                 : app.got_subcommand("logs")     ? logs_flags
                  : app.got_subcommand("migrate")  ? migrate_flags
                  : app.got_subcommand("init")     ? init_flags
                                                   : status_flags;
@@ -380,6 +407,9 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("history")) {
     return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,
                                                   std::cerr);
+  }
+  if (app.got_subcommand("logs")) {
+    return fleetcron::daemon::run_logs_command(settings, logs_job, logs_fire, logs_list, std::cout, std::cerr);
   }
   if (app.got_subcommand("migrate")) return fleetcron::daemon::run_migrate_command(settings, std::cout, std::cerr);
   if (app.got_subcommand("init")) return fleetcron::daemon::run_init_command(settings, std::cout, std::cerr);

@@ -1,6 +1,7 @@
 #include "daemon/settings.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "daemon/run_output.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fire_record.h"
 #include "fleetcron/postgres/uri.h"
@@ -64,6 +66,19 @@ std::chrono::nanoseconds parse_catch_up(std::string_view text) {
   if (value > std::chrono::hours{24 * 366}) throw std::invalid_argument("is above the maximum of 366 days");
   return value;
 }
+
+std::string default_output_dir() {
+  if (const char* state = std::getenv("STATE_DIRECTORY"); state != nullptr && *state != '\0') {
+    const std::string_view first(state, std::strcspn(state, ":"));  // systemd lists several with ':'
+    return std::string(first) + "/runs";
+  }
+  if (::geteuid() == 0) return "/var/lib/fleetcron/runs";
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') return std::string(xdg) + "/fleetcron/runs";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && *home == '/' ? home : "/tmp") + "/.local/state/fleetcron/runs";
+}
+
+std::string output_dir_from(std::string_view text) { return text == "none" ? std::string() : std::string(text); }
 
 std::chrono::nanoseconds parse_history_age(std::string_view text) {
   const auto value = duration_of(text);
@@ -202,6 +217,13 @@ void validate(const Settings& settings) {
   if (settings.jobs_paths.empty()) {
     throw SettingsError("no jobs file: give one or more files or directories as arguments, or jobs = \"…\" (or a list) "
                         "in the config");
+  }
+  if (settings.keep_succeeded > max_kept_runs || settings.keep_failed > max_kept_runs) {
+    throw SettingsError(fmt::format("keep_succeeded {}, keep_failed {}: each at most {}", settings.keep_succeeded,
+                                    settings.keep_failed, max_kept_runs));
+  }
+  if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
+    throw SettingsError(fmt::format("output dir \"{}\": an absolute path, or none", settings.output_dir));
   }
   const bool memory = settings.coordinator == "memory";
   if (!memory && !redis::is_redis_uri(settings.coordinator) &&

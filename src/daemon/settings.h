@@ -106,6 +106,13 @@ struct Settings {
   std::chrono::nanoseconds kill_grace = std::chrono::seconds{5};
   std::size_t max_concurrent = 64;
   std::size_t max_output_bytes = 1 << 20;
+  /// Where this host keeps its runs' output (docs/daemon.md#output-of-past-runs);
+  /// empty: nowhere. The program's default is default_output_dir().
+  std::string output_dir;
+  /// Runs' output kept per job, unless its keep-succeeded=/keep-failed= say
+  /// otherwise (0..max_kept_runs); none older than history_age.
+  std::size_t keep_succeeded = 10;
+  std::size_t keep_failed = 20;
   JobDefaults job_defaults;
   /// Reload when the jobs file changes (inotify; ConfigMap swaps too), as SIGHUP does.
   bool watch = false;
@@ -120,6 +127,13 @@ struct Settings {
 /// claim_bucket with a trailing "CLAIMS" replaced by "STATE" (the default
 /// FLEETCRON_CLAIMS gives FLEETCRON_STATE), or with "_STATE" appended.
 [[nodiscard]] std::string effective_fleet_bucket(const Settings& settings);
+
+/// $STATE_DIRECTORY/runs (systemd's StateDirectory=), else
+/// /var/lib/fleetcron/runs for root, else $XDG_STATE_HOME/fleetcron/runs
+/// (~/.local/state/fleetcron/runs).
+[[nodiscard]] std::string default_output_dir();
+/// An output_dir as written in a flag or TOML: "none" is "" (off).
+[[nodiscard]] std::string output_dir_from(std::string_view text);
 
 /// A catch-up reach as written in flags, TOML and the catch-up= directive:
 /// a duration from 0 (off) to 366 days. Throws std::invalid_argument.

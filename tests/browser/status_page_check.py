@@ -11,7 +11,7 @@ for a job that never fires by itself, and sees its run appear on the page
 and in the journal. Times show in the job's zone with its offset; the
 replica whose jobs file differs (browser-2) is named; once its file drops
 the job only it ran and it reloads, that job shows removed and its
-trigger is disabled. Saves screenshots (laptop and phone) under OUT_DIR.
+trigger is disabled; a failed run's view shows its whole output. Saves screenshots (laptop and phone) under OUT_DIR.
 """
 import os
 import signal
@@ -99,6 +99,14 @@ try:
     run = session.wait("the triggered run on the page", lambda: next(
         (r for r in session.script(PAGE_STATE)["runs"] if r["fire"].startswith("manual@") and r["fate"] == "succeeded"),
         None), seconds=30)
+    # A failed run's whole output, from the run view (the token is typed).
+    session.click('#runs tbody tr[data-fate="failed"] button[data-action="output"]')
+    shown = session.wait("a failed run's output", lambda: session.script(
+        "const p = document.getElementById('output'); return !p.hidden && p.dataset.state ? "
+        "{state: p.dataset.state, fire: p.dataset.fire, text: document.getElementById('output-text').textContent} : null"))
+    check(shown["state"] == "failed" and shown["fire"].startswith("fails@")
+          and shown["text"].startswith("disk full: /var/lib/fleetcron-browser-test/") and shown["text"].endswith("report-2026-12-06.csv\n"),
+          f"the run view shows a failed run's whole output: {shown['state']} {shown['fire']} {shown['text'][:60]!r}")
     manual_in_journal = [e for e in journal() if e[0].startswith("manual@")]
     check(len(manual_in_journal) == 1 and manual_in_journal[0][0] == run["fire"],
           f"the triggered run {run['fire']} ran once, as the journal says: {manual_in_journal}")

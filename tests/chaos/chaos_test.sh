@@ -56,6 +56,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-chaos.XXXXXX)
+export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 RANDOM=$seed
 claim_ttl=10                # seconds; dedup window = ttl - 2 * ttl/4 = 5 s
 dedup_window=5

@@ -35,6 +35,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-faults.XXXXXX)
+export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 claim_ttl=20   # max clock skew 5 s (the daemon's default), dedup window 10 s
 daemon_pids=(0 0 0)
 cleanup() {

@@ -10,6 +10,7 @@ set -uo pipefail
 bin=$1
 source "$(dirname "$0")/../../scripts/ports.sh"
 work=$(mktemp -d /tmp/fleetcron-crontab.XXXXXX)
+export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 chmod 755 "$work"
 pids=()
 cleanup() {

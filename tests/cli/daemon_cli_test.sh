@@ -8,6 +8,7 @@ set -uo pipefail
 bin=$1
 source "$(dirname "$0")/../../scripts/ports.sh"
 work=$(mktemp -d /tmp/fleetcron-cli.XXXXXX)
+export STATE_DIRECTORY=$work/state  # the daemons' default output dir: $STATE_DIRECTORY/runs
 pids=()
 cleanup() {
   local pid
@@ -355,6 +356,50 @@ else
 fi
 kill -TERM "$noconfig_pid" 2>/dev/null; wait "$noconfig_pid" 2>/dev/null
 kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
+
+printf '# fleetcron: keep-failed=5000\n@daily true\n' >"$work/keep.cron"
+# fleetcron logs: the whole output of a past run, attempts included, kept
+# per job by count (keep-succeeded=2 prunes the third), and where a run is
+# not kept a message that says so.
+{
+  echo '# fleetcron: key=chatty retries=1'
+  echo '* * * * * *  for i in $(seq 1 3000); do echo "line $i of attempt $FLEETCRON_ATTEMPT"; done; echo oops >&2; [ "$FLEETCRON_ATTEMPT" = 2 ]'
+  echo '# fleetcron: key=brief keep-succeeded=2'
+  echo '* * * * * *  echo "brief $FLEETCRON_FIRE_KEY"'
+} >"$work/logs.cron"
+"$bin" run --seconds "$work/logs.cron" >"$work/logs.log" 2>&1 &
+logs_pid=$!
+pids+=("$logs_pid")
+kept_ok() { (($("$bin" logs --list "$1" 2>/dev/null | grep -c ' succeeded ') >= $2)); }
+deadline=$((SECONDS + 30))
+until kept_ok chatty 1 && kept_ok brief 2 && (($(grep -c 'run-finished job=brief' "$work/logs.log") >= 4)) || ((SECONDS > deadline)); do sleep 0.2; done
+kill -TERM "$logs_pid" 2>/dev/null; wait "$logs_pid" 2>/dev/null
+chatty_fire=$("$bin" logs --list chatty | awk '$2 == "succeeded" {print $1; exit}')
+out=$("$bin" logs chatty "$chatty_fire" 2>"$work/logs.err")
+if [[ $? == 0 && $(grep -c '^line [0-9]* of attempt 1$' <<<"$out") == 3000 && $(grep -c '^line [0-9]* of attempt 2$' <<<"$out") == 3000 &&
+      $(grep -c '^oops$' <<<"$out") == 2 && $(grep -n '^--- fleetcron: attempt 2 ---$' <<<"$out" | cut -d: -f1) -gt 3000 &&
+      $(head -1 "$work/logs.err") == "# chatty  $chatty_fire  succeeded"* ]]; then
+  ok "logs prints a run's whole output, both attempts (6,000 lines, beyond the ledger's 4 KiB tail)"
+else
+  bad "logs chatty $chatty_fire: $(wc -l <<<"$out") lines; stderr $(cat "$work/logs.err")"
+fi
+brief_runs=$("$bin" logs --list brief | grep -c ' succeeded ')
+finished=$(grep -c 'run-finished job=brief' "$work/logs.log")
+if [[ $brief_runs == 2 ]] && ((finished >= 3)); then
+  ok "keep-succeeded=2 keeps the newest two of $finished runs' output"
+else
+  bad "keep-succeeded=2: $brief_runs kept of $finished runs: $("$bin" logs --list brief 2>&1)"
+fi
+newest=$("$bin" logs brief 2>/dev/null)
+if [[ $newest == "brief brief@"* && $newest == *"$("$bin" logs --list brief | head -1 | awk '{print $1}')" ]]; then
+  ok "logs JOB prints the newest run kept"
+else
+  bad "logs brief: $newest"
+fi
+expect_error "logs of a run not kept says so" 1 "no output of run 2020-01-01T00:00:00Z of job brief is kept in $STATE_DIRECTORY/runs" -- logs brief 2020-01-01T00:00:00Z
+expect_error "logs with no output dir" 1 "this host keeps no runs' output (output_dir = none)" -- logs --output-dir none brief
+expect_error "a relative output dir is refused" 2 'option --output-dir "runs": an absolute path, or none' -- logs --output-dir runs brief
+expect_error "keep-failed= out of range names the option" 2 "keep-failed: expected 0..1000, got \"5000\"" -- validate "$work/keep.cron"
 
 if ((failures > 0)); then
   echo "$failures failure(s)"

@@ -10,7 +10,9 @@
 #include "daemon/fleet_view.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/rfc3339.h"
+#include "daemon/run_output.h"
 #include "support/forwarding_fleet_state.h"
+#include "support/scratch_directory.h"
 
 namespace fleetcron::daemon {
 namespace {
@@ -22,9 +24,9 @@ struct Fixture {
   std::vector<LocalJob> local;
   ApiService api;
 
-  explicit Fixture(std::string token = "s3cret")
+  explicit Fixture(std::string token = "s3cret", std::string output_dir = "")
       : api(ApiSources{state, [this] { return local; }, [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
-                       "replica-a", "memory", std::move(token)}) {
+                       "replica-a", "memory", std::move(token), std::move(output_dir)}) {
     const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
     const std::vector<CataloguedJob> jobs{{"backup", "0 3 * * *", "UTC", false, now, "replica-a", false},
                                           {"team/report", "*/5 * * * *", "UTC", false, now, "replica-b", true}};
@@ -230,6 +232,35 @@ TEST(Api, WithoutATokenTheApiIsReadOnly) {
   EXPECT_EQ(refused.status, 403);
   EXPECT_EQ(refused.body, "{\"error\":\"the API is read-only: the daemon runs without --api-token-file\"}\n");
   EXPECT_TRUE(has(f.get("/api/v1/fleet"), R"("writable":false)"));
+}
+
+// A run's output as this host keeps it: with the token, as JSON; a run
+// kept on another replica's host is named, with that replica.
+TEST(ApiService, ARunsOutputIsServedWithTheTokenOrItsWhereabouts) {
+  test::ScratchDirectory dir;
+  {
+    RunOutputs outputs(dir.path(), "replica-a");
+    auto writer = outputs.open("backup", "backup@2026-12-05T03:00:00Z", 1);
+    writer->line("dumped 3 tables");
+    writer->line("quote \" and \x01 escaped");
+    writer->finish(true);
+  }
+  Fixture f("s3cret", dir.path());
+  const HttpAnswer refused = f.get("/api/v1/jobs/backup/output");
+  EXPECT_EQ(refused.status, 401) << refused.body;
+  const HttpAnswer answer = f.api.handle(HttpRequest{"GET", "/api/v1/jobs/backup/output", {}, "Bearer s3cret", ""});
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  EXPECT_TRUE(has(answer, R"("fire_key":"backup@2026-12-05T03:00:00Z","replica":"replica-a","state":"succeeded")"))
+      << answer.body;
+  EXPECT_TRUE(has(answer, R"("output":"dumped 3 tables\nquote \" and \u0001 escaped\n")")) << answer.body;
+  // The ledger's run of 2026-12-03 ran on replica-b, elsewhere.
+  const HttpAnswer elsewhere = f.api.handle(
+      HttpRequest{"GET", "/api/v1/jobs/backup/output", {{"fire", "2026-12-03T03:00:00Z"}}, "Bearer s3cret", ""});
+  EXPECT_EQ(elsewhere.status, 404);
+  EXPECT_TRUE(has(elsewhere, "is kept on replica replica-b, which ran it, not on this host")) << elsewhere.body;
+  Fixture without_output("", "");
+  EXPECT_TRUE(has(without_output.get("/api/v1/jobs/backup/output"), "this replica keeps no runs' output")) ;
+  EXPECT_EQ(f.post("/api/v1/jobs/backup/output", "Bearer s3cret").status, 405);
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ GREETING = "hello world"
 */5 * * * *   echo $GREETING >> /tmp/out
 
 CRON_TZ=America/New_York
-# fleetcron: key=nightly-backup timeout=30m jitter=10s retries=3 overlap=queue missed=run-all dst-gap=skip
+# fleetcron: key=nightly-backup timeout=30m jitter=10s retries=3 overlap=queue missed=run-all dst-gap=skip history=500 keep-succeeded=0 keep-failed=50
 30 2 * * *  /usr/local/bin/backup --full
 @every 90s  date
 @daily  true
@@ -57,6 +57,10 @@ CRON_TZ=America/New_York
   const JobDefinition& backup = file.jobs[1];
   EXPECT_EQ(backup.key, "nightly-backup");
   EXPECT_FALSE(backup.derived_key);
+  EXPECT_EQ(backup.history, 500u);
+  EXPECT_EQ(backup.keep_succeeded, 0u);
+  EXPECT_EQ(backup.keep_failed, 50u);
+  EXPECT_FALSE(first.history.has_value());
   EXPECT_EQ(backup.spec, "TZ=America/New_York 30 2 * * *");
   EXPECT_EQ(backup.attempt_timeout, 30min);
   EXPECT_EQ(backup.jitter, 10s);
@@ -164,6 +168,9 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"# fleetcron: colour=red\n0 * * * * x\n", "jobs.cron:1:14: unknown directive option \"colour\""},
       {"# fleetcron: overlap=sometimes\n0 * * * * x\n", "jobs.cron:1:22: overlap: expected skip, allow or queue"},
       {"# fleetcron: retries=-1\n0 * * * * x\n", "jobs.cron:1:22: retries: expected 0..100"},
+      {"# fleetcron: history=0\n0 * * * * x\n", "jobs.cron:1:22: history: expected 1..10000, got \"0\""},
+      {"# fleetcron: keep-failed=1001\n0 * * * * x\n", "jobs.cron:1:26: keep-failed: expected 0..1000, got \"1001\""},
+      {"# fleetcron: keep-succeeded=x\n0 * * * * x\n", "jobs.cron:1:29: keep-succeeded: expected 0..1000"},
       {"# fleetcron: key=a key=b\n0 * * * * x\n", "jobs.cron:1:20: key given twice"},
       {"# fleetcron: key=k\n\n0 * * * * x\n", "jobs.cron:2:1: the fleetcron directive on line 1 must be followed by a job line"},
       {"# fleetcron: key=k", "jobs.cron:1:1: the fleetcron directive must be followed by a job line"},

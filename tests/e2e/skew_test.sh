@@ -15,6 +15,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-skew.XXXXXX)
+export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 daemon_pids=()
 cleanup() {
   local pid

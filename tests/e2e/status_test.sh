@@ -5,7 +5,8 @@
 # run, status lists the three replicas, accepted, and each job's spec,
 # next fire and pause; once they stopped (cleanly), it lists none, and its
 # last run and last success of tick, and history's runs of tick, are
-# exactly what the journal of the commands says ran.
+# exactly what the journal of the commands says ran; zz-brief's history=2
+# bounds its own ledger to its newest 2 records.
 #
 #   status_test.sh FLEETCRON_BINARY redis|nats
 set -euo pipefail
@@ -20,6 +21,8 @@ source "$(dirname "$0")/../support/e2e_fleet.sh"
   echo "0 0 3 * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
   echo '# fleetcron: key=zlocal scope=replica'   # every replica runs it: status says so
   echo "0 0 4 * * *  true"
+  echo '# fleetcron: key=zz-brief history=2'   # its own ledger bound: the newest 2 records
+  echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
 } >"$work/jobs.cron"
 
 metrics_port=$(pick_port)
@@ -39,7 +42,7 @@ wait_until "tick to run 5 times" ticked
 control pause nightly >/dev/null
 wait_until "three accepted replicas in status" three_accepted
 status=$(control status --json)
-jq -e '.jobs | map(.job) == ["nightly", "tick", "zlocal"]' <<<"$status" >/dev/null || fail "jobs: $(jq -c '.jobs | map(.job)' <<<"$status")"
+jq -e '.jobs | map(.job) == ["nightly", "tick", "zlocal", "zz-brief"]' <<<"$status" >/dev/null || fail "jobs: $(jq -c '.jobs | map(.job)' <<<"$status")"
 jq -e '.jobs[2].every_replica and (.jobs[1].every_replica | not)' <<<"$status" >/dev/null ||
   fail "scope in status --json: $(jq -c '.jobs | map({job, every_replica})' <<<"$status")"
 [[ $(control status) == *'"0 0 4 * * *" UTC  scope=replica (every replica runs it)'* ]] || fail "status does not show zlocal's scope: $(control status)"
@@ -52,6 +55,12 @@ jq -e --arg next "$want_next" '.jobs[0].next_fire == $next and .jobs[0].paused a
   <<<"$status" >/dev/null || fail "nightly: $(jq -c '.jobs[0]' <<<"$status"), want next $want_next"
 jq -e '[.replicas[].settings.claim_ttl] == ["5s", "5s", "5s"]' <<<"$status" >/dev/null || fail "replicas: $status"
 control status | grep '^    paused        yes, by cli@' >/dev/null || fail "the text status shows no pause"
+
+# history=2: a job's own ledger bound, whatever --history says.
+brief_bounded() {
+  (($(grep -c '^zz-brief@' "$journal") >= 4)) && [[ $(control history zz-brief --json | jq '.records | length') == 2 ]]
+}
+wait_until "zz-brief's ledger to hold its newest 2 records after 4 runs" brief_bounded
 
 # The per-job metrics: read from the fleet state (every 15 s), so any replica shows the fleet's.
 metrics() { curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics" && grep -q '^fleetcron_job_paused{job="nightly"} 1$' "$work/metrics"; }

@@ -9,6 +9,7 @@
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap is replaced by ours, which stops the servers
 work=$(mktemp -d "/tmp/fleetcron-$name.XXXXXX")
+export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 daemon_pids=()
 cleanup() {
   local pid
