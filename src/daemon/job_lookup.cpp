@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "daemon/commands.h"
+#include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
 
@@ -45,14 +46,24 @@ JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bo
     throw std::runtime_error("reading the fleet's catalogue: " + catalogue.error);
   }
   std::vector<std::string> keys;
-  for (const auto& entry : catalogue.jobs) keys.push_back(entry.job_key);
-  if (std::find(keys.begin(), keys.end(), job) != keys.end()) return {true, {}};
+  const CataloguedJob* removed = nullptr;
+  for (const auto& entry : catalogue.jobs) {
+    keys.push_back(entry.job_key);
+    if (entry.job_key != job) continue;
+    if (!entry.removed) return {true, {}};
+    removed = &entry;  // a reload dropped it: known, but no replica runs it
+  }
   if (controls_count) {
     const ControlsRead controls = state.read_controls(now);
     if (controls.status == ControlsRead::Status::error) throw std::runtime_error("reading the fleet's controls: " + controls.error);
     for (const auto& control : controls.jobs) {
       if (control.job_key == job) return {true, {}};
     }
+  }
+  if (removed != nullptr) {
+    return {false, fmt::format("job \"{}\" was removed from the jobs of {} at {} (a reload) and no replica runs it "
+                               "now; --force acts on it anyway",
+                               terminal_safe(job), terminal_safe(removed->seen_by), format_rfc3339(*removed->removed))};
   }
   if (keys.empty()) {
     return {false, fmt::format("no job \"{}\" in the fleet's catalogue, which is empty: no replica has announced its "
@@ -61,8 +72,10 @@ JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bo
   }
   std::string suggestions;
   for (const auto& key : nearest_keys(job, keys)) suggestions += (suggestions.empty() ? "\"" : ", \"") + terminal_safe(key) + "\"";
-  return {false, fmt::format("no job \"{}\" in the fleet's catalogue ({} job(s)); the nearest: {}", terminal_safe(job),
-                             keys.size(), suggestions)};
+  return {false, fmt::format("no job \"{}\" in the fleet's catalogue ({} job(s)); the nearest: {}. A job no replica "
+                             "has announced yet, or whose replicas could not write the catalogue (they log \"job "
+                             "catalogue: this replica's jobs were not written\"), needs --force",
+                             terminal_safe(job), keys.size(), suggestions)};
 }
 
 }  // namespace fleetcron::daemon

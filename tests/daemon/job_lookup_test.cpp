@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "daemon/job_lookup.h"
-#include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/clock.h"
+#include "fleetcron/memory_fleet_state.h"
+#include "fleetcron/rfc3339.h"
 
 namespace fleetcron::daemon {
 namespace {
+
+using namespace std::chrono_literals;
 
 TEST(JobLookup, AnUnknownKeyIsRefusedWithTheNearestKnownOnes) {
   auto clock = std::make_shared<VirtualClock>(Instant{std::chrono::hours{24 * 20000}});
@@ -29,7 +32,14 @@ TEST(JobLookup, AnUnknownKeyIsRefusedWithTheNearestKnownOnes) {
   EXPECT_FALSE(typo.known);
   EXPECT_EQ(typo.refusal,
             "no job \"nightly-bakup\" in the fleet's catalogue (4 job(s)); the nearest: \"nightly-backup\", \"held\", "
-            "\"tick\"");
+            "\"tick\". A job no replica has announced yet, or whose replicas could not write the catalogue (they log "
+            "\"job catalogue: this replica's jobs were not written\"), needs --force");
+  // A job a reload removed: refused, saying so, unless a control names it.
+  ASSERT_EQ(state.catalogue_jobs(std::span(jobs).first(3), now + 1s, "replica-1").status, ControlChange::Status::changed);
+  EXPECT_EQ(look_up_job(state, now + 1s, "weekly-report", false).refusal,
+            "job \"weekly-report\" was removed from the jobs of replica-1 at " + format_rfc3339(now + 1s) +
+                " (a reload) and no replica runs it now; --force acts on it anyway");
+  EXPECT_TRUE(look_up_job(state, now + 1s, "held", false).known);
   // A paused job no replica runs any more: known to a resume only.
   ASSERT_EQ(state.set_paused("retired", true, "cli", now).status, ControlChange::Status::changed);
   EXPECT_FALSE(look_up_job(state, now, "retired", false).known);
