@@ -21,7 +21,7 @@ BackendError::Kind kind_of(natsStatus status) noexcept {
 
 std::string describe_status(natsStatus status, const std::string& what) {
   std::string text = natsStatus_GetText(status);
-  if (status == NATS_ERR) {
+  if (status == NATS_ERR || status == NATS_SSL_ERROR) {
     natsStatus last = NATS_OK;
     const char* detail = nats_GetLastError(&last);
     if (detail != nullptr && *detail != '\0') text = detail;
@@ -30,7 +30,16 @@ std::string describe_status(natsStatus status, const std::string& what) {
 }
 
 void raise(natsStatus status, const std::string& what) {
-  throw_backend_error(kind_of(status), describe_status(status, what), static_cast<int>(status));
+  BackendError::Kind kind = kind_of(status);
+  // A server certificate that does not verify is this configuration's
+  // fault (a CA, a name), not the network's: trying again cannot fix it.
+  // nats.c writes a verification failure as "SSL handshake error:
+  // <X509 code>:<reason>:depth=…:cert=…".
+  const std::string detail = status == NATS_SSL_ERROR ? last_error_text() : std::string();
+  if (detail.find("SSL handshake error") != std::string::npos && detail.find("depth=") != std::string::npos) {
+    kind = BackendError::Kind::config;
+  }
+  throw_backend_error(kind, describe_status(status, what), static_cast<int>(status));
 }
 
 std::string last_error_text() {

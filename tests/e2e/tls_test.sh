@@ -6,7 +6,10 @@
 #    exits 1 with the same reason;
 #  - tls_verify=false is logged as a warning at start (and in every
 #    description of the coordinator), and then runs fires;
-#  - a daemon that trusts the CA runs every fire once.
+#  - a daemon that trusts the CA runs every fire once;
+#  - NATS over TLS (tls://) to a server whose certificate the system's CAs
+#    do not trust: `run` exits 2 (store-refused), never a crash at exit
+#    (nats.c and OpenSSL's cleanup used to segfault about one exit in two).
 #
 #   tls_test.sh FLEETCRON_BINARY
 set -euo pipefail
@@ -51,5 +54,26 @@ for r in 2 3; do wait "${daemon_pids[$r]}" || true; done
 duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
 ((duplicates == 0)) || fail "$duplicates fires ran twice over TLS"
 grep -q "tls-unverified" "$work/replica-2.log" && fail "a verified daemon warned tls-unverified"
+
+# 4. NATS with TLS, a certificate this host does not trust: a refusal
+#    (exit 2) like Redis's, and a clean exit each time.
+nats_tls_port=$(pick_port)
+nats-server -js -a 127.0.0.1 -p "$nats_tls_port" --tls --tlscert "$FLEETCRON_TEST_TLS_DIR/server.pem" \
+  --tlskey "$FLEETCRON_TEST_TLS_DIR/server.key" -sd "$work/nats-store" >"$work/nats-tls.log" 2>&1 &
+nats_tls_pid=$!
+e2e_cleanup() { kill "$nats_tls_pid" 2>/dev/null; wait "$nats_tls_pid" 2>/dev/null; return 0; }
+nats_tls_up() { grep -q "Server is ready" "$work/nats-tls.log"; }
+wait_up_to 20 "nats-server with TLS" nats_tls_up
+nats_uri="tls://127.0.0.1:$nats_tls_port?bucket=TLS_CLAIMS"
+for attempt in 1 2 3 4; do
+  status=0
+  timeout 60 "$binary" run --seconds "$work/jobs.cron" --coordinator "$nats_uri" >"$work/nats-run.log" 2>&1 || status=$?
+  ((status == 2)) || fail "NATS, attempt $attempt: a daemon refused by the server's certificate exited $status: $(tail -2 "$work/nats-run.log")"
+  status=0
+  "$binary" status --coordinator "$nats_uri" >"$work/nats-status.out" 2>&1 || status=$?
+  ((status == 1)) || fail "NATS, attempt $attempt: status exited $status: $(cat "$work/nats-status.out")"
+done
+grep -q "store-refused .*SSL handshake error: .*not starting" "$work/nats-run.log" ||
+  fail "NATS: no store-refused line: $(tail -2 "$work/nats-run.log")"
 echo "ok: wrong CA: run exits 2 naming the certificate, status exits 1; tls_verify=false warned and ran;" \
-  "verified fleet of 2: $(wc -l <"$journal") runs, 0 duplicates"
+  "verified fleet of 2: $(wc -l <"$journal") runs, 0 duplicates; NATS over TLS refused: exit 2 (4 times, no crash)"
