@@ -139,6 +139,15 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
     alone->run->started_at = alone->fire.started_at;  // as written: the heartbeats list the same start
   }
   std::vector<std::pair<LogLevel, std::string>> notes;
+  std::vector<ReplicaRecord> lost;
+  if (answer.status != ReplicaAnnounce::Status::error) {
+    Instant my_start{};
+    {
+      std::lock_guard guard(registry_mutex_);
+      my_start = started_at_;
+    }
+    lost = sort_out_same_id(answer, my_start, notes);
+  }
   {
     std::lock_guard guard(registry_mutex_);
     std::string refusal;
@@ -167,6 +176,7 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
       if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
       if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
       if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
+      if (!twin_refusal_.empty()) refusal = twin_refusal_;
       if (answer.other_jobs != reported_other_jobs_) {
         notes.emplace_back(answer.other_jobs.empty() ? LogLevel::info : LogLevel::warning,
                            answer.other_jobs.empty()
@@ -190,8 +200,37 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   }
   serial.unlock();  // reporting may take store round trips, and re-runs ask for the verdict
   for (const auto& [level, note] : notes) log(level, note);
-  if (!answer.expired.empty()) report_lost(answer.expired);
+  if (!lost.empty()) report_lost(lost);
   return answer;
+}
+
+std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
+                                                               std::vector<std::pair<LogLevel, std::string>>& notes) {
+  std::vector<ReplicaRecord> lost, same_id;
+  for (auto& record : answer.expired) {
+    (record.replica.replica_id == options_.replica_id ? same_id : lost).push_back(record);
+  }
+  const auto started_as = [](const ReplicaRecord& r) {
+    return [&r](const ReplicaRecord& other) { return other.replica.started == r.replica.started; };
+  };
+  // Replaced last time and written again since: a live process, not a
+  // predecessor. The younger of the two gives way.
+  for (const auto& record : same_id) {
+    if (std::none_of(same_id_pending_.begin(), same_id_pending_.end(), started_as(record))) continue;
+    if (record.replica.started < my_start && twin_refusal_.empty()) {
+      twin_refusal_ = fmt::format("another live process runs as replica \"{}\" (on {}, pid {}, started {}), "
+                                  "before this one: this one claims nothing; give each replica its own --replica-id",
+                                  options_.replica_id, record.replica.host, record.replica.pid,
+                                  format_rfc3339(record.replica.started));
+      notes.emplace_back(LogLevel::error, "replica registry: " + twin_refusal_);
+    }
+  }
+  for (const auto& pending : same_id_pending_) {  // not written again: dead, its runs lost
+    if (std::none_of(same_id.begin(), same_id.end(), started_as(pending))) lost.push_back(pending);
+  }
+  same_id_pending_ = std::move(same_id);
+  answer.expired = lost;
+  return lost;
 }
 
 void Scheduler::Impl::announce_unlisted() {

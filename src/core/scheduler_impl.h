@@ -550,6 +550,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::string settings_refusal_;  // empty: accepted
   std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
   std::vector<std::string> reported_other_jobs_;
+  /// Records of this replica's id with another start that the last
+  /// announcement replaced (announce_mutex_): a dead predecessor's, whose
+  /// runs are reported lost at the next announcement unless they come back
+  /// — then a live twin runs under this id (twin_refusal_).
+  std::vector<ReplicaRecord> same_id_pending_;
+  /// Set (announce_mutex_) when this replica is the younger of two live
+  /// processes with one replica id: it claims nothing from then on.
+  std::string twin_refusal_;
+  /// Sorts the same-id records out of `answer.expired` (see same_id_pending_);
+  /// returns the records to report lost now.
+  std::vector<ReplicaRecord> sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
+                                              std::vector<std::pair<LogLevel, std::string>>& notes);
   std::atomic<bool> withdrawn_{false};
   // A job started since the last announcement: the flag spares the hot
   // path the mutex once set; runs_unlisted_ (controls_mutex_) wakes upkeep.

@@ -67,7 +67,7 @@ class RegistryFleet {
       std::lock_guard guard(replica.mutex);
       replica.messages.emplace_back(message);
     };
-    options.replica_id = "replica-" + std::to_string(replicas_.size());
+    options.replica_id = std::exchange(id_of_next, std::nullopt).value_or("replica-" + std::to_string(replicas_.size()));
     options.registry_heartbeat_interval = heartbeat;
     options.replica.host = "host-" + std::to_string(replicas_.size());
     options.replica.settings = {{"claim_ttl", std::move(claim_ttl)}, {"mode", "claim"}};
@@ -109,6 +109,7 @@ class RegistryFleet {
   std::chrono::nanoseconds heartbeat = 50s;
   OverlapPolicy overlap = OverlapPolicy::allow;  // of the replicas added from here
   std::shared_ptr<Clock> clock_of_next;  // the next replica's clock (default: the harness's)
+  std::optional<std::string> id_of_next;  // the next replica's id (default: replica-N)
 
  private:
   Harness& h_;
@@ -278,6 +279,56 @@ TEST(SchedulerRegistry, AReplicaWithOtherJobsIsReportedNotRefused) {
   h.clock->advance(60s);  // minute 2: both have it; the claims give it to one
   ASSERT_TRUE(Harness::eventually([&] { return completed(first) + completed(other) == 2; }));
   EXPECT_EQ(first.settings_skips() + other.settings_skips(), 0u);
+}
+
+// Two live processes started with one --replica-id (the daemon's start
+// check cannot tell them apart when they start together): each replaces the
+// other's record as a dead predecessor's; once one finds the other's
+// written again, the younger claims nothing and says why, and neither
+// reports the other's runs lost.
+TEST(SchedulerRegistry, TwoLiveProcessesWithOneIdLeaveTheYoungerClaimingNothing) {
+  Harness h;
+  RegistryFleet fleet(h);
+  fleet.id_of_next = "twin";
+  Replica& older = fleet.add("10m");
+  fleet.settle();
+  h.clock->advance(1s);
+  fleet.id_of_next = "twin";
+  Replica& younger = fleet.add("10m");
+  for (int beat = 0; beat < 3; ++beat) {  // announcements at 50, 51, 100, 101, 150, 151 s
+    fleet.settle();
+    h.clock->advance(50s);
+  }
+  ASSERT_TRUE(Harness::eventually([&] { return younger.logged("another live process runs as replica \"twin\""); }));
+  EXPECT_TRUE(younger.logged("give each replica its own --replica-id"));
+  EXPECT_FALSE(older.logged("another live process runs as replica"));
+  fleet.settle();
+  h.clock->advance(60s);  // a minute boundary: only the older claims and runs
+  ASSERT_TRUE(Harness::eventually([&] { return completed(older) >= 1 && younger.settings_skips() >= 1; }));
+  EXPECT_EQ(completed(younger), 0u);
+  EXPECT_EQ(older.events->count<LostFireEvent>() + younger.events->count<LostFireEvent>(), 0u);
+}
+
+// A dead predecessor under the same id (a restart) is told from a twin by
+// not writing again: its runs are reported lost one announcement later.
+TEST(SchedulerRegistry, ADeadPredecessorsRunsAreReportedLostOneAnnouncementLater) {
+  Harness h;
+  RegistryFleet fleet(h);
+  ReplicaAnnouncement predecessor;
+  predecessor.replica_id = "restarted";
+  predecessor.host = "host-0";
+  predecessor.started = cursor_instant(h.clock->now() - 10min);
+  predecessor.runs.push_back(RunningFire{"job", "job@2026-01-01T00:00:00Z", parse_rfc3339("2026-01-01T00:00:00Z"), 7,
+                                         parse_rfc3339("2026-01-01T00:00:00Z")});
+  ASSERT_NE(fleet.state().announce_replica(predecessor, h.clock->now(), 150s).status, ReplicaAnnounce::Status::error);
+  fleet.id_of_next = "restarted";
+  Replica& restarted = fleet.add("10m");
+  EXPECT_EQ(restarted.events->count<LostFireEvent>(), 0u) << "not yet: it could be a live twin";
+  fleet.settle();
+  h.clock->advance(50s);
+  ASSERT_TRUE(Harness::eventually([&] { return restarted.events->count<LostFireEvent>() == 1; }));
+  EXPECT_EQ(restarted.events->all<LostFireEvent>().front().fire_key, "job@2026-01-01T00:00:00Z");
+  EXPECT_FALSE(restarted.logged("another live process runs as replica"));
 }
 
 TEST(SchedulerRegistry, UnverifiedSettingsRefuseClaimsUntilAnAnnouncementSucceeds) {
