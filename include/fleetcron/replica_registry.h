@@ -106,6 +106,9 @@ struct FLEETCRON_API ReplicaAnnounce {
   /// busy: the replica listing a run of the job, and that run.
   std::string busy_on = {};
   std::optional<RunningFire> busy_run = {};
+  /// A hash of the other live replicas' ids and jobs digests: it changes
+  /// when one of them changes its jobs (a reload), even among other_jobs.
+  std::uint64_t others_jobs_fingerprint = 0;
 };
 
 /// The answer to FleetState::read_replicas().

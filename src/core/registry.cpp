@@ -185,9 +185,12 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
                                              "replica: reported, not refused (a rolling deploy?)",
                                              fmt::join(answer.other_jobs, ", ")));
         reported_other_jobs_ = answer.other_jobs;
+      }
+      if (answer.others_jobs_fingerprint != others_jobs_fingerprint_) {
         // Another replica's jobs changed: it may have marked removed a job
         // this one still runs, which mentioning ours again unmarks.
-        ++recatalogue_requests_;
+        if (others_jobs_fingerprint_ != 0) ++recatalogue_requests_;
+        others_jobs_fingerprint_ = answer.others_jobs_fingerprint;
       }
     }
     if (refusal != settings_refusal_) {
@@ -213,11 +216,17 @@ std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& an
   const auto started_as = [](const ReplicaRecord& r) {
     return [&r](const ReplicaRecord& other) { return other.replica.started == r.replica.started; };
   };
-  // Replaced last time and written again since: a live process, not a
-  // predecessor. The younger of the two gives way.
   for (const auto& record : same_id) {
-    if (std::none_of(same_id_pending_.begin(), same_id_pending_.end(), started_as(record))) continue;
-    if (record.replica.started < my_start && twin_refusal_.empty()) {
+    const auto pending = std::find_if(same_id_pending_.begin(), same_id_pending_.end(), started_as(record));
+    if (pending == same_id_pending_.end()) {
+      same_id_pending_.push_back(record);
+      continue;
+    }
+    // Replaced before and written again since: a live process, not a
+    // predecessor. The younger of the two gives way.
+    const bool rewritten = record.beat > pending->beat;
+    *pending = record;
+    if (rewritten && record.replica.started < my_start && twin_refusal_.empty()) {
       twin_refusal_ = fmt::format("another live process runs as replica \"{}\" (on {}, pid {}, started {}), "
                                   "before this one: this one claims nothing; give each replica its own --replica-id",
                                   options_.replica_id, record.replica.host, record.replica.pid,
@@ -225,10 +234,17 @@ std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& an
       notes.emplace_back(LogLevel::error, "replica registry: " + twin_refusal_);
     }
   }
-  for (const auto& pending : same_id_pending_) {  // not written again: dead, its runs lost
-    if (std::none_of(same_id.begin(), same_id.end(), started_as(pending))) lost.push_back(pending);
+  // Not written again while it would have lived: dead, its runs lost.
+  const Instant now = fleet_now();
+  for (auto it = same_id_pending_.begin(); it != same_id_pending_.end();) {
+    const bool seen_now = std::any_of(same_id.begin(), same_id.end(), started_as(*it));
+    if (seen_now || now < it->expires_at) {
+      ++it;
+      continue;
+    }
+    lost.push_back(*it);
+    it = same_id_pending_.erase(it);
   }
-  same_id_pending_ = std::move(same_id);
   answer.expired = lost;
   return lost;
 }

@@ -208,6 +208,8 @@ ReplicaAnnounce verdict(const ReplicaAnnouncement& replica, bool accepted, const
     if (other.replica.jobs_digest != replica.jobs_digest) {
       answer.other_jobs.push_back(fmt::format("{} on {}", other.replica.replica_id, other.replica.host));
     }
+    answer.others_jobs_fingerprint = detail::fnv1a(other.replica.jobs_digest,
+                                                   detail::fnv1a(other.replica.replica_id, answer.others_jobs_fingerprint));
   }
   const auto reference = std::find_if(others.begin(), others.end(), [&](const ReplicaRecord& r) {
     return r.accepted && r.beat <= now + ttl / 3;

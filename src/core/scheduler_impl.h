@@ -550,10 +550,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::string settings_refusal_;  // empty: accepted
   std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
   std::vector<std::string> reported_other_jobs_;
-  /// Records of this replica's id with another start that the last
-  /// announcement replaced (announce_mutex_): a dead predecessor's, whose
-  /// runs are reported lost at the next announcement unless they come back
-  /// — then a live twin runs under this id (twin_refusal_).
+  std::uint64_t others_jobs_fingerprint_ = 0;  // registry_mutex_: the last answer's (0: none yet)
+  /// Records of this replica's id with another start that announcements
+  /// replaced (announce_mutex_): a dead predecessor's, whose runs are
+  /// reported lost once the record would have expired, unless it is
+  /// written again before — then a live twin runs under this id
+  /// (twin_refusal_).
   std::vector<ReplicaRecord> same_id_pending_;
   /// Set (announce_mutex_) when this replica is the younger of two live
   /// processes with one replica id: it claims nothing from then on.

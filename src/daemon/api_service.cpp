@@ -10,6 +10,7 @@
 #include "daemon/run_output.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
 #include "fleetcron/version.h"
 
 namespace fleetcron::daemon {
@@ -241,8 +242,12 @@ std::optional<HttpAnswer> ApiService::refuse_token(const HttpRequest& request) c
 }
 
 HttpAnswer ApiService::output(const std::string& key, const HttpRequest& request) {
-  // A run's output may hold what its job printed of secrets: with a token
-  // configured, reading it needs the token, as a write does.
+  // A run's output may hold what its job printed of secrets: reading it
+  // needs the token, as a write does (the page asks for it).
+  if (sources_.token.empty()) {
+    return error(403, "reading a run's output needs the API token: the daemon runs without --api-token-file "
+                      "(on this host, `fleetcron logs` reads it)");
+  }
   if (auto refused = refuse_token(request)) return *refused;
   if (sources_.output_dir.empty()) return error(404, "this replica keeps no runs' output (--output-dir none)");
   const auto fire_query = request.query.find("fire");
@@ -268,9 +273,14 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
   if (auto refused = refuse_token(request)) return *refused;
   const auto fleet_view = view();
   const auto local = sources_.local_jobs();
-  const bool known = find_job(*fleet_view, key) != nullptr ||
-                     std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
-  if (!known) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
+  const JobView* found = find_job(*fleet_view, key);
+  const bool here = std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
+  if (found == nullptr && !here) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
+  if (!here && found != nullptr && found->catalogued && found->catalogued->removed) {
+    return error(409, fmt::format("job \"{}\" was removed from the jobs of {} at {} (a reload) and no replica runs it "
+                                  "now (fleetcron {} --force acts on it anyway)",
+                                  key, found->catalogued->seen_by, format_rfc3339(*found->catalogued->removed), action));
+  }
   const std::string by = ("api@" + sources_.replica_id).substr(0, 64);
   const auto request_id = request.query.find("request_id");
   const std::string_view request_key = request_id == request.query.end() ? std::string_view() : request_id->second;

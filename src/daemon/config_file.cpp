@@ -245,6 +245,10 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
       settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
     } else if (name == "output_dir") {
       settings.output_dir = output_dir_from(string_value(path, name, node));
+      if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
+        throw SettingsError(fmt::format("{}: output_dir \"{}\": an absolute path, or none", where(path, node),
+                                        settings.output_dir));
+      }
     } else if (name == "keep_succeeded") {
       settings.keep_succeeded = count_value(path, name, node, max_kept_runs, 0);
     } else if (name == "keep_failed") {

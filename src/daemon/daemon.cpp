@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 
+#include "core/ledger_records.h"
 #include "daemon/file_watcher.h"
 #include "daemon/fire_recorder.h"
 #include "daemon/fleet_view.h"
@@ -84,6 +85,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   if (!settings_.output_dir.empty()) {
     try {
       outputs_ = std::make_unique<RunOutputs>(settings_.output_dir, replica_id);
+      outputs_->prune_host({settings_.keep_succeeded, settings_.keep_failed, settings_.history_age});
     } catch (const std::exception& e) {
       log_.write("warn", "output-not-kept",
                  fmt::format("runs' output is not kept (fleetcron logs has none of this replica's runs): {}", e.what()));
@@ -410,7 +412,14 @@ void Daemon::add_job(const JobDefinition& job) {
                                                        job.line, job.spec), job.key);
   }
   EntryOptions options = entry_options(job);
-  if (job.history) options.ledger_retention = LedgerRetention{*job.history, settings_.history_age};
+  if (job.history && settings_.history == 0) {
+    log_.write("warn", "history-ignored",
+               fmt::format("{}:{}: history={} has no effect: this daemon keeps no ledger (--history 0)", job.file,
+                           job.line, *job.history),
+               job.key);
+  } else if (job.history) {
+    options.ledger_retention = LedgerRetention{*job.history, settings_.history_age};
+  }
   const EntryId id = scheduler_->add(job.schedule, make_job(runtime), options);
   std::lock_guard guard(jobs_mutex_);
   jobs_[job.key] = {id, runtime};
@@ -498,7 +507,8 @@ void Daemon::run_job(Runtime& runtime, const FireContext& fire, std::stop_token 
 
 std::unique_ptr<OutputWriter> Daemon::open_output(const JobDefinition& job, const FireContext& fire) {
   if (!outputs_) return nullptr;
-  return outputs_->open(job.key, fire.fire_key, fire.attempt);
+  // Under the key the ledger records it by (a lost run's re-run has its own).
+  return outputs_->open(job.key, detail::recovery_fire_key(fire.fire_key, fire.recovery), fire.attempt);
 }
 
 void Daemon::close_output(std::unique_ptr<OutputWriter> kept, const JobDefinition& job, const FireContext& fire,
@@ -508,6 +518,9 @@ void Daemon::close_output(std::unique_ptr<OutputWriter> kept, const JobDefinitio
   if (!kept->error().empty()) {
     log_.write("warn", "output-not-kept", "this run's output is not (all) kept: " + kept->error(), job.key, fire.fire_key);
   }
+  // After the last attempt only: a failed attempt waiting for its retry is
+  // no failed run yet (keep-failed=0 would drop what the retry appends to).
+  if (!succeeded && fire.attempt <= job.retries) return;
   const OutputRetention retention{job.keep_succeeded.value_or(settings_.keep_succeeded),
                                   job.keep_failed.value_or(settings_.keep_failed), settings_.history_age};
   outputs_->prune(job.key, retention);

@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 
@@ -88,9 +93,11 @@ std::string output_file_name(std::string_view text) {
   return fmt::format("{}~{:016x}", name.substr(0, max_name_bytes - 17), detail::fnv1a(text));
 }
 
-std::vector<KeptRun> kept_runs(const fs::path& dir, const std::string& job_key) {
+namespace {
+
+/// Every replica's runs of the job whose folder is `job_name`, newest first.
+std::vector<KeptRun> runs_named(const fs::path& dir, const std::string& job_name) {
   std::vector<KeptRun> runs;
-  const std::string job_name = output_file_name(job_key);
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
     std::error_code ignored;
@@ -100,6 +107,12 @@ std::vector<KeptRun> kept_runs(const fs::path& dir, const std::string& job_key) 
   }
   newest_first(runs);
   return runs;
+}
+
+}  // namespace
+
+std::vector<KeptRun> kept_runs(const fs::path& dir, const std::string& job_key) {
+  return runs_named(dir, output_file_name(job_key));
 }
 
 std::optional<KeptRun> select_kept_run(const std::vector<KeptRun>& runs, const std::string& job_key,
@@ -115,7 +128,7 @@ std::optional<KeptRun> select_kept_run(const std::vector<KeptRun>& runs, const s
 std::string read_kept_output(const KeptRun& run, std::size_t max_bytes) {
   std::FILE* file = std::fopen(run.path.c_str(), "r");
   if (file == nullptr) throw std::runtime_error(fmt::format("{}: {}", run.path.string(), std::strerror(errno)));
-  std::string text(max_bytes, '\0');
+  std::string text(static_cast<std::size_t>(std::min<std::uintmax_t>(run.bytes, max_bytes)), '\0');
   text.resize(std::fread(text.data(), 1, text.size(), file));
   const bool more = std::fgetc(file) != EOF;
   std::fclose(file);
@@ -181,12 +194,24 @@ void OutputWriter::finish(bool succeeded) {
   if (error && error_.empty()) error_ = fmt::format("{}: {}", running_.string(), error.message());
 }
 
-RunOutputs::RunOutputs(fs::path dir, std::string replica_id) : replica_dir_(std::move(dir) / output_file_name(replica_id)) {
+RunOutputs::RunOutputs(fs::path dir, std::string replica_id)
+    : dir_(std::move(dir)), replica_dir_(dir_ / output_file_name(replica_id)) {
   std::error_code error;
   fs::create_directories(replica_dir_, error);
   if (!error) fs::permissions(replica_dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec, error);
   if (error) throw std::runtime_error(fmt::format("{}: {}", replica_dir_.string(), error.message()));
+  // One process per replica folder: a twin under the same id (or another
+  // fleet's replica with this name) would write into this one's files.
+  const fs::path lock = replica_dir_ / ".lock";
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+  if (lock_fd_ < 0) throw std::runtime_error(fmt::format("{}: {}", lock.string(), std::strerror(errno)));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd_);
+    throw std::runtime_error(fmt::format("{}: in use by another live process with this replica id", replica_dir_.string()));
+  }
 }
+
+RunOutputs::~RunOutputs() { ::close(lock_fd_); }
 
 std::unique_ptr<OutputWriter> RunOutputs::open(const std::string& job_key, const std::string& fire_key, int attempt) {
   const fs::path job_dir = replica_dir_ / output_file_name(job_key);
@@ -202,21 +227,58 @@ std::unique_ptr<OutputWriter> RunOutputs::open(const std::string& job_key, const
 }
 
 std::size_t RunOutputs::prune(const std::string& job_key, const OutputRetention& retention) {
-  std::vector<KeptRun> runs;
-  add_runs(replica_dir_ / output_file_name(job_key), "", runs);
-  newest_first(runs);
+  return prune_named(output_file_name(job_key), retention);
+}
+
+std::size_t RunOutputs::prune_named(const std::string& job_name, const OutputRetention& retention) {
   const auto oldest_kept = fs::file_time_type::clock::now() -
                            std::chrono::duration_cast<fs::file_time_type::duration>(retention.keep_for);
   std::size_t succeeded = 0, failed = 0, removed = 0;
-  for (const auto& run : runs) {
-    if (run.state == KeptState::running) continue;  // being written, or its runner died: listed as such
-    std::size_t& count = run.state == KeptState::succeeded ? succeeded : failed;
-    const std::size_t keep = run.state == KeptState::succeeded ? retention.keep_succeeded : retention.keep_failed;
-    if (++count <= keep && run.modified >= oldest_kept) continue;
+  for (const auto& run : runs_named(dir_, job_name)) {  // every replica's on this host: the bound is the host's
+    bool keep = run.modified >= oldest_kept;  // a file written to within keep_for (a run that died mid-way: after it)
+    if (run.state != KeptState::running) {
+      std::size_t& count = run.state == KeptState::succeeded ? succeeded : failed;
+      keep = keep && ++count <= (run.state == KeptState::succeeded ? retention.keep_succeeded : retention.keep_failed);
+    }
     std::error_code error;
-    if (fs::remove(run.path, error)) ++removed;
+    if (!keep && fs::remove(run.path, error)) ++removed;
   }
   return removed;
+}
+
+std::size_t RunOutputs::prune_host(const OutputRetention& retention) {
+  std::set<std::string> job_names;
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    for (fs::directory_iterator job(it->path(), ignored), none; !ignored && job != none; job.increment(ignored)) {
+      if (job->is_directory(ignored)) job_names.insert(job->path().filename().string());
+    }
+  }
+  std::size_t removed = 0;
+  for (const auto& name : job_names) removed += prune_named(name, retention);
+  // Folders left empty go, those of replicas gone from this host too (but
+  // not a live one's: its lock file keeps it).
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
+    std::error_code ignored;
+    for (fs::directory_iterator job(it->path(), ignored), none; !ignored && job != none; job.increment(ignored)) {
+      if (job->is_directory(ignored) && fs::is_empty(job->path(), ignored)) fs::remove(job->path(), ignored);
+    }
+    if (it->path() != replica_dir_ && fs::exists(it->path() / ".lock", ignored) && !locked_elsewhere(it->path())) {
+      if (std::distance(fs::directory_iterator(it->path(), ignored), fs::directory_iterator{}) == 1) {
+        fs::remove_all(it->path(), ignored);
+      }
+    }
+  }
+  return removed;
+}
+
+bool RunOutputs::locked_elsewhere(const fs::path& replica_dir) {
+  const int fd = ::open((replica_dir / ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool locked = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return locked;
 }
 
 }  // namespace fleetcron::daemon

@@ -89,21 +89,35 @@ class OutputWriter {
 /// This replica's part of the output directory.
 class RunOutputs {
  public:
-  /// Creates `dir`/REPLICA (mode 0750); throws std::runtime_error naming
-  /// the path when it cannot.
+  /// Creates `dir`/REPLICA (mode 0750) and locks it (flock of its .lock)
+  /// for this process; throws std::runtime_error naming the path when it
+  /// cannot, or when another live process holds the lock.
   RunOutputs(std::filesystem::path dir, std::string replica_id);
+  ~RunOutputs();
+  RunOutputs(const RunOutputs&) = delete;
+  RunOutputs& operator=(const RunOutputs&) = delete;
 
   /// The file of `fire_key`'s attempt `attempt` (1 first), created or
   /// reopened: a retry appends to the attempt before it.
   [[nodiscard]] std::unique_ptr<OutputWriter> open(const std::string& job_key, const std::string& fire_key, int attempt);
-  /// Removes the job's oldest finished runs beyond `retention`'s counts
-  /// and any older than its age; returns how many files went.
+  /// Removes the job's oldest finished runs on this host (every replica
+  /// folder) beyond `retention`'s counts, and any file not written to for
+  /// longer than its age (a run whose daemon died mid-way included);
+  /// returns how many files went.
   std::size_t prune(const std::string& job_key, const OutputRetention& retention);
+  /// prune() for every job on this host, then the folders left empty and
+  /// those of replicas no process holds any more (at start).
+  std::size_t prune_host(const OutputRetention& retention);
 
   [[nodiscard]] const std::filesystem::path& directory() const noexcept { return replica_dir_; }
 
  private:
-  std::filesystem::path replica_dir_;
+  std::size_t prune_named(const std::string& job_name, const OutputRetention& retention);
+  /// Whether a live process holds `replica_dir`'s lock.
+  static bool locked_elsewhere(const std::filesystem::path& replica_dir);
+
+  std::filesystem::path dir_, replica_dir_;
+  int lock_fd_ = -1;
 };
 
 }  // namespace fleetcron::daemon

@@ -75,7 +75,8 @@ std::string default_output_dir() {
   if (::geteuid() == 0) return "/var/lib/fleetcron/runs";
   if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') return std::string(xdg) + "/fleetcron/runs";
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr && *home == '/' ? home : "/tmp") + "/.local/state/fleetcron/runs";
+  if (home == nullptr || *home != '/') return {};  // no home of its own: nowhere (not a shared /tmp)
+  return std::string(home) + "/.local/state/fleetcron/runs";
 }
 
 std::string output_dir_from(std::string_view text) { return text == "none" ? std::string() : std::string(text); }

@@ -258,9 +258,28 @@ TEST(ApiService, ARunsOutputIsServedWithTheTokenOrItsWhereabouts) {
       HttpRequest{"GET", "/api/v1/jobs/backup/output", {{"fire", "2026-12-03T03:00:00Z"}}, "Bearer s3cret", ""});
   EXPECT_EQ(elsewhere.status, 404);
   EXPECT_TRUE(has(elsewhere, "is kept on replica replica-b, which ran it, not on this host")) << elsewhere.body;
-  Fixture without_output("", "");
-  EXPECT_TRUE(has(without_output.get("/api/v1/jobs/backup/output"), "this replica keeps no runs' output")) ;
+  Fixture without_output("s3cret", "");
+  EXPECT_TRUE(has(without_output.api.handle(HttpRequest{"GET", "/api/v1/jobs/backup/output", {}, "Bearer s3cret", ""}),
+                  "this replica keeps no runs' output"));
+  Fixture without_token("", dir.path());
+  const HttpAnswer open_read = without_token.get("/api/v1/jobs/backup/output");
+  EXPECT_EQ(open_read.status, 403) << "a run's output may hold secrets: never without a token";
+  EXPECT_TRUE(has(open_read, "needs the API token")) << open_read.body;
   EXPECT_EQ(f.post("/api/v1/jobs/backup/output", "Bearer s3cret").status, 405);
+}
+
+// A job a reload removed (no replica runs it): the API refuses to control
+// it, as the CLI does without --force.
+TEST(ApiService, AJobNoReplicaRunsAnyMoreIsNotControlled) {
+  Fixture f;
+  const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+  // replica-b's list no longer holds team/report.
+  ASSERT_EQ(f.state->catalogue_jobs({}, now, "replica-b").status, ControlChange::Status::changed);
+  const HttpAnswer refused = f.post("/api/v1/jobs/team/report/trigger", "Bearer s3cret");
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_TRUE(has(refused, "was removed from the jobs of replica-b")) << refused.body;
+  EXPECT_TRUE(has(f.get("/api/v1/jobs/team/report"), "\"removed_by\":\"replica-b\""));
+  EXPECT_EQ(f.post("/api/v1/jobs/backup/trigger", "Bearer s3cret").status, 202) << "a job this replica runs";
 }
 
 }  // namespace

@@ -113,6 +113,38 @@ TEST(RunOutput, AMissingRunSaysWhereItRanOrThatItWasPruned) {
             std::string::npos);
 }
 
+// One process per replica folder; at start the host's folders are pruned:
+// the bound holds across restarts that each get a new replica id, and a
+// run whose daemon died mid-way (left .running) goes once it is too old.
+TEST(RunOutput, AFolderIsOneProcesssAndTheHostIsPrunedAtStart) {
+  ScratchDirectory dir;
+  const auto old = fs::file_time_type::clock::now() - std::chrono::hours{2};
+  {
+    RunOutputs earlier(dir.path(), "web-1-100");
+    EXPECT_THROW(RunOutputs(dir.path(), "web-1-100"), std::runtime_error) << "a twin under one id";
+    for (int i = 0; i < 4; ++i) run_once(earlier, "job", "job@" + std::to_string(i), true);
+    auto died = earlier.open("job", "job@9", 1);  // its daemon dies before the end
+    died->line("half");
+  }
+  for (const auto& run : kept_runs(dir.path(), "job")) fs::last_write_time(run.path, old);
+  RunOutputs now(dir.path(), "web-1-200");
+  run_once(now, "job", "job@10", true);
+  EXPECT_EQ(now.prune_host(OutputRetention{10, 10, std::chrono::hours{1}}), 5u);
+  const auto left = kept_runs(dir.path(), "job");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].fire_key, "job@10");
+  EXPECT_FALSE(fs::exists(fs::path(dir.path()) / "web-1-100")) << "a dead replica's emptied folder goes";
+  EXPECT_TRUE(fs::exists(fs::path(dir.path()) / "web-1-200"));
+  // Counts are the host's: another replica's runs of the job count too.
+  {
+    RunOutputs other(dir.path(), "web-2");
+    run_once(other, "job", "job@11", true);
+    run_once(other, "job", "job@12", true);
+  }
+  EXPECT_EQ(now.prune("job", OutputRetention{2, 10, std::chrono::hours{1}}), 1u);
+  EXPECT_EQ(kept_runs(dir.path(), "job").size(), 2u);
+}
+
 TEST(RunOutput, ADirectoryThatCannotBeMadeIsAnErrorNamingIt) {
   ScratchDirectory dir;
   const std::string file = dir.write("a-file", "x");
