@@ -238,10 +238,16 @@ class SpecParser {
     fail("", position, fmt::format("expected {}, got {}", expected, count));
   }
 
-  // A year field as a 6th field must hold a number: `*` or `*/2` there is
-  // more likely a seconds-first spec read without seconds.
+  // A year field as a 6th field must name a year (four digits in a row, as
+  // the daemon's jobs files require): `*`, `*/2` or `1-5` there is more
+  // likely a seconds-first spec read without seconds.
   static bool names_a_year(std::string_view text) {
-    return std::any_of(text.begin(), text.end(), [](char c) { return is_digit(c); });
+    std::size_t run = 0;
+    for (const char c : text) {
+      run = is_digit(c) ? run + 1 : 0;
+      if (run == 4) return true;
+    }
+    return false;
   }
 
   void parse_field(Field field, const Token& token, CronFields& fields) {

@@ -262,7 +262,10 @@ INSTANTIATE_TEST_SUITE_P(
         // year
         BadSpec{"0 0 1 1 * 1969", none, "year", 10, "1969 below minimum 1970"},
         BadSpec{"0 0 1 1 * 2100", none, "year", 10, "2100 above maximum 2099"},
-        BadSpec{"0 0 9 * * 1", none, "year", 10, "1 below minimum 1970"},
+        BadSpec{"0 30 9 * * 1-5", none, "", 11,
+                "expected 5 fields, or 6 with a year last, got 6: the 6th field \"1-5\" names no year (1970-2099); a "
+                "seconds field comes first only with the seconds option"},
+        BadSpec{"0 0 1 1 * 2027/0", none, "year", 15, "step 0: a step must be at least 1"},
         BadSpec{"0 0 1 1 * 2030-2027", none, "year", 10,
                 "beginning of range 2030 beyond end 2027: a range does not wrap around; write 2030-2099,1970-2027"},
         BadSpec{"0 0 1 1 * 2027", optional, "day-of-week", 10, "2027 above maximum 7"},
