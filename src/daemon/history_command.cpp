@@ -94,7 +94,7 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
       return 1;
     }
     if (!job.empty() && read.records.empty()) {  // a removed job's records still show; a typo has none
-      const JobLookup lookup = look_up_job(*state, StoreClock(*state, system_clock()).now(), job, false);
+      const JobLookup lookup = look_up_job(*state, StoreClock(*state, system_clock()).now(), job, false, false);
       if (!lookup.known) {
         err << "history: " << lookup.refusal << '\n';
         return 2;

@@ -40,7 +40,7 @@ std::vector<std::string> nearest_keys(const std::string& job, const std::vector<
   return out;
 }
 
-JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count) {
+JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count, bool to_control) {
   const CatalogueRead catalogue = state.read_catalogue(now);
   if (catalogue.status != CatalogueRead::Status::found) {
     throw std::runtime_error("reading the fleet's catalogue: " + catalogue.error);
@@ -50,8 +50,8 @@ JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bo
   for (const auto& entry : catalogue.jobs) {
     keys.push_back(entry.job_key);
     if (entry.job_key != job) continue;
-    if (!entry.removed) return {true, {}};
-    removed = &entry;  // a reload dropped it: known, but no replica runs it
+    if (!entry.removed || !to_control) return {true, {}};
+    removed = &entry;  // a reload dropped it: known, but no replica runs it to control
   }
   if (controls_count) {
     const ControlsRead controls = state.read_controls(now);
@@ -72,10 +72,12 @@ JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bo
   }
   std::string suggestions;
   for (const auto& key : nearest_keys(job, keys)) suggestions += (suggestions.empty() ? "\"" : ", \"") + terminal_safe(key) + "\"";
-  return {false, fmt::format("no job \"{}\" in the fleet's catalogue ({} job(s)); the nearest: {}. A job no replica "
-                             "has announced yet, or whose replicas could not write the catalogue (they log \"job "
-                             "catalogue: this replica's jobs were not written\"), needs --force",
-                             terminal_safe(job), keys.size(), suggestions)};
+  return {false, fmt::format("no job \"{}\" in the fleet's catalogue ({} job(s)); the nearest: {}{}", terminal_safe(job),
+                             keys.size(), suggestions,
+                             to_control ? ". A job no replica has announced yet, or whose replicas could not write the "
+                                          "catalogue (they log \"job catalogue: this replica's jobs were not written\"), "
+                                          "needs --force"
+                                        : "")};
 }
 
 }  // namespace fleetcron::daemon

@@ -18,8 +18,11 @@ struct JobLookup {
 
 /// Looks `job` up in the fleet's catalogue and, when `controls_count`, in
 /// its controls (a paused job no replica runs any more can be resumed).
+/// `to_control`: a job a reload removed is refused, and the refusals name
+/// --force (pause, resume, trigger); otherwise (history) it is known.
 /// Throws std::runtime_error when the store cannot be read.
-[[nodiscard]] JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count);
+[[nodiscard]] JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count,
+                                    bool to_control = true);
 
 /// Up to `count` of `keys` nearest to `job` (edit distance), nearest first.
 [[nodiscard]] std::vector<std::string> nearest_keys(const std::string& job, const std::vector<std::string>& keys,

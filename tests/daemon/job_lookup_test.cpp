@@ -40,6 +40,10 @@ TEST(JobLookup, AnUnknownKeyIsRefusedWithTheNearestKnownOnes) {
             "job \"weekly-report\" was removed from the jobs of replica-1 at " + format_rfc3339(now + 1s) +
                 " (a reload) and no replica runs it now; --force acts on it anyway");
   EXPECT_TRUE(look_up_job(state, now + 1s, "held", false).known);
+  EXPECT_TRUE(look_up_job(state, now + 1s, "weekly-report", false, false).known) << "its history is still there";
+  EXPECT_EQ(look_up_job(state, now, "nightly-bakup", false, false).refusal,
+            "no job \"nightly-bakup\" in the fleet's catalogue (4 job(s)); the nearest: \"nightly-backup\", \"held\", "
+            "\"tick\"") << "history offers no --force";
   // A paused job no replica runs any more: known to a resume only.
   ASSERT_EQ(state.set_paused("retired", true, "cli", now).status, ControlChange::Status::changed);
   EXPECT_FALSE(look_up_job(state, now, "retired", false).known);
