@@ -133,10 +133,6 @@ std::vector<FireRecord> one(std::optional<FireRecord> record) {
 
 }  // namespace
 
-std::string recovery_fire_key(const std::string& fire_key, int recovery) {
-  return recovery > 0 ? fire_key + "#recover" + std::to_string(recovery) : fire_key;
-}
-
 std::string missed_fire_key(const std::string& job_key, Instant first_missed) {
   return fire_key(job_key, first_missed) + "#missed";
 }

@@ -31,6 +31,10 @@ namespace fleetcron::detail {
 /// The key of the `recovery`-th re-run of a lost run: the fire key and
 /// "#recover<n>" (the fire key itself for 0). The re-run is claimed under
 /// it and recorded under it, beside the lost record.
-[[nodiscard]] std::string recovery_fire_key(const std::string& fire_key, int recovery);
+/// Inline: the daemon names a re-run's kept output by it, and the core
+/// library's symbols are hidden in a shared build.
+[[nodiscard]] inline std::string recovery_fire_key(const std::string& fire_key, int recovery) {
+  return recovery > 0 ? fire_key + "#recover" + std::to_string(recovery) : fire_key;
+}
 
 }  // namespace fleetcron::detail

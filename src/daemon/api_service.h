@@ -43,7 +43,7 @@ struct ApiSources {
   std::string replica_id;
   std::string coordinator;  // its description, no secrets
   std::string token;        // empty: read-only
-  std::string output_dir;   // where this host keeps runs' output; empty: nowhere
+  std::string output_dir = {};  // where this host keeps runs' output; empty: nowhere
 };
 
 /// The most of one run's output one answer carries.

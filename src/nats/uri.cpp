@@ -126,8 +126,15 @@ class UriParser {
       }
       (name == "connect_timeout" ? out_.connection.connect_timeout : out_.connection.request_timeout) =
           std::chrono::duration_cast<std::chrono::milliseconds>(duration);
+    } else if (name == "tls_ca_file" || name == "tls_cert_file" || name == "tls_key_file") {
+      // As the Redis URI names them; a file's path percent-decoded.
+      auto& tls = out_.connection.tls;
+      (name == "tls_ca_file" ? tls.ca_file : name == "tls_cert_file" ? tls.cert_file : tls.key_file) =
+          decode(value, "option " + name);
+      tls.enabled = true;
     } else {
-      fail("option " + name, "unknown (known: bucket, leader_bucket, key, replicas, connect_timeout, request_timeout)");
+      fail("option " + name, "unknown (known: bucket, leader_bucket, key, replicas, connect_timeout, request_timeout, "
+                             "tls_ca_file, tls_cert_file, tls_key_file)");
     }
   }
 

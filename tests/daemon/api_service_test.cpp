@@ -144,7 +144,7 @@ TEST(Api, RunsReadTheLedgerAtMostOncePerJobPerViewLifetime) {
   const auto counting = std::make_shared<CountingFleetState>(f.state);
   ApiService api(ApiSources{counting, [] { return std::vector<LocalJob>{}; },
                             [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
-                            "replica-a", "memory", ""});
+                            "replica-a", "memory", "", ""});
   const auto runs = [&](const std::string& key, const std::string& limit) {
     return api.handle(HttpRequest{"GET", "/api/v1/jobs/" + key + "/runs", {{"limit", limit}}, "", ""});
   };

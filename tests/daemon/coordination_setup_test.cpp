@@ -107,8 +107,21 @@ TEST(CoordinationSetup, NatsPasswordsKeepQuestionMarksSlashesAndCommas) {
     FAIL() << "an unknown option was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), "NATS URI \"nats://***@127.0.0.1:4222?colour=red\": option colour: unknown (known: "
-                                     "bucket, leader_bucket, key, replicas, connect_timeout, request_timeout)");
+                                     "bucket, leader_bucket, key, replicas, connect_timeout, request_timeout, tls_ca_file, "
+                                     "tls_cert_file, tls_key_file)");
   }
+}
+
+TEST(CoordinationSetup, NatsTlsFilesAreNamedAsInTheRedisUri) {
+  Settings settings;
+  const auto options = parse_nats_uri("nats://a:4222?bucket=B&tls_ca_file=/etc/ssl/fleet%20ca.pem", settings);
+  EXPECT_TRUE(options.tls.enabled) << "a CA file turns TLS on";
+  EXPECT_EQ(options.tls.ca_file, "/etc/ssl/fleet ca.pem");
+  EXPECT_TRUE(options.tls.cert_file.empty());
+  // A client certificate without its key is refused where the options are checked (Connection::connect).
+  const auto client = parse_nats_uri("tls://a:4222?tls_cert_file=/c.pem&tls_key_file=/c.key", settings);
+  EXPECT_EQ(client.tls.cert_file, "/c.pem");
+  EXPECT_EQ(client.tls.key_file, "/c.key");
 }
 
 TEST(CoordinationSetup, NatsReplicasAreTheBucketsAndBounded) {

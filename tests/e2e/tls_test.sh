@@ -9,7 +9,8 @@
 #  - a daemon that trusts the CA runs every fire once;
 #  - NATS over TLS (tls://) to a server whose certificate the system's CAs
 #    do not trust: `run` exits 2 (store-refused), never a crash at exit
-#    (nats.c and OpenSSL's cleanup used to segfault about one exit in two).
+#    (nats.c and OpenSSL's cleanup used to segfault about one exit in two);
+#    with ?tls_ca_file= two daemons run each fire once and stop cleanly.
 #
 #   tls_test.sh FLEETCRON_BINARY
 set -euo pipefail
@@ -75,5 +76,21 @@ for attempt in 1 2 3 4; do
 done
 grep -q "store-refused .*SSL handshake error: .*not starting" "$work/nats-run.log" ||
   fail "NATS: no store-refused line: $(tail -2 "$work/nats-run.log")"
+# 5. NATS with TLS and the fleet's CA (?tls_ca_file=): two daemons, each
+#    fire once, and a clean stop.
+: >"$journal"
+nats_ca_uri="$nats_uri&tls_ca_file=$FLEETCRON_TEST_TLS_DIR/ca.pem"
+for r in 4 5; do start "$r" "$nats_ca_uri"; done
+wait_up_to 30 "five runs of the NATS TLS fleet" five
+for r in 4 5; do kill -TERM "${daemon_pids[$r]}"; done
+for r in 4 5; do
+  status=0
+  wait "${daemon_pids[$r]}" || status=$?
+  ((status == 0)) || fail "NATS TLS replica $r exited $status on SIGTERM: $(tail -2 "$work/replica-$r.log")"
+done
+nats_duplicates=$(awk '{print $1}' "$journal" | sort | uniq -d | wc -l)
+((nats_duplicates == 0)) || fail "$nats_duplicates fires ran twice over NATS TLS"
+nats_runs=$(wc -l <"$journal")
 echo "ok: wrong CA: run exits 2 naming the certificate, status exits 1; tls_verify=false warned and ran;" \
-  "verified fleet of 2: $(wc -l <"$journal") runs, 0 duplicates; NATS over TLS refused: exit 2 (4 times, no crash)"
+  "verified fleet of 2, 0 duplicates; NATS over TLS refused: exit 2 (4 times, no crash); NATS TLS fleet of 2:" \
+  "$nats_runs runs, 0 duplicates, clean stops"
