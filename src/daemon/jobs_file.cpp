@@ -1,5 +1,6 @@
 #include "daemon/jobs_file.h"
 
+#include "core/fnv1a.h"
 #include "daemon/env_file.h"
 #include "daemon/settings.h"
 
@@ -161,14 +162,6 @@ bool is_year_field(std::string_view word, bool with_seconds) {
   return false;
 }
 
-std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 14695981039346656037ULL) {
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
 }  // namespace
 
 bool JobDefinition::same_definition(const JobDefinition& other) const {
@@ -233,9 +226,9 @@ std::string rule_error(const JobDefinition& job, std::string_view what) {
 }
 
 std::string derive_key(std::string_view spec, std::string_view command) {
-  std::uint64_t hash = fnv1a(spec);
-  hash = fnv1a("\n", hash);
-  hash = fnv1a(command, hash);
+  std::uint64_t hash = detail::fnv1a(spec);
+  hash = detail::fnv1a("\n", hash);
+  hash = detail::fnv1a(command, hash);
   return fmt::format("job-{:016x}", hash);
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "postgres/pool.h"
 
@@ -18,21 +19,10 @@ namespace {
 }
 
 std::string decoded(std::string_view uri, std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (i + 2 >= text.size() ||
-        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr != text.data() + i + 3) {
-      refuse(uri, fmt::format("bad percent-encoding in \"{}\"", text));
-    }
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
+  std::size_t bad_at = 0;
+  auto out = fleetcron::detail::percent_decode(text, bad_at);
+  if (!out) refuse(uri, fmt::format("bad percent-encoding in \"{}\"", text));
+  return std::move(*out);
 }
 
 }  // namespace

@@ -297,6 +297,13 @@ TEST(PostgresErrors, BadUrisNameWhatIsWrongAndNeverShowThePassword) {
   EXPECT_THROW((void)postgres::parse_uri("mysql://127.0.0.1/db"), UriError);
   EXPECT_THROW((void)postgres::parse_uri("postgres://127.0.0.1/db?claims_table=bad-name"), UriError);
   EXPECT_THROW((void)postgres::parse_uri("postgres://127.0.0.1/db?pool_size=0"), UriError);
+  try {  // the core's percent decoder, as the other backends'
+    (void)postgres::parse_uri("postgres://127.0.0.1/db?leader_name=a%2");
+    FAIL() << "accepted";
+  } catch (const UriError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad percent-encoding in \"a%2\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(postgres::parse_uri("postgres://127.0.0.1/db?leader_name=night%20ly").leader_name, "night ly");
   const auto parsed = postgres::parse_uri(
       "postgresql://u:pw@127.0.0.1:5433/db?sslmode=disable&claims_table=ops.claims"
       "&leader_name=nightly&statement_timeout=2s");
