@@ -60,6 +60,8 @@ void CronFields::finish() noexcept {
   has_quartz_days = last_day || days_before_last != 0 || last_weekday || nearest_weekday != 0 ||
                     last_of_weekday != 0;
   for (auto nth : nth_of_weekday) has_quartz_days = has_quartz_days || nth != 0;
+  last_matching_year = last_year;
+  while (last_matching_year > first_year && !year_matches(last_matching_year)) --last_matching_year;
 }
 
 bool CronFields::year_matches(int y) const noexcept {
@@ -70,10 +72,9 @@ bool CronFields::year_matches(int y) const noexcept {
 }
 
 std::optional<int> CronFields::next_year(int y) const noexcept {
-  for (int candidate = std::max(y, first_year); candidate <= last_year; ++candidate) {
+  for (int candidate = std::max(y, first_year); candidate <= last_matching_year; ++candidate) {
     if (year_matches(candidate)) return candidate;
   }
-  if (any_year) return y;
   return std::nullopt;
 }
 

@@ -28,6 +28,9 @@ struct CronFields {
   std::array<std::uint64_t, 3> years{};
   static constexpr int first_year = 1970;
   static constexpr int last_year = 2099;
+  /// Derived by finish(): the last year the field matches (last_year
+  /// without a year field), where next()'s search may end.
+  int last_matching_year = last_year;
 
   // Quartz day-of-month tokens.
   bool last_day = false;               ///< L

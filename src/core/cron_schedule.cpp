@@ -18,11 +18,7 @@ constexpr int max_periods_searched = 4 * (CronFields::last_year - CronFields::fi
 // last matching year of a year field, else of the year after the horizon.
 std::int64_t horizon_local_s(const CronFields& fields, std::int64_t local_s) {
   auto y = year_month_day{floor<days>(sys_seconds{seconds{local_s}})}.year() + years{search_horizon_years + 1};
-  if (!fields.any_year) {
-    int last = CronFields::last_year;
-    while (last >= CronFields::first_year && !fields.year_matches(last)) --last;
-    y = year{last + 1};
-  }
+  if (!fields.any_year) y = year{fields.last_matching_year + 1};
   return sys_seconds{sys_days{y / January / 1}}.time_since_epoch().count();
 }
 

@@ -6,11 +6,11 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "daemon/job_lookup.h"
 #include "daemon/json_output.h"
 #include "daemon/run_output.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/rfc3339.h"
 #include "fleetcron/version.h"
 
 namespace fleetcron::daemon {
@@ -277,9 +277,8 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
   const bool here = std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
   if (found == nullptr && !here) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
   if (!here && found != nullptr && found->catalogued && found->catalogued->removed) {
-    return error(409, fmt::format("job \"{}\" was removed from the jobs of {} at {} (a reload) and no replica runs it "
-                                  "now (fleetcron {} --force acts on it anyway)",
-                                  key, found->catalogued->seen_by, format_rfc3339(*found->catalogued->removed), action));
+    return error(409, removed_job_refusal(key, found->catalogued->seen_by, *found->catalogued->removed,
+                                          fmt::format("fleetcron {} --force acts on it anyway", action)));
   }
   const std::string by = ("api@" + sources_.replica_id).substr(0, 64);
   const auto request_id = request.query.find("request_id");

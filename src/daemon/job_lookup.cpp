@@ -40,6 +40,11 @@ std::vector<std::string> nearest_keys(const std::string& job, const std::vector<
   return out;
 }
 
+std::string removed_job_refusal(std::string_view job, std::string_view by, Instant at, std::string_view force_hint) {
+  return fmt::format("job \"{}\" was removed from the jobs of {} at {} (a reload) and no replica runs it now; {}", job,
+                     by, format_rfc3339(at), force_hint);
+}
+
 JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count, bool to_control) {
   const CatalogueRead catalogue = state.read_catalogue(now);
   if (catalogue.status != CatalogueRead::Status::found) {
@@ -61,9 +66,8 @@ JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bo
     }
   }
   if (removed != nullptr) {
-    return {false, fmt::format("job \"{}\" was removed from the jobs of {} at {} (a reload) and no replica runs it "
-                               "now; --force acts on it anyway",
-                               terminal_safe(job), terminal_safe(removed->seen_by), format_rfc3339(*removed->removed))};
+    return {false, removed_job_refusal(terminal_safe(job), terminal_safe(removed->seen_by), *removed->removed,
+                                       "--force acts on it anyway")};
   }
   if (keys.empty()) {
     return {false, fmt::format("no job \"{}\" in the fleet's catalogue, which is empty: no replica has announced its "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "fleetcron/fleet_state.h"
 
@@ -23,6 +24,11 @@ struct JobLookup {
 /// Throws std::runtime_error when the store cannot be read.
 [[nodiscard]] JobLookup look_up_job(FleetState& state, Instant now, const std::string& job, bool controls_count,
                                     bool to_control = true);
+
+/// Why a job a reload removed (`by` dropped it at `at`) is not controlled,
+/// then `force_hint`; `job` and `by` as the caller shows text.
+[[nodiscard]] std::string removed_job_refusal(std::string_view job, std::string_view by, Instant at,
+                                              std::string_view force_hint);
 
 /// Up to `count` of `keys` nearest to `job` (edit distance), nearest first.
 [[nodiscard]] std::vector<std::string> nearest_keys(const std::string& job, const std::vector<std::string>& keys,

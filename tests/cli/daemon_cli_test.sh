@@ -86,33 +86,28 @@ else
   bad "store-wait: status $status after $((SECONDS - started_at)) s: $(tail -3 <<<"$out")"
 fi
 expect_error "flag: a port that is not a number" 2 'option --metrics "9464abc": expected [host]:port' -- run --metrics 9464abc "$work/bad.cron"
-# The man page renders without a warning and names every command and
-# every option of run that --help lists.
-man_page="$(dirname "$0")/../../docs/fleetcron.1"
-warnings=$(groff -man -Tutf8 -ww -z "$man_page" 2>&1)
-missing=()
-for word in $("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}') \
-            $("$bin" run --help | grep -oE '^ +--[a-z-]+' | tr -d ' '); do
-  grep -qF -- "${word//-/\\-}" "$man_page" || missing+=("$word")
-done
-if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
-  ok "fleetcron(1) renders cleanly and names every command and run option"
-else
-  bad "fleetcron(1): warnings: $warnings; missing: ${missing[*]}"
-fi
-# fleetcron(5), the jobs-file format: renders cleanly and names every
-# directive option the parser knows.
-man5="$(dirname "$0")/../../docs/fleetcron.5"
-warnings=$(groff -man -Tutf8 -ww -z "$man5" 2>&1)
-missing=()
-for word in $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/job_directives.cpp" | grep -oE '[a-z-]+'); do
-  grep -qF -- "${word//-/\\-}=" "$man5" || missing+=("$word")
-done
-if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
-  ok "fleetcron(5) renders cleanly and names every directive option"
-else
-  bad "fleetcron(5): warnings: $warnings; missing: ${missing[*]}"
-fi
+# The man pages render without a warning and name what they document:
+# fleetcron(1) every command and every option of run that --help lists,
+# fleetcron(5) every directive option the parser knows (written NAME=).
+check_man_page() {  # NAME PAGE SUFFIX WORDS...
+  local name=$1 page=$2 suffix=$3 warnings word missing=()
+  shift 3
+  warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
+  for word in "$@"; do
+    grep -qF -- "${word//-/\\-}$suffix" "$page" || missing+=("$word")
+  done
+  if [[ -z $warnings && ${#missing[@]} == 0 ]]; then
+    ok "$name renders cleanly and names all $# it documents"
+  else
+    bad "$name: warnings: $warnings; missing: ${missing[*]}"
+  fi
+}
+docs="$(dirname "$0")/../../docs"
+check_man_page "fleetcron(1)" "$docs/fleetcron.1" "" \
+  $("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}') \
+  $("$bin" run --help | grep -oE '^ +--[a-z-]+' | tr -d ' ')
+check_man_page "fleetcron(5)" "$docs/fleetcron.5" "=" \
+  $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/job_directives.cpp" | grep -oE '[a-z-]+')
 # Bash completion: commands, then a command's options from its --help.
 completions() {  # words...: what completing the last one offers
   (source "$(dirname "$0")/../../packaging/fleetcron.bash-completion"
