@@ -76,21 +76,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
   Fetched fetch(const std::string& key) {
     Fetched out;
     try {
-      out.entry = on_bucket([&] { return bucket->get(key); });
-    } catch (const BackendError& e) {
-      // A get on a deleted stream times out instead of finding no
-      // responders: recreate (a no-op if it exists) and read once more.
-      if (e.kind() != BackendError::Kind::timeout) {
-        out.error = e.what();
-        return out;
-      }
-      try {
-        bucket->recreate();
-        out.entry = bucket->get(key);
-      } catch (const std::exception& again) {
-        out.error = fmt::format("{} (and again after making sure the bucket exists: {})", e.what(), again.what());
-        return out;
-      }
+      out.entry = on_bucket([&] { return bucket->get(key); });  // a deleted stream answers so: recreated
     } catch (const std::exception& e) {
       out.error = e.what();
     }

@@ -42,6 +42,10 @@ void raise(natsStatus status, const std::string& what) {
   throw_backend_error(kind, describe_status(status, what), static_cast<int>(status));
 }
 
+void raise_missing(const std::string& what) {
+  throw_backend_error(BackendError::Kind::protocol, what, static_cast<int>(NATS_NO_RESPONDERS));
+}
+
 std::string last_error_text() {
   natsStatus last = NATS_OK;
   const char* detail = nats_GetLastError(&last);

@@ -26,9 +26,13 @@ inline void check(natsStatus status, const std::string& where, const std::string
   if (status != NATS_OK) raise(status, where + ": " + what);
 }
 
-/// Nothing stored the request: no responders (a bucket whose stream was
-/// deleted, or lost with the server's store directory).
+/// Nothing stored the request: no responders, or JetStream answered that
+/// the stream does not exist (a bucket whose stream was deleted, or lost
+/// with the server's store directory).
 inline bool missing(const BackendError& error) noexcept { return error.code() == NATS_NO_RESPONDERS; }
+
+/// Throws the BackendError missing() recognises: "WHAT" names the stream.
+[[noreturn]] void raise_missing(const std::string& what);
 
 /// A failed compare-and-swap ("wrong last sequence"), as opposed to a
 /// failure of the store. nats.c reports both as NATS_ERR; the text tells.

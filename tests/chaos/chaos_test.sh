@@ -459,6 +459,16 @@ if [[ $faults == partition ]]; then
   done | sort >"$work/ledger_runs" || fail "history could not be read"
   awk '{print $1, $2}' "$journal" | sort >"$work/journal_runs"
   if ! cmp -s "$work/ledger_runs" "$work/journal_runs"; then
+    # What the daemons said of the first fires that differ, and of their
+    # ledgers: the next failure names its cause.
+    for key in $(diff "$work/journal_runs" "$work/ledger_runs" | sed -n 's/^[<>] \([^ ]*\) .*/\1/p' | sort -u | awk 'NR <= 3'); do
+      echo "--- $key: the journal, the ledger now, the logs"
+      grep -h -F "$key " "$journal" || true
+      "$binary" history "${key%%@*}" -n 10000 --json --coordinator "$coordinator" |
+        jq -c --arg k "$key" '.records[] | select(.fire_key == $k)' || true
+      grep -h -F "\"$key\"" "$work"/replica*.log | cut -c1-300 || true
+    done
+    grep -h -F '"message":"ledger' "$work"/replica*.log | cut -c1-300 | awk 'NR <= 20' || true
     fail "the ledger and the journal differ: $(diff "$work/journal_runs" "$work/ledger_runs" | awk 'NR <= 6' | tr '\n' ' ')"
   fi
   echo "ledger: $(wc -l <"$work/ledger_runs") runs, each as the journal has it"
