@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <mutex>
 #include <variant>
 
+#include "fleetcron/backend/clock_skew_guard.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 #include "nats/keys.h"
@@ -40,18 +40,14 @@ struct FLEETCRON_LOCAL Claimer::Impl {
   ClaimResult claim_once(std::string_view fire_key, const std::string& key, bool may_recreate);
   ClaimResult check_grant(std::string_view fire_key, std::uint64_t revision, Instant sent, Instant answered);
   std::optional<ClockOffset> clock_offset();
-  /// store_reset if the fire is scheduled before the stream's creation + max_skew.
+  /// store_reset if the fire is scheduled before the stream's creation + max_clock_skew.
   std::optional<ClaimResult> reset_refusal(std::string_view fire_key,
                                            std::chrono::sys_time<std::chrono::nanoseconds> created) const;
-  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
-  std::string skew_message(std::chrono::microseconds offset) const;
 
   std::shared_ptr<Bucket> bucket;
   ClaimerOptions options;
   std::chrono::nanoseconds ttl{0};
-  std::chrono::nanoseconds max_skew{0};
-  std::mutex mutex;  // guards offset_seen
-  std::optional<ClockOffset> offset_seen;
+  std::unique_ptr<backend::ClockSkewGuard> guard;
   std::atomic<std::uint64_t> recreated{0};
   std::atomic<std::uint64_t> last_fence{0};
   /// The fence of a grant whose write the server stamped `written_us`: at
@@ -90,23 +86,10 @@ Claimer::Impl::Impl(std::shared_ptr<Bucket> bucket_in, ClaimerOptions options_in
                                             "create it with the claim TTL",
                                             bucket->name()));
   }
-  max_skew = options.max_clock_skew.value_or(ttl / 4);
-  if (max_skew <= std::chrono::nanoseconds::zero()) {
-    throw std::invalid_argument(
-        fmt::format("nats::ClaimerOptions.max_clock_skew: {} is not positive", format_duration(max_skew)));
-  }
-  if (max_skew >= ttl - max_skew) {  // 2·skew ≥ TTL, without overflow
-    throw std::invalid_argument(fmt::format(
-        "nats::ClaimerOptions.max_clock_skew: {} is not below the bucket TTL / 2 ({}): two replicas at opposite ends "
-        "of the guard could both claim a fire",
-        format_duration(max_skew), format_duration(ttl / 2)));
-  }
-  if (options.skew_refresh_interval < std::chrono::milliseconds{1} ||
-      options.skew_refresh_interval > std::chrono::hours{1}) {
-    throw std::invalid_argument(fmt::format("nats::ClaimerOptions.skew_refresh_interval: {} is out of range 1ms..1h",
-                                            format_duration(options.skew_refresh_interval)));
-  }
   if (!options.clock) options.clock = system_clock();
+  guard = std::make_unique<backend::ClockSkewGuard>("nats::ClaimerOptions", "the bucket TTL", "NATS server", ttl,
+                                                    options.max_clock_skew, options.skew_refresh_interval,
+                                                    options.clock);
 }
 
 void Claimer::check_entry_key(std::string_view claim_prefix, std::string_view key) {
@@ -139,9 +122,7 @@ std::variant<std::string, ClaimResult> Claimer::Impl::prepare(std::string_view f
     return ClaimResult::failed(fmt::format("fire key encodes to {} bytes, above the {}-byte limit for NATS keys",
                                            key.size(), max_key_bytes));
   }
-  if (offset && std::chrono::abs(offset->offset) > max_skew) {
-    return ClaimResult::skewed(skew_message(offset->offset));  // nothing written
-  }
+  if (offset && guard->beyond(offset->offset)) return ClaimResult::skewed(guard->skew_refusal(offset->offset));  // nothing written
   return key;
 }
 
@@ -228,9 +209,10 @@ void Claimer::Impl::grant_chunk(std::span<const std::string> fire_keys, std::spa
       continue;
     }
     const auto offset = std::chrono::duration_cast<std::chrono::microseconds>(*written[k] - local_mid);
-    if (k + 1 == created.size()) remember_offset(offset, steady);
-    if (std::chrono::abs(offset) > max_skew) {
-      out[i] = ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revisions[k]));
+    if (k + 1 == created.size()) guard->remember(offset, steady);
+    if (guard->beyond(offset)) {
+      out[i] = ClaimResult::skewed(guard->skew_refusal(offset) +
+                                   fmt::format(" (claimed at revision {}; not run)", revisions[k]));
     } else if (auto reset = reset_refusal(fire_keys[i], stream.stream_created)) {
       out[i] = std::move(*reset);
     } else {
@@ -276,9 +258,9 @@ ClaimResult Claimer::Impl::check_grant(std::string_view fire_key, std::uint64_t 
   }
   const Instant local_mid = sent + (answered - sent) / 2;
   const auto offset = std::chrono::duration_cast<std::chrono::microseconds>(times.written - local_mid);
-  remember_offset(offset, steady);
-  if (std::chrono::abs(offset) > max_skew) {
-    return ClaimResult::skewed(skew_message(offset) + fmt::format(" (claimed at revision {}; not run)", revision));
+  guard->remember(offset, steady);
+  if (guard->beyond(offset)) {
+    return ClaimResult::skewed(guard->skew_refusal(offset) + fmt::format(" (claimed at revision {}; not run)", revision));
   }
   if (auto reset = reset_refusal(fire_key, times.stream_created)) return std::move(*reset);
   return ClaimResult::claimed(
@@ -298,51 +280,35 @@ std::uint64_t Claimer::Impl::next_fence(std::int64_t written_us) {
 std::optional<ClaimResult> Claimer::Impl::reset_refusal(std::string_view fire_key,
                                                         std::chrono::sys_time<std::chrono::nanoseconds> created) const {
   const auto at = fire_key_instant(fire_key);
-  if (!at || *at >= created + max_skew) return std::nullopt;
-  return ClaimResult::reset(fmt::format(
-      "scheduled before bucket {}'s creation {} + max_clock_skew {}: the bucket was created after a claim on this "
-      "fire could have been made (a lost volume or a deleted bucket?); not claimed again",
-      bucket->name(), format_rfc3339(Instant{std::chrono::duration_cast<Instant::duration>(created.time_since_epoch())}),
-      format_duration(max_skew)));
+  const Instant creation{std::chrono::duration_cast<Instant::duration>(created.time_since_epoch())};
+  if (!at || !guard->before_reset(*at, creation)) return std::nullopt;
+  return ClaimResult::reset(guard->reset_refusal(
+      fmt::format("bucket {}'s creation", bucket->name()), creation,
+      "the bucket was created after a claim on this fire could have been made (a lost volume or a deleted bucket?)"));
 }
 
 std::optional<ClockOffset> Claimer::Impl::clock_offset() {
-  {
-    std::lock_guard guard(mutex);
-    if (offset_seen && options.clock->steady_now() - offset_seen->measured_at < options.skew_refresh_interval) return offset_seen;
-  }
+  if (auto fresh = guard->fresh_offset()) return fresh;
   try {
     const Instant sent = options.clock->now();
     const auto steady = options.clock->steady_now();
     const std::uint64_t revision = bucket->put(Claimer::probe_key(options.claim_prefix), "clock");
     const Instant answered = options.clock->now();
     const WriteTimes times = bucket->write_times(revision);
-    remember_offset(std::chrono::duration_cast<std::chrono::microseconds>(times.written - (sent + (answered - sent) / 2)),
+    guard->remember(std::chrono::duration_cast<std::chrono::microseconds>(times.written - (sent + (answered - sent) / 2)),
                     steady);
   } catch (...) {
     // unreachable or missing: answer with the last measurement, if any
   }
-  std::lock_guard guard(mutex);
-  return offset_seen;
-}
-
-void Claimer::Impl::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
-  std::lock_guard guard(mutex);
-  if (!offset_seen || offset_seen->measured_at <= at) offset_seen = ClockOffset{offset, at};
-}
-
-std::string Claimer::Impl::skew_message(std::chrono::microseconds offset) const {
-  return fmt::format("local clock is {} {} the NATS server's, beyond max_clock_skew {}",
-                     format_duration(offset < offset.zero() ? -offset : offset),
-                     offset > offset.zero() ? "behind" : "ahead of", format_duration(max_skew));
+  return guard->last_offset();
 }
 
 Claimer::Claimer(std::shared_ptr<Bucket> bucket, ClaimerOptions options)
     : impl_(std::make_unique<Impl>(std::move(bucket), std::move(options))) {}
 Claimer::~Claimer() = default;
 std::chrono::nanoseconds Claimer::claim_ttl() const noexcept { return impl_->ttl; }
-std::chrono::nanoseconds Claimer::dedup_window() const { return dedup_window_for(impl_->ttl, impl_->max_skew); }
-std::chrono::nanoseconds Claimer::max_clock_skew() const noexcept { return impl_->max_skew; }
+std::chrono::nanoseconds Claimer::dedup_window() const { return impl_->guard->dedup_window(); }
+std::chrono::nanoseconds Claimer::max_clock_skew() const noexcept { return impl_->guard->max_clock_skew(); }
 std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }
 std::uint64_t Claimer::buckets_recreated() const noexcept { return impl_->recreated.load(); }
 void Claimer::check_entry_key(std::string_view key) const { check_entry_key(impl_->options.claim_prefix, key); }

@@ -11,9 +11,9 @@
 #include <map>
 #include <mutex>
 
+#include "fleetcron/backend/clock_skew_guard.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/lease_elector.h"
-#include "fleetcron/rfc3339.h"
 #include "postgres/pool.h"
 
 namespace fleetcron::postgres {
@@ -83,19 +83,6 @@ std::string claim_statement(const TableNames& t) {
       fmt::arg("fence", t.fence_table()), fmt::arg("claims", t.claims), fmt::arg("epoch", epoch_row));
 }
 
-std::string reset_message(std::int64_t epoch_us, std::chrono::nanoseconds skew) {
-  return fmt::format(
-      "scheduled before the claim store's reset epoch {} + max_clock_skew {}: the store lost (or may "
-      "have lost) its claims, so a claim made before the reset could be gone; not claimed again",
-      format_rfc3339(from_micros(epoch_us)), format_duration(skew));
-}
-
-std::string skew_message(std::chrono::microseconds offset, std::chrono::nanoseconds skew) {
-  return fmt::format("local clock is {} {} the PostgreSQL server's, beyond max_clock_skew {}",
-                     format_duration(offset < offset.zero() ? -offset : offset),
-                     offset > offset.zero() ? "behind" : "ahead of", format_duration(skew));
-}
-
 }  // namespace
 
 std::string make_holder() {
@@ -119,8 +106,8 @@ class FLEETCRON_LOCAL Claimer::Impl {
   std::string skew_us_;
   std::atomic<std::uint64_t> fence_seen_{0};
   std::atomic<std::uint64_t> resets_found_{0};
-  mutable std::mutex mutex_;  // guards the members below
-  std::optional<ClockOffset> offset_;
+  std::unique_ptr<backend::ClockSkewGuard> guard_;
+  mutable std::mutex mutex_;  // guards the member below
   std::optional<Clock::SteadyTime> last_cleanup_;
 };
 
@@ -132,18 +119,18 @@ Claimer::Impl::Impl(std::shared_ptr<Connection> connection, ClaimerOptions optio
     throw std::invalid_argument(fmt::format("postgres::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
                                             format_duration(options_.claim_ttl)));
   }
-  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 4;
+  if (!options_.clock) options_.clock = system_clock();
+  // Every claim measures the offset (the statement returns the server's
+  // time): the refresh interval is never consulted here.
+  guard_ = std::make_unique<backend::ClockSkewGuard>("postgres::ClaimerOptions", "claim_ttl", "PostgreSQL server",
+                                                     options_.claim_ttl, options_.max_clock_skew, std::chrono::hours{1},
+                                                     options_.clock);
+  options_.max_clock_skew = guard_->max_clock_skew();
   const auto skew = *options_.max_clock_skew;
-  if (skew <= std::chrono::nanoseconds::zero() || skew >= options_.claim_ttl - skew) {
-    throw std::invalid_argument(
-        fmt::format("postgres::ClaimerOptions.max_clock_skew: {} is not in (0, claim_ttl / 2 = {})",
-                    format_duration(skew), format_duration(options_.claim_ttl / 2)));
-  }
   if (options_.cleanup_interval < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("postgres::ClaimerOptions.cleanup_interval: negative");
   }
   if (options_.holder.empty()) options_.holder = make_holder();
-  if (!options_.clock) options_.clock = system_clock();
   statement_ = claim_statement(options_.tables);
   ttl_seconds_ = fmt::format("{:.6f}", std::chrono::duration<double>(options_.claim_ttl).count());
   skew_us_ = std::to_string(micros(skew));
@@ -217,20 +204,16 @@ void Claimer::Impl::claim_chunk(std::span<const std::string> keys, std::span<Cla
   }
   const std::int64_t server_us = std::stoll(rows.text(0, 3));
   const std::int64_t local_us = (micros(before.time_since_epoch()) + micros(after.time_since_epoch())) / 2;
-  {
-    std::lock_guard guard(mutex_);
-    if (!offset_ || offset_->measured_at <= steady)
-      offset_ = ClockOffset{std::chrono::microseconds{server_us - local_us}, steady};
-  }
+  guard_->remember(std::chrono::microseconds{server_us - local_us}, steady);
   if (rows.text(0, 5) == "t") resets_found_.fetch_add(1);
   for (std::size_t r = 0; r < rows.rows.size(); ++r) {
     const std::size_t k = std::stoul(rows.text(r, 0)) - 1;
     const std::string& verdict = rows.text(r, 1);
     if (verdict == "reset") {
-      results[k] = ClaimResult::reset(reset_message(std::stoll(rows.text(r, 4)), *options_.max_clock_skew));
+      results[k] = ClaimResult::reset(guard_->epoch_refusal(from_micros(std::stoll(rows.text(r, 4)))));
     } else if (verdict != "try") {
       results[k] = ClaimResult::skewed(
-          skew_message(std::chrono::microseconds{server_us - micros(before.time_since_epoch())}, *options_.max_clock_skew));
+          guard_->skew_refusal(std::chrono::microseconds{server_us - micros(before.time_since_epoch())}));
     } else if (rows.null(r, 2)) {
       results[k] = ClaimResult::taken();
     } else {
@@ -278,7 +261,7 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
 }
 
 std::chrono::nanoseconds Claimer::dedup_window() const {
-  return impl_->options_.claim_ttl - 2 * *impl_->options_.max_clock_skew;
+  return impl_->guard_->dedup_window();
 }
 
 void Claimer::check_entry_key(std::string_view key) const {
@@ -290,8 +273,7 @@ void Claimer::check_entry_key(std::string_view key) const {
 std::size_t Claimer::cleanup() { return impl_->cleanup(); }
 
 std::optional<ClockOffset> Claimer::clock_offset() const {
-  std::lock_guard guard(impl_->mutex_);
-  return impl_->offset_;
+  return impl_->guard_->last_offset();
 }
 
 const ClaimerOptions& Claimer::options() const noexcept { return impl_->options_; }

@@ -6,11 +6,10 @@
 #include <array>
 #include <atomic>
 #include <cctype>
-#include <mutex>
 
+#include "fleetcron/backend/clock_skew_guard.h"
 #include "fleetcron/backend_error.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/rfc3339.h"
 #include "redis/commands.h"
 #include "redis/replies.h"
 #include "redis/scripts.h"
@@ -40,23 +39,10 @@ bool blank(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
 
-std::string reset_message(std::int64_t epoch_us, const ClaimerOptions& options) {
-  const Instant epoch{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{epoch_us})};
-  return fmt::format("scheduled before the claim store's reset epoch {} + max_clock_skew {}: the store lost (or may "
-                     "have lost) its claims, so a claim made before the reset could be gone; not claimed again",
-                     format_rfc3339(epoch), format_duration(*options.max_clock_skew));
-}
-
 // The scheduled instant in µs as the script compares it, '' if the key has none.
 std::string scheduled_us(std::string_view fire_key) {
   const auto at = fleetcron::fire_key_instant(fire_key);
   return at ? std::to_string(micros_since_epoch(*at)) : std::string();
-}
-
-std::string skew_message(std::chrono::microseconds offset, const ClaimerOptions& options) {
-  return fmt::format("local clock is {} {} the Redis server's, beyond max_clock_skew {}",
-                     format_duration(offset < offset.zero() ? -offset : offset),
-                     offset > offset.zero() ? "behind" : "ahead of", format_duration(*options.max_clock_skew));
 }
 
 }  // namespace
@@ -69,17 +55,16 @@ class FLEETCRON_LOCAL Claimer::Impl {
   Client& client() { return *client_; }
 
   ClaimerOptions options_;
+  std::unique_ptr<backend::ClockSkewGuard> guard_;
   std::atomic<std::uint64_t> resets_found_{0};
 
  private:
-  void remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at);
+  std::string reset_refusal(std::int64_t epoch_us) const;
   void remember_fence(std::uint64_t fence);
 
   std::shared_ptr<Client> client_;
   std::string ttl_ms_;
   std::string max_skew_us_;
-  std::mutex mutex_;  // guards offset_
-  std::optional<ClockOffset> offset_;
   std::atomic<std::uint64_t> fence_seen_{0};
 };
 
@@ -96,9 +81,7 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   return impl_->claim_batch(fire_keys);
 }
 
-std::chrono::nanoseconds Claimer::dedup_window() const {
-  return impl_->options_.claim_ttl - 2 * *impl_->options_.max_clock_skew;
-}
+std::chrono::nanoseconds Claimer::dedup_window() const { return impl_->guard_->dedup_window(); }
 
 std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }
 
@@ -125,25 +108,13 @@ Claimer::Impl::Impl(std::shared_ptr<Client> client, ClaimerOptions options)
     throw std::invalid_argument(fmt::format("redis::ClaimerOptions.claim_ttl: {} is below the minimum of 1ms",
                                             format_duration(options_.claim_ttl)));
   }
-  if (!options_.max_clock_skew) options_.max_clock_skew = options_.claim_ttl / 4;
-  if (*options_.max_clock_skew <= std::chrono::nanoseconds::zero()) {
-    throw std::invalid_argument(fmt::format("redis::ClaimerOptions.max_clock_skew: {} is not positive",
-                                            format_duration(*options_.max_clock_skew)));
-  }
-  if (*options_.max_clock_skew >= options_.claim_ttl - *options_.max_clock_skew) {  // 2·skew ≥ TTL, without overflow
-    throw std::invalid_argument(fmt::format(
-        "redis::ClaimerOptions.max_clock_skew: {} is not below claim_ttl / 2 ({}): two replicas at opposite ends of "
-        "the guard could both claim a fire",
-        format_duration(*options_.max_clock_skew), format_duration(options_.claim_ttl / 2)));
-  }
-  if (options_.skew_refresh_interval < std::chrono::milliseconds{1} ||
-      options_.skew_refresh_interval > std::chrono::hours{1}) {
-    throw std::invalid_argument(fmt::format("redis::ClaimerOptions.skew_refresh_interval: {} is out of range 1ms..1h",
-                                            format_duration(options_.skew_refresh_interval)));
-  }
+  if (!options_.clock) options_.clock = system_clock();
+  guard_ = std::make_unique<backend::ClockSkewGuard>("redis::ClaimerOptions", "claim_ttl", "Redis server",
+                                                     options_.claim_ttl, options_.max_clock_skew,
+                                                     options_.skew_refresh_interval, options_.clock);
+  options_.max_clock_skew = guard_->max_clock_skew();
   if (options_.fence_key.empty()) options_.fence_key = options_.claim_prefix + "fence";
   if (options_.epoch_key.empty()) options_.epoch_key = options_.claim_prefix + "epoch";
-  if (!options_.clock) options_.clock = system_clock();
   ttl_ms_ = whole_milliseconds(options_.claim_ttl);
   max_skew_us_ = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(*options_.max_clock_skew).count());
 }
@@ -229,7 +200,7 @@ std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string>
       fail_chunk(chunk, fmt::format("{}: {}", client_->describe(), reply.error), results);
       continue;
     }
-    remember_offset(reply.offset, steady);
+    guard_->remember(reply.offset, steady);
     remember_fence(reply.fence_counter);
     if (reply.reset_found) resets_found_.fetch_add(1);
     for (std::size_t k = 0; k < chunk.size(); ++k) {
@@ -240,9 +211,9 @@ std::vector<ClaimResult> Claimer::Impl::claim_batch(std::span<const std::string>
       } else if (outcome == 0) {
         results[chunk[k]] = ClaimResult::taken();
       } else if (outcome == -1) {
-        results[chunk[k]] = ClaimResult::skewed(skew_message(reply.offset, options_));
+        results[chunk[k]] = ClaimResult::skewed(guard_->skew_refusal(reply.offset));
       } else {
-        results[chunk[k]] = ClaimResult::reset(reset_message(reply.epoch_us, options_));
+        results[chunk[k]] = ClaimResult::reset(reset_refusal(reply.epoch_us));
       }
     }
   }
@@ -255,16 +226,12 @@ void Claimer::Impl::remember_fence(std::uint64_t fence) {
   }
 }
 
-void Claimer::Impl::remember_offset(std::chrono::microseconds offset, Clock::SteadyTime at) {
-  std::lock_guard guard(mutex_);
-  if (!offset_ || offset_->measured_at <= at) offset_ = ClockOffset{offset, at};
+std::string Claimer::Impl::reset_refusal(std::int64_t epoch_us) const {
+  return guard_->epoch_refusal(Instant{std::chrono::duration_cast<Instant::duration>(std::chrono::microseconds{epoch_us})});
 }
 
 std::optional<ClockOffset> Claimer::Impl::clock_offset() {
-  {
-    std::lock_guard guard(mutex_);
-    if (offset_ && options_.clock->steady_now() - offset_->measured_at < options_.skew_refresh_interval) return offset_;
-  }
+  if (auto fresh = guard_->fresh_offset()) return fresh;
   try {
     const auto before = options_.clock->now();
     const auto steady = options_.clock->steady_now();
@@ -273,14 +240,13 @@ std::optional<ClockOffset> Claimer::Impl::clock_offset() {
     if (reply.type == Reply::Type::array && reply.elements.size() == 2) {
       const std::int64_t server_us = std::stoll(reply.elements[0].text) * 1'000'000 + std::stoll(reply.elements[1].text);
       const std::int64_t local_us = (micros_since_epoch(before) + micros_since_epoch(after)) / 2;
-      remember_offset(std::chrono::microseconds{server_us - local_us}, steady);
+      guard_->remember(std::chrono::microseconds{server_us - local_us}, steady);
     }
   } catch (...) {
     // unreachable, or a TIME reply that is not two numbers: answer with
     // the last measurement, if any
   }
-  std::lock_guard guard(mutex_);
-  return offset_;
+  return guard_->last_offset();
 }
 
 }  // namespace fleetcron::redis
