@@ -190,6 +190,14 @@ class FLEETCRON_API FleetState {
   /// newest scheduled instant first.
   [[nodiscard]] virtual LedgerRead read_fires(std::string_view job_key, std::size_t limit) = 0;
 
+  /// Whether a write this store acknowledged may still be undone by another
+  /// replica's concurrent compare-and-swap (nats-server 2.9's clustered
+  /// streams grant two updates of one key on the same revision,
+  /// docs/nats.md). The scheduler's ledger writer then reads its records
+  /// back a moment later and writes again those it finds missing. The
+  /// default: false.
+  [[nodiscard]] virtual bool may_lose_concurrent_updates() { return false; }
+
   /// The store's own clock, read now (Redis: TIME; PostgreSQL:
   /// clock_timestamp(); NATS: the server's timestamp of a probe write;
   /// memory: its clock). Callers read it through a StoreClock

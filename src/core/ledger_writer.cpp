@@ -85,14 +85,23 @@ bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
   }
   std::vector<LedgerWrite> failed;
   std::string error;
-  for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
-    if (results[i].status != LedgerWriteResult::Status::error) continue;
-    if (error.empty()) error = results[i].error;
-    failed.push_back(std::move(writes[i]));
-  }
+  const auto due = clock_->steady_now() + verify_delay;
   {
     std::lock_guard guard(mutex_);
-    written_ += writes.size() - failed.size();
+    for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
+      if (results[i].status == LedgerWriteResult::Status::error) {
+        if (error.empty()) error = results[i].error;
+        failed.push_back(std::move(writes[i]));
+        continue;
+      }
+      ++written_;
+      const bool was_written = results[i].status == LedgerWriteResult::Status::written;
+      if (verifies_ && was_written && unverified_.size() < capacity_) {
+        const auto rewritten = rewrites_.find(writes[i].record.fire_key);
+        const int times = rewritten == rewrites_.end() ? 0 : rewritten->second;
+        unverified_.push_back(Unverified{std::move(writes[i]), due, times});
+      }
+    }
   }
   writes = std::move(failed);
   if (writes.empty()) return true;
@@ -100,12 +109,91 @@ bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
   return false;
 }
 
+void LedgerWriter::wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending) {
+  while (!stopping_ && queue_.empty() && pending.empty()) {
+    if (unverified_.empty()) {
+      cv_.wait(lock);
+    } else if (clock_->steady_now() < unverified_.front().due) {
+      clock_->wait_until(cv_, lock, unverified_.front().due);
+    } else {
+      return;  // a read-back is due
+    }
+  }
+}
+
+bool LedgerWriter::holds(const std::vector<FireRecord>& ledger, const LedgerWrite& write) {
+  const FireRecord& record = write.record;
+  for (const FireRecord& kept : ledger) {
+    if (kept.fire_key == record.fire_key) return ledger_rank(kept) >= ledger_rank(record);
+  }
+  if (ledger.empty()) return false;
+  // Let go by the retention: beyond keep_count, or keep_for before the newest.
+  if (ledger.size() >= write.retention.keep_count && record.scheduled_at <= ledger.back().scheduled_at) return true;
+  return record.scheduled_at < ledger.front().scheduled_at - write.retention.keep_for;
+}
+
+void LedgerWriter::verify(std::vector<LedgerWrite>& pending, bool all) {
+  std::vector<Unverified> due;
+  const auto now = clock_->steady_now();
+  {
+    std::lock_guard guard(mutex_);
+    while (!unverified_.empty() && (all || unverified_.front().due <= now)) {
+      due.push_back(std::move(unverified_.front()));
+      unverified_.pop_front();
+    }
+  }
+  std::unordered_map<std::string, LedgerRead> ledgers;  // job key → its records, read once
+  std::vector<Unverified> unread;
+  std::size_t missing = 0, given_up = 0;
+  for (Unverified& item : due) {
+    const std::string& job = item.write.record.job_key;
+    auto it = ledgers.find(job);
+    if (it == ledgers.end()) it = ledgers.emplace(job, state_->read_fires(job, item.write.retention.keep_count)).first;
+    if (it->second.status != LedgerRead::Status::found) {
+      item.due = now + verify_delay;  // read back later
+      if (!all) unread.push_back(std::move(item));
+      continue;
+    }
+    const std::string& fire_key = item.write.record.fire_key;
+    if (holds(it->second.records, item.write)) {
+      rewrites_.erase(fire_key);
+    } else if (item.rewrites >= max_rewrites) {
+      rewrites_.erase(fire_key);
+      ++given_up;
+    } else {
+      rewrites_[fire_key] = item.rewrites + 1;
+      pending.push_back(std::move(item.write));
+      ++missing;
+    }
+  }
+  {
+    std::lock_guard guard(mutex_);
+    rewritten_ += missing;
+    for (Unverified& item : unread) unverified_.push_back(std::move(item));
+  }
+  if (missing != 0) {
+    log(LogLevel::warning, fmt::format("ledger: {} records written here were missing when read back (a concurrent "
+                                       "write of their job's ledger undid them): written again",
+                                       missing));
+  }
+  if (given_up != 0) {
+    log(LogLevel::error, fmt::format("ledger: {} records still missing after {} rewrites: not written again",
+                                     given_up, max_rewrites));
+  }
+}
+
 void LedgerWriter::run() {
+  bool verifies = true;  // unknown: the safe side
+  try {
+    verifies = state_->may_lose_concurrent_updates();
+  } catch (...) {
+  }
   std::vector<LedgerWrite> pending;  // taken from the queue, not yet written
   auto retry_in = std::chrono::nanoseconds{first_retry};
   std::unique_lock lock(mutex_);
+  verifies_ = verifies;
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || !pending.empty(); });
+    wait_for_work(lock, pending);
     if (stopping_) break;
     const std::uint64_t dropped_now = std::exchange(dropped_unlogged_, 0);
     const std::uint64_t dropped_total = dropped_;
@@ -118,7 +206,8 @@ void LedgerWriter::run() {
       log(LogLevel::warning, fmt::format("ledger: queue full ({} records): {} records dropped, {} in all", capacity_,
                                          dropped_now, dropped_total));
     }
-    const bool ok = write(pending);
+    verify(pending, false);
+    const bool ok = pending.empty() || write(pending);
     lock.lock();
     if (ok) {
       retry_in = first_retry;
@@ -128,7 +217,12 @@ void LedgerWriter::run() {
     while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(cv_, lock, until);
     retry_in = std::min<std::chrono::nanoseconds>(retry_in * 2, last_retry);
   }
-  // Stopping: everything left, once.
+  lock.unlock();
+  finish(pending);
+}
+
+void LedgerWriter::finish(std::vector<LedgerWrite>& pending) {
+  std::unique_lock lock(mutex_);
   while (!queue_.empty()) {
     pending.push_back(std::move(queue_.front()));
     queue_.pop_front();
@@ -137,6 +231,18 @@ void LedgerWriter::run() {
   const std::uint64_t dropped = dropped_;
   lock.unlock();
   if (dropped != 0) log(LogLevel::warning, fmt::format("ledger: {} records dropped in all (queue full)", dropped));
+  if (!write_all(pending) || !verifies_) return;
+  // The last read-back: once every record written is due.
+  lock.lock();
+  const auto until = unverified_.empty() ? clock_->steady_now() : unverified_.back().due;
+  while (clock_->steady_now() < until) clock_->wait_until(cv_, lock, until);
+  lock.unlock();
+  std::vector<LedgerWrite> missing;
+  verify(missing, true);
+  (void)write_all(missing);
+}
+
+bool LedgerWriter::write_all(std::vector<LedgerWrite>& pending) {
   std::size_t lost = 0;
   for (std::size_t first = 0; first < pending.size(); first += batch) {
     std::vector<LedgerWrite> chunk(std::make_move_iterator(pending.begin() + static_cast<std::ptrdiff_t>(first)),
@@ -151,6 +257,7 @@ void LedgerWriter::run() {
     }
   }
   if (lost != 0) log(LogLevel::error, fmt::format("ledger: stopped with {} records not written", lost));
+  return lost == 0;
 }
 
 void LedgerWriter::stop() {
@@ -170,6 +277,16 @@ std::uint64_t LedgerWriter::written() const {
 std::uint64_t LedgerWriter::dropped() const {
   std::lock_guard guard(mutex_);
   return dropped_;
+}
+
+std::size_t LedgerWriter::unverified() const {
+  std::lock_guard guard(mutex_);
+  return unverified_.size();
+}
+
+std::uint64_t LedgerWriter::rewritten() const {
+  std::lock_guard guard(mutex_);
+  return rewritten_;
 }
 
 void LedgerWriter::log(LogLevel level, const std::string& message) const noexcept {

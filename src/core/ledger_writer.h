@@ -23,9 +23,18 @@ namespace fleetcron::detail {
 /// dropped and counted; a failed batch is tried again after 1 s, doubling
 /// to 30 s, and logged each time. stop() tries what is queued, each batch
 /// twice, and logs what it could not write.
+///
+/// On a store whose acknowledged writes a concurrent compare-and-swap may
+/// undo (FleetState::may_lose_concurrent_updates(): a NATS cluster), each
+/// written record is read back `verify_delay` later (and once more at
+/// stop()) and written again if its fire's entry lacks it, up to
+/// `max_rewrites` times; a record the ledger's retention let go is not
+/// missing. At most `capacity` records wait for their read-back.
 class LedgerWriter final : public Observer {
  public:
   static constexpr std::size_t batch = 256;
+  static constexpr std::chrono::milliseconds verify_delay{500};
+  static constexpr int max_rewrites = 3;
 
   LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, std::size_t capacity,
                std::shared_ptr<Clock> clock, Logger logger);
@@ -48,16 +57,40 @@ class LedgerWriter final : public Observer {
 
   [[nodiscard]] std::uint64_t written() const;
   [[nodiscard]] std::uint64_t dropped() const;
+  /// Records written and not read back yet.
+  [[nodiscard]] std::size_t unverified() const;
+  /// Records written again because the read-back found them missing.
+  [[nodiscard]] std::uint64_t rewritten() const;
 
  private:
   struct Tracked {
     LedgerRetention retention;
     bool coordinated = false;
   };
+  struct Unverified {
+    LedgerWrite write;
+    Clock::SteadyTime due;
+    int rewrites = 0;
+  };
 
   void run();
   /// Writes `writes`; false if the store failed (the error is logged).
+  /// Those written wait for their read-back when the store needs one.
   bool write(std::vector<LedgerWrite>& writes);
+  /// Waits (mutex_ held) until there is work: queued or pending records,
+  /// a read-back due, or stop().
+  void wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending);
+  /// Reads back the records whose read-back is due (every one when `all`)
+  /// and appends those missing to `pending`.
+  void verify(std::vector<LedgerWrite>& pending, bool all);
+  /// stop()'s part: writes what is left, then the last read-back.
+  void finish(std::vector<LedgerWrite>& pending);
+  /// Writes `pending` by batches, each tried twice; false (logged) if some
+  /// could not be written.
+  bool write_all(std::vector<LedgerWrite>& pending);
+  /// Whether `ledger` (a job's records, newest first) holds `record` or a
+  /// record of its fire that outranks it, or let it go by its retention.
+  static bool holds(const std::vector<FireRecord>& ledger, const LedgerWrite& write);
   void log(LogLevel level, const std::string& message) const noexcept;
 
   std::shared_ptr<FleetState> state_;
@@ -75,6 +108,10 @@ class LedgerWriter final : public Observer {
   std::uint64_t written_ = 0;
   std::uint64_t dropped_ = 0;
   std::uint64_t dropped_unlogged_ = 0;
+  bool verifies_ = false;                 // set once by the thread: the store needs read-backs
+  std::deque<Unverified> unverified_;     // by due time
+  std::unordered_map<std::string, int> rewrites_;  // fire key → times written again
+  std::uint64_t rewritten_ = 0;
   std::thread thread_;
 };
 

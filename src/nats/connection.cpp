@@ -435,6 +435,15 @@ std::chrono::nanoseconds Bucket::ttl() {
   return ttl;
 }
 
+int Bucket::replicas() {
+  if (impl_->config) return impl_->config->replicas;
+  kvStatus* st = nullptr;
+  detail::check(kvStore_Status(&st, impl_->bound()), impl_->where(), "status of bucket " + impl_->name);
+  const int replicas = static_cast<int>(kvStatus_Replicas(st));
+  kvStatus_Destroy(st);
+  return replicas;
+}
+
 std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_view value) {
   uint64_t revision = 0;
   const std::string k = key_string(key);

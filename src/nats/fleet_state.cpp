@@ -274,6 +274,14 @@ std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWr
   return results;
 }
 
+bool FleetState::may_lose_concurrent_updates() {
+  try {
+    return impl_->bucket->replicas() != 1;
+  } catch (const std::exception&) {
+    return true;  // unknown: the safe side, a read-back that finds nothing missing
+  }
+}
+
 LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
   check_ledger_read(job_key, limit);
   const std::string key = ledger_key(job_key);

@@ -76,6 +76,9 @@ class FLEETCRON_API Bucket {
   /// The bucket's TTL (0: none): the configured one when bound by
   /// configuration, else as the server reports it (one request).
   [[nodiscard]] std::chrono::nanoseconds ttl();
+  /// How many replicas the bucket's stream has: the configured number when
+  /// bound by configuration, else as the server reports it (one request).
+  [[nodiscard]] int replicas();
 
   /// Writes `key` only if it has no value (absent, expired, deleted):
   /// the new revision, or nullopt if it has one.

@@ -59,6 +59,9 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// One compare-and-swap per job of `writes`.
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
+  /// True unless the bucket has one replica (a cluster's stream may grant
+  /// two compare-and-swaps on one revision, docs/nats.md) or it cannot be told.
+  [[nodiscard]] bool may_lose_concurrent_updates() override;
 
   /// The server's timestamp of a write to the key "clock" (a put and a
   /// get: two round trips).
