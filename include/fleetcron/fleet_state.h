@@ -122,6 +122,11 @@ struct FLEETCRON_API LedgerWriteResult {
     written,    ///< the record is the fire's entry now
     outranked,  ///< the fire's entry already held a record of this rank or higher (ledger_rank); kept
     error,      ///< the store failed; the record may or may not be kept
+    /// written, and let go at once by the ledger's bounds (its retention,
+    /// or the store's size cap: NATS's 512 KiB value), being older than
+    /// every record kept. Memory and NATS tell; Redis and PostgreSQL answer
+    /// `written` (only a store whose writes are read back needs to tell).
+    let_go,
   };
   Status status = Status::error;
   std::string error;

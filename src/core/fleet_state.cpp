@@ -134,9 +134,11 @@ std::vector<LedgerWriteResult> apply_ledger_writes(std::vector<FireRecord>& ledg
       ledger.erase(same);
     }
     const auto at = std::find_if(ledger.begin(), ledger.end(), [&](const FireRecord& kept) { return newer(record, kept); });
+    const std::string fire_key = record.fire_key;
     ledger.insert(at, std::move(record));
     apply_retention(ledger, write.retention, store_now);
-    results.push_back({LedgerWriteResult::Status::written, {}});
+    const bool kept = std::any_of(ledger.begin(), ledger.end(), [&](const FireRecord& r) { return r.fire_key == fire_key; });
+    results.push_back({kept ? LedgerWriteResult::Status::written : LedgerWriteResult::Status::let_go, {}});
   }
   return results;
 }

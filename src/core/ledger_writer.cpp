@@ -7,6 +7,7 @@
 
 #include "core/ledger_records.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/fire_record.h"
 
 namespace fleetcron::detail {
 
@@ -94,12 +95,14 @@ bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
         failed.push_back(std::move(writes[i]));
         continue;
       }
-      ++written_;
+      const auto rewritten = rewrites_.find(writes[i].record.fire_key);
+      if (rewritten == rewrites_.end()) ++written_;  // a record written again counts once
       const bool was_written = results[i].status == LedgerWriteResult::Status::written;
       if (verifies_ && was_written && unverified_.size() < capacity_) {
-        const auto rewritten = rewrites_.find(writes[i].record.fire_key);
         const int times = rewritten == rewrites_.end() ? 0 : rewritten->second;
         unverified_.push_back(Unverified{std::move(writes[i]), due, times});
+      } else if (rewritten != rewrites_.end()) {
+        rewrites_.erase(rewritten);  // outranked or let go meanwhile: nothing to read back
       }
     }
   }
@@ -133,29 +136,32 @@ bool LedgerWriter::holds(const std::vector<FireRecord>& ledger, const LedgerWrit
 }
 
 void LedgerWriter::verify(std::vector<LedgerWrite>& pending, bool all) {
-  std::vector<Unverified> due;
-  const auto now = clock_->steady_now();
+  std::deque<Unverified> due;
   {
     std::lock_guard guard(mutex_);
+    const auto now = clock_->steady_now();
     while (!unverified_.empty() && (all || unverified_.front().due <= now)) {
       due.push_back(std::move(unverified_.front()));
       unverified_.pop_front();
     }
   }
-  std::unordered_map<std::string, LedgerRead> ledgers;  // job key → its records, read once
-  std::vector<Unverified> unread;
+  std::unordered_map<std::string, std::vector<FireRecord>> ledgers;  // job key → its records, read once
   std::size_t missing = 0, given_up = 0;
-  for (Unverified& item : due) {
+  std::string failed;  // a read that failed ends the pass
+  while (!due.empty() && failed.empty()) {
+    Unverified& item = due.front();
     const std::string& job = item.write.record.job_key;
     auto it = ledgers.find(job);
-    if (it == ledgers.end()) it = ledgers.emplace(job, state_->read_fires(job, item.write.retention.keep_count)).first;
-    if (it->second.status != LedgerRead::Status::found) {
-      item.due = now + verify_delay;  // read back later
-      if (!all) unread.push_back(std::move(item));
-      continue;
+    if (it == ledgers.end()) {
+      LedgerRead read = state_->read_fires(job, LedgerRetention::max_keep_count);
+      if (read.status != LedgerRead::Status::found) {
+        failed = read.error;
+        break;
+      }
+      it = ledgers.emplace(job, std::move(read.records)).first;
     }
     const std::string& fire_key = item.write.record.fire_key;
-    if (holds(it->second.records, item.write)) {
+    if (holds(it->second, item.write)) {
       rewrites_.erase(fire_key);
     } else if (item.rewrites >= max_rewrites) {
       rewrites_.erase(fire_key);
@@ -165,11 +171,12 @@ void LedgerWriter::verify(std::vector<LedgerWrite>& pending, bool all) {
       pending.push_back(std::move(item.write));
       ++missing;
     }
+    due.pop_front();
   }
+  read_back_failed(due, failed, all);
   {
     std::lock_guard guard(mutex_);
     rewritten_ += missing;
-    for (Unverified& item : unread) unverified_.push_back(std::move(item));
   }
   if (missing != 0) {
     log(LogLevel::warning, fmt::format("ledger: {} records written here were missing when read back (a concurrent "
@@ -179,6 +186,29 @@ void LedgerWriter::verify(std::vector<LedgerWrite>& pending, bool all) {
   if (given_up != 0) {
     log(LogLevel::error, fmt::format("ledger: {} records still missing after {} rewrites: not written again",
                                      given_up, max_rewrites));
+  }
+}
+
+void LedgerWriter::read_back_failed(std::deque<Unverified>& unread, const std::string& error, bool all) {
+  if (error.empty()) {
+    read_back_retry_ = first_retry;
+    return;
+  }
+  const std::size_t count = unread.size();
+  if (all) {
+    for (const Unverified& item : unread) rewrites_.erase(item.write.record.fire_key);
+    log(LogLevel::warning, fmt::format("ledger: stopped without reading back {} records: {}", count, error));
+    return;
+  }
+  // Backing off as the writes do: never a read after read against a store that is down.
+  const auto due = clock_->steady_now() + read_back_retry_;
+  log(LogLevel::warning, fmt::format("ledger: reading back {} records failed, tried again in {}: {}", count,
+                                     format_duration(read_back_retry_), error));
+  read_back_retry_ = std::min<std::chrono::nanoseconds>(read_back_retry_ * 2, last_retry);
+  std::lock_guard guard(mutex_);
+  for (auto item = unread.rbegin(); item != unread.rend(); ++item) {  // ahead of the later ones, in order
+    item->due = due;
+    unverified_.push_front(std::move(*item));
   }
 }
 

@@ -83,6 +83,10 @@ class LedgerWriter final : public Observer {
   /// Reads back the records whose read-back is due (every one when `all`)
   /// and appends those missing to `pending`.
   void verify(std::vector<LedgerWrite>& pending, bool all);
+  /// Ends a read-back pass whose read failed (`error` not empty): `unread`
+  /// is read back after a backoff (1 s doubling to 30 s), or given up when
+  /// stopping (`all`). An empty `error` resets the backoff.
+  void read_back_failed(std::deque<Unverified>& unread, const std::string& error, bool all);
   /// stop()'s part: writes what is left, then the last read-back.
   void finish(std::vector<LedgerWrite>& pending);
   /// Writes `pending` by batches, each tried twice; false (logged) if some
@@ -108,10 +112,12 @@ class LedgerWriter final : public Observer {
   std::uint64_t written_ = 0;
   std::uint64_t dropped_ = 0;
   std::uint64_t dropped_unlogged_ = 0;
-  bool verifies_ = false;                 // set once by the thread: the store needs read-backs
-  std::deque<Unverified> unverified_;     // by due time
-  std::unordered_map<std::string, int> rewrites_;  // fire key → times written again
+  bool verifies_ = false;              // set once by the thread: the store needs read-backs
+  std::deque<Unverified> unverified_;  // by due time
   std::uint64_t rewritten_ = 0;
+  // Not guarded by mutex_: the writer thread's alone.
+  std::unordered_map<std::string, int> rewrites_;  // fire key → times written again
+  std::chrono::nanoseconds read_back_retry_{std::chrono::seconds{1}};
   std::thread thread_;
 };
 

@@ -199,6 +199,8 @@ struct FLEETCRON_LOCAL Bucket::Impl {
   /// nats.c's handle: binds (creating the bucket from `config`) on first
   /// use; throws BackendError while that fails.
   kvStore* bound();
+  /// nats.c's kvStore_Get: a direct get, which any replica may answer.
+  std::optional<Entry> direct_get(const std::string& key);
   ~Impl() {
     if (kv != nullptr) kvStore_Destroy(kv);
   }
@@ -492,8 +494,20 @@ std::uint64_t Bucket::put(std::string_view key, std::string_view value) {
   return revision;
 }
 
+std::optional<Entry> Bucket::Impl::direct_get(const std::string& key) {
+  kvEntry* raw = nullptr;
+  const natsStatus status = kvStore_Get(&raw, bound(), key.c_str());
+  EntryPtr entry(raw);  // owned whatever the status: a delete marker's entry may come back with NOT_FOUND
+  if (status == NATS_NOT_FOUND) return std::nullopt;
+  detail::check(status, where(), "get " + name + "/" + key);
+  return to_entry(raw);
+}
+
 std::optional<Entry> Bucket::get(std::string_view key) {
   const std::string k = key_string(key);
+  // nats.c writes the subject into the request's JSON unescaped: a key
+  // with a backslash is read by its own get (a direct get) instead.
+  if (k.find('\\') != std::string::npos) return impl_->direct_get(k);
   (void)impl_->bound();  // binding creates the bucket on first use
   // Asked of the stream's leader (STREAM.MSG.GET), not by nats.c's direct
   // get: any replica answers that, and a follower may not have applied a

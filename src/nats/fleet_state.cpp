@@ -173,7 +173,17 @@ std::vector<LedgerWriteResult> FleetState::Impl::record_job(const std::string& k
       const bool changed = std::any_of(results.begin(), results.end(), [](const LedgerWriteResult& r) {
         return r.status == LedgerWriteResult::Status::written;
       });
-      if (!changed || write(key, fetched.entry, format_ledger(records))) return results;
+      if (!changed) return results;
+      const std::string value = format_ledger(records);  // may leave out the oldest records
+      if (!write(key, fetched.entry, value)) continue;
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const bool kept = std::any_of(records.begin(), records.end(),
+                                      [&](const FireRecord& r) { return r.fire_key == writes[i].record.fire_key; });
+        if (results[i].status == LedgerWriteResult::Status::written && !kept) {
+          results[i].status = LedgerWriteResult::Status::let_go;
+        }
+      }
+      return results;
     }
   } catch (const std::exception& e) {
     return failed(e.what());

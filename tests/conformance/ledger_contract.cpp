@@ -199,8 +199,10 @@ TEST_P(FleetStateContract, ALedgerKeepsItsNewestKeepCountAndNothingOlderThanKeep
   const LedgerRetention hour{100, std::chrono::hours{1}};
   ASSERT_EQ(write(*a, record(key, 65, FireFate::succeeded), hour), LedgerWriteResult::Status::written);
   EXPECT_EQ(instants(read(*a, key)), (std::vector<Instant>{minute(65), minute(5)}));
-  // An old record written late goes at once if it is past keep_for.
-  ASSERT_EQ(write(*a, record(key, 2, FireFate::skipped), hour), LedgerWriteResult::Status::written);
+  // An old record written late goes at once if it is past keep_for
+  // (answered let_go, or written by a store that does not tell).
+  const auto late = write(*a, record(key, 2, FireFate::skipped), hour);
+  EXPECT_TRUE(late == LedgerWriteResult::Status::let_go || late == LedgerWriteResult::Status::written);
   EXPECT_EQ(instants(read(*a, key)), (std::vector<Instant>{minute(65), minute(5)}));
 }
 

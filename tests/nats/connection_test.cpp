@@ -85,6 +85,20 @@ TEST(NatsBucket, CreateUpdateGetRemoveSemantics) {
   EXPECT_FALSE(bucket->get("k"));
   EXPECT_TRUE(bucket->create("k", "c"));  // over the delete marker
   EXPECT_THROW((void)bucket->create("bad key!", "x"), BackendError);
+  // Read from the stream's leader, or (a backslash, which nats.c would put
+  // into its request unescaped) by nats.c's own get: the same answers.
+  for (const std::string key : {"plain.key", "back\\slash"}) {
+    EXPECT_FALSE(bucket->get(key)) << key;
+    const std::uint64_t put = bucket->put(key, "v");
+    const auto read = bucket->get(key);
+    ASSERT_TRUE(read) << key;
+    EXPECT_EQ(read->value, "v");
+    EXPECT_EQ(read->revision, put);
+    EXPECT_EQ(read->key, key);
+    bucket->remove(key);
+    EXPECT_FALSE(bucket->get(key)) << key;
+  }
+  EXPECT_EQ(bucket->replicas(), 1);
 }
 
 TEST(NatsBucket, AnExistingBucketWithADifferentConfigurationIsAClearError) {
