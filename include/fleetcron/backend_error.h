@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "fleetcron/api.h"
+#include "fleetcron/error.h"
 
 namespace fleetcron {
 
@@ -15,8 +16,9 @@ namespace fleetcron {
 /// results, never exceptions; Claimers and Electors turn these errors into
 /// failed results (fail closed). Catch BackendError for every kind, or the
 /// subclass of one kind.
-class FLEETCRON_API BackendError : public std::runtime_error {
+class FLEETCRON_API BackendError : public std::runtime_error, public Error {
  public:
+  [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
   enum class Kind {
     connect,   ///< could not connect (refused, unreachable, DNS, connect timeout), or backing off after a failure
     timeout,   ///< no answer within the request timeout (or no free pooled connection)

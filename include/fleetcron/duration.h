@@ -8,14 +8,16 @@
 #include <string_view>
 
 #include "fleetcron/api.h"
+#include "fleetcron/error.h"
 
 namespace fleetcron {
 
 /// A duration that does not parse: what() names the text, the 0-based
 /// offset and the reason, e.g. `duration "5x": at offset 1: unknown unit "x"`.
-class FLEETCRON_API DurationError : public std::invalid_argument {
+class FLEETCRON_API DurationError : public std::invalid_argument, public Error {
  public:
   DurationError(std::string_view text, std::size_t position, std::string reason);
+  [[nodiscard]] const char* what() const noexcept override { return std::invalid_argument::what(); }
   [[nodiscard]] std::size_t position() const noexcept { return position_; }
   [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
 

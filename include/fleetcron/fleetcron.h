@@ -6,6 +6,7 @@
 #include "fleetcron/coordination.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/error.h"
 #include "fleetcron/events.h"
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/job_catalogue.h"

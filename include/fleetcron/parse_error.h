@@ -7,15 +7,17 @@
 #include <string_view>
 
 #include "fleetcron/api.h"
+#include "fleetcron/error.h"
 
 namespace fleetcron {
 
 /// A spec (or other text) that does not parse. what() reads like
 ///   parse "61 * * * *": field minute at offset 0: 61 above maximum 59
 /// and the parts are available separately.
-class FLEETCRON_API ParseError : public std::invalid_argument {
+class FLEETCRON_API ParseError : public std::invalid_argument, public Error {
  public:
   ParseError(std::string spec, std::string field, std::size_t position, std::string reason);
+  [[nodiscard]] const char* what() const noexcept override { return std::invalid_argument::what(); }
 
   /// The complete input that failed.
   [[nodiscard]] const std::string& spec() const noexcept { return spec_; }

@@ -16,6 +16,7 @@
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
 #include "fleetcron/cron.h"
+#include "fleetcron/error.h"
 #include "fleetcron/events.h"
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/schedule.h"
@@ -254,8 +255,9 @@ struct FLEETCRON_API RunOutcome {
 
 /// Errors from Scheduler methods (besides ParseError from add() with a spec
 /// and std::invalid_argument for bad options).
-class FLEETCRON_API SchedulerError : public std::runtime_error {
+class FLEETCRON_API SchedulerError : public std::runtime_error, public Error {
  public:
+  [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
   enum class Code {
     entry_not_found,
     duplicate_key,

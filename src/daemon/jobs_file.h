@@ -36,6 +36,7 @@
 #include "daemon/run_as.h"
 #include "daemon/settings.h"
 #include "fleetcron/cron.h"
+#include "fleetcron/error.h"
 #include "fleetcron/events.h"
 #include "fleetcron/schedule.h"
 #include "fleetcron/scheduler.h"
@@ -126,9 +127,10 @@ struct JobsFile {
 };
 
 /// file:line:column: what is wrong.
-class JobsFileError : public std::runtime_error {
+class JobsFileError : public std::runtime_error, public Error {
  public:
   JobsFileError(const std::string& file, int line, int column, const std::string& reason);
+  [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
   [[nodiscard]] int line() const noexcept { return line_; }
   [[nodiscard]] int column() const noexcept { return column_; }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/crontab_format.h"
+#include "fleetcron/error.h"
 #include "fleetcron/redis/claimer.h"
 
 namespace fleetcron::daemon {
@@ -146,9 +147,10 @@ struct Settings {
 [[nodiscard]] LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept;
 
 /// A bad config file value: file:line: what is wrong.
-class SettingsError : public std::runtime_error {
+class SettingsError : public std::runtime_error, public Error {
  public:
   using std::runtime_error::runtime_error;
+  [[nodiscard]] const char* what() const noexcept override { return std::runtime_error::what(); }
 };
 
 /// Applies the TOML file at `path` onto `settings`; unknown keys and bad
