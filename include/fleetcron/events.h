@@ -42,6 +42,7 @@ enum class MissedFirePolicy {
 
 /// Why an automatic fire did not run.
 enum class SkipReason {
+  unknown,          ///< not set (a default-constructed event); the scheduler never reports it
   not_leader,       ///< the elector said follower
   election_error,   ///< the elector failed (fail closed)
   already_claimed,  ///< another replica claimed the fire
@@ -57,6 +58,7 @@ enum class SkipReason {
 
 /// Why a fire was dropped before its job started.
 enum class CancelReason {
+  unknown,               ///< not set (a default-constructed event); the scheduler never reports it
   scheduler_stopped,     ///< stop()/drain() with the fire queued or starting
   entry_removed,         ///< remove() (or a reload) while the fire was queued
   entry_paused,          ///< pause() while the fire was queued
@@ -168,7 +170,7 @@ struct FLEETCRON_API CancelledFireEvent {
   EntryRef entry;
   Instant scheduled_at;
   std::string cause;
-  CancelReason reason = CancelReason::scheduler_stopped;
+  CancelReason reason = CancelReason::unknown;
   bool claimed = false;
 };
 /// An automatic fire was skipped by coordination.
@@ -176,7 +178,7 @@ struct FLEETCRON_API SkippedFireEvent {
   EntryRef entry;
   std::string fire_key;
   Instant scheduled_at;
-  SkipReason reason = SkipReason::not_leader;
+  SkipReason reason = SkipReason::unknown;
   std::string error;  ///< for election_error, claim_error, clock_skew and stale
 };
 /// Fires queued for a worker plus fires running, after each change.

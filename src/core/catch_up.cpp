@@ -32,6 +32,24 @@ constexpr nanoseconds max_retry{std::chrono::seconds{30}};
 // Rounds of read, compare-and-set, read again before a catch-up is retried
 // later: each lost round means another replica moved the cursor.
 constexpr int max_catch_up_rounds = 8;
+
+/// Marks an entry's catch-up under way, until it goes out of scope.
+class CatchUpBusy {
+ public:
+  explicit CatchUpBusy(CursorTracking& tracking) : tracking_(tracking) {}
+  CatchUpBusy(const CatchUpBusy&) = delete;
+  CatchUpBusy& operator=(const CatchUpBusy&) = delete;
+  ~CatchUpBusy() {
+    {
+      std::lock_guard guard(tracking_.mutex);
+      tracking_.busy = false;
+    }
+    tracking_.idle.notify_all();
+  }
+
+ private:
+  CursorTracking& tracking_;
+};
 // The digest of a removed entry's cursor: no schedule's, so a job added
 // again later catches up nothing.
 constexpr std::uint64_t tombstone_digest = 0x7e3b'0000'0000'dead;
@@ -163,24 +181,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
     }
     tracking.busy = true;
   }
-  // Released however this returns.
-  class Busy {
-   public:
-    explicit Busy(CursorTracking& tracking) : tracking_(tracking) {}
-    Busy(const Busy&) = delete;
-    Busy& operator=(const Busy&) = delete;
-    ~Busy() {
-      {
-        std::lock_guard guard(tracking_.mutex);
-        tracking_.busy = false;
-      }
-      tracking_.idle.notify_all();
-    }
-
-   private:
-    CursorTracking& tracking_;
-  };
-  const Busy busy(tracking);
+  const CatchUpBusy busy(tracking);  // released however this returns
   if (tracking.caught_up.load() || entry->removed.load()) return {true, {}, false};
   if (entry->paused.load()) return {false, "the entry is paused", true};
   if (std::string refusal = settings_refusal(); !refusal.empty()) return {false, std::move(refusal), true};
@@ -207,17 +208,8 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
       return options_.fleet_state->claim_catch_up(key, seen, plan->missed.last_missed, plan->digest,
                                                   nanoseconds{tracking.keep_for}, options_.replica_id);
     });
-    if (answer.status == CatchUpClaim::Status::error) {
-      // The store may have applied it: our claimant and instant say so.
-      read = guarded([&] { return options_.fleet_state->read_cursor(key); });
-      const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
-                        read.cursor->instant == cursor_instant(plan->missed.last_missed);
-      if (!ours) return {false, "claiming the catch-up: " + answer.error};
-      // Applied in another epoch than the cursor's: the store's answer
-      // would have been epoch_changed.
-      answer.status = read.cursor->epoch == seen->epoch ? CatchUpClaim::Status::claimed
-                                                        : CatchUpClaim::Status::epoch_changed;
-      answer.current = read.cursor;
+    if (answer.status == CatchUpClaim::Status::error && !settle_unanswered(key, *seen, *plan, answer)) {
+      return {false, "claiming the catch-up: " + answer.error};
     }
     if (answer.status == CatchUpClaim::Status::claimed) {
       run_catch_up(entry, *seen, *plan, election.grant);
@@ -232,6 +224,20 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   }
   tracking.caught_up = true;
   return {true, {}, false};
+}
+
+bool Scheduler::Impl::settle_unanswered(const std::string& key, const JobCursor& seen, const CatchUpPlan& plan,
+                                        CatchUpClaim& answer) {
+  // The store may have applied it: our claimant and instant say so.
+  const CursorRead read = guarded([&] { return options_.fleet_state->read_cursor(key); });
+  const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
+                    read.cursor->instant == cursor_instant(plan.missed.last_missed);
+  if (!ours) return false;
+  // Applied in another epoch than the cursor's: the store's answer would
+  // have been epoch_changed.
+  answer.status = read.cursor->epoch == seen.epoch ? CatchUpClaim::Status::claimed : CatchUpClaim::Status::epoch_changed;
+  answer.current = read.cursor;
+  return true;
 }
 
 std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const Entry& entry, const JobCursor& seen) {

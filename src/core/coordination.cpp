@@ -54,6 +54,7 @@ std::string_view to_string(RecoverPolicy policy) noexcept {
 
 std::string_view to_string(SkipReason reason) noexcept {
   switch (reason) {
+    case SkipReason::unknown: return "unknown";
     case SkipReason::not_leader: return "not-leader";
     case SkipReason::election_error: return "election-error";
     case SkipReason::already_claimed: return "already-claimed";
@@ -70,6 +71,7 @@ std::string_view to_string(SkipReason reason) noexcept {
 
 std::string_view to_string(CancelReason reason) noexcept {
   switch (reason) {
+    case CancelReason::unknown: return "unknown";
     case CancelReason::scheduler_stopped: return "scheduler-stopped";
     case CancelReason::entry_removed: return "entry-removed";
     case CancelReason::entry_paused: return "entry-paused";

@@ -44,6 +44,42 @@ DurationError::DurationError(std::string_view text, std::size_t position, std::s
       position_(position),
       reason_(std::move(reason)) {}
 
+namespace {
+
+/// The unit of the term that started at `term_start`, whose number ends at
+/// `pos`: the longest unit name there, refused when its letters run on
+/// into a word ("5min", "2hours") or when none is there.
+const Unit& read_unit(std::string_view text, std::size_t pos, std::size_t term_start) {
+  const Unit* unit = nullptr;
+  for (const auto& candidate : units) {
+    if (text.substr(pos, candidate.name.size()) == candidate.name &&
+        (unit == nullptr || candidate.name.size() > unit->name.size())) {
+      unit = &candidate;
+    }
+  }
+  if (unit == nullptr) {
+    std::size_t end = pos;
+    while (end < text.size() && !is_digit(text[end]) && text[end] != '.') ++end;
+    if (end == pos) throw DurationError(text, pos, "missing unit (ns, us, ms, s, m, h or d)");
+    throw DurationError(text, pos, fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d)",
+                                               quote_for_message(text.substr(pos, end - pos))));
+  }
+  std::size_t word_end = pos;
+  while (word_end < text.size() &&
+         ((text[word_end] >= 'a' && text[word_end] <= 'z') || (text[word_end] >= 'A' && text[word_end] <= 'Z'))) {
+    ++word_end;
+  }
+  if (word_end > pos + unit->name.size()) {
+    throw DurationError(text, pos,
+                        fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d; e.g. {}{})",
+                                    quote_for_message(text.substr(pos, word_end - pos)),
+                                    quote_for_message(text.substr(term_start, pos - term_start)), unit->name));
+  }
+  return *unit;
+}
+
+}  // namespace
+
 nanoseconds parse_duration(std::string_view text) {
   if (text.empty()) throw DurationError(text, 0, "empty duration");
   if (text == "0") return nanoseconds{0};
@@ -77,32 +113,7 @@ nanoseconds parse_duration(std::string_view text) {
     }
     if (!any_digit) throw DurationError(text, term_start, "expected a number");
     const std::size_t unit_start = pos;
-    const Unit* unit = nullptr;
-    for (const auto& candidate : units) {
-      if (text.substr(pos, candidate.name.size()) == candidate.name &&
-          (unit == nullptr || candidate.name.size() > unit->name.size())) {
-        unit = &candidate;
-      }
-    }
-    if (unit == nullptr) {
-      std::size_t end = pos;
-      while (end < text.size() && !is_digit(text[end]) && text[end] != '.') ++end;
-      if (end == pos) throw DurationError(text, pos, "missing unit (ns, us, ms, s, m, h or d)");
-      throw DurationError(text, pos, fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d)",
-                                                 quote_for_message(text.substr(pos, end - pos))));
-    }
-    // "5min", "2hours", "10sec": a known unit's letters run on into a word.
-    std::size_t word_end = pos;
-    while (word_end < text.size() && ((text[word_end] >= 'a' && text[word_end] <= 'z') ||
-                                      (text[word_end] >= 'A' && text[word_end] <= 'Z'))) {
-      ++word_end;
-    }
-    if (word_end > pos + unit->name.size()) {
-      throw DurationError(text, pos,
-                          fmt::format("unknown unit \"{}\" (known: ns, us, ms, s, m, h, d; e.g. {}{})",
-                                      quote_for_message(text.substr(pos, word_end - pos)),
-                                      quote_for_message(text.substr(term_start, pos - term_start)), unit->name));
-    }
+    const Unit* unit = &read_unit(text, pos, term_start);
     pos += unit->name.size();
     if (whole > max_duration_ns / unit->ns) throw DurationError(text, term_start, "duration above 100 years");
     std::int64_t term_ns = whole * unit->ns;

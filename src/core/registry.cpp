@@ -150,49 +150,7 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   }
   {
     std::lock_guard guard(registry_mutex_);
-    std::string refusal;
-    if (answer.status == ReplicaAnnounce::Status::error) {
-      announce_failed_ = true;
-      notes.emplace_back(LogLevel::warning, "replica registry: announcing this replica failed: " + answer.error);
-      // Trusted as long as the last accepted record lives; then unverified.
-      const bool fresh = verified_at_ && now - *verified_at_ < replica_ttl();
-      refusal = fresh ? settings_refusal_
-                      : fmt::format("this replica's settings are not verified against the fleet's (the replica "
-                                    "registry failed: {}); it claims nothing until they are",
-                                    answer.error);
-    } else {
-      if (announced_before_ && !answer.found_own) {
-        notes.emplace_back(LogLevel::warning,
-                           "replica registry: this replica's record was gone (the store lost its data, or this "
-                           "replica was away longer than its record lives): its jobs are catalogued again now");
-        ++recatalogue_requests_;
-      } else if (announce_failed_) {
-        // The failed one may have been written (its answer lost) into a
-        // store that had lost its data: this one then finds its record.
-        ++recatalogue_requests_;
-      }
-      announce_failed_ = false;
-      announced_before_ = true;
-      if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
-      if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
-      if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
-      if (!twin_refusal_.empty()) refusal = twin_refusal_;
-      if (answer.other_jobs != reported_other_jobs_) {
-        notes.emplace_back(answer.other_jobs.empty() ? LogLevel::info : LogLevel::warning,
-                           answer.other_jobs.empty()
-                               ? std::string("replica registry: every live replica runs this replica's jobs again")
-                               : fmt::format("replica registry: {} run other jobs (keys or schedules) than this "
-                                             "replica: reported, not refused (a rolling deploy?)",
-                                             fmt::join(answer.other_jobs, ", ")));
-        reported_other_jobs_ = answer.other_jobs;
-      }
-      if (answer.others_jobs_fingerprint != others_jobs_fingerprint_) {
-        // Another replica's jobs changed: it may have marked removed a job
-        // this one still runs, which mentioning ours again unmarks.
-        if (others_jobs_fingerprint_ != 0) ++recatalogue_requests_;
-        others_jobs_fingerprint_ = answer.others_jobs_fingerprint;
-      }
-    }
+    std::string refusal = take_answer(answer, now, notes);
     if (refusal != settings_refusal_) {
       notes.emplace_back(refusal.empty() ? LogLevel::info : LogLevel::error,
                          refusal.empty() ? std::string("replica registry: this replica's settings are the fleet's; "
@@ -205,6 +163,54 @@ ReplicaAnnounce Scheduler::Impl::announce(const AloneRun* alone) {
   for (const auto& [level, note] : notes) log(level, note);
   if (!lost.empty()) report_lost(lost);
   return answer;
+}
+
+std::string Scheduler::Impl::take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
+                                         std::vector<std::pair<LogLevel, std::string>>& notes) {
+  std::string refusal;
+  if (answer.status == ReplicaAnnounce::Status::error) {
+    announce_failed_ = true;
+    notes.emplace_back(LogLevel::warning, "replica registry: announcing this replica failed: " + answer.error);
+    // Trusted as long as the last accepted record lives; then unverified.
+    const bool fresh = verified_at_ && now - *verified_at_ < replica_ttl();
+    refusal = fresh ? settings_refusal_
+                    : fmt::format("this replica's settings are not verified against the fleet's (the replica "
+                                  "registry failed: {}); it claims nothing until they are",
+                                  answer.error);
+  } else {
+    if (announced_before_ && !answer.found_own) {
+      notes.emplace_back(LogLevel::warning,
+                         "replica registry: this replica's record was gone (the store lost its data, or this "
+                         "replica was away longer than its record lives): its jobs are catalogued again now");
+      ++recatalogue_requests_;
+    } else if (announce_failed_) {
+      // The failed one may have been written (its answer lost) into a
+      // store that had lost its data: this one then finds its record.
+      ++recatalogue_requests_;
+    }
+    announce_failed_ = false;
+    announced_before_ = true;
+    if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
+    if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
+    if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
+    if (!twin_refusal_.empty()) refusal = twin_refusal_;
+    if (answer.other_jobs != reported_other_jobs_) {
+      notes.emplace_back(answer.other_jobs.empty() ? LogLevel::info : LogLevel::warning,
+                         answer.other_jobs.empty()
+                             ? std::string("replica registry: every live replica runs this replica's jobs again")
+                             : fmt::format("replica registry: {} run other jobs (keys or schedules) than this "
+                                           "replica: reported, not refused (a rolling deploy?)",
+                                           fmt::join(answer.other_jobs, ", ")));
+      reported_other_jobs_ = answer.other_jobs;
+    }
+    if (answer.others_jobs_fingerprint != others_jobs_fingerprint_) {
+      // Another replica's jobs changed: it may have marked removed a job
+      // this one still runs, which mentioning ours again unmarks.
+      if (others_jobs_fingerprint_ != 0) ++recatalogue_requests_;
+      others_jobs_fingerprint_ = answer.others_jobs_fingerprint;
+    }
+  }
+  return refusal;
 }
 
 std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,

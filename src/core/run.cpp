@@ -51,60 +51,65 @@ class Scheduler::Impl::RunListing {
   detail::WorkerSlot& slot_;
 };
 
+/// Unregisters a run when it ends, however execute() returns.
+class Scheduler::Impl::RunRegistration {
+ public:
+  RunRegistration(Impl& impl, Run& run, detail::WorkerSlot& slot) : impl_(impl), run_(run), slot_(slot) {}
+  RunRegistration(const RunRegistration&) = delete;
+  RunRegistration& operator=(const RunRegistration&) = delete;
+  ~RunRegistration() { end(); }
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    impl_.unregister_run(run_, slot_);
+  }
+
+ private:
+  Impl& impl_;
+  Run& run_;
+  detail::WorkerSlot& slot_;
+  bool ended_ = false;
+};
+
+/// Queues a catch-up's next instant when this one ends, however it ends
+/// (declared first in execute(): it runs after the overlap slot is released).
+class Scheduler::Impl::NextInChain {
+ public:
+  NextInChain(Impl& impl, std::shared_ptr<std::deque<Fire>> rest) : impl_(impl), rest_(std::move(rest)) {}
+  NextInChain(const NextInChain&) = delete;
+  NextInChain& operator=(const NextInChain&) = delete;
+  ~NextInChain() {
+    if (!rest_ || rest_->empty()) return;
+    std::vector<Fire> next;
+    next.push_back(std::move(rest_->front()));
+    rest_->pop_front();
+    next.front().chain = std::move(rest_);
+    impl_.enqueue(next);  // what does not fit is reported (rejected or cancelled)
+  }
+
+ private:
+  Impl& impl_;
+  std::shared_ptr<std::deque<Fire>> rest_;
+};
+
+void Scheduler::Impl::cancel_run(Fire& fire, RunRegistration& registration, std::string cause, CancelReason reason) {
+  report_cancel(fire, cause, reason);
+  registration.end();
+  if (fire.outcome) fire.outcome->set({RunStatus::cancelled, 0, std::move(cause)});
+}
+
 void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   Entry& entry = *fire.entry;
-  // Unregisters a run when it ends, however execute() returns.
-  class Registration {
-   public:
-    Registration(Impl& impl, Run& run, detail::WorkerSlot& slot) : impl_(impl), run_(run), slot_(slot) {}
-    Registration(const Registration&) = delete;
-    Registration& operator=(const Registration&) = delete;
-    ~Registration() { end(); }
-    void end() {
-      if (ended_) return;
-      ended_ = true;
-      impl_.unregister_run(run_, slot_);
-    }
-
-   private:
-    Impl& impl_;
-    Run& run_;
-    detail::WorkerSlot& slot_;
-    bool ended_ = false;
-  };
-  // A catch-up's next instant is queued when this one ends, however it
-  // ends (declared first: it runs after the overlap slot is released).
-  class NextInChain {
-   public:
-    NextInChain(Impl& impl, std::shared_ptr<std::deque<Fire>> rest) : impl_(impl), rest_(std::move(rest)) {}
-    NextInChain(const NextInChain&) = delete;
-    NextInChain& operator=(const NextInChain&) = delete;
-    ~NextInChain() {
-      if (!rest_ || rest_->empty()) return;
-      std::vector<Fire> next;
-      next.push_back(std::move(rest_->front()));
-      rest_->pop_front();
-      next.front().chain = std::move(rest_);
-      impl_.enqueue(next);  // what does not fit is reported (rejected or cancelled)
-    }
-
-   private:
-    Impl& impl_;
-    std::shared_ptr<std::deque<Fire>> rest_;
-  };
   const NextInChain next_in_chain(*this, std::move(fire.chain));
   Run run;
   run.entry_id = entry.identity.id;
   const bool stopping = register_run(run, slot);
-  Registration registration(*this, run, slot);
-  auto cancel = [&](std::string cause, CancelReason reason) {
-    report_cancel(fire, cause, reason);
-    registration.end();
-    if (fire.outcome) fire.outcome->set({RunStatus::cancelled, 0, std::move(cause)});
-  };
-  if (stopping) return cancel("scheduler stopped", CancelReason::scheduler_stopped);
-  if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
-  if (!fire.manual && entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
+  RunRegistration registration(*this, run, slot);
+  if (stopping) return cancel_run(fire, registration, "scheduler stopped", CancelReason::scheduler_stopped);
+  if (entry.removed.load()) return cancel_run(fire, registration, "entry removed", CancelReason::entry_removed);
+  if (!fire.manual && entry.paused.load()) {
+    return cancel_run(fire, registration, "entry paused", CancelReason::entry_paused);
+  }
   // The overlap slot is released after the completion is reported (a
   // waiting fire must not start first), when the event may have dropped the
   // last other reference to the entry that holds the slot's state.
@@ -119,11 +124,19 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   }
   if (!fire.manual) {
     if (!decide(fire, run, slot, overlap)) return;
-    if (run.stop.stop_requested()) return cancel("stopped before the job started", CancelReason::stopped_before_start);
+    if (run.stop.stop_requested()) {
+      return cancel_run(fire, registration, "stopped before the job started", CancelReason::stopped_before_start);
+    }
   }
+  run_job(fire, run, slot, registration, overlap);
+}
+
+void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, RunRegistration& registration,
+                              OverlapSlot& overlap) {
   // The context owns the entry from here (one reference count fewer to
   // touch per fire; the fire keeps it if a fleet-wide skip may report it).
   // `entry` stays valid while it does.
+  Entry& entry = *fire.entry;
   const bool alone = fleet_overlap_applies(fire);
   FireContext context{EntryRef(alone ? fire.entry : std::move(fire.entry), &entry.identity),
                       fire_key(entry.identity.key, fire.scheduled_at), fire.scheduled_at, 1, fire.grant.fence,
@@ -138,9 +151,9 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
     // It may have waited (overlap=queue): listed, it is unlisted at once.
     listing.end();
     announce_unlisted();
-    if (entry.removed.load()) return cancel("entry removed", CancelReason::entry_removed);
-    if (entry.paused.load()) return cancel("entry paused", CancelReason::entry_paused);
-    return cancel("stopped before the job started", CancelReason::stopped_before_start);
+    if (entry.removed.load()) return cancel_run(fire, registration, "entry removed", CancelReason::entry_removed);
+    if (entry.paused.load()) return cancel_run(fire, registration, "entry paused", CancelReason::entry_paused);
+    return cancel_run(fire, registration, "stopped before the job started", CancelReason::stopped_before_start);
   }
   // The clock is read only for what needs it: the timeout and the
   // completion event's start and duration.

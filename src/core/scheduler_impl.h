@@ -256,6 +256,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Announces the replica (and `alone` with it, if given); the answer as
   /// applied: `busy` leaves the verdict as it was.
   ReplicaAnnounce announce(const AloneRun* alone = nullptr);
+  /// announce()'s bookkeeping of the registry's answer, registry_mutex_
+  /// held: what to log (`notes`) and the settings refusal that stands now.
+  std::string take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
+                          std::vector<std::pair<LogLevel, std::string>>& notes);
   /// After a run was unlisted (RunListing::end()): makes sure an
   /// announcement that no longer lists it reached the store. Runs that end
   /// together share one (a group commit): an announcement begun after this
@@ -318,6 +322,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The instants after `seen` and before the entry's first instant here,
   /// within its reach, and which of them run; nullopt if there are none.
   std::optional<CatchUpPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
+  /// A catch-up claim whose answer was an error: true (and `answer` set to
+  /// what the store did) if the cursor now holds this replica's claim.
+  bool settle_unanswered(const std::string& key, const JobCursor& seen, const CatchUpPlan& plan, CatchUpClaim& answer);
   void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
                     const detail::Grant& grant);
   /// The cursor came from an earlier store epoch (`epoch` is the store's
@@ -339,9 +346,17 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- runs (run.cpp)
   class RunListing;
+  class RunRegistration;
+  class NextInChain;
   /// From a worker's fire to its end: registration, the claim path for a
   /// fire not decided in a batch, the job with its retries, the events.
   void execute(detail::Fire& fire, detail::WorkerSlot& slot);
+  /// execute()'s second half, once the fire may run: the fleet-wide
+  /// overlap, the job with its retries and its timeout, the completion.
+  void run_job(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, RunRegistration& registration,
+               detail::OverlapSlot& overlap);
+  /// Reports `fire` cancelled before its job started and ends its run.
+  void cancel_run(detail::Fire& fire, RunRegistration& registration, std::string cause, CancelReason reason);
   /// The claim path of the worker's own automatic fire: for one granted
   /// by a claim batch, a last look at its age; otherwise elector, jitter,
   /// overlap, then screen() and claim() as a batch of one. False if the

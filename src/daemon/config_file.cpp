@@ -55,6 +55,11 @@ std::size_t count_value(const std::string& path, const std::string& name, const 
   return static_cast<std::size_t>(value->get());
 }
 
+bool bool_value(const std::string& path, const std::string& name, const toml::node& node) {
+  const auto* value = node.as_boolean();
+  if (value == nullptr) throw SettingsError(fmt::format("{}: {} must be true or false", where(path, node), name));
+  return value->get();
+}
 
 void apply_table(const toml::table& table, const std::string& path, Settings& settings);
 
@@ -120,9 +125,7 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
     } else if (name == "fleet" && sub == "catch_up") {
       settings.catch_up = catch_up_value(path, full, sub_node);
     } else if (name == "fleet" && sub == "catch_up_beyond_claim_ttl") {
-      const auto* value = sub_node.as_boolean();
-      if (value == nullptr) throw SettingsError(fmt::format("{}: {} must be true or false", where(path, sub_node), full));
-      settings.catch_up_beyond_claim_ttl = value->get();
+      settings.catch_up_beyond_claim_ttl = bool_value(path, full, sub_node);
     } else if (name == "fleet" && sub == "history") {
       const auto* value = sub_node.as_integer();
       if (value == nullptr || value->get() < 0 || value->get() > 10'000) {
@@ -169,98 +172,110 @@ void apply_section(const std::string& name, const toml::node& node, const std::s
   }
 }
 
+/// A key of the jobs, the coordinator or its mode; false if `name` is none.
+bool apply_source_key(const std::string& name, const toml::node& node, const std::string& path, Settings& settings) {
+  if (name == "jobs") {
+    settings.jobs_paths = paths_value(path, name, node);
+  } else if (name == "replica_id") {
+    settings.replica_id = string_value(path, name, node);
+  } else if (name == "crontab_format") {
+    try {
+      settings.crontab_format = crontab_format_from_string(string_value(path, name, node));
+    } catch (const std::invalid_argument& e) {
+      throw SettingsError(fmt::format("{}: crontab_format {}", where(path, node), e.what()));
+    }
+  } else if (name == "seconds") {
+    settings.seconds = bool_value(path, name, node);
+  } else if (name == "watch") {
+    settings.watch = bool_value(path, name, node);
+  } else if (name == "require_noeviction") {
+    settings.require_noeviction = bool_value(path, name, node);
+  } else if (name == "zone") {
+    settings.zone = string_value(path, name, node);
+  } else if (name == "coordinator") {
+    settings.coordinator = string_value(path, name, node);
+  } else if (name == "coordinator_password_file") {
+    settings.coordinator_password_file = string_value(path, name, node);
+  } else if (name == "coordination") {
+    const std::string text = string_value(path, name, node);
+    const auto mode = coordination_mode_from_string(text);
+    if (!mode) throw SettingsError(fmt::format("{}: coordination must be claim, leader or both, got \"{}\"", where(path, node), text));
+    settings.coordination = *mode;
+  } else if (name == "on_leadership_loss") {
+    const std::string text = string_value(path, name, node);
+    const auto policy = leadership_loss_from_string(text);
+    if (!policy) {
+      throw SettingsError(fmt::format("{}: on_leadership_loss must be cancel or finish, got \"{}\"", where(path, node), text));
+    }
+    settings.on_leadership_loss = *policy;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// A key of the daemon's own: HTTP, logs, graces, concurrency, runs'
+/// output; false if `name` is none.
+bool apply_daemon_key(const std::string& name, const toml::node& node, const std::string& path, Settings& settings) {
+  if (name == "http" || name == "metrics") {
+    settings.http = string_value(path, name, node);
+    try {
+      (void)parse_listen_address(settings.http, name);
+    } catch (const SettingsError& e) {
+      throw SettingsError(fmt::format("{}: {}", where(path, node), e.what()));
+    }
+  } else if (name == "api_token_file") {
+    settings.api_token_file = string_value(path, name, node);
+  } else if (name == "log_format") {
+    const std::string text = string_value(path, name, node);
+    if (text != "text" && text != "json") {
+      throw SettingsError(fmt::format("{}: log_format must be text or json, got \"{}\"", where(path, node), text));
+    }
+    settings.log_format = text == "json" ? LogFormat::json : LogFormat::text;
+  } else if (name == "store_wait") {
+    const auto* number = node.as_integer();
+    if (number != nullptr && number->get() == 0) {
+      settings.store_wait = std::chrono::nanoseconds::zero();
+    } else {
+      settings.store_wait = is_zero_duration(string_value(path, name, node)) ? std::chrono::nanoseconds::zero()
+                                                                            : duration_value(path, name, node);
+    }
+  } else if (name == "shutdown_grace") {
+    settings.shutdown_grace = duration_value(path, name, node);
+  } else if (name == "kill_grace") {
+    settings.kill_grace = duration_value(path, name, node);
+  } else if (name == "max_concurrent") {
+    settings.max_concurrent = count_value(path, name, node, 4096);
+  } else if (name == "max_output_bytes") {
+    settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
+  } else if (name == "output_dir") {
+    settings.output_dir = output_dir_from(string_value(path, name, node));
+    if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
+      throw SettingsError(fmt::format("{}: output_dir \"{}\": an absolute path, or none", where(path, node),
+                                      settings.output_dir));
+    }
+  } else if (name == "keep_succeeded") {
+    settings.keep_succeeded = count_value(path, name, node, max_kept_runs, 0);
+  } else if (name == "keep_failed") {
+    settings.keep_failed = count_value(path, name, node, max_kept_runs, 0);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void apply_table(const toml::table& table, const std::string& path, Settings& settings) {
   for (const auto& [key, node] : table) {
     const std::string name(key.str());
-    if (name == "jobs") {
-      settings.jobs_paths = paths_value(path, name, node);
-    } else if (name == "replica_id") {
-      settings.replica_id = string_value(path, name, node);
-    } else if (name == "crontab_format") {
-      try {
-        settings.crontab_format = crontab_format_from_string(string_value(path, name, node));
-      } catch (const std::invalid_argument& e) {
-        throw SettingsError(fmt::format("{}: crontab_format {}", where(path, node), e.what()));
-      }
-    } else if (name == "seconds") {
-      const auto* value = node.as_boolean();
-      if (value == nullptr) throw SettingsError(fmt::format("{}: seconds must be true or false", where(path, node)));
-      settings.seconds = value->get();
-    } else if (name == "watch") {
-      const auto* value = node.as_boolean();
-      if (value == nullptr) throw SettingsError(fmt::format("{}: watch must be true or false", where(path, node)));
-      settings.watch = value->get();
-    } else if (name == "require_noeviction") {
-      const auto* value = node.as_boolean();
-      if (value == nullptr) throw SettingsError(fmt::format("{}: require_noeviction must be true or false", where(path, node)));
-      settings.require_noeviction = value->get();
-    } else if (name == "zone") {
-      settings.zone = string_value(path, name, node);
-    } else if (name == "coordinator") {
-      settings.coordinator = string_value(path, name, node);
-    } else if (name == "coordinator_password_file") {
-      settings.coordinator_password_file = string_value(path, name, node);
-    } else if (name == "coordination") {
-      const std::string text = string_value(path, name, node);
-      const auto mode = coordination_mode_from_string(text);
-      if (!mode) throw SettingsError(fmt::format("{}: coordination must be claim, leader or both, got \"{}\"", where(path, node), text));
-      settings.coordination = *mode;
-    } else if (name == "on_leadership_loss") {
-      const std::string text = string_value(path, name, node);
-      const auto policy = leadership_loss_from_string(text);
-      if (!policy) {
-        throw SettingsError(fmt::format("{}: on_leadership_loss must be cancel or finish, got \"{}\"", where(path, node), text));
-      }
-      settings.on_leadership_loss = *policy;
-    } else if (name == "http" || name == "metrics") {
-      settings.http = string_value(path, name, node);
-      try {
-        (void)parse_listen_address(settings.http, name);
-      } catch (const SettingsError& e) {
-        throw SettingsError(fmt::format("{}: {}", where(path, node), e.what()));
-      }
-    } else if (name == "api_token_file") {
-      settings.api_token_file = string_value(path, name, node);
-    } else if (name == "log_format") {
-      const std::string text = string_value(path, name, node);
-      if (text != "text" && text != "json") {
-        throw SettingsError(fmt::format("{}: log_format must be text or json, got \"{}\"", where(path, node), text));
-      }
-      settings.log_format = text == "json" ? LogFormat::json : LogFormat::text;
-    } else if (name == "store_wait") {
-      const auto* number = node.as_integer();
-      if (number != nullptr && number->get() == 0) {
-        settings.store_wait = std::chrono::nanoseconds::zero();
-      } else {
-        settings.store_wait = is_zero_duration(string_value(path, name, node)) ? std::chrono::nanoseconds::zero()
-                                                                              : duration_value(path, name, node);
-      }
-    } else if (name == "shutdown_grace") {
-      settings.shutdown_grace = duration_value(path, name, node);
-    } else if (name == "kill_grace") {
-      settings.kill_grace = duration_value(path, name, node);
-    } else if (name == "max_concurrent") {
-      settings.max_concurrent = count_value(path, name, node, 4096);
-    } else if (name == "max_output_bytes") {
-      settings.max_output_bytes = count_value(path, name, node, std::size_t{1} << 30);
-    } else if (name == "output_dir") {
-      settings.output_dir = output_dir_from(string_value(path, name, node));
-      if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
-        throw SettingsError(fmt::format("{}: output_dir \"{}\": an absolute path, or none", where(path, node),
-                                        settings.output_dir));
-      }
-    } else if (name == "keep_succeeded") {
-      settings.keep_succeeded = count_value(path, name, node, max_kept_runs, 0);
-    } else if (name == "keep_failed") {
-      settings.keep_failed = count_value(path, name, node, max_kept_runs, 0);
-    } else if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
+    if (apply_source_key(name, node, path, settings) || apply_daemon_key(name, node, path, settings)) continue;
+    if (name == "claim" || name == "leader" || name == "fleet" || name == "defaults") {
       apply_section(name, node, path, settings);
-    } else {
-      throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, replica_id, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
-                                      "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, store_wait, kill_grace, max_concurrent, "
-                                      "max_output_bytes, output_dir, keep_succeeded, keep_failed, [claim], [leader], [fleet], [defaults])",
-                                      where(path, node), name));
+      continue;
     }
+    throw SettingsError(fmt::format("{}: unknown key {} (known: jobs, crontab_format, replica_id, seconds, watch, zone, coordinator, coordinator_password_file, coordination, "
+                                    "on_leadership_loss, require_noeviction, http, metrics, api_token_file, log_format, shutdown_grace, store_wait, kill_grace, max_concurrent, "
+                                    "max_output_bytes, output_dir, keep_succeeded, keep_failed, [claim], [leader], [fleet], [defaults])",
+                                    where(path, node), name));
   }
 }
 

@@ -283,27 +283,72 @@ void make_postgres(const Settings& settings, const std::string& holder, Coordina
 
 }  // namespace
 
+namespace {
+
+void make_memory(const Settings& settings, Coordination& out, std::shared_ptr<Claimer>& claimer,
+                 std::shared_ptr<Elector>& elector) {
+  out.description = "memory";
+  if (settings.coordination != CoordinationMode::leader) {
+    claimer = std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
+  }
+  if (settings.coordination != CoordinationMode::claim) {
+    auto lease = std::make_shared<MemoryLease>(system_clock(), settings.leader_ttl.value_or(MemoryLease::default_lease_ttl));
+    elector = lease->make_elector();
+    out.resources = lease;
+  }
+  // In-process: the ledger, the controls and the registry for the API
+  // and the status page; nothing survives the process.
+  if (settings.history > 0 || settings.catch_up > std::chrono::nanoseconds::zero()) {
+    out.fleet_state = std::make_shared<MemoryFleetState>(system_clock());
+  }
+  out.ping = [] {};
+}
+
+void make_redis(const Settings& settings, const std::string& holder, Coordination& out,
+                std::shared_ptr<Claimer>& claimer, std::shared_ptr<Elector>& elector) {
+  auto client = std::make_shared<redis::Client>(redis_options(settings));
+  out.description = client->describe();
+  if (client->options().tls && !client->options().tls_verify) {
+    out.warnings.emplace_back("tls-unverified",
+                              fmt::format("{}: TLS without verifying the server's certificate or name "
+                                          "(tls_verify=false): anyone on the path can pose as the server",
+                                          out.description));
+  }
+  if (settings.coordination != CoordinationMode::leader) {
+    auto redis_claimer = std::make_shared<redis::Claimer>(client, redis_claimer_options(settings));
+    claimer = redis_claimer;
+    out.clock_offset = [redis_claimer]() -> std::optional<double> {
+      const auto offset = redis_claimer->clock_offset();
+      if (!offset) return std::nullopt;
+      return std::chrono::duration<double>(offset->offset).count();
+    };
+  }
+  if (settings.coordination != CoordinationMode::claim) {
+    redis::ElectorOptions options;
+    if (!settings.leader_key.empty()) options.leader_key = settings.leader_key;
+    options.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
+    options.keep_alive = true;
+    options.holder = holder;
+    elector = std::make_shared<redis::Elector>(client, options);
+  }
+  if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {
+    out.fleet_state = std::make_shared<redis::FleetState>(
+        client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
+  }
+  out.eviction_policy = [client] { return redis::read_eviction_policy(*client); };
+  out.ping = [client] { client->ping(); };
+  out.resources = client;
+}
+
+}  // namespace
+
 Coordination make_coordination(const Settings& given, Metrics& metrics, const std::string& holder) {
   Settings settings = given;
   Coordination out;
-  const bool claims = settings.coordination != CoordinationMode::leader;
-  const bool leadership = settings.coordination != CoordinationMode::claim;
   std::shared_ptr<Claimer> claimer;
   std::shared_ptr<Elector> elector;
   if (settings.coordinator == "memory") {
-    out.description = "memory";
-    if (claims) claimer = std::make_shared<MemoryClaimer>(system_clock(), settings.claim_ttl);
-    if (leadership) {
-      auto lease = std::make_shared<MemoryLease>(system_clock(), settings.leader_ttl.value_or(MemoryLease::default_lease_ttl));
-      elector = lease->make_elector();
-      out.resources = lease;
-    }
-    // In-process: the ledger, the controls and the registry for the API
-    // and the status page; nothing survives the process.
-    if (settings.history > 0 || settings.catch_up > std::chrono::nanoseconds::zero()) {
-      out.fleet_state = std::make_shared<MemoryFleetState>(system_clock());
-    }
-    out.ping = [] {};
+    make_memory(settings, out, claimer, elector);
   } else if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
     auto options = parse_nats_uri(settings.coordinator, settings);
     out.description = nats::describe(options);
@@ -316,39 +361,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
   } else if (postgres::is_postgres_uri(settings.coordinator)) {
     make_postgres(settings, holder, out, claimer, elector);
   } else {
-    auto client = std::make_shared<redis::Client>(redis_options(settings));
-    out.description = client->describe();
-    if (client->options().tls && !client->options().tls_verify) {
-      out.warnings.emplace_back("tls-unverified",
-                                fmt::format("{}: TLS without verifying the server's certificate or name "
-                                            "(tls_verify=false): anyone on the path can pose as the server",
-                                            out.description));
-    }
-    std::shared_ptr<redis::Claimer> redis_claimer;
-    if (claims) {
-      redis_claimer = std::make_shared<redis::Claimer>(client, redis_claimer_options(settings));
-      claimer = redis_claimer;
-      out.clock_offset = [redis_claimer]() -> std::optional<double> {
-        const auto offset = redis_claimer->clock_offset();
-        if (!offset) return std::nullopt;
-        return std::chrono::duration<double>(offset->offset).count();
-      };
-    }
-    if (leadership) {
-      redis::ElectorOptions options;
-      if (!settings.leader_key.empty()) options.leader_key = settings.leader_key;
-      options.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
-      options.keep_alive = true;
-      options.holder = holder;
-      elector = std::make_shared<redis::Elector>(client, options);
-    }
-    if (settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0) {
-      out.fleet_state = std::make_shared<redis::FleetState>(
-          client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
-    }
-    out.eviction_policy = [client] { return redis::read_eviction_policy(*client); };
-    out.ping = [client] { client->ping(); };
-    out.resources = client;
+    make_redis(settings, holder, out, claimer, elector);
   }
   if (claimer) out.claimer = std::make_shared<MeasuredClaimer>(claimer, metrics);
   if (elector) out.elector = std::make_shared<MeasuredElector>(elector, metrics);

@@ -71,6 +71,35 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   if (settings_.watch) loaded_content_ = watched_content(settings_.jobs_paths);  // before the load: an edit after is seen
   const JobsSources sources = load_sources();
   log_notices(sources);
+  keep_base_environment();
+  // One name for this replica everywhere: registry, runner, leader.
+  const std::string replica_id = settings_.replica_id.empty() ? replica_name() : settings_.replica_id;
+  coordination_ = make_coordination(settings_, metrics_, replica_id);
+  open_outputs(replica_id);
+  if (settings_.coordinator == "memory") {
+    log_.write("warn", "memory-coordinator",
+               "the memory coordinator coordinates this process only: a second replica would run every fire again "
+               "(use --coordinator redis://…, nats://… or postgres://… for a fleet)");
+  }
+  for (const auto& [event, message] : coordination_.warnings) log_.write("warn", event, message);
+  log_catch_up();
+  scheduler_ = std::make_unique<Scheduler>(scheduler_options(replica_id));
+  for (const JobDefinition* job : sources.jobs()) {
+    try {
+      add_job(*job);
+    } catch (const std::invalid_argument& e) {  // the scheduler's rules: at the job's line, as validate says
+      throw std::runtime_error(rule_error(*job, e.what()));
+    }
+  }
+  update_notifications();
+  metrics_.jobs_loaded(sources.job_count());
+  loaded_ = true;
+  start_probe_ = probe_store();
+  backend_reachable_ = start_probe_.answered;
+  start_threads(replica_id);
+}
+
+void Daemon::keep_base_environment() {
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view variable(*entry);
     // The coordinator's password is the daemon's, not the jobs'.
@@ -79,25 +108,20 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     });
     if (!secret) base_environment_.emplace_back(*entry);
   }
-  // One name for this replica everywhere: registry, runner, leader.
-  const std::string replica_id = settings_.replica_id.empty() ? replica_name() : settings_.replica_id;
-  coordination_ = make_coordination(settings_, metrics_, replica_id);
-  if (!settings_.output_dir.empty()) {
-    try {
-      outputs_ = std::make_unique<RunOutputs>(settings_.output_dir, replica_id);
-      outputs_->prune_host({settings_.keep_succeeded, settings_.keep_failed, settings_.history_age});
-    } catch (const std::exception& e) {
-      log_.write("warn", "output-not-kept",
-                 fmt::format("runs' output is not kept (fleetcron logs has none of this replica's runs): {}", e.what()));
-    }
+}
+
+void Daemon::open_outputs(const std::string& replica_id) {
+  if (settings_.output_dir.empty()) return;
+  try {
+    outputs_ = std::make_unique<RunOutputs>(settings_.output_dir, replica_id);
+    outputs_->prune_host({settings_.keep_succeeded, settings_.keep_failed, settings_.history_age});
+  } catch (const std::exception& e) {
+    log_.write("warn", "output-not-kept",
+               fmt::format("runs' output is not kept (fleetcron logs has none of this replica's runs): {}", e.what()));
   }
-  if (settings_.coordinator == "memory") {
-    log_.write("warn", "memory-coordinator",
-               "the memory coordinator coordinates this process only: a second replica would run every fire again "
-               "(use --coordinator redis://…, nats://… or postgres://… for a fleet)");
-  }
-  for (const auto& [event, message] : coordination_.warnings) log_.write("warn", event, message);
-  log_catch_up();
+}
+
+SchedulerOptions Daemon::scheduler_options(const std::string& replica_id) {
   SchedulerOptions options;
   options.zone = parse_options_.zone;
   options.seconds_field = settings_.seconds;
@@ -127,22 +151,13 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
     static constexpr const char* names[] = {"debug", "info", "warn", "error"};
     log_.write(names[static_cast<int>(level)], "scheduler", message);
   };
-  scheduler_ = std::make_unique<Scheduler>(options);
-  for (const JobDefinition* job : sources.jobs()) {
-    try {
-      add_job(*job);
-    } catch (const std::invalid_argument& e) {  // the scheduler's rules: at the job's line, as validate says
-      throw std::runtime_error(rule_error(*job, e.what()));
-    }
-  }
-  update_notifications();
-  metrics_.jobs_loaded(sources.job_count());
-  loaded_ = true;
-  start_probe_ = probe_store();
-  backend_reachable_ = start_probe_.answered;
+  return options;
+}
+
+void Daemon::start_threads(const std::string& replica_id) {
   // Before any thread of ours: a bad token file or a port taken throws
   // here, and the caller exits 2.
-  if (!settings_.http.empty()) start_http(options.replica_id);
+  if (!settings_.http.empty()) start_http(replica_id);
   readiness_ = std::thread([this] { check_backend_loop(); });
   scheduling_lag_ = std::make_unique<SchedulingLag>(
       [this](std::chrono::nanoseconds lateness) { metrics_.scheduling_lag(std::chrono::duration<double>(lateness).count()); },

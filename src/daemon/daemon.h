@@ -61,6 +61,13 @@ class Daemon {
   void run_at_start_jobs();
   /// The listener of --http: metrics, health, the API and the page.
   void start_http(const std::string& replica_id);
+  // The constructor's parts: the jobs' environment (the daemon's, without
+  // the coordinator's password); the runs' output folder (a warning if it
+  // cannot be kept); the scheduler's options; the threads beside it.
+  void keep_base_environment();
+  void open_outputs(const std::string& replica_id);
+  [[nodiscard]] SchedulerOptions scheduler_options(const std::string& replica_id);
+  void start_threads(const std::string& replica_id);
   [[nodiscard]] std::vector<LocalJob> local_jobs();
   /// How the job's commands run: shell, environment, directory, account.
   [[nodiscard]] CommandSpec command_spec(const JobDefinition& job) const;

@@ -319,36 +319,37 @@ struct HttpServer::Impl {
                                   header.size() <= 100 && header.find_first_of("\"\\") == std::string::npos ? header : "(this one)"),
                       {}};
   }
-};
 
-HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(std::make_unique<Impl>()) {
-  const ListenAddress listen = parse_listen_address(address);
-  impl_->routes = std::move(routes);
-  impl_->loopback = is_loopback_name(listen.host);
-  auto& server = impl_->server;
-  const HttpRoutes& r = impl_->routes;
-  server.set_tcp_nodelay(true);  // otherwise keep-alive scrapes crawl (Nagle + delayed ACK)
-  server.new_task_queue = [] { return new BoundedPool(http_threads, http_max_waiting_connections); };
-  // Reads, writes and keep-alive: BoundedServer's own bounds.
-  server.set_payload_max_length(http_max_request_bytes);
-  server.Get("/metrics", [&r](const httplib::Request&, httplib::Response& response) {
-    response.set_content(r.metrics(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content("ok\n", "text/plain");
-  });
-  server.Get("/readyz", [&r](const httplib::Request&, httplib::Response& response) {
-    const bool is_ready = r.ready();
-    response.status = is_ready ? 200 : 503;
-    response.set_content(is_ready ? "ready\n" : "not ready\n", "text/plain");
-  });
-  if (r.page) {
-    server.Get("/", [&r, impl = impl_.get()](const httplib::Request& request, httplib::Response& response) {
-      answer(impl->refuse_host(request).value_or(r.page()), response);
+  /// The routes: metrics, health, the page, the API.
+  void add_routes() {
+    const HttpRoutes& r = routes;
+    server.Get("/metrics", [&r](const httplib::Request&, httplib::Response& response) {
+      response.set_content(r.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+    server.Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
+      response.set_content("ok\n", "text/plain");
+    });
+    server.Get("/readyz", [&r](const httplib::Request&, httplib::Response& response) {
+      const bool is_ready = r.ready();
+      response.status = is_ready ? 200 : 503;
+      response.set_content(is_ready ? "ready\n" : "not ready\n", "text/plain");
+    });
+    if (r.page) {
+      server.Get("/", [&r, impl = this](const httplib::Request& request, httplib::Response& response) {
+        answer(impl->refuse_host(request).value_or(r.page()), response);
+      });
+    }
+    if (r.api) add_api_routes();
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
+      response.status = 500;
+      response.set_content("{\"error\":\"internal error\"}", "application/json");
     });
   }
-  if (r.api) {
-    const Impl* impl = impl_.get();
+
+  /// The API's routes: /api/..., a body read for the methods that carry one.
+  void add_api_routes() {
+    const HttpRoutes& r = routes;
+    const Impl* impl = this;
     const auto api = [&r, impl](const httplib::Request& request, httplib::Response& response) {
       if (auto refused = impl->refuse_host(request)) return answer(*refused, response);
       answer(r.api(to_request(request)), response);
@@ -384,10 +385,18 @@ HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(st
     server.Delete(R"(/api/.*)", api);
     server.Patch(R"(/api/.*)", api_with_body);
   }
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
-    response.status = 500;
-    response.set_content("{\"error\":\"internal error\"}", "application/json");
-  });
+};
+
+HttpServer::HttpServer(const std::string& address, HttpRoutes routes) : impl_(std::make_unique<Impl>()) {
+  const ListenAddress listen = parse_listen_address(address);
+  impl_->routes = std::move(routes);
+  impl_->loopback = is_loopback_name(listen.host);
+  auto& server = impl_->server;
+  server.set_tcp_nodelay(true);  // otherwise keep-alive scrapes crawl (Nagle + delayed ACK)
+  server.new_task_queue = [] { return new BoundedPool(http_threads, http_max_waiting_connections); };
+  // Reads, writes and keep-alive: BoundedServer's own bounds.
+  server.set_payload_max_length(http_max_request_bytes);
+  impl_->add_routes();
   errno = 0;
   port_ = listen.port == 0 ? server.bind_to_any_port(listen.host)
                            : (server.bind_to_port(listen.host, listen.port) ? listen.port : -1);

@@ -88,8 +88,12 @@ T choose(const Option& option, std::initializer_list<std::pair<std::string_view,
 
 using Handler = std::function<void(Directive&, const Option&)>;
 
-const std::map<std::string_view, Handler>& handlers() {
-  static const std::map<std::string_view, Handler> table{
+using Handlers = std::map<std::string_view, Handler>;
+
+/// The options of when and how a job runs: its key, bounds, retries,
+/// history, overlap, missed fires, catch-up and recovery.
+Handlers run_handlers() {
+  return {
       {"key", [](Directive& d, const Option& o) { o.once(d.key, std::string(o.value)); }},
       {"timeout", [](Directive& d, const Option& o) { o.once(d.timeout, o.duration()); }},
       {"jitter",
@@ -133,6 +137,13 @@ const std::map<std::string_view, Handler>& handlers() {
          o.once(d.recover, choose<RecoverPolicy>(o, {{"report", RecoverPolicy::report}, {"rerun", RecoverPolicy::rerun}},
                                                  "report or rerun"));
        }},
+  };
+}
+
+/// The options of where and as whom it runs, and whom it tells: DST,
+/// scope, directory, environment, account, notifications.
+Handlers place_handlers() {
+  return {
       {"dst-gap",
        [](Directive& d, const Option& o) {
          const auto gap = dst_gap_from_string(o.value);
@@ -170,6 +181,15 @@ const std::map<std::string_view, Handler>& handlers() {
       {"notify", [](Directive& d, const Option& o) { o.once(d.notify, o.url()); }},
       {"ping", [](Directive& d, const Option& o) { o.once(d.ping, o.url()); }},
   };
+}
+
+const Handlers& handlers() {
+  static const Handlers table = [] {
+    Handlers all = run_handlers();
+    Handlers place = place_handlers();
+    all.merge(place);
+    return all;
+  }();
   return table;
 }
 

@@ -52,7 +52,8 @@ struct Flags {
   bool catch_up_beyond_claim_ttl = false;
 };
 
-void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
+/// --config, the jobs files and how they read.
+void add_source_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--config", flags.config, "TOML config file (flags win over it)");
   if (with_jobs) {
     command->add_option("jobs", flags.jobs,
@@ -68,6 +69,10 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "default host-pid-random); unique among the live replicas");
   command->add_flag("--watch", flags.watch, "Reload the jobs files and directories when they change (as SIGHUP; ConfigMap updates too)");
   command->add_option("--tz", flags.zone, "Zone of jobs without CRON_TZ (default UTC)");
+}
+
+/// The coordinator, its mode, claims and leadership.
+void add_coordination_flags(CLI::App* command, Flags& flags) {
   command->add_option("--coordinator", flags.coordinator,
                       "memory (default), redis://…, rediss://… (TLS), redis-sentinel://h1,h2,h3/name, unix:/path, "
                       "nats://…?bucket=…, tls://… or postgres://…");
@@ -86,6 +91,15 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
                       "Redis prefix of the fleet state (default: the claim prefix with claim: as fleet:)");
   command->add_option("--fleet-bucket", flags.fleet_bucket,
                       "NATS bucket of the fleet state (default: the claims bucket with CLAIMS as STATE)");
+  command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis and PostgreSQL 30s, NATS 10s by default)");
+  command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
+  command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
+  command->add_option("--on-leadership-loss", flags.on_leadership_loss,
+                      "Running jobs when leadership is lost: cancel or finish (default: finish in both, cancel in leader)");
+}
+
+/// The fleet state: catch-up and history.
+void add_fleet_flags(CLI::App* command, Flags& flags) {
   command->add_option("--catch-up", flags.catch_up,
                       "How far back fires missed while the whole fleet was down are caught up (default 7d; 0: off)");
   command->add_flag("--catch-up-beyond-claim-ttl", flags.catch_up_beyond_claim_ttl,
@@ -93,11 +107,10 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   command->add_option("--history", flags.history, "Ledger records kept per job (default 100; 0: no ledger)")
       ->check(CLI::Range(0, 10'000));
   command->add_option("--history-age", flags.history_age, "Ledger records older than this go (default 30d; at most 400d)");
-  command->add_option("--leader-ttl", flags.leader_ttl, "Leadership lease (Redis and PostgreSQL 30s, NATS 10s by default)");
-  command->add_option("--leader-key", flags.leader_key, "Leader key (cron:leader / cron_leader)");
-  command->add_option("--leader-bucket", flags.leader_bucket, "NATS leader bucket (default FLEETCRON_LEADER)");
-  command->add_option("--on-leadership-loss", flags.on_leadership_loss,
-                      "Running jobs when leadership is lost: cancel or finish (default: finish in both, cancel in leader)");
+}
+
+/// The daemon's own: HTTP, logs, graces, concurrency, runs' output.
+void add_daemon_flags(CLI::App* command, Flags& flags) {
   command->add_option("--http", flags.http, "Serve the API, the status page, /metrics, /healthz, /readyz on host:port");
   command->add_option("--metrics", flags.metrics, "Alias of --http");
   command->add_option("--api-token-file", flags.api_token_file, "File holding the bearer token the API's writes need");
@@ -117,6 +130,13 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
       ->check(CLI::Range(0, 1000));
 }
 
+void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
+  add_source_flags(command, flags, with_jobs);
+  add_coordination_flags(command, flags);
+  add_fleet_flags(command, flags);
+  add_daemon_flags(command, flags);
+}
+
 std::chrono::nanoseconds flag_duration(const std::string& option, const std::string& text) {
   try {
     const auto value = fleetcron::parse_duration(text);
@@ -127,10 +147,8 @@ std::chrono::nanoseconds flag_duration(const std::string& option, const std::str
   }
 }
 
-Settings build_settings(const Flags& flags) {
-  Settings settings;
-  settings.output_dir = fleetcron::daemon::default_output_dir();  // the config and the flags may say otherwise
-  if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
+/// The jobs files and how they read: replica id, format, seconds, zone.
+void apply_source_flags(const Flags& flags, Settings& settings) {
   if (!flags.jobs.empty()) settings.jobs_paths = flags.jobs;
   if (const char* from_environment = std::getenv("FLEETCRON_REPLICA_ID"); from_environment != nullptr) {
     settings.replica_id = from_environment;
@@ -146,6 +164,10 @@ Settings build_settings(const Flags& flags) {
   if (flags.seconds) settings.seconds = true;
   if (flags.watch) settings.watch = true;
   if (flags.zone) settings.zone = *flags.zone;
+}
+
+/// The coordinator, its mode, claims and leadership.
+void apply_coordination_flags(const Flags& flags, Settings& settings) {
   if (flags.coordinator) settings.coordinator = *flags.coordinator;
   if (flags.coordinator_password_file) settings.coordinator_password_file = *flags.coordinator_password_file;
   if (flags.coordination) {
@@ -160,6 +182,21 @@ Settings build_settings(const Flags& flags) {
   if (flags.claim_bucket) settings.claim_bucket = *flags.claim_bucket;
   if (flags.fleet_prefix) settings.fleet_prefix = *flags.fleet_prefix;
   if (flags.fleet_bucket) settings.fleet_bucket = *flags.fleet_bucket;
+  if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
+  if (flags.leader_key) settings.leader_key = *flags.leader_key;
+  if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;
+  if (flags.on_leadership_loss) {
+    const auto policy = fleetcron::daemon::leadership_loss_from_string(*flags.on_leadership_loss);
+    if (!policy) {
+      throw fleetcron::daemon::SettingsError("option --on-leadership-loss \"" + *flags.on_leadership_loss +
+                                             "\": expected cancel or finish");
+    }
+    settings.on_leadership_loss = *policy;
+  }
+}
+
+/// The fleet state: catch-up and history.
+void apply_fleet_flags(const Flags& flags, Settings& settings) {
   if (flags.catch_up) {
     try {
       settings.catch_up = fleetcron::daemon::parse_catch_up(*flags.catch_up);
@@ -176,17 +213,10 @@ Settings build_settings(const Flags& flags) {
       throw fleetcron::daemon::SettingsError("option --history-age \"" + *flags.history_age + "\": " + e.what());
     }
   }
-  if (flags.leader_ttl) settings.leader_ttl = flag_duration("--leader-ttl", *flags.leader_ttl);
-  if (flags.leader_key) settings.leader_key = *flags.leader_key;
-  if (flags.leader_bucket) settings.leader_bucket = *flags.leader_bucket;
-  if (flags.on_leadership_loss) {
-    const auto policy = fleetcron::daemon::leadership_loss_from_string(*flags.on_leadership_loss);
-    if (!policy) {
-      throw fleetcron::daemon::SettingsError("option --on-leadership-loss \"" + *flags.on_leadership_loss +
-                                             "\": expected cancel or finish");
-    }
-    settings.on_leadership_loss = *policy;
-  }
+}
+
+/// The daemon's own: HTTP, logs, graces, concurrency, runs' output.
+void apply_daemon_flags(const Flags& flags, Settings& settings) {
   if (flags.metrics) settings.http = *flags.metrics;
   if (flags.http) settings.http = *flags.http;
   if (flags.metrics || flags.http) (void)fleetcron::daemon::parse_listen_address(settings.http, flags.http ? "--http" : "--metrics");
@@ -218,6 +248,16 @@ Settings build_settings(const Flags& flags) {
   }
   if (flags.keep_succeeded) settings.keep_succeeded = *flags.keep_succeeded;
   if (flags.keep_failed) settings.keep_failed = *flags.keep_failed;
+}
+
+Settings build_settings(const Flags& flags) {
+  Settings settings;
+  settings.output_dir = fleetcron::daemon::default_output_dir();  // the config and the flags may say otherwise
+  if (flags.config) fleetcron::daemon::apply_config_file(*flags.config, settings);
+  apply_source_flags(flags, settings);
+  apply_coordination_flags(flags, settings);
+  apply_fleet_flags(flags, settings);
+  apply_daemon_flags(flags, settings);
   fleetcron::daemon::resolve_coordinator_password(settings);
   return settings;
 }
@@ -278,79 +318,74 @@ std::string version_text() {
 
 }  // namespace
 
-int run_main(int argc, char** argv) {
-  CLI::App app{"fleetcron: cron for a fleet; every fire runs once"};
-  app.set_version_flag("--version", version_text());
-  app.require_subcommand(1);
+namespace {
+
+/// pause, resume, trigger: one job's fleet-wide controls.
+struct ControlCommand {
+  fleetcron::daemon::ControlAction action;
+  const char* name;
+  const char* description;
+  Flags flags;
+  std::string job;
+  bool json = false;
+  CLI::App* command = nullptr;
+  std::string request_id;
+  bool force = false;
+};
+
+/// Every subcommand's flags and arguments, where CLI11 writes them (it
+/// keeps their addresses: this does not move once defined).
+struct CommandLine {
   fleetcron::daemon::NextCommandOptions next;
-  add_next_command(app, next);
-
-  Flags run_flags;
-  CLI::App* run = app.add_subcommand("run", "Run the jobs of a jobs file (crontab syntax), coordinated with other replicas");
-  add_settings_flags(run, run_flags, true);
-
-  Flags validate_flags;
+  Flags run_flags, validate_flags, status_flags, history_flags, logs_flags, migrate_flags, init_flags;
   int validate_count = 3;
-  CLI::App* validate = app.add_subcommand("validate", "Check a jobs file; print each job's key and next fires");
-  add_settings_flags(validate, validate_flags, true);
-  validate->add_option("-n", validate_count, "Fires to print per job")->default_str("3")->check(CLI::Range(0, 1000));
-
-  Flags status_flags;
   bool status_json = false;
-  CLI::App* status = app.add_subcommand(
-      "status", "Show the leader, the replicas and each job's next fire, last run and controls; runs nothing");
-  add_settings_flags(status, status_flags, false);
-  status->add_flag("--json", status_json, "One JSON document (schema: docs/daemon.md)");
-
-  Flags history_flags;
   std::string history_job;
   std::size_t history_count = 20;
   bool history_json = false;
-  CLI::App* history = app.add_subcommand(
-      "history", "Show a job's (or every job's) newest runs, skips and misses from the fleet's ledger");
-  add_settings_flags(history, history_flags, false);
-  history->add_option("job", history_job, "The job's key (default: every job the fleet runs)");
-  history->add_option("-n", history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
-  history->add_flag("--json", history_json, "One JSON document (schema: docs/daemon.md)");
-
-  Flags logs_flags;
   std::string logs_job, logs_fire;
   bool logs_list = false;
-  CLI::App* logs = app.add_subcommand("logs", "Print the output of a job's past run, as this host keeps it");
-  add_settings_flags(logs, logs_flags, false);
-  logs->add_option("job", logs_job, "The job's key")->required();
-  logs->add_option("fire", logs_fire, "The run: its fire key or instant (default: the newest run kept)");
-  logs->add_flag("--list", logs_list, "List the job's runs kept on this host, newest first");
-
-  Flags migrate_flags;
-  CLI::App* migrate = app.add_subcommand(
-      "migrate", "PostgreSQL: create the tables fleetcron and libtnb/cron use (idempotent; prints what it did)");
-  add_settings_flags(migrate, migrate_flags, false);
-
-  Flags init_flags;
-  CLI::App* init = app.add_subcommand(
-      "init", "Declare a new Redis or NATS store before the fleet's first start, so that its first fires are not "
-              "refused as after a reset (PostgreSQL: migrate)");
-  add_settings_flags(init, init_flags, false);
-
-  // pause, resume, trigger: one job's fleet-wide controls.
-  struct ControlCommand {
-    fleetcron::daemon::ControlAction action;
-    const char* name;
-    const char* description;
-    Flags flags;
-    std::string job;
-    bool json = false;
-    CLI::App* command = nullptr;
-    std::string request_id;
-    bool force = false;
-  };
   std::array<ControlCommand, 3> controls{{
       {fleetcron::daemon::ControlAction::pause, "pause", "Pause a job for the whole fleet, until resumed", {}, {}, false, nullptr, {}},
       {fleetcron::daemon::ControlAction::resume, "resume", "Resume a job paused for the whole fleet", {}, {}, false, nullptr, {}},
       {fleetcron::daemon::ControlAction::trigger, "trigger", "Have one replica of the fleet run a job once, now", {}, {}, false, nullptr, {}},
   }};
-  for (auto& control : controls) {
+};
+
+/// run, validate, status, history and logs.
+void define_reading_commands(CLI::App& app, CommandLine& line) {
+  CLI::App* run = app.add_subcommand("run", "Run the jobs of a jobs file (crontab syntax), coordinated with other replicas");
+  add_settings_flags(run, line.run_flags, true);
+  CLI::App* validate = app.add_subcommand("validate", "Check a jobs file; print each job's key and next fires");
+  add_settings_flags(validate, line.validate_flags, true);
+  validate->add_option("-n", line.validate_count, "Fires to print per job")->default_str("3")->check(CLI::Range(0, 1000));
+  CLI::App* status = app.add_subcommand(
+      "status", "Show the leader, the replicas and each job's next fire, last run and controls; runs nothing");
+  add_settings_flags(status, line.status_flags, false);
+  status->add_flag("--json", line.status_json, "One JSON document (schema: docs/daemon.md)");
+  CLI::App* history = app.add_subcommand(
+      "history", "Show a job's (or every job's) newest runs, skips and misses from the fleet's ledger");
+  add_settings_flags(history, line.history_flags, false);
+  history->add_option("job", line.history_job, "The job's key (default: every job the fleet runs)");
+  history->add_option("-n", line.history_count, "Records to print")->default_str("20")->check(CLI::Range(1, 10'000));
+  history->add_flag("--json", line.history_json, "One JSON document (schema: docs/daemon.md)");
+  CLI::App* logs = app.add_subcommand("logs", "Print the output of a job's past run, as this host keeps it");
+  add_settings_flags(logs, line.logs_flags, false);
+  logs->add_option("job", line.logs_job, "The job's key")->required();
+  logs->add_option("fire", line.logs_fire, "The run: its fire key or instant (default: the newest run kept)");
+  logs->add_flag("--list", line.logs_list, "List the job's runs kept on this host, newest first");
+}
+
+/// migrate, init, and the controls.
+void define_store_commands(CLI::App& app, CommandLine& line) {
+  CLI::App* migrate = app.add_subcommand(
+      "migrate", "PostgreSQL: create the tables fleetcron and libtnb/cron use (idempotent; prints what it did)");
+  add_settings_flags(migrate, line.migrate_flags, false);
+  CLI::App* init = app.add_subcommand(
+      "init", "Declare a new Redis or NATS store before the fleet's first start, so that its first fires are not "
+              "refused as after a reset (PostgreSQL: migrate)");
+  add_settings_flags(init, line.init_flags, false);
+  for (auto& control : line.controls) {
     control.command = app.add_subcommand(control.name, control.description);
     add_settings_flags(control.command, control.flags, false);
     control.command->add_option("job", control.job, "The job's key")->required();
@@ -362,30 +397,22 @@ int run_main(int argc, char** argv) {
                                   "This request's id: sent again with it (a retry), it triggers nothing new");
     }
   }
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return exit_usage;
-  }
-  if (app.got_subcommand("next")) return fleetcron::daemon::run_next_command(next, std::cout, std::cerr);
-  if (app.got_subcommand("run")) return run_daemon(run_flags);
+/// The parsed subcommand's work, from its settings (next and run have
+/// their own paths).
+int dispatch(CLI::App& app, CommandLine& line) {
   ControlCommand* control = nullptr;
-  for (auto& candidate : controls) {
+  for (auto& candidate : line.controls) {
     if (candidate.command->parsed()) control = &candidate;
   }
   Flags& flags = control != nullptr                 ? control->flags
-                 : app.got_subcommand("validate") ? validate_flags
-                 : app.got_subcommand("history")  ? history_flags
-                 : app.got_subcommand("logs")     ? logs_flags
-                 : app.got_subcommand("migrate")  ? migrate_flags
-                 : app.got_subcommand("init")     ? init_flags
-                                                  : status_flags;
+                 : app.got_subcommand("validate") ? line.validate_flags
+                 : app.got_subcommand("history")  ? line.history_flags
+                 : app.got_subcommand("logs")     ? line.logs_flags
+                 : app.got_subcommand("migrate")  ? line.migrate_flags
+                 : app.got_subcommand("init")     ? line.init_flags
+                                                  : line.status_flags;
   Settings settings;
   try {
     settings = build_settings(flags);
@@ -398,22 +425,48 @@ int run_main(int argc, char** argv) {
       std::cerr << "fleetcron validate: no jobs file\n";
       return exit_usage;
     }
-    return fleetcron::daemon::run_validate_command(settings, validate_count, std::cout, std::cerr);
+    return fleetcron::daemon::run_validate_command(settings, line.validate_count, std::cout, std::cerr);
   }
   if (control != nullptr) {
     return fleetcron::daemon::run_control_command(settings, control->action, control->job, control->json, std::cout,
                                                   std::cerr, control->request_id, control->force);
   }
   if (app.got_subcommand("history")) {
-    return fleetcron::daemon::run_history_command(settings, history_job, history_count, history_json, std::cout,
-                                                  std::cerr);
+    return fleetcron::daemon::run_history_command(settings, line.history_job, line.history_count, line.history_json,
+                                                  std::cout, std::cerr);
   }
   if (app.got_subcommand("logs")) {
-    return fleetcron::daemon::run_logs_command(settings, logs_job, logs_fire, logs_list, std::cout, std::cerr);
+    return fleetcron::daemon::run_logs_command(settings, line.logs_job, line.logs_fire, line.logs_list, std::cout,
+                                               std::cerr);
   }
   if (app.got_subcommand("migrate")) return fleetcron::daemon::run_migrate_command(settings, std::cout, std::cerr);
   if (app.got_subcommand("init")) return fleetcron::daemon::run_init_command(settings, std::cout, std::cerr);
-  return fleetcron::daemon::run_status_command(settings, status_json, std::cout, std::cerr);
+  return fleetcron::daemon::run_status_command(settings, line.status_json, std::cout, std::cerr);
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"fleetcron: cron for a fleet; every fire runs once"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  CommandLine line;
+  add_next_command(app, line.next);
+  define_reading_commands(app, line);
+  define_store_commands(app, line);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exit_usage;
+  }
+  if (app.got_subcommand("next")) return fleetcron::daemon::run_next_command(line.next, std::cout, std::cerr);
+  if (app.got_subcommand("run")) return run_daemon(line.run_flags);
+  return dispatch(app, line);
 }
 
 // Whether a sanitizer checks the process at its exit (LeakSanitizer).

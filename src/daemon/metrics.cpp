@@ -85,11 +85,34 @@ void Metrics::fleet_jobs(std::string text, double at_seconds) {
 void Metrics::fleet_jobs_failed() { fleet_jobs_failures_.fetch_add(1, std::memory_order_relaxed); }
 void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
 
+namespace {
+
+void describe(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+// Every SkipReason's name, and the queue's own reason: none kept by hand.
+std::vector<std::string_view> skip_reasons() {
+  std::vector<std::string_view> names;
+  for (int r = static_cast<int>(SkipReason::not_leader); r <= static_cast<int>(SkipReason::registry_error); ++r) {
+    names.push_back(to_string(static_cast<SkipReason>(r)));
+  }
+  names.push_back("queue-full");
+  return names;
+}
+
+}  // namespace
+
 std::string Metrics::render() const {
   std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
+  render_fires(out);
+  render_backend(out);
+  render_daemon(out);
+  return out;
+}
+
+void Metrics::render_fires(std::string& out) const {
+  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
   metric("fleetcron_fires_total", "counter", "Automatic fires that reached a worker.");
   out += fmt::format("fleetcron_fires_total {}\n", fires_.load());
   metric("fleetcron_retries_total", "counter", "Attempts that failed or timed out and were retried.");
@@ -102,9 +125,8 @@ std::string Metrics::render() const {
       out += fmt::format("fleetcron_runs_total{{outcome=\"{}\"}} {}\n", outcome, it == runs_.end() ? 0 : it->second);
     }
     metric("fleetcron_skips_total", "counter", "Fires skipped, by reason.");
-    for (const char* reason : {"not-leader", "election-error", "already-claimed", "claim-error", "clock-skew", "stale", "store-reset", "overlap", "queue-full", "fleet-settings",
-                                "registry-error"}) {
-      const auto it = skips_.find(reason);
+    for (const std::string_view reason : skip_reasons()) {
+      const auto it = skips_.find(std::string(reason));
       out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
     }
   }
@@ -127,6 +149,10 @@ std::string Metrics::render() const {
   out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
   metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");
   lateness_.write(out, "fleetcron_fire_lateness_seconds", "");
+}
+
+void Metrics::render_backend(std::string& out) const {
+  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
   metric("fleetcron_scheduling_lag_seconds", "histogram",
          "How late the host woke this daemon's threads (a probe sleeping 100 ms on the steady clock).");
   scheduling_lag_.write(out, "fleetcron_scheduling_lag_seconds", "");
@@ -144,15 +170,17 @@ std::string Metrics::render() const {
   backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
   metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock (Redis).");
   out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
-  {
-    std::lock_guard guard(mutex_);
-    if (backend_config_) {
-      metric("fleetcron_backend_config_ok", "gauge",
-             "1 if the Redis maxmemory-policy is noeviction; 0 if it is another or cannot be read (\"\").");
-      out += fmt::format("fleetcron_backend_config_ok{{maxmemory_policy=\"{}\"}} {}\n", backend_config_->first,
-                         backend_config_->second ? 1 : 0);
-    }
+  std::lock_guard guard(mutex_);
+  if (backend_config_) {
+    metric("fleetcron_backend_config_ok", "gauge",
+           "1 if the Redis maxmemory-policy is noeviction; 0 if it is another or cannot be read (\"\").");
+    out += fmt::format("fleetcron_backend_config_ok{{maxmemory_policy=\"{}\"}} {}\n", backend_config_->first,
+                       backend_config_->second ? 1 : 0);
   }
+}
+
+void Metrics::render_daemon(std::string& out) const {
+  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
   metric("fleetcron_log_lines_lost_total", "counter", "Log lines the output refused (full disk, closed pipe).");
   out += fmt::format("fleetcron_log_lines_lost_total {}\n", log_lines_lost_.load());
   metric("fleetcron_log_lines_dropped_total", "counter", "Log lines dropped because the output could not keep up.");
@@ -171,16 +199,13 @@ std::string Metrics::render() const {
   metric("fleetcron_job_metrics_refresh_failures_total", "counter",
          "Reads of the fleet state for the fleetcron_job_* series that failed (the last values stay).");
   out += fmt::format("fleetcron_job_metrics_refresh_failures_total {}\n", fleet_jobs_failures_.load());
-  {
-    std::lock_guard guard(mutex_);
-    if (fleet_jobs_at_) {
-      metric("fleetcron_job_metrics_refreshed_timestamp_seconds", "gauge",
-             "When the fleetcron_job_* series were last read from the fleet state.");
-      out += fmt::format("fleetcron_job_metrics_refreshed_timestamp_seconds {}\n", *fleet_jobs_at_);
-      out += fleet_jobs_;
-    }
+  std::lock_guard guard(mutex_);
+  if (fleet_jobs_at_) {
+    metric("fleetcron_job_metrics_refreshed_timestamp_seconds", "gauge",
+           "When the fleetcron_job_* series were last read from the fleet state.");
+    out += fmt::format("fleetcron_job_metrics_refreshed_timestamp_seconds {}\n", *fleet_jobs_at_);
+    out += fleet_jobs_;
   }
-  return out;
 }
 
 }  // namespace fleetcron::daemon

@@ -69,6 +69,12 @@ class Metrics {
   [[nodiscard]] std::string render() const;
 
  private:
+  // render()'s parts: fires and runs; the run's and the backend's gauges
+  // and latencies; the daemon's own (logs, jobs, notifications, reloads).
+  void render_fires(std::string& out) const;
+  void render_backend(std::string& out) const;
+  void render_daemon(std::string& out) const;
+
   std::atomic<std::uint64_t> fires_{0}, retries_{0}, missed_{0}, backend_errors_{0}, reloads_ok_{0}, reloads_failed_{0};
   std::atomic<std::int64_t> running_{0};
   std::atomic<int> leader_{0};
@@ -82,7 +88,7 @@ class Metrics {
   std::optional<double> fleet_jobs_at_;
   std::atomic<std::uint64_t> fleet_jobs_failures_{0};
   /// By reason, then unclaimed (0) and claimed (1).
-  std::array<std::array<std::atomic<std::uint64_t>, 2>, 4> cancelled_{};
+  std::array<std::array<std::atomic<std::uint64_t>, 2>, 5> cancelled_{};  // index: CancelReason (unknown stays 0)
   std::atomic<double> clock_offset_{0};
   mutable std::mutex mutex_;  // guards the maps
   std::map<std::string, std::uint64_t> runs_, skips_, notifications_;

@@ -66,36 +66,9 @@ class UriParser {
     const std::size_t query_at = std::min(uri_.find('?', at), uri_.size());
     const std::string_view rest = uri_.substr(at, query_at - at);
     if (unix_socket) {
-      std::size_t path_at = at;
-      if (authority) {
-        // unix://[user[:password]@]/path: an '@' after the first '/' is part of the path
-        const std::size_t user_end = rest.substr(0, rest.find('/')).rfind('@');
-        if (user_end != std::string_view::npos) {
-          parse_userinfo(at, rest.substr(0, user_end));
-          path_at = at + user_end + 1;
-        }
-      }
-      const std::string_view path = uri_.substr(path_at, query_at - path_at);
-      if (path.empty()) fail(path_at, "path", "missing socket path");
-      options_.unix_socket = decode(path_at, path, "path");
+      parse_unix(at, query_at, rest, authority);
     } else {
-      const std::size_t slash = std::min(rest.find('/'), rest.size());
-      std::string_view host_port = rest.substr(0, slash);
-      std::size_t host_at = at;
-      const std::size_t user_end = host_port.rfind('@');
-      if (user_end != std::string_view::npos) {
-        parse_userinfo(at, host_port.substr(0, user_end));
-        host_at = at + user_end + 1;
-        host_port = host_port.substr(user_end + 1);
-      }
-      options_.unix_socket.clear();
-      if (sentinel_) {
-        parse_sentinels(host_at, host_port);
-        parse_master(at + slash + 1, slash < rest.size() ? rest.substr(slash + 1) : std::string_view{});
-      } else {
-        parse_host_port(host_at, host_port);
-        if (slash < rest.size()) parse_database(at + slash + 1, rest.substr(slash + 1));
-      }
+      parse_network(at, rest);
     }
     if (query_at < uri_.size()) parse_query(query_at + 1, uri_.substr(query_at + 1));
     try {
@@ -107,6 +80,45 @@ class UriParser {
   }
 
  private:
+  /// unix:PATH or unix://[user[:password]@]/PATH, from offset `at`; `rest`
+  /// runs to the query at `query_at`.
+  void parse_unix(std::size_t at, std::size_t query_at, std::string_view rest, bool authority) {
+    std::size_t path_at = at;
+    if (authority) {
+      // unix://[user[:password]@]/path: an '@' after the first '/' is part of the path
+      const std::size_t user_end = rest.substr(0, rest.find('/')).rfind('@');
+      if (user_end != std::string_view::npos) {
+        parse_userinfo(at, rest.substr(0, user_end));
+        path_at = at + user_end + 1;
+      }
+    }
+    const std::string_view path = uri_.substr(path_at, query_at - path_at);
+    if (path.empty()) fail(path_at, "path", "missing socket path");
+    options_.unix_socket = decode(path_at, path, "path");
+  }
+
+  /// [user[:password]@]host[:port][/db], or the sentinels and the master's
+  /// name, from offset `at` to the query.
+  void parse_network(std::size_t at, std::string_view rest) {
+    const std::size_t slash = std::min(rest.find('/'), rest.size());
+    std::string_view host_port = rest.substr(0, slash);
+    std::size_t host_at = at;
+    const std::size_t user_end = host_port.rfind('@');
+    if (user_end != std::string_view::npos) {
+      parse_userinfo(at, host_port.substr(0, user_end));
+      host_at = at + user_end + 1;
+      host_port = host_port.substr(user_end + 1);
+    }
+    options_.unix_socket.clear();
+    if (sentinel_) {
+      parse_sentinels(host_at, host_port);
+      parse_master(at + slash + 1, slash < rest.size() ? rest.substr(slash + 1) : std::string_view{});
+    } else {
+      parse_host_port(host_at, host_port);
+      if (slash < rest.size()) parse_database(at + slash + 1, rest.substr(slash + 1));
+    }
+  }
+
   [[noreturn]] void fail(std::size_t position, std::string_view part, std::string_view reason) const {
     throw UriError(fmt::format("redis URI {}: {} at offset {}: {}", quoted(redacted()), part,
                                redacted_offset(position), reason));

@@ -336,7 +336,16 @@ TEST(Coordination, FiresDueTogetherAreClaimedInOneBatch) {
   EXPECT_EQ(reasons[SkipReason::already_claimed], 50);
   EXPECT_EQ(reasons[SkipReason::clock_skew], 1);
   EXPECT_EQ(to_string(SkipReason::clock_skew), "clock-skew");
+  EXPECT_EQ(reasons[SkipReason::unknown], 0);  // never reported: every skip says why
   EXPECT_TRUE(s.stop(h.soon()));
+}
+
+// A default-constructed event claims nothing: its reason is unknown.
+TEST(Coordination, AnEventsReasonStartsUnknown) {
+  EXPECT_EQ(SkippedFireEvent{}.reason, SkipReason::unknown);
+  EXPECT_EQ(CancelledFireEvent{}.reason, CancelReason::unknown);
+  EXPECT_EQ(to_string(SkipReason::unknown), "unknown");
+  EXPECT_EQ(to_string(CancelReason::unknown), "unknown");
 }
 
 TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
