@@ -10,6 +10,7 @@
 #include "fleetcron/fleetcron.h"
 #include "fleetcron/nats/coordination.h"
 #include "nats_server.h"
+#include "support/replica_fleet.h"
 #include "support/tally.h"
 #include "support/pace_probe.h"
 
@@ -32,57 +33,15 @@ TEST(NatsScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncreas
   // refused as store-reset. (The claimers keep the real clock.)
   auto clock = std::make_shared<VirtualClock>(std::chrono::time_point_cast<std::chrono::seconds>(
                                                   std::chrono::system_clock::now()) + 1h);
-  constexpr int entries = 100, steps = 10;  // 1,000 fires per replica
-  std::mutex mutex;
-  std::map<std::string, std::vector<std::uint64_t>> fences;
-  std::vector<std::pair<Instant, std::uint64_t>> by_instant;
-  struct Replica {
-    std::shared_ptr<Tally> tally = std::make_shared<Tally>();
-    std::unique_ptr<Scheduler> scheduler;
-  };
-  std::vector<Replica> replicas(3);
-  for (auto& replica : replicas) {
-    auto connection = connect();  // one connection per replica, as separate processes would have
-    SchedulerOptions options;
-    options.clock = clock;
-    options.recorder = replica.tally;
-    options.claimer = std::make_shared<Claimer>(connection->bucket(BucketConfig{.name = bucket_name, .ttl = 10min}));
-    replica.scheduler = std::make_unique<Scheduler>(options);
-    for (int i = 0; i < entries; ++i) {
-      replica.scheduler->add(aligned_every(1s), [&](const FireContext& fire, std::stop_token) {
-        std::lock_guard guard(mutex);
-        fences[fire.fire_key].push_back(fire.fence);
-        by_instant.emplace_back(fire.scheduled_at, fire.fence);
-      }, EntryOptions{.key = "job" + std::to_string(i)});
-    }
-    replica.scheduler->start();
-  }
-  for (int step = 1; step <= steps; ++step) {
-    clock->advance(1s);
-    for (auto& replica : replicas) {
-      ASSERT_TRUE(replica.tally->wait([&] {
-        return replica.tally->completed + replica.tally->total_skips() == static_cast<std::size_t>(entries * step);
-      })) << "step " << step;
-    }
-  }
-  for (auto& replica : replicas) EXPECT_TRUE(replica.scheduler->stop(clock->steady_now() + 30s));
-  ASSERT_EQ(fences.size(), static_cast<std::size_t>(entries * steps));
-  for (const auto& [key, runs] : fences) EXPECT_EQ(runs.size(), 1u) << key;
-  for (auto& replica : replicas) EXPECT_EQ(replica.tally->total_skips(), replica.tally->skips[SkipReason::already_claimed]);
-  std::sort(by_instant.begin(), by_instant.end());
-  std::set<std::uint64_t> distinct;
-  std::uint64_t max_before = 0, max_current = 0;
-  Instant current{};
-  for (const auto& [instant, fence] : by_instant) {
-    if (instant != current) {
-      max_before = std::max(max_before, max_current);
-      current = instant;
-    }
-    EXPECT_GT(fence, max_before);  // a later instant's fires have larger fences
-    max_current = std::max(max_current, fence);
-    distinct.insert(fence);
-  }
-  EXPECT_EQ(distinct.size(), by_instant.size());
+  // 100 jobs x 10 instants = 1,000 fires per replica; one connection per
+  // replica, as separate processes would have.
+  test::ReplicaFleet fleet(3, 100, clock, [&](std::size_t) {
+    return std::make_shared<Claimer>(connect()->bucket(BucketConfig{.name = bucket_name, .ttl = 10min}));
+  });
+  ASSERT_TRUE(fleet.advance(10));
+  EXPECT_TRUE(fleet.stop());
+  EXPECT_TRUE(fleet.ran_each_fire_once_with_increasing_fences());
+  EXPECT_EQ(fleet.runs(), 1000u);
 }
 
 TEST(NatsScheduler, ElectorGatesFiresFencesWithTheWonRevisionAndHandsOverOnStop) {

@@ -12,6 +12,7 @@
 #include "fleetcron/redis/elector.h"
 #include "redis/commands.h"
 #include "redis_server.h"
+#include "support/replica_fleet.h"
 #include "support/tally.h"
 #include "support/time.h"
 #include "support/pace_probe.h"
@@ -35,77 +36,20 @@ bool eventually_leader(Elector& elector, std::chrono::milliseconds limit = 5s) {
 }
 
 
-struct Replica {
-  std::shared_ptr<Tally> tally = std::make_shared<Tally>();
-  std::unique_ptr<Scheduler> scheduler;
-};
-
-// The fires of the three replicas, by fire key.
-struct Journal {
-  std::mutex mutex;
-  std::map<std::string, std::vector<std::uint64_t>> fences;  // fire key -> fences of its runs
-  std::vector<std::pair<Instant, std::uint64_t>> by_instant;    // (scheduled_at, fence) per run
-};
-
 TEST(RedisScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncreasingFences) {
   const std::string prefix = test::unique_prefix();
   auto clock = std::make_shared<VirtualClock>(real_now());
-  constexpr int entries = 100;
-  constexpr int steps = 10;  // 100 entries x 10 instants = 1,000 fires per replica
-  Journal journal;
   test::seed_store_epoch(test::shared_redis_uri(), prefix);  // not about resets
-  std::vector<Replica> replicas(3);
-  for (auto& replica : replicas) {
-    SchedulerOptions options;
-    options.clock = clock;
-    options.recorder = replica.tally;
-    options.claimer = std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
-                                                ClaimerOptions{.claim_prefix = prefix, .clock = clock});
-    replica.scheduler = std::make_unique<Scheduler>(options);
-    for (int i = 0; i < entries; ++i) {
-      replica.scheduler->add(aligned_every(1s), [&journal](const FireContext& fire, std::stop_token) {
-        std::lock_guard guard(journal.mutex);
-        journal.fences[fire.fire_key].push_back(fire.fence);
-        journal.by_instant.emplace_back(fire.scheduled_at, fire.fence);
-      }, EntryOptions{.key = "job" + std::to_string(i)});
-    }
-    replica.scheduler->start();
-  }
-  for (int step = 1; step <= steps; ++step) {
-    clock->advance(1s);
-    for (auto& replica : replicas) {
-      ASSERT_TRUE(replica.tally->wait([&] {
-        return replica.tally->completed + replica.tally->total_skips() == static_cast<std::size_t>(entries * step);
-      })) << "step " << step;
-    }
-  }
-  for (auto& replica : replicas) EXPECT_TRUE(replica.scheduler->stop(clock->steady_now() + 30s));
-  ASSERT_EQ(journal.fences.size(), static_cast<std::size_t>(entries * steps));  // every fire ran...
-  for (const auto& [key, fences] : journal.fences) EXPECT_EQ(fences.size(), 1u) << key;  // ...exactly once
-  std::size_t runs = 0, taken = 0;
-  for (auto& replica : replicas) {
-    runs += replica.tally->completed;
-    taken += replica.tally->skips[SkipReason::already_claimed];
-    EXPECT_EQ(replica.tally->total_skips(), replica.tally->skips[SkipReason::already_claimed]);
-  }
-  EXPECT_EQ(runs, 1000u);
-  EXPECT_EQ(taken, 2000u);
-  // Fences: all distinct, and every fire of a later instant has a larger
-  // fence than every fire of an earlier one (claims are granted in time order).
-  std::sort(journal.by_instant.begin(), journal.by_instant.end());
-  std::set<std::uint64_t> distinct;
-  std::uint64_t max_before = 0, max_current = 0;
-  Instant current{};
-  for (const auto& [instant, fence] : journal.by_instant) {
-    if (instant != current) {
-      max_before = std::max(max_before, max_current);
-      current = instant;
-    }
-    EXPECT_GT(fence, max_before);
-    max_current = std::max(max_current, fence);
-    distinct.insert(fence);
-  }
-  EXPECT_EQ(distinct.size(), journal.by_instant.size());
+  // 100 jobs x 10 instants = 1,000 fires per replica.
+  test::ReplicaFleet fleet(3, 100, clock, [&](std::size_t) {
+    return std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
+                                     ClaimerOptions{.claim_prefix = prefix, .clock = clock});
+  });
+  ASSERT_TRUE(fleet.advance(10));
+  EXPECT_TRUE(fleet.stop());
+  EXPECT_TRUE(fleet.ran_each_fire_once_with_increasing_fences());
+  EXPECT_EQ(fleet.runs(), 1000u);
+  EXPECT_EQ(fleet.skips(SkipReason::already_claimed), 2000u);
 }
 
 TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
