@@ -8,7 +8,9 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -167,7 +169,9 @@ struct FLEETCRON_LOCAL Connection::Impl {
   std::string description;
   std::shared_ptr<void> library;  // holds nats.c open
   natsOptions* nats_options = nullptr;
-  std::mutex mutex;  // guards js and the members below; held while connecting (at most connect_timeout per server)
+  std::mutex mutex;  // guards js and the members below; never held while connecting
+  std::condition_variable connect_done;  // a connect under way ended
+  bool connecting = false;
   // Written once, under the mutex; read without it (connected(), close()
   // must not wait behind a connect in progress).
   std::atomic<natsConnection*> nc{nullptr};
@@ -313,7 +317,10 @@ std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
 }
 
 jsCtx* Connection::Impl::ready() {
-  std::lock_guard guard(mutex);
+  std::unique_lock lock(mutex);
+  // One connect at a time, never under the mutex: a call that finds one
+  // under way waits for its end (bounded by connect_timeout per server).
+  connect_done.wait(lock, [&] { return !connecting; });
   if (closed.load()) throw ClosedError(description + ": closed");
   if (js != nullptr) return js;  // nats.c reconnects by itself from here on
   const auto now = std::chrono::steady_clock::now();
@@ -321,21 +328,42 @@ jsCtx* Connection::Impl::ready() {
     throw_backend_error(last_kind, fmt::format("{} (next attempt in {})", last_error,
                                                format_duration(std::chrono::ceil<std::chrono::milliseconds>(next_attempt - now))));
   }
+  connecting = true;
+  lock.unlock();
   natsConnection* connected = nullptr;
-  const natsStatus status = natsConnection_Connect(&connected, nats_options);
+  jsCtx* context = nullptr;
+  natsStatus status = natsConnection_Connect(&connected, nats_options);
   if (status == NATS_OK) {
     jsOptions js_options;
     jsOptions_Init(&js_options);
     js_options.Wait = options.request_timeout.count();
-    jsCtx* context = nullptr;
-    if (natsConnection_JetStream(&context, connected, &js_options) == NATS_OK) {
-      js = context;
-      nc.store(connected);
-      backoff = std::chrono::milliseconds{0};
-      if (closed.load()) natsConnection_Close(connected);  // close() came during the connect
-      return js;
+    if (natsConnection_JetStream(&context, connected, &js_options) != NATS_OK) {
+      natsConnection_Destroy(connected);
+      status = NATS_ERR;
     }
-    natsConnection_Destroy(connected);
+  }
+  // Made before any other nats.c call: the thread's error text is this attempt's.
+  std::exception_ptr failure;
+  BackendError::Kind kind = BackendError::Kind::connect;
+  std::string error;
+  if (status != NATS_OK) {
+    try {
+      detail::raise(status, description + ": connect");
+    } catch (const BackendError& e) {
+      kind = e.kind();
+      error = e.what();
+      failure = std::current_exception();
+    }
+  }
+  lock.lock();
+  connecting = false;
+  connect_done.notify_all();
+  if (status == NATS_OK) {
+    js = context;
+    nc.store(connected);
+    backoff = std::chrono::milliseconds{0};
+    if (closed.load()) natsConnection_Close(connected);  // close() came during the connect
+    return js;
   }
   // Later calls fail at once until the next attempt, backing off from
   // reconnect_wait, doubling, to at most max_connect_backoff, counted from
@@ -343,13 +371,9 @@ jsCtx* Connection::Impl::ready() {
   backoff = backoff.count() == 0 ? std::min(options.reconnect_wait, max_connect_backoff)
                                  : std::min(2 * backoff, max_connect_backoff);
   next_attempt = std::chrono::steady_clock::now() + backoff;
-  try {
-    detail::raise(status == NATS_OK ? NATS_ERR : status, description + ": connect");
-  } catch (const BackendError& e) {
-    last_kind = e.kind();
-    last_error = e.what();
-    throw;
-  }
+  last_kind = kind;
+  last_error = error;
+  std::rethrow_exception(failure);
 }
 
 Connection::~Connection() { impl_.reset(); nats_ReleaseThreadMemory(); }
