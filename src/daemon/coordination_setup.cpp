@@ -245,6 +245,16 @@ std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
 namespace {
 
 /// PostgreSQL: its Claimer, Elector and fleet state on one pool.
+/// The claimer's last measured offset from the store's clock, in seconds.
+template <typename MeasuringClaimer>
+std::function<std::optional<double>()> offset_reader(std::shared_ptr<MeasuringClaimer> claimer) {
+  return [claimer]() -> std::optional<double> {
+    const auto offset = claimer->clock_offset();
+    if (!offset) return std::nullopt;
+    return std::chrono::duration<double>(offset->offset).count();
+  };
+}
+
 void make_postgres(const Settings& settings, const std::string& holder, Coordination& out,
                    std::shared_ptr<Claimer>& claimer, std::shared_ptr<Elector>& elector) {
   const postgres::UriOptions options = postgres_options(settings);
@@ -255,11 +265,7 @@ void make_postgres(const Settings& settings, const std::string& holder, Coordina
         connection, postgres::ClaimerOptions{.tables = options.tables, .claim_ttl = settings.claim_ttl,
                                              .max_clock_skew = max_clock_skew(settings)});
     claimer = pg_claimer;
-    out.clock_offset = [pg_claimer]() -> std::optional<double> {
-      const auto offset = pg_claimer->clock_offset();
-      if (!offset) return std::nullopt;
-      return std::chrono::duration<double>(offset->offset).count();
-    };
+    out.clock_offset = offset_reader(pg_claimer);
   }
   if (settings.coordination != CoordinationMode::claim) {
     elector = std::make_shared<postgres::Elector>(
@@ -317,11 +323,7 @@ void make_redis(const Settings& settings, const std::string& holder, Coordinatio
   if (settings.coordination != CoordinationMode::leader) {
     auto redis_claimer = std::make_shared<redis::Claimer>(client, redis_claimer_options(settings));
     claimer = redis_claimer;
-    out.clock_offset = [redis_claimer]() -> std::optional<double> {
-      const auto offset = redis_claimer->clock_offset();
-      if (!offset) return std::nullopt;
-      return std::chrono::duration<double>(offset->offset).count();
-    };
+    out.clock_offset = offset_reader(redis_claimer);
   }
   if (settings.coordination != CoordinationMode::claim) {
     redis::ElectorOptions options;
