@@ -501,6 +501,9 @@ std::optional<std::uint64_t> Bucket::create(std::string_view key, std::string_vi
 }
 
 std::optional<std::uint64_t> Bucket::update(std::string_view key, std::string_view value, std::uint64_t last) {
+  // nats.c takes an expected revision of 0 as none (an unconditional put):
+  // "absent" is a create.
+  if (last == 0) return create(key, value);
   uint64_t revision = 0;
   const std::string k = key_string(key);
   const natsStatus status = kvStore_Update(&revision, impl_->bound(), k.c_str(), value.data(),

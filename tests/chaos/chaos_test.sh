@@ -54,6 +54,7 @@ links=$([[ $faults == partition && $backend != nats-cluster ]] && echo replicas 
 ((duration >= 30 && duration <= 86400)) || { echo "SECONDS must be 30..86400"; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/cleanup.sh"
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-chaos.XXXXXX)
 export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
@@ -65,17 +66,12 @@ proxy_pids=()
 cleanup() {
   local pid
   for pid in "${proxy_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do
-    ((pid > 0)) || continue
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  for pid in "${daemon_pids[@]}"; do ((pid > 0)) && { wait "$pid" 2>/dev/null || true; }; done
+  stop_daemons "${daemon_pids[@]}"
   stop_servers
   local r
   for r in 0 1 2; do ip netns del "$(netns_of "$r")" 2>/dev/null || true; done
   for r in 0 1 2 sw; do ip netns del "fcnode$$-$r" 2>/dev/null || true; done
-  if [[ ${KEEP_CHAOS:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+  remove_work "$work" "${KEEP_CHAOS:-}"
 }
 netns_of() { echo "fcchaos$$-$1"; }
 trap cleanup EXIT

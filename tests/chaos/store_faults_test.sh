@@ -33,21 +33,16 @@ set -euo pipefail
 binary=$1 scenario=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/cleanup.sh"
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-faults.XXXXXX)
 export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 claim_ttl=20   # max clock skew 5 s (the daemon's default), dedup window 10 s
 daemon_pids=(0 0 0)
 cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do
-    ((pid > 0)) || continue
-    kill -CONT "$pid" 2>/dev/null || true
-    kill -KILL "$pid" 2>/dev/null || true
-  done
-  for pid in "${daemon_pids[@]}"; do ((pid > 0)) && { wait "$pid" 2>/dev/null || true; }; done
+  stop_daemons "${daemon_pids[@]}"
   stop_servers
-  if [[ ${KEEP_FAULTS:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+  remove_work "$work" "${KEEP_FAULTS:-}"
 }
 trap cleanup EXIT
 trap 'echo "FAIL ($scenario): line $LINENO: $BASH_COMMAND exited $?"' ERR

@@ -11,13 +11,14 @@ set -euo pipefail
 binary=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/cleanup.sh"
 work=$(mktemp -d /tmp/fleetcron-fences.XXXXXX)
 export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 daemon_pid=0
 cleanup() {
-  ((daemon_pid > 0)) && { kill -KILL "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; }
+  stop_daemons "$daemon_pid"
   stop_servers
-  rm -rf "$work"
+  remove_work "$work"
 }
 trap cleanup EXIT
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR

@@ -13,16 +13,15 @@ set -euo pipefail
 binary=$1 backend=${2:-redis}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap stops the servers
+source "$root/tests/support/cleanup.sh"
 source "$root/tests/support/fleet_jobs.sh"
 work=$(mktemp -d /tmp/fleetcron-skew.XXXXXX)
 export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 daemon_pids=()
 cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_daemons "${daemon_pids[@]}"
   stop_servers
-  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+  remove_work "$work" "${KEEP_E2E:-}"
 }
 trap cleanup EXIT
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR

@@ -84,6 +84,9 @@ TEST(NatsBucket, CreateUpdateGetRemoveSemantics) {
   bucket->remove("k");
   EXPECT_FALSE(bucket->get("k"));
   EXPECT_TRUE(bucket->create("k", "c"));  // over the delete marker
+  EXPECT_FALSE(bucket->update("k", "d", 0));  // 0: only if absent, and it is not
+  EXPECT_EQ(bucket->get("k")->value, "c");
+  EXPECT_TRUE(bucket->update("fresh", "e", 0));
   EXPECT_THROW((void)bucket->create("bad key!", "x"), BackendError);
   // Read from the stream's leader, or (a backslash, which nats.c would put
   // into its request unescaped) by nats.c's own get: the same answers.

@@ -8,16 +8,15 @@
 # define e2e_cleanup() for what it leaves besides.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$root/scripts/servers.sh"   # its EXIT trap is replaced by ours, which stops the servers
+source "$root/tests/support/cleanup.sh"
 work=$(mktemp -d "/tmp/fleetcron-$name.XXXXXX")
 export STATE_DIRECTORY=$work/state  # the daemons keep their runs' output under it (not /var/lib)
 daemon_pids=()
 cleanup() {
-  local pid
-  for pid in "${daemon_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${daemon_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_daemons "${daemon_pids[@]}"
   if declare -F e2e_cleanup >/dev/null; then e2e_cleanup || true; fi
   stop_servers
-  if [[ ${KEEP_E2E:-} == 1 ]]; then echo "kept $work"; else rm -rf "$work"; fi
+  remove_work "$work" "${KEEP_E2E:-}"
 }
 trap cleanup EXIT
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND exited $?"' ERR
