@@ -5,14 +5,16 @@
 
 namespace fleetcron {
 
-/// Every error type fleetcron throws derives from Error, so one
+/// fleetcron's own error types derive from Error, so one
 ///   catch (const fleetcron::Error& e)
-/// catches them all; each also derives from the standard exception that
-/// says its kind — std::invalid_argument for input that is refused
-/// (ParseError, DurationError, UriError), std::runtime_error for a failure
-/// (BackendError and its kinds, SchedulerError) — so `catch (const
-/// std::exception&)` and the existing catch clauses keep working. Error
-/// itself is not a std::exception: one object has one std::exception base.
+/// catches every one: ParseError, DurationError, UriError (input that is
+/// refused; also std::invalid_argument), BackendError and its kinds, and
+/// SchedulerError (failures; also std::runtime_error). An argument a
+/// function's contract refuses (an unknown zone, bad options, a null job)
+/// is a plain std::invalid_argument naming it, as the standard library's
+/// would be. Error itself is not a std::exception: one object has one
+/// std::exception base, so `catch (const std::exception&)` still catches
+/// everything.
 class FLEETCRON_API Error {
  public:
   virtual ~Error();

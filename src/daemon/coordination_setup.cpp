@@ -244,7 +244,6 @@ std::vector<ReplicaSetting> dedup_settings(const Settings& settings) {
 
 namespace {
 
-/// PostgreSQL: its Claimer, Elector and fleet state on one pool.
 /// The claimer's last measured offset from the store's clock, in seconds.
 template <typename MeasuringClaimer>
 std::function<std::optional<double>()> offset_reader(std::shared_ptr<MeasuringClaimer> claimer) {
@@ -255,6 +254,7 @@ std::function<std::optional<double>()> offset_reader(std::shared_ptr<MeasuringCl
   };
 }
 
+/// PostgreSQL: its Claimer, Elector and fleet state on one pool.
 void make_postgres(const Settings& settings, const std::string& holder, Coordination& out,
                    std::shared_ptr<Claimer>& claimer, std::shared_ptr<Elector>& elector) {
   const postgres::UriOptions options = postgres_options(settings);
@@ -356,6 +356,7 @@ Coordination make_coordination(const Settings& given, Metrics& metrics, const st
     out.description = nats::describe(options);
     auto nats = std::make_shared<NatsCoordination>(make_nats(options, settings, holder));
     claimer = nats->claimer;
+    if (nats->claimer) out.clock_offset = offset_reader(nats->claimer);
     elector = nats->elector;
     out.fleet_state = nats->fleet_state;
     out.ping = [nats] { nats->connection->ping(); };  // connects if need be

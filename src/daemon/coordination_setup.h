@@ -33,7 +33,7 @@ struct Coordination {
   /// returns if it answered, throws BackendError saying why not (AuthError
   /// and ConfigError: refused for good, not an outage).
   std::function<void()> ping;
-  /// Backend clock minus local clock, when known (Redis).
+  /// Backend clock minus local clock, when known (the claimer's measure).
   std::function<std::optional<double>()> clock_offset;
   /// Redis: what the server's maxmemory-policy is (one round trip).
   std::function<redis::EvictionPolicy()> eviction_policy;

@@ -168,7 +168,7 @@ void Metrics::render_backend(std::string& out) const {
   out += fmt::format("fleetcron_backend_errors_total {}\n", backend_errors_.load());
   metric("fleetcron_backend_latency_seconds", "histogram", "Latency of claim and election calls.");
   backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
-  metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock (Redis).");
+  metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock, as the claimer last measured it (Redis, NATS, PostgreSQL; 0 before).");
   out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
   std::lock_guard guard(mutex_);
   if (backend_config_) {

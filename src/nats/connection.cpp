@@ -184,6 +184,16 @@ struct FLEETCRON_LOCAL Connection::Impl {
   /// The JetStream context, connecting first if need be; throws the last
   /// connect error (with when the next attempt is) while it cannot.
   jsCtx* ready();
+  /// One connect, with no lock held: the connection and its context, or
+  /// the error (kind, message, the exception to throw).
+  struct Attempt {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    BackendError::Kind kind = BackendError::Kind::connect;
+    std::string error;
+    std::exception_ptr failure;
+  };
+  [[nodiscard]] Attempt connect_once() const;
   ~Impl() {
     if (js != nullptr) jsCtx_Destroy(js);
     if (nc.load() != nullptr) natsConnection_Destroy(nc.load());
@@ -316,6 +326,33 @@ std::shared_ptr<Connection> Connection::connect(ConnectionOptions options) {
   return connection;
 }
 
+Connection::Impl::Attempt Connection::Impl::connect_once() const {
+  Attempt attempt;
+  natsConnection* connected = nullptr;
+  natsStatus status = natsConnection_Connect(&connected, nats_options);
+  if (status == NATS_OK) {
+    jsOptions js_options;
+    jsOptions_Init(&js_options);
+    js_options.Wait = options.request_timeout.count();
+    status = natsConnection_JetStream(&attempt.js, connected, &js_options);
+    if (status == NATS_OK) {
+      attempt.nc = connected;
+      return attempt;
+    }
+  }
+  attempt.js = nullptr;
+  // Made before any other nats.c call: the thread's error text is this attempt's.
+  try {
+    detail::raise(status == NATS_OK ? NATS_ERR : status, description + ": connect");
+  } catch (const BackendError& e) {
+    attempt.kind = e.kind();
+    attempt.error = e.what();
+    attempt.failure = std::current_exception();
+  }
+  if (connected != nullptr) natsConnection_Destroy(connected);
+  return attempt;
+}
+
 jsCtx* Connection::Impl::ready() {
   std::unique_lock lock(mutex);
   // One connect at a time, never under the mutex: a call that finds one
@@ -330,39 +367,23 @@ jsCtx* Connection::Impl::ready() {
   }
   connecting = true;
   lock.unlock();
-  natsConnection* connected = nullptr;
-  jsCtx* context = nullptr;
-  natsStatus status = natsConnection_Connect(&connected, nats_options);
-  if (status == NATS_OK) {
-    jsOptions js_options;
-    jsOptions_Init(&js_options);
-    js_options.Wait = options.request_timeout.count();
-    if (natsConnection_JetStream(&context, connected, &js_options) != NATS_OK) {
-      natsConnection_Destroy(connected);
-      status = NATS_ERR;
-    }
-  }
-  // Made before any other nats.c call: the thread's error text is this attempt's.
-  std::exception_ptr failure;
-  BackendError::Kind kind = BackendError::Kind::connect;
-  std::string error;
-  if (status != NATS_OK) {
-    try {
-      detail::raise(status, description + ": connect");
-    } catch (const BackendError& e) {
-      kind = e.kind();
-      error = e.what();
-      failure = std::current_exception();
-    }
+  Attempt attempt;
+  try {
+    attempt = connect_once();
+  } catch (...) {  // never left marked as connecting: every later call would wait for ever
+    lock.lock();
+    connecting = false;
+    connect_done.notify_all();
+    throw;
   }
   lock.lock();
   connecting = false;
   connect_done.notify_all();
-  if (status == NATS_OK) {
-    js = context;
-    nc.store(connected);
+  if (attempt.js != nullptr) {
+    js = attempt.js;
+    nc.store(attempt.nc);
     backoff = std::chrono::milliseconds{0};
-    if (closed.load()) natsConnection_Close(connected);  // close() came during the connect
+    if (closed.load()) natsConnection_Close(attempt.nc);  // close() came during the connect
     return js;
   }
   // Later calls fail at once until the next attempt, backing off from
@@ -371,9 +392,9 @@ jsCtx* Connection::Impl::ready() {
   backoff = backoff.count() == 0 ? std::min(options.reconnect_wait, max_connect_backoff)
                                  : std::min(2 * backoff, max_connect_backoff);
   next_attempt = std::chrono::steady_clock::now() + backoff;
-  last_kind = kind;
-  last_error = error;
-  std::rethrow_exception(failure);
+  last_kind = attempt.kind;
+  last_error = attempt.error;
+  std::rethrow_exception(attempt.failure);
 }
 
 Connection::~Connection() { impl_.reset(); nats_ReleaseThreadMemory(); }

@@ -31,6 +31,14 @@ TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   EXPECT_EQ(coordination.claimer->dedup_window(), 5s);
   EXPECT_EQ(coordination.claimer->claim("k@2036-01-01T00:00:00Z").status, ClaimResult::Status::error);
   EXPECT_THROW(coordination.ping(), ConnectError);
+  // Every claimer that measures the store's clock feeds the offset metric
+  // (nothing measured yet here: no value); memory has no store clock.
+  for (const Settings* settings : {&redis, &nats}) {
+    const auto built = make_coordination(*settings, metrics);
+    ASSERT_TRUE(built.clock_offset) << settings->coordinator;
+    EXPECT_FALSE(built.clock_offset()) << settings->coordinator;
+  }
+  EXPECT_FALSE(make_coordination(memory, metrics).clock_offset);
 }
 
 // The offline claimer `validate` checks with has the real one's rules.

@@ -150,10 +150,12 @@ class ReplicaFleet {
   int jobs_;
   int steps_ = 0;
   std::shared_ptr<VirtualClock> clock_;
-  std::vector<Replica> replicas_;
   std::mutex mutex_;  // guards the journal
   std::map<std::string, std::vector<std::uint64_t>> fences_;  // fire key -> fences of its runs
   std::vector<std::pair<Instant, std::uint64_t>> by_instant_;  // (scheduled_at, fence) per run
+  // Last: destroyed first, so replicas started before a constructor that
+  // threw are stopped before the journal their jobs write goes.
+  std::vector<Replica> replicas_;
 };
 
 }  // namespace fleetcron::test
