@@ -37,7 +37,8 @@
 # its reason (a fault window it fell in — for a leader, up to the failover
 # bound after it — or the skip a daemon logged) and an unexplained loss
 # fails; fences never favour an instant older than the dedup window over a
-# newer one. Every process it starts, it stops.
+# newer one. Every process it starts, it stops. KEEP_CHAOS=1 keeps the work
+# directory, with the servers' logs under servers/.
 set -euo pipefail
 binary=$1 backend=$2 duration=$3 seed=${4:-$RANDOM} mode=${5:-both}
 faults=${CHAOS_FAULTS:-process}
@@ -67,6 +68,8 @@ cleanup() {
   local pid
   for pid in "${proxy_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   stop_daemons "${daemon_pids[@]}"
+  # A kept run keeps the servers' own logs too (a cluster's elections).
+  if [[ ${KEEP_CHAOS:-} == 1 ]]; then mkdir -p "$work/servers" && cp "$server_dir"/*.log "$work/servers/" 2>/dev/null || true; fi
   stop_servers
   local r
   for r in 0 1 2; do ip netns del "$(netns_of "$r")" 2>/dev/null || true; done
