@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "core/cron_schedule.h"
+#include "core/schedule/cron_schedule.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/rfc3339.h"
 

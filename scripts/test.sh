@@ -83,7 +83,7 @@ dependencies() { bash scripts/deps.sh; }
 # 9.6 s with -g), which keeps the whole run within its budget.
 line_tables=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 # The sanitizer builds at -O1, as the sanitizers' own documentation
-# suggests: a sixth less compile time (src/core/registry.cpp under ASan:
+# suggests: a sixth less compile time (src/core/scheduler/registry.cpp under ASan:
 # 9.5 s against 11.5 s; under TSan 5.5 s against 6.5 s), every check kept.
 sanitizer_line_tables=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 

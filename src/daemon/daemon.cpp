@@ -12,7 +12,7 @@
 #include <optional>
 #include <random>
 
-#include "core/ledger_records.h"
+#include "core/scheduler/ledger_records.h"
 #include "daemon/file_watcher.h"
 #include "daemon/fire_recorder.h"
 #include "daemon/fleet_view.h"

@@ -1,6 +1,6 @@
 #include "daemon/jobs_file.h"
 
-#include "core/fnv1a.h"
+#include "core/support/fnv1a.h"
 #include "daemon/env_file.h"
 #include "daemon/settings.h"
 

@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "core/fnv1a.h"
-#include "core/percent_decoding.h"
+#include "core/support/fnv1a.h"
+#include "core/support/percent_decoding.h"
 
 namespace fleetcron::daemon {
 

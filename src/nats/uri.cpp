@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "core/percent_decoding.h"
+#include "core/support/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
 

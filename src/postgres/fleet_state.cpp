@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "core/fnv1a.h"
+#include "core/support/fnv1a.h"
 #include "postgres/pool.h"
 
 namespace fleetcron::postgres {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/percent_decoding.h"
+#include "core/support/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "postgres/pool.h"
 

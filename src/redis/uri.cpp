@@ -14,7 +14,7 @@
 
 #include "fleetcron/redis/uri.h"
 
-#include "core/percent_decoding.h"
+#include "core/support/percent_decoding.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/parse_error.h"
 

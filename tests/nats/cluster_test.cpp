@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "core/ledger_writer.h"
+#include "core/scheduler/ledger_writer.h"
 #include "fleetcron/nats/coordination.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/rfc3339.h"

@@ -118,7 +118,7 @@ struct Incarnation {
   std::uint64_t fence_seen = 0;  // the highest fence counter its claimer saw
   // Its scheduler's threads that wait on its clock when idle: the loop and
   // the timeout watchdog, and with a fleet state the catch-up and upkeep
-  // threads (src/core/lifecycle.cpp).
+  // threads (src/core/scheduler/lifecycle.cpp).
   std::uint64_t threads_on_clock = 2;
   // Its fleet-state calls so far, by kind (world mutex): their faults are
   // a pure function of (seed, incarnation, kind, count).

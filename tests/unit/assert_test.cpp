@@ -2,7 +2,7 @@
 // RelWithDebInfo, where assert() is compiled out).
 #include <gtest/gtest.h>
 
-#include "core/assert.h"
+#include "core/support/assert.h"
 
 namespace fleetcron {
 namespace {

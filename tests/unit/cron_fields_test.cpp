@@ -1,7 +1,7 @@
 // The bit-set matcher underneath next(): time-of-day search and month masks.
 #include <gtest/gtest.h>
 
-#include "core/cron_fields.h"
+#include "core/schedule/cron_fields.h"
 
 namespace fleetcron::detail {
 namespace {

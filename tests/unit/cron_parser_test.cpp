@@ -1,7 +1,7 @@
 // The grammar: what parses, and what each class of bad input reports.
 #include <gtest/gtest.h>
 
-#include "core/cron_schedule.h"
+#include "core/schedule/cron_schedule.h"
 #include "test_util.h"
 
 namespace fleetcron {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "core/zone_rules.h"
+#include "core/time/zone_rules.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/rfc3339.h"
 

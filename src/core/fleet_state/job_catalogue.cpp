@@ -1,0 +1,139 @@
+// The job catalogue: the document's text, and its merge and read as
+// compare-and-swaps of it (fleet_state.h, job_catalogue.h).
+#include "fleetcron/job_catalogue.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/fleet_state/fleet_documents.h"
+#include "core/fleet_state/record_text.h"
+#include "fleetcron/fleet_state.h"
+
+namespace fleetcron {
+
+namespace {
+
+using detail::decode_text;
+using detail::encode_text;
+using detail::micros_text;
+
+constexpr std::string_view catalogue_version = "1";
+constexpr std::string_view every_replica_version = "2";  // one more field: "replica"
+constexpr std::string_view removed_version = "3";        // the scope, then when it was removed
+
+std::optional<CataloguedJob> parse_line(std::string_view line) {
+  const std::vector<std::string_view> f = detail::split_fields(line);
+  const bool fleet = f.size() == 7 && f[0] == catalogue_version;
+  const bool every_replica = f.size() == 8 && f[0] == every_replica_version && f[7] == "replica";
+  const bool removed = f.size() == 9 && f[0] == removed_version && (f[7] == "fleet" || f[7] == "replica");
+  if ((!fleet && !every_replica && !removed) || (f[4] != "0" && f[4] != "1")) return std::nullopt;
+  auto key = decode_text(f[1]);
+  auto spec = decode_text(f[2]);
+  auto zone = decode_text(f[3]);
+  auto by = decode_text(f[6]);
+  std::optional<Instant> seen;
+  std::optional<Instant> removed_at;
+  if (!key || key->empty() || !spec || !zone || !by || !detail::parse_instant(f[5], seen) || !seen) return std::nullopt;
+  if (removed && (!detail::parse_instant(f[8], removed_at) || !removed_at)) return std::nullopt;
+  return CataloguedJob{std::move(*key), std::move(*spec), std::move(*zone), f[4] == "1", *seen, std::move(*by),
+                       every_replica || (removed && f[7] == "replica"), removed_at};
+}
+
+/// The catalogue read, without the entries stale at `now`, by key;
+/// nullopt (with `error` set) if it is not a catalogue.
+std::optional<std::map<std::string, CataloguedJob>> live_jobs(const FleetState::StoredDocument& document, Instant now,
+                                                              std::string& error) {
+  if (document.status == FleetState::StoredDocument::Status::error) {
+    error = document.error;
+    return std::nullopt;
+  }
+  std::map<std::string, CataloguedJob> jobs;
+  if (document.status == FleetState::StoredDocument::Status::absent) return jobs;
+  auto parsed = parse_job_catalogue(document.text);
+  if (!parsed) {
+    error = fmt::format("the job catalogue holds \"{}\", not a catalogue", document.text.substr(0, 64));
+    return std::nullopt;
+  }
+  for (auto& job : *parsed) {
+    if (job.seen + catalogue_keep_for > now) jobs.insert_or_assign(job.job_key, std::move(job));
+  }
+  return jobs;
+}
+
+// Marks the entries `replica_id` mentioned last as removed; those it lists
+// again replace theirs right after, unmarked.
+void mark_removed(std::map<std::string, CataloguedJob>& live, std::string_view replica_id, Instant now) {
+  for (auto& [key, job] : live) {
+    if (job.seen_by == replica_id && !job.removed) job.removed = now;
+  }
+}
+
+}  // namespace
+
+std::string format_job_catalogue(std::span<const CataloguedJob> jobs) {
+  std::string out;
+  for (const auto& job : jobs) {
+    if (!out.empty()) out += '\n';
+    const std::string_view version = job.removed ? removed_version : job.every_replica ? every_replica_version : catalogue_version;
+    out += fmt::format("{} {} {} {} {} {} {}", version, encode_text(job.job_key), encode_text(job.spec),
+                       encode_text(job.zone), job.seconds_field ? 1 : 0, micros_text(job.seen), encode_text(job.seen_by));
+    if (job.removed) {
+      out += fmt::format(" {} {}", job.every_replica ? "replica" : "fleet", micros_text(*job.removed));
+    } else if (job.every_replica) {
+      out += " replica";
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view text) {
+  return detail::parse_lines(text, parse_line);
+}
+
+ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now, std::string_view replica_id) {
+  for (const auto& job : jobs) check_job_key(job.job_key);
+  std::string error = detail::edit_document(
+      *this, Document::catalogue,
+      [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+        auto live = live_jobs(read, now, failure);
+        // A catalogue that is not one is rebuilt: every replica mentions
+        // its jobs again within the hour.
+        if (!live && read.status == StoredDocument::Status::found) {
+          live.emplace();
+          failure.clear();
+        }
+        if (!live) return std::nullopt;
+        if (!replica_id.empty()) mark_removed(*live, replica_id, now);
+        for (const auto& job : jobs) live->insert_or_assign(job.job_key, job);
+        if (live->size() > max_catalogued_jobs) {
+          failure = fmt::format("the job catalogue would hold {} jobs, more than the limit of {}", live->size(),
+                                max_catalogued_jobs);
+          return std::nullopt;
+        }
+        std::vector<CataloguedJob> sorted;
+        sorted.reserve(live->size());
+        for (auto& [key, job] : *live) sorted.push_back(std::move(job));
+        detail::DocumentWrite write{format_job_catalogue(sorted), catalogue_keep_for};
+        if (write.text.size() > max_catalogue_bytes) {
+          failure = fmt::format("the job catalogue would take {} bytes, more than the limit of {}", write.text.size(),
+                                max_catalogue_bytes);
+          return std::nullopt;
+        }
+        return write;
+      });
+  if (!error.empty()) return {ControlChange::Status::error, {}, std::move(error)};
+  return {ControlChange::Status::changed, {}, {}};
+}
+
+CatalogueRead FleetState::read_catalogue(Instant now) {
+  std::string error;
+  auto live = live_jobs(load_document(Document::catalogue), now, error);
+  if (!live) return {CatalogueRead::Status::error, {}, std::move(error)};
+  CatalogueRead read;
+  for (auto& [key, job] : *live) read.jobs.push_back(std::move(job));
+  return read;
+}
+
+}  // namespace fleetcron

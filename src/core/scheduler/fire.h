@@ -1,0 +1,81 @@
+// Internal: a fire on its way from the loop to a worker, and what the claim
+// path decides for it.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "core/scheduler/entry.h"
+
+namespace fleetcron::detail {
+
+class OverlapSlot;
+
+/// Where trigger_and_wait() receives its run's outcome.
+struct OutcomeSlot {
+  std::mutex mutex;  // guards value
+  std::condition_variable cv;
+  std::optional<RunOutcome> value;
+  void set(RunOutcome outcome) {
+    std::lock_guard guard(mutex);
+    value = std::move(outcome);
+    cv.notify_all();
+  }
+};
+
+/// What lets an automatic fire run on this replica: the elector's term
+/// (leader-gated) and the claimer's fence.
+struct Grant {
+  bool leader_gated = false;  // an elector said leader
+  std::uint64_t term = 0;
+  std::uint64_t fence = 0;
+};
+
+/// The elector's answer for the fires due now: a grant to build on, or the
+/// reason they are skipped.
+struct Election {
+  std::optional<SkipReason> refused;
+  std::string error;
+  Grant grant;
+};
+
+/// Where a fire is on the claim path (decide.cpp).
+enum class FireState : std::uint8_t {
+  queued,    // not decided yet
+  claiming,  // screened: its claimer is asked next
+  granted,   // may run; `grant` holds the term and fence
+  dropped,   // skipped or cancelled, and reported
+};
+
+/// A fire waiting for, or held by, a worker.
+struct Fire {
+  std::shared_ptr<Entry> entry;
+  Instant scheduled_at;
+  bool manual = false;
+  std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
+  bool reserved = false;  // granted by another worker's claim batch, queued with a worker reserved for it
+  FireState state = FireState::queued;
+  Grant grant = {};
+  /// Granted by a catch-up (catch_up.cpp): its instant is older than the
+  /// dedup window by design, and the cursor is already past it.
+  bool catch_up = false;
+  /// The catch-up's later instants of an entry that limits overlap,
+  /// queued one by one as each run ends (execute()).
+  std::shared_ptr<std::deque<Fire>> chain = nullptr;
+  /// A re-run of a lost run (registry.cpp): how many times the fire was
+  /// re-run, and the lost run's fence. Claimed under its own key
+  /// (recovery_fire_key()), whatever its age, and recorded under it.
+  int recovery = 0;
+  std::uint64_t recovered_fence = 0;
+  /// The replica's overlap slot this fire holds from before its claim
+  /// (run.cpp, pass_overlap()): a skip frees it before it is reported, so
+  /// whoever sees the skip finds the slot free.
+  OverlapSlot* overlap_held = nullptr;
+};
+
+}  // namespace fleetcron::detail

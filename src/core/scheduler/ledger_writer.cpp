@@ -1,0 +1,330 @@
+#include "core/scheduler/ledger_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/scheduler/ledger_records.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/fire_record.h"
+
+namespace fleetcron::detail {
+
+namespace {
+
+constexpr std::chrono::seconds first_retry{1};
+constexpr std::chrono::seconds last_retry{30};
+
+}  // namespace
+
+LedgerWriter::LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, std::size_t capacity,
+                           std::shared_ptr<Clock> clock, Logger logger)
+    : state_(std::move(state)),
+      replica_id_(std::move(replica_id)),
+      capacity_(capacity),
+      clock_(std::move(clock)),
+      logger_(std::move(logger)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+LedgerWriter::~LedgerWriter() { stop(); }
+
+void LedgerWriter::track(const std::string& key, const LedgerRetention& retention, bool coordinated) {
+  std::lock_guard guard(mutex_);
+  tracked_[key] = Tracked{retention, coordinated};
+}
+
+void LedgerWriter::on_event(const Event& event) {
+  const EntryRef* entry = std::visit(
+      [](const auto& e) -> const EntryRef* {
+        if constexpr (requires { e.entry; }) return &e.entry;
+        return nullptr;
+      },
+      event);
+  if (entry == nullptr || !*entry || (*entry)->key.empty()) return;
+  Tracked tracked;
+  {
+    std::lock_guard guard(mutex_);
+    const auto it = tracked_.find((*entry)->key);
+    if (it == tracked_.end()) return;  // an entry not recorded
+    tracked = it->second;
+  }
+  std::vector<FireRecord> records =
+      ledger_records(event, replica_id_, tracked.coordinated, tracked.retention.keep_count);
+  std::vector<LedgerWrite> writes;
+  writes.reserve(records.size());
+  for (FireRecord& record : records) writes.push_back(LedgerWrite{cut_fire_record(std::move(record)), tracked.retention});
+  enqueue(std::move(writes));
+}
+
+void LedgerWriter::enqueue(std::vector<LedgerWrite> writes) {
+  if (writes.empty()) return;
+  {
+    std::lock_guard guard(mutex_);
+    for (LedgerWrite& write : writes) {
+      if (closed_ || queue_.size() >= capacity_) {
+        ++dropped_;
+        ++dropped_unlogged_;
+        continue;
+      }
+      queue_.push_back(std::move(write));
+    }
+  }
+  cv_.notify_one();
+}
+
+bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
+  std::vector<LedgerWriteResult> results;
+  try {
+    results = state_->record_fires(writes);
+  } catch (const std::exception& e) {
+    // A record the store refuses is a bug here, not an outage: drop it.
+    log(LogLevel::error, fmt::format("ledger: {} records refused: {}", writes.size(), e.what()));
+    writes.clear();
+    return true;
+  }
+  std::vector<LedgerWrite> failed;
+  std::string error;
+  const auto due = clock_->steady_now() + verify_delay;
+  {
+    std::lock_guard guard(mutex_);
+    for (std::size_t i = 0; i < results.size() && i < writes.size(); ++i) {
+      if (results[i].status == LedgerWriteResult::Status::error) {
+        if (error.empty()) error = results[i].error;
+        failed.push_back(std::move(writes[i]));
+        continue;
+      }
+      const auto rewritten = rewrites_.find(writes[i].record.fire_key);
+      if (rewritten == rewrites_.end()) ++written_;  // a record written again counts once
+      const bool was_written = results[i].status == LedgerWriteResult::Status::written;
+      if (verifies_ && was_written && unverified_.size() < capacity_) {
+        const int times = rewritten == rewrites_.end() ? 0 : rewritten->second;
+        unverified_.push_back(Unverified{std::move(writes[i]), due, times});
+      } else if (rewritten != rewrites_.end()) {
+        rewrites_.erase(rewritten);  // outranked or let go meanwhile: nothing to read back
+      }
+    }
+  }
+  writes = std::move(failed);
+  if (writes.empty()) return true;
+  log(LogLevel::warning, fmt::format("ledger: {} records not written yet: {}", writes.size(), error));
+  return false;
+}
+
+void LedgerWriter::wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending) {
+  while (!stopping_ && queue_.empty() && pending.empty()) {
+    if (unverified_.empty()) {
+      cv_.wait(lock);
+    } else if (clock_->steady_now() < unverified_.front().due) {
+      clock_->wait_until(cv_, lock, unverified_.front().due);
+    } else {
+      return;  // a read-back is due
+    }
+  }
+}
+
+bool LedgerWriter::holds(const std::vector<FireRecord>& ledger, const LedgerWrite& write) {
+  const FireRecord& record = write.record;
+  for (const FireRecord& kept : ledger) {
+    if (kept.fire_key == record.fire_key) return ledger_rank(kept) >= ledger_rank(record);
+  }
+  if (ledger.empty()) return false;
+  // Let go by the retention: beyond keep_count, or keep_for before the newest.
+  if (ledger.size() >= write.retention.keep_count && record.scheduled_at <= ledger.back().scheduled_at) return true;
+  return record.scheduled_at < ledger.front().scheduled_at - write.retention.keep_for;
+}
+
+void LedgerWriter::verify(std::vector<LedgerWrite>& pending, bool all) {
+  std::deque<Unverified> due;
+  {
+    std::lock_guard guard(mutex_);
+    const auto now = clock_->steady_now();
+    while (!unverified_.empty() && (all || unverified_.front().due <= now)) {
+      due.push_back(std::move(unverified_.front()));
+      unverified_.pop_front();
+    }
+  }
+  std::unordered_map<std::string, std::vector<FireRecord>> ledgers;  // job key → its records, read once
+  std::size_t missing = 0, given_up = 0;
+  std::string failed;  // a read that failed ends the pass
+  while (!due.empty() && failed.empty()) {
+    Unverified& item = due.front();
+    const std::string& job = item.write.record.job_key;
+    auto it = ledgers.find(job);
+    if (it == ledgers.end()) {
+      LedgerRead read = state_->read_fires(job, LedgerRetention::max_keep_count);
+      if (read.status != LedgerRead::Status::found) {
+        failed = read.error;
+        break;
+      }
+      it = ledgers.emplace(job, std::move(read.records)).first;
+    }
+    const std::string& fire_key = item.write.record.fire_key;
+    if (holds(it->second, item.write)) {
+      rewrites_.erase(fire_key);
+    } else if (item.rewrites >= max_rewrites) {
+      rewrites_.erase(fire_key);
+      ++given_up;
+    } else {
+      rewrites_[fire_key] = item.rewrites + 1;
+      pending.push_back(std::move(item.write));
+      ++missing;
+    }
+    due.pop_front();
+  }
+  read_back_failed(due, failed, all);
+  {
+    std::lock_guard guard(mutex_);
+    rewritten_ += missing;
+  }
+  if (missing != 0) {
+    log(LogLevel::warning, fmt::format("ledger: {} records written here were missing when read back (a concurrent "
+                                       "write of their job's ledger undid them): written again",
+                                       missing));
+  }
+  if (given_up != 0) {
+    log(LogLevel::error, fmt::format("ledger: {} records still missing after {} rewrites: not written again",
+                                     given_up, max_rewrites));
+  }
+}
+
+void LedgerWriter::read_back_failed(std::deque<Unverified>& unread, const std::string& error, bool all) {
+  if (error.empty()) {
+    read_back_retry_ = first_retry;
+    return;
+  }
+  const std::size_t count = unread.size();
+  if (all) {
+    for (const Unverified& item : unread) rewrites_.erase(item.write.record.fire_key);
+    log(LogLevel::warning, fmt::format("ledger: stopped without reading back {} records: {}", count, error));
+    return;
+  }
+  // Backing off as the writes do: never a read after read against a store that is down.
+  const auto due = clock_->steady_now() + read_back_retry_;
+  log(LogLevel::warning, fmt::format("ledger: reading back {} records failed, tried again in {}: {}", count,
+                                     format_duration(read_back_retry_), error));
+  read_back_retry_ = std::min<std::chrono::nanoseconds>(read_back_retry_ * 2, last_retry);
+  std::lock_guard guard(mutex_);
+  for (auto item = unread.rbegin(); item != unread.rend(); ++item) {  // ahead of the later ones, in order
+    item->due = due;
+    unverified_.push_front(std::move(*item));
+  }
+}
+
+void LedgerWriter::run() {
+  bool verifies = true;  // unknown: the safe side
+  try {
+    verifies = state_->may_lose_concurrent_updates();
+  } catch (...) {
+  }
+  std::vector<LedgerWrite> pending;  // taken from the queue, not yet written
+  auto retry_in = std::chrono::nanoseconds{first_retry};
+  std::unique_lock lock(mutex_);
+  verifies_ = verifies;
+  while (true) {
+    wait_for_work(lock, pending);
+    if (stopping_) break;
+    const std::uint64_t dropped_now = std::exchange(dropped_unlogged_, 0);
+    const std::uint64_t dropped_total = dropped_;
+    while (pending.size() < batch && !queue_.empty()) {
+      pending.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lock.unlock();  // the logger may be slow: never under the lock on_event() takes
+    if (dropped_now != 0) {
+      log(LogLevel::warning, fmt::format("ledger: queue full ({} records): {} records dropped, {} in all", capacity_,
+                                         dropped_now, dropped_total));
+    }
+    verify(pending, false);
+    const bool ok = pending.empty() || write(pending);
+    lock.lock();
+    if (ok) {
+      retry_in = first_retry;
+      continue;
+    }
+    const auto until = clock_->steady_now() + retry_in;
+    while (!stopping_ && clock_->steady_now() < until) clock_->wait_until(cv_, lock, until);
+    retry_in = std::min<std::chrono::nanoseconds>(retry_in * 2, last_retry);
+  }
+  lock.unlock();
+  finish(pending);
+}
+
+void LedgerWriter::finish(std::vector<LedgerWrite>& pending) {
+  std::unique_lock lock(mutex_);
+  while (!queue_.empty()) {
+    pending.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  closed_ = true;
+  const std::uint64_t dropped = dropped_;
+  lock.unlock();
+  if (dropped != 0) log(LogLevel::warning, fmt::format("ledger: {} records dropped in all (queue full)", dropped));
+  if (!write_all(pending) || !verifies_) return;
+  // The last read-back: once every record written is due.
+  lock.lock();
+  const auto until = unverified_.empty() ? clock_->steady_now() : unverified_.back().due;
+  while (clock_->steady_now() < until) clock_->wait_until(cv_, lock, until);
+  lock.unlock();
+  std::vector<LedgerWrite> missing;
+  verify(missing, true);
+  (void)write_all(missing);
+}
+
+bool LedgerWriter::write_all(std::vector<LedgerWrite>& pending) {
+  std::size_t lost = 0;
+  for (std::size_t first = 0; first < pending.size(); first += batch) {
+    std::vector<LedgerWrite> chunk(std::make_move_iterator(pending.begin() + static_cast<std::ptrdiff_t>(first)),
+                                   std::make_move_iterator(pending.begin() +
+                                                           static_cast<std::ptrdiff_t>(std::min(first + batch, pending.size()))));
+    // Tried twice: a request that failed once may pass (a lost answer, a
+    // failover); a store that fails both would make each further try wait
+    // out its timeouts too.
+    if (!write(chunk) && !write(chunk)) {
+      lost = chunk.size() + (pending.size() - std::min(first + batch, pending.size()));
+      break;
+    }
+  }
+  if (lost != 0) log(LogLevel::error, fmt::format("ledger: stopped with {} records not written", lost));
+  return lost == 0;
+}
+
+void LedgerWriter::stop() {
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+std::uint64_t LedgerWriter::written() const {
+  std::lock_guard guard(mutex_);
+  return written_;
+}
+
+std::uint64_t LedgerWriter::dropped() const {
+  std::lock_guard guard(mutex_);
+  return dropped_;
+}
+
+std::size_t LedgerWriter::unverified() const {
+  std::lock_guard guard(mutex_);
+  return unverified_.size();
+}
+
+std::uint64_t LedgerWriter::rewritten() const {
+  std::lock_guard guard(mutex_);
+  return rewritten_;
+}
+
+void LedgerWriter::log(LogLevel level, const std::string& message) const noexcept {
+  try {
+    if (logger_) logger_(level, message);
+  } catch (...) {
+    // A failing log sink must not take the writer down.
+  }
+}
+
+}  // namespace fleetcron::detail

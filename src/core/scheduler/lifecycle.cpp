@@ -1,0 +1,216 @@
+// The scheduler's lifecycle: start() launches the loop, the workers and the
+// watchdog; stop() and drain() end them (with the elector's resignation),
+// and one thread joins them.
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "core/scheduler/scheduler_impl.h"
+
+namespace fleetcron {
+
+using detail::Entry;
+using detail::Fire;
+using detail::Run;
+
+bool Scheduler::Impl::fit_to_lead() const {
+  const auto now = clock_->steady_now().time_since_epoch().count();
+  if (!loop_alive() || now < stepped_down_until_.load(std::memory_order_relaxed)) return false;
+  // A replica refused by the registry would hold the lease and run nothing.
+  if (registry_on()) {
+    const auto verdict = registry_verdict();
+    if (verdict && !verdict->empty()) return false;
+  }
+  return true;
+}
+
+bool Scheduler::Impl::loop_alive() const {
+  const std::uint64_t passes = loop_passes_.load(std::memory_order_relaxed);
+  const auto now = clock_->steady_now();
+  std::lock_guard guard(liveness_mutex_);
+  if (passes != seen_passes_) {
+    seen_passes_ = passes;
+    stale_since_.reset();
+    return true;
+  }
+  if (!stale_since_) stale_since_ = now;  // no pass since the last look: suspect, from now
+  return now - *stale_since_ < liveness_bound;
+}
+
+bool Scheduler::Impl::controls_on() const { return options_.fleet_state && options_.controls; }
+
+void Scheduler::Impl::start() {
+  {
+    std::lock_guard guard(mutex_);
+    if (state_ != State::created) return start_locked();
+  }
+  // Before the loop runs: the replica's settings are checked against the
+  // fleet's (its coordinated fires wait for the verdict), a job the fleet
+  // paused stays paused across a restart, and triggers waiting are taken
+  // (queued for the workers).
+  if (registry_on()) {
+    {
+      std::lock_guard guard(registry_mutex_);
+      started_at_ = clock_->now();
+      registry_started_ = true;
+      settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
+    }
+    announce();
+    catalogue_if_due();
+  }
+  if (controls_on()) poll_controls();
+  std::lock_guard guard(mutex_);
+  start_locked();
+}
+
+void Scheduler::Impl::start_locked() {
+  if (state_ == State::running) return;
+  if (state_ != State::created) throw SchedulerError(SchedulerError::Code::stopped, "start: a stopped scheduler cannot restart");
+  if (options_.elector) {
+    leadership_guard_->impl = this;
+    options_.elector->on_leadership_lost([guard = leadership_guard_](std::uint64_t term) {
+      std::lock_guard hold(guard->mutex);  // detach_elector() waits for this
+      if (guard->impl != nullptr) guard->impl->on_leadership_lost(term);
+    });
+    {
+      std::lock_guard hold(leadership_guard_->liveness_mutex);
+      leadership_guard_->liveness_impl = this;
+    }
+    options_.elector->set_liveness([guard = leadership_guard_] {
+      std::lock_guard hold(guard->liveness_mutex);
+      return guard->liveness_impl != nullptr && guard->liveness_impl->fit_to_lead();
+    });
+  }
+  state_ = State::running;
+  workers_.reserve(options_.max_concurrent);
+  for (const auto& slot : slots_) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
+  watchdog_thread_ = std::thread([this] { watchdog_main(); });
+  if (options_.fleet_state) {
+    for (const auto& [id, entry] : entries_) queue_catch_up(entry);
+    catch_up_thread_ = std::thread([this] { catch_up_main(); });
+  }
+  if (controls_on() || registry_on()) upkeep_thread_ = std::thread([this] { upkeep_main(); });
+  loop_thread_ = std::thread([this] { loop_main(); });
+}
+
+bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
+  {
+    std::unique_lock guard(mutex_);
+    if (state_ == State::created) {
+      state_ = State::stopped;
+      guard.unlock();  // an observer may call back into us while we flush
+      events_.flush_and_stop();
+      return true;
+    }
+    if (state_ == State::running) state_ = State::stopping;
+  }
+  loop_cv_.notify_all();
+  {
+    std::lock_guard guard(catch_up_mutex_);
+    catch_up_stopping_ = true;
+  }
+  catch_up_cv_.notify_all();
+  stop_controls();  // no new polls, so no new triggers taken from here on
+  { std::lock_guard in_flight(controls_poll_mutex_); }  // and none taken by a poll still going
+  {
+    std::lock_guard guard(join_mutex_);
+    if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
+  }
+  // No new fires from here on: free the lease now, so another replica
+  // leads within its next check instead of after the runs (and a drain's
+  // grace) end. Running leader-gated jobs keep their fence.
+  resign_once();
+
+  const bool on_worker = detail::on_worker_of(this);
+  const std::size_t self = on_worker ? 1 : 0;
+  auto finished = [&] { return queue_.empty() && held_ == 0 && running_count_ <= self; };
+  std::unique_lock lock(queue_mutex_);
+  queue_closed_ = true;  // no new fires; workers leave once the queue is empty
+  queue_cv_.notify_all();
+  if (drain_first) {
+    while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
+  }
+  // Stop: cancel what is still queued, then ask running jobs to stop.
+  std::vector<Fire> cancelled;
+  cancelled.reserve(queue_.size());
+  while (!queue_.empty()) {
+    cancelled.push_back(queue_.pop_front());
+    if (cancelled.back().reserved) --committed_;
+  }
+  lock.unlock();
+  for (auto& fire : cancelled) {
+    drop_chain(fire, true);
+    report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
+    if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
+  }
+  {
+    std::lock_guard guard(runs_mutex_);
+    // Only forward: a second stop() must not take `closed` (the watchdog
+    // leaving, during another stopper's join) back to `stopping`.
+    if (runs_state_ == RunsState::open) runs_state_ = RunsState::stopping;  // runs registering from now on stop at once
+  }
+  request_stop_where([](const Run&) { return true; }, false);
+  lock.lock();
+  while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
+  const bool all_finished = finished();
+  lock.unlock();
+  if (!all_finished || on_worker) return all_finished;
+  join_threads_once();
+  return true;
+}
+
+void Scheduler::Impl::join_threads_once() {
+  std::lock_guard join_guard(join_mutex_);  // a second stopper waits here, then finds joined_
+  if (joined_) return;
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  {
+    std::lock_guard guard(runs_mutex_);
+    runs_state_ = RunsState::closed;
+  }
+  watchdog_cv_.notify_all();
+  if (watchdog_thread_.joinable()) watchdog_thread_.join();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  if (catch_up_thread_.joinable()) catch_up_thread_.join();
+  // The runs ended: the registry no longer needs this replica's record
+  // (it listed them while they ran), and the fleet need not wait for it to expire.
+  stop_upkeep();
+  if (upkeep_thread_.joinable()) upkeep_thread_.join();
+  withdraw_once();
+  resign_once();
+  if (ledger_) ledger_->stop();  // after the last fire's record
+  events_.flush_and_stop();
+  joined_ = true;
+  std::lock_guard guard(mutex_);
+  state_ = State::stopped;
+}
+
+void Scheduler::Impl::resign_once() {
+  if (!options_.elector || resigned_.exchange(true)) return;
+  detach_elector();
+  try {
+    options_.elector->resign();  // hand over now rather than after the lease TTL
+  } catch (...) {
+    log(LogLevel::warning, "elector resign failed: " + detail::describe_exception(std::current_exception()));
+  }
+}
+
+void Scheduler::Impl::detach_elector() {
+  {
+    std::lock_guard hold(leadership_guard_->liveness_mutex);  // waits for a liveness check under way
+    leadership_guard_->liveness_impl = nullptr;
+  }
+  {
+    std::lock_guard hold(leadership_guard_->mutex);  // waits for a callback under way
+    leadership_guard_->impl = nullptr;
+  }
+  if (!options_.elector) return;
+  try {
+    options_.elector->on_leadership_lost({});
+  } catch (...) {
+    log(LogLevel::warning, "elector rejected clearing its callback: " + detail::describe_exception(std::current_exception()));
+  }
+}
+
+}  // namespace fleetcron

@@ -1,0 +1,628 @@
+// Internal: the scheduler's state, shared by the files that implement it
+// (see the comment on Scheduler::Impl for which does what, and the locks).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/scheduler/entry.h"
+#include "core/scheduler/event_bus.h"
+#include "core/scheduler/fire.h"
+#include "core/scheduler/fire_queue.h"
+#include "core/scheduler/ledger_writer.h"
+#include "core/scheduler/missed_fires.h"
+#include "core/scheduler/run_state.h"
+#include "fleetcron/scheduler.h"
+#include "fleetcron/store_clock.h"
+
+namespace fleetcron {
+
+namespace detail {
+/// A trigger of the fleet's controls for one of this replica's entries.
+struct TakenTrigger {
+  std::shared_ptr<Entry> entry;
+  TriggerRequest trigger;
+};
+}  // namespace detail
+
+/// The scheduler's state and its threads: the loop (scheduler.cpp), the
+/// workers and their queue (dispatch.cpp), the claim path (decide.cpp), the
+/// runs and the timeout watchdog (run.cpp), start and stop (lifecycle.cpp).
+///
+/// Locks, and the only orders in which one is taken while another is held
+/// (any other nesting is a bug):
+///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_, controls_mutex_,
+///                             CursorTracking::busy (joining threads that take them)
+///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
+///   LeadershipGuard::liveness_mutex -> liveness_mutex_
+///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
+///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
+///   controls_mutex_        -> the Clock's own lock
+///   controls_poll_mutex_   -> mutex_, queue_mutex_, controls_mutex_, the EventBus's lock (a poll)
+///   CursorTracking::busy (a flag held like a lock, across one catch-up)
+///                          -> mutex_, queue_mutex_, runs_mutex_ (reading the schedule, claiming and
+///                             queueing its fires), the Clock's and the EventBus's locks
+///   catch_up_mutex_        -> the Clock's own lock
+/// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
+/// liveness_mutex_ are leaves. No
+/// scheduler lock is held while user code runs (jobs, claimers, electors,
+/// observers, the recorder, the logger), except that Schedule::next() runs
+/// under mutex_, and that an entry's CursorTracking::busy is held across
+/// its catch-up's calls (elector, fleet state, claimer, recorder, logger):
+/// it keeps the entry's own fires from passing its cursor meanwhile, and
+/// a fire waits for it at most catch_up_wait.
+class FLEETCRON_LOCAL Scheduler::Impl {
+ public:
+  explicit Impl(SchedulerOptions options);
+  ~Impl();
+
+  // ---- entries (scheduler.cpp)
+  EntryId add(SchedulePtr schedule, Job job, EntryOptions options);
+  /// Every rule add() applies to the entry alone; trims the key, returns
+  /// the entry's settings. Throws as add().
+  std::shared_ptr<const detail::EntrySettings> prepare(const SchedulePtr& schedule, EntryOptions& options) const;
+  /// Parses with the scheduler's options, the entry's DST policy, and
+  /// `@every` from the epoch when the entry is coordinated.
+  SchedulePtr parse(std::string_view spec, const EntryOptions& entry) const;
+  SchedulePtr parse(std::string_view spec, const std::optional<DstPolicy>& dst, bool coordinated) const;
+  /// Whether the entry has a claimer or the scheduler an elector.
+  bool coordinated(const EntryOptions& entry) const;
+  bool coordinated(EntryId id) const;
+  void remove(EntryId id);
+  void set_paused(EntryId id, bool paused);
+  void update(EntryId id, SchedulePtr schedule);
+  detail::Fire make_manual_fire(EntryId id);
+  std::optional<RunOutcome> trigger_and_wait(EntryId id, std::chrono::nanoseconds wait);
+  std::size_t trigger_by_name(std::string_view name);
+  std::optional<EntrySnapshot> snapshot(EntryId id) const;
+  std::vector<EntrySnapshot> snapshots() const;
+  std::size_t size() const;
+
+  // ---- lifecycle (lifecycle.cpp)
+  void start();
+  void start_locked();  // mutex_ held
+  bool stop(Clock::SteadyTime deadline, bool drain_first);
+  /// What Elector::set_liveness() reports: the loop passes, and this
+  /// replica is not stepping down after its leader-gated claims kept failing.
+  bool fit_to_lead() const;
+  /// False once the loop has not passed for liveness_bound since a look
+  /// found it without a new pass. Two looks, not one timestamp: after a
+  /// pause (SIGSTOP) or a jump of a virtual clock every thread resumes at
+  /// once, and the elector's thread may look before the loop has run.
+  bool loop_alive() const;
+  void join_threads_once();
+  void detach_elector();
+  /// Detaches and resigns the elector, once (stop(), drain() and the join).
+  void resign_once();
+
+  // ---- the run queue and the workers (dispatch.cpp)
+  /// Queues fires for the workers. What does not fit stays in `fires`
+  /// (with an event): rejected when the queue is full, cancelled when the
+  /// scheduler is stopping. Returns true if it was stopping.
+  bool enqueue(std::vector<detail::Fire>& fires);
+  void worker_main(detail::WorkerSlot& slot);
+  /// Reports the fires chained after `fire` (a catch-up's, run one after
+  /// another) as cancelled (stopping) or rejected, and drops them.
+  void drop_chain(detail::Fire& fire, bool stopping);
+  /// Whether an idle worker may take the queue's front (queue_mutex_ held).
+  bool can_take_locked() const;
+  /// Whether a fire may share a claim round trip with the fires due with
+  /// it: automatic, queued, with a claimer, no jitter, overlap allowed.
+  static bool batchable(const detail::Fire& fire);
+  /// Moves the queued fires that may share `first`'s claim round trip
+  /// from the front of the queue into `batch` (queue_mutex_ held).
+  void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);
+  /// Decides `fire` and the `batch` taken with it in one round trip; puts
+  /// the granted ones back at the queue's front, each with its reserved
+  /// worker. Returns whether `fire` (the worker's own) was granted.
+  bool decide_batch(detail::Fire& fire, std::vector<detail::Fire>& batch);
+  /// Gives back `count` workers a claim batch reserved (committed_).
+  void release_reservations(std::size_t count);
+  /// The most fires decided by one claim_batch() call.
+  static constexpr std::size_t claim_batch_limit = 1024;
+
+  // ---- the claim path (decide.cpp): every automatic fire passes here,
+  // alone (a batch of one) or in a claim batch.
+  /// Asks the elector, if any.
+  detail::Election elect();
+  /// The claim path's first step: drops (and reports) the fires that must
+  /// not be claimed — refused by `election`, of a lost term, of a removed
+  /// or paused entry, the scheduler stopping, older than the dedup window.
+  /// The others become `claiming`, or `granted` when they have no claimer.
+  void screen(std::span<detail::Fire> fires, const detail::Election& election);
+  /// The second step: one claim round trip for the `claiming` fires (all
+  /// of one claimer); each becomes `granted` with its fence, or `dropped`.
+  void claim(std::span<detail::Fire> fires);
+  /// Why the fire is already too old to claim (older than its claimer's
+  /// dedup window); empty if it is not, or has no claimer.
+  std::string staleness_now(const detail::Fire& fire) const;
+  /// Whether the fire is a catch-up's that may be older than the dedup
+  /// window (SchedulerOptions::catch_up_beyond_dedup_window).
+  bool beyond_window(const detail::Fire& fire) const;
+  /// The key its claimer is asked for: the fire key, and "#recover<n>" for
+  /// the n-th re-run of a lost run.
+  static std::string claim_key(const detail::Fire& fire);
+  /// Whether a claimer granted the fire to this replica.
+  static bool claimed(const detail::Fire& fire);
+  /// Empty if the elector still says leader of `granted.term` (or the fire
+  /// was not leader-gated); otherwise why the fire must be skipped.
+  std::string leadership_changed(const detail::Grant& granted);
+  void report_skip(const detail::Fire& fire, SkipReason reason, std::string error);
+  void report_cancel(const detail::Fire& fire, std::string cause, CancelReason reason);
+  void on_leadership_lost(std::uint64_t term);
+  /// Tracks the answers to leader-gated claims (both mode); steps down when
+  /// errors and clock-skew refusals last claim_failure_step_down.
+  void note_leader_claim(const ClaimResult& claim);
+  bool term_lost_locked(std::uint64_t term) const;
+
+  // ---- the fleet state's cursors and catch-up (catch_up.cpp)
+  /// Gives a keyed entry its cursor tracking when the scheduler has a
+  /// fleet state (add(), under mutex_, after the entry's first instant).
+  void track_cursor(detail::Entry& entry, Instant now);
+  /// The digest and keep-for of the entry's current schedule (mutex_ held).
+  void refresh_cursor_settings(detail::Entry& entry, Instant now);
+  /// Hands the entry to the catch-up thread, unless it is caught up.
+  void queue_catch_up(const std::shared_ptr<detail::Entry>& entry);
+  /// A fire of the loop skipped with no lease held here: the entry's
+  /// catch-up reaches up to its instant (queued again if it had completed).
+  void note_unled(const detail::Fire& fire);
+  /// The catch-up thread: catches up the entries handed to it, retrying
+  /// each failure after a backoff (1 s doubling to 30 s).
+  void catch_up_main();
+  /// Fleet-wide controls (controls.cpp): reads them and applies what
+  /// changed — pauses and resumes of this replica's keyed entries, and the
+  /// triggers it takes and queues.
+  [[nodiscard]] bool controls_on() const;
+  void poll_controls();
+  void poll_controls_once();
+  /// What applying a controls read produced, reported after mutex_.
+  struct ControlsApplied {
+    std::vector<Event> events;
+    std::vector<std::string> notes;     // info
+    std::vector<std::string> warnings;  // a pause or resume the store lost
+  };
+  /// Under mutex_: one job's pause as the fleet's document says it; and the
+  /// jobs it no longer lists. A change older than one applied here, or a
+  /// pause gone without its resume record, is a store that went back.
+  void apply_fleet_pause(const JobControl& control, const std::shared_ptr<detail::Entry>& entry,
+                         ControlsApplied& applied);
+  void forget_unlisted_pauses(const std::unordered_set<std::string>& listed, ControlsApplied& applied);
+  void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
+  /// After a take that answered an error: whether the store says this
+  /// replica took it anyway (its write applied, its answer lost).
+  /// After a take answered an error: whether the controls name this
+  /// replica as its taker (nullopt: they could not be read either).
+  [[nodiscard]] std::optional<bool> taken_here(const detail::TakenTrigger& taken);
+  [[nodiscard]] bool taken_here_in(const ControlsRead& read, const detail::TakenTrigger& taken) const;
+  /// Queues a trigger this replica took as a manual fire, and says so.
+  void run_taken(const detail::TakenTrigger& taken);
+  /// Notes the triggers gone since the last poll; answers the ids listed
+  /// in `read` (made at `read_at`, the store's time) that came back: seen
+  /// gone before, or requested well before an earlier read that did not
+  /// list them.
+  std::unordered_set<std::string> returned_triggers(const ControlsRead& read, Instant read_at);
+  /// Drops the triggers that expired untaken (`seen` in the poll's read, at `read_at`);
+  /// reports those this replica's write dropped. If the drop answered an
+  /// error, `seen` is kept, and those of them the next read lists no more
+  /// are reported then (the write may have been this replica's).
+  void report_expired_triggers(const std::vector<JobTrigger>& seen, Instant read_at);
+  /// Reports the triggers of a drop whose answer was lost that `read` no
+  /// longer lists.
+  void report_unanswered_expiries(const ControlsRead& read);
+  /// Reports expired triggers: a log line and a ledger record each.
+  void report_expired(const std::vector<JobTrigger>& expired, std::string_view note);
+  [[nodiscard]] bool controls_stopping();
+  /// The upkeep thread (controls.cpp), with controls or the registry on:
+  /// polls the controls and announces the replica, each on its period.
+  void upkeep_main();
+  void stop_controls();
+  void stop_upkeep();
+  /// The replica registry (registry.cpp): announce() writes this replica's
+  /// record and takes the verdict on its settings (false: the store
+  /// failed); settings_refusal() says why coordinated fires are refused
+  /// here, empty when they are not.
+  [[nodiscard]] bool registry_on() const;
+  [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
+  /// The store's clock (StoreClock), or this replica's without a fleet state.
+  [[nodiscard]] Instant fleet_now();
+  /// A run to be written into this replica's record only if no other
+  /// replica lists a run of its job (fleet-wide overlap).
+  struct AloneRun {
+    RunningFire fire;
+    detail::Run* run = nullptr;
+    detail::WorkerSlot* slot = nullptr;
+  };
+  [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired);
+  /// Whether an announcement asked at `now` may judge the records that
+  /// expired (announce_mutex_), and the bookkeeping of one answered or failed.
+  [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;
+  void note_answered(Clock::SteadyTime now, bool answered);
+  /// Announces the replica (and `alone` with it, if given); the answer as
+  /// applied: `busy` leaves the verdict as it was.
+  ReplicaAnnounce announce(const AloneRun* alone = nullptr);
+  /// announce()'s bookkeeping of the registry's answer, registry_mutex_
+  /// held: what to log (`notes`) and the settings refusal that stands now.
+  std::string take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
+                          std::vector<std::pair<LogLevel, std::string>>& notes);
+  /// After a run was unlisted (RunListing::end()): makes sure an
+  /// announcement that no longer lists it reached the store. Runs that end
+  /// together share one (a group commit): an announcement begun after this
+  /// run was unlisted, and written, covers it.
+  void announce_unlisted();
+  [[nodiscard]] std::string settings_refusal();
+  /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
+  [[nodiscard]] std::optional<std::string> registry_verdict() const;
+  void withdraw_once();
+  /// Writes this replica's jobs into the fleet's catalogue when they
+  /// changed since it last did, or an hour passed (the upkeep thread's).
+  void catalogue_if_due();
+  /// A run's job starts: listed in the registry from the next announcement,
+  /// or, `awaiting_fleet`, once enter_fleet_overlap() wrote it.
+  void note_running(detail::Run& run, detail::WorkerSlot& slot, const FireContext& context, bool awaiting_fleet);
+  /// Fleet-wide overlap (fleet_overlap.cpp): whether the fire's entry
+  /// limits overlap across the fleet (a coordinated, keyed entry with
+  /// overlap skip or queue, and the registry on; not a manual run).
+  [[nodiscard]] bool fleet_overlap_applies(const detail::Fire& fire) const;
+  /// Lists the run in this replica's record if no other replica lists a
+  /// run of its job, in one compare-and-swap; skips it (overlap=skip) or
+  /// waits (queue) otherwise. False (reported) if skipped or stopped.
+  bool enter_fleet_overlap(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot,
+                           const FireContext& context);
+  /// The runs in progress here, oldest first, at most max_listed_runs.
+  [[nodiscard]] std::vector<RunningFire> running_fires();
+  /// Reports the runs of replicas whose records this announcement found
+  /// expired as lost: ledger records, log lines, LostFireEvents.
+  void report_lost(const std::vector<ReplicaRecord>& expired);
+  /// Queues the lost run's fire again, as its entry's recover policy says;
+  /// answers why it does not ("" when it does).
+  [[nodiscard]] std::string rerun_lost(const RunningFire& run);
+  /// Writes records this replica reports for the fleet (lost runs,
+  /// expired triggers) straight to the ledger; failures are logged.
+  void write_reported(std::vector<LedgerWrite>& writes);
+  /// The ledger bounds of this replica's entry `job_key`, or the default.
+  [[nodiscard]] LedgerRetention ledger_retention_of(const std::string& job_key);
+  /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
+  void toggle_jobs_digest(const detail::Entry& entry);
+  /// Pauses or resumes the entry (mutex_ held), as set_paused().
+  void set_paused_locked(const std::shared_ptr<detail::Entry>& entry, bool paused, std::vector<Event>& events);
+  struct CatchUpOutcome {
+    bool done = false;
+    std::string error{};
+    bool quiet = false;  // an expected wait (a follower, a paused entry, a stop): retried without a warning
+  };
+  /// Catches the entry up, once: reads its cursor, and if the fleet missed
+  /// instants before this replica's first one, wins the compare-and-set
+  /// for them (or learns that another replica did) and queues those its
+  /// missed-fire policy runs. Waits at most `wait` for another thread
+  /// catching the same entry up.
+  CatchUpOutcome catch_up(const std::shared_ptr<detail::Entry>& entry, std::chrono::nanoseconds wait);
+  /// How long a fire waits for its entry's catch-up under way elsewhere.
+  static constexpr std::chrono::nanoseconds catch_up_wait = std::chrono::seconds{1};
+  struct CatchUpPlan {
+    detail::MissedPlan missed;  // every instant missed within the reach; `runs` what runs here
+    std::size_t withheld = 0;   // runs left out: older than the dedup window (catch_up_beyond_dedup_window off)
+    std::uint64_t digest = 0;   // of the schedule the plan was made with
+  };
+  /// The instants after `seen` and before the entry's first instant here,
+  /// within its reach, and which of them run; nullopt if there are none.
+  std::optional<CatchUpPlan> plan_catch_up(const detail::Entry& entry, const JobCursor& seen);
+  /// A catch-up claim whose answer was an error: true (and `answer` set to
+  /// what the store did) if the cursor now holds this replica's claim.
+  bool settle_unanswered(const std::string& key, const JobCursor& seen, const CatchUpPlan& plan, CatchUpClaim& answer);
+  void run_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen, const CatchUpPlan& plan,
+                    const detail::Grant& grant);
+  /// The cursor came from an earlier store epoch (`epoch` is the store's
+  /// now): the range is logged and published, nothing runs.
+  void report_unknown_catch_up(const std::shared_ptr<detail::Entry>& entry, const JobCursor& seen,
+                               const detail::MissedPlan& missed, const std::string& epoch);
+  /// Empty when the fire's entry is caught up (catching it up first if it
+  /// is not); otherwise why the fire must not be claimed yet.
+  std::string catch_up_pending(const detail::Fire& fire);
+  /// Advances the cursors of the granted automatic fires before they run
+  /// (one advance_cursors() call); drops (and reports) those whose cursor
+  /// fails (fail closed), or advanced after the fire's dedup window.
+  void advance_cursors(std::span<detail::Fire> fires);
+  /// FleetState::advance_cursors() for these fires; a throw or a wrong
+  /// number of answers fails every one.
+  std::vector<CursorAdvance> ask_fleet_state(std::span<detail::Fire* const> fires);
+  /// Marks a removed entry's cursor removed, at now (remove()).
+  void write_tombstone(const detail::Entry& entry);
+
+  // ---- runs (run.cpp)
+  class RunListing;
+  class RunRegistration;
+  class NextInChain;
+  /// From a worker's fire to its end: registration, the claim path for a
+  /// fire not decided in a batch, the job with its retries, the events.
+  void execute(detail::Fire& fire, detail::WorkerSlot& slot);
+  /// execute()'s second half, once the fire may run: the fleet-wide
+  /// overlap, the job with its retries and its timeout, the completion.
+  void run_job(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, RunRegistration& registration,
+               detail::OverlapSlot& overlap);
+  /// Reports `fire` cancelled before its job started and ends its run.
+  void cancel_run(detail::Fire& fire, RunRegistration& registration, std::string cause, CancelReason reason);
+  /// The claim path of the worker's own automatic fire: for one granted
+  /// by a claim batch, a last look at its age; otherwise elector, jitter,
+  /// overlap, then screen() and claim() as a batch of one. False if the
+  /// fire was skipped or cancelled (and reported).
+  bool decide(detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot, detail::OverlapSlot& overlap);
+  /// The overlap check of an automatic fire of an entry that limits
+  /// overlap; false (reported) if it is skipped or stopped.
+  /// Whether a failed attempt's retries end because the job was paused
+  /// (run.cpp); notes why in `outcome` and the log.
+  bool retries_paused(const detail::Entry& entry, const FireContext& context, RunOutcome& outcome);
+  bool pass_overlap(detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
+  /// Registers the run's leadership term; false (reported) if it was lost.
+  bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
+  /// The end of a run: the warning for a failure, the entry's last run,
+  /// the completion event, the outcome for trigger_and_wait().
+  void finish_run(detail::Entry& entry, const detail::Fire& fire, FireContext& context, RunOutcome outcome,
+                  Instant started_at, std::chrono::nanoseconds duration);
+  /// Runs the job, retrying as the entry says; the outcome of its last attempt.
+  RunOutcome run_attempts(const detail::Entry& entry, detail::Run& run, FireContext& context);
+  /// Registers the run; true if the scheduler is stopping (the run must
+  /// not start). Register first, then look at the entry's flags: remove()
+  /// and stop() set theirs before scanning the runs, so a run is either
+  /// found by the scan or sees the flag — never neither.
+  bool register_run(detail::Run& run, detail::WorkerSlot& slot);
+  void unregister_run(detail::Run& run, detail::WorkerSlot& slot);
+  /// Registers one of the run's deadlines with the watchdog.
+  void start_timeout(detail::Run& run, detail::Run::Deadline deadline, Clock::SteadyTime at);
+  /// Withdraws it, if the watchdog has not taken it (runs_mutex_ taken here).
+  void end_timeout(detail::Run& run, detail::Run::Deadline deadline);
+  /// One attempt of the job, with its own stop source when the entry has
+  /// an attempt timeout; the job's exception, if it threw.
+  std::exception_ptr run_attempt(const detail::Entry& entry, detail::Run& run, const FireContext& context);
+  /// The overlap check of an automatic fire (settings->overlap not allow).
+  enum class OverlapCheck { entered, skip, stopped };
+  static OverlapCheck enter_overlap(const detail::Entry& entry, std::stop_token stop);
+  void watchdog_main();
+  void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
+  /// Sleeps `duration` on the clock; false if `stop` was requested first.
+  bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);
+  std::chrono::nanoseconds random_below(std::chrono::nanoseconds bound);
+  std::chrono::nanoseconds retry_delay(const RetryPolicy& retry, int failed_attempts);
+
+  void publish(Event event);
+  void log(LogLevel level, const std::string& message) const;
+
+  SchedulerOptions options_;
+  std::shared_ptr<Clock> clock_;
+  // The store's clock, for every time the fleet state writes or compares
+  // (registry, controls, catalogue); null without a fleet state.
+  std::unique_ptr<StoreClock> store_clock_;
+  ParseOptions parse_options_;
+  std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.ledger off
+  detail::EventBus events_;
+
+  // ---- entries and the loop
+  enum class State { created, running, stopping, stopped };
+  mutable std::mutex mutex_;  // guards entries_, keys_, heap_, state_, next_id_, and Entry's mutable fields
+  std::condition_variable loop_cv_;
+  State state_ = State::created;
+  EntryId next_id_ = 1;
+  std::unordered_map<EntryId, std::shared_ptr<detail::Entry>> entries_;
+  std::unordered_map<std::string, EntryId> keys_;
+  std::vector<detail::HeapItem> heap_;
+  std::size_t stale_heap_items_ = 0;
+  std::thread loop_thread_;
+  void loop_main();
+  /// The loop re-reads the wall clock at least this often, so a wall-clock
+  /// step is noticed within a second even when nothing is due.
+  static constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
+  /// The loop is alive while it passes at least this often (three sleeps).
+  static constexpr std::chrono::nanoseconds liveness_bound = 3 * max_loop_sleep;
+  /// The loop's passes; it passes at least every max_loop_sleep while running.
+  std::atomic<std::uint64_t> loop_passes_{0};
+  mutable std::mutex liveness_mutex_;  // guards seen_passes_, stale_since_
+  mutable std::uint64_t seen_passes_ = 0;
+  mutable std::optional<Clock::SteadyTime> stale_since_;
+  std::atomic<Clock::SteadyTime::rep> claims_failing_since_{0};  // 0: the latest answer was a real one
+  std::atomic<Clock::SteadyTime::rep> claims_last_failure_{0};
+  std::atomic<Clock::SteadyTime::rep> stepped_down_until_{0};
+  static constexpr std::chrono::nanoseconds claim_failure_step_down = std::chrono::seconds{5};
+  static constexpr std::chrono::nanoseconds step_down_hold = std::chrono::seconds{30};
+  /// Pops due entries, applies the missed-fire policy, plans next fires.
+  void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
+                   std::vector<std::string>& warnings);
+  void push_heap(std::shared_ptr<detail::Entry> entry, std::vector<Event>* events);
+  /// After a fire of the heap's top entry: moves the top to the entry's
+  /// next instant, or pops it when there is none.
+  void reschedule_top(std::vector<Event>* events);
+  void compact_heap();
+
+  // ---- run queue and workers
+  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, committed_, queue_closed_
+  std::condition_variable queue_cv_;  // workers wait for fires
+  std::condition_variable idle_cv_;   // stop/drain wait for workers
+  detail::FireQueue queue_;
+  std::size_t running_count_ = 0;
+  std::size_t held_ = 0;  // fires out of the queue in a claim batch, about to be put back
+  // Workers deciding or running a fire, plus one reserved for each fire a
+  // claim batch took (put back granted, `Fire::reserved`): never more than
+  // the workers, so every claimed fire starts at once.
+  std::size_t committed_ = 0;
+  bool queue_closed_ = false;  // stop(): no new fires; workers leave once the queue is empty
+  std::vector<std::thread> workers_;
+
+  // ---- runs in progress and the timeout watchdog
+  /// What the runs' side of a stop has reached (one state, runs_mutex_).
+  enum class RunsState {
+    open,      // runs register and run
+    stopping,  // stop(): runs registering from now on are cancelled at once
+    closed,    // the watchdog leaves
+  };
+  std::mutex runs_mutex_;  // guards timeouts_, runs_state_ (written), lost_terms_, Run::deadline_at and attempt_stop
+  std::condition_variable watchdog_cv_;
+  std::vector<std::unique_ptr<detail::WorkerSlot>> slots_;  // one per worker, made by the constructor
+  std::multimap<Clock::SteadyTime, detail::Timeout> timeouts_;
+  // Read without the lock by a registering run: stop() writes it, then
+  // scans the slots, so a run either is found or sees the state.
+  std::atomic<RunsState> runs_state_{RunsState::open};
+  // The leadership terms reported lost, newest last (at most
+  // max_lost_terms): only these are refused. Not "every term up to the
+  // highest": NATS terms are revisions, and a recreated bucket starts
+  // again at 1, below every term lost before it.
+  std::deque<std::uint64_t> lost_terms_;
+  static constexpr std::size_t max_lost_terms = 64;
+  std::thread watchdog_thread_;
+
+  // ---- shutdown: one thread joins; the elector callback never outlives us
+  std::mutex join_mutex_;  // guards the joins and joined_
+  bool joined_ = false;
+  struct LeadershipGuard {
+    std::recursive_mutex mutex;  // held while a callback runs; recursive: a callback may lead to stop()
+    Impl* impl = nullptr;
+    // The elector's liveness checks take only this (never held while
+    // anything else is taken, or across a join): a lost callback holding
+    // `mutex` may stop the scheduler, which joins the thread asking.
+    std::mutex liveness_mutex;
+    Impl* liveness_impl = nullptr;  // guarded by liveness_mutex
+  };
+  std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
+  std::atomic<bool> resigned_{false};
+
+  // ---- the catch-up thread (catch_up.cpp), when there is a fleet state
+  struct PendingCatchUp {
+    std::weak_ptr<detail::Entry> entry;
+    Clock::SteadyTime due;
+    std::chrono::nanoseconds backoff;
+  };
+  std::mutex catch_up_mutex_;  // guards catch_up_queue_, catch_up_stopping_
+  std::condition_variable catch_up_cv_;
+  std::vector<PendingCatchUp> catch_up_queue_;
+  bool catch_up_stopping_ = false;
+  std::thread catch_up_thread_;
+
+  // ---- the upkeep thread (controls.cpp), with a fleet state and options.controls or .registry
+  std::mutex controls_poll_mutex_;  // held across a poll: one at a time
+  std::mutex controls_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
+  std::condition_variable controls_cv_;
+  bool controls_stopping_ = false;  // no more polls: stop() began
+  bool upkeep_stopping_ = false;    // the thread leaves: the runs ended (join_threads_once())
+  bool runs_unlisted_ = false;
+  std::thread upkeep_thread_;
+  // The controls thread's own (start() before it runs): job key -> the
+  // entry and whether the fleet held it paused, as last read; and whether
+  // the last read failed.
+  struct FleetPause {
+    EntryId entry = 0;
+    bool paused = false;
+    Instant changed_at{};  // of the newest pause or resume applied here
+    std::string changed_by;
+  };
+  std::unordered_map<std::string, FleetPause> fleet_paused_;
+  bool controls_failing_ = false;
+  // Trigger ids listed at the last poll, and those seen gone since (taken
+  // or expired), oldest first, for max_trigger_wait and at most
+  // max_remembered_triggers: one listed again came back with a store that
+  // went back (a restart from a snapshot, a lagging failover) and is
+  // dropped, not run again. Under controls_poll_mutex_.
+  std::unordered_set<std::string> triggers_listed_;
+  std::unordered_set<std::string> triggers_gone_;
+  std::deque<std::pair<Clock::SteadyTime, std::string>> triggers_gone_order_;
+  std::optional<Instant> controls_read_at_;  // the store's time of the last read
+  std::vector<JobTrigger> expiries_unanswered_;
+  std::vector<detail::TakenTrigger> takes_unanswered_;  // lost take answers, controls unreadable (controls_poll_mutex_)  // a drop answered an error: reported if gone (controls_poll_mutex_)
+
+  // ---- the replica registry (registry.cpp, lost_runs.cpp)
+  // Lock order: announce_mutex_ (held across the store call), then mutex_,
+  // a worker's slot mutex or registry_mutex_, one at a time; registry_mutex_
+  // is a leaf (fit_to_lead() takes it under the elector's liveness mutex).
+  std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
+  std::mutex announce_mutex_;  // held across an announcement
+  /// Unlisted runs waiting for an announcement (tickets, announce_unlisted());
+  /// announce_covered_ (announce_mutex_) is the last ticket a written one covered.
+  std::atomic<std::uint64_t> announce_requested_{0};
+  std::uint64_t announce_covered_ = 0;
+  /// When this replica's last announcement was answered (none since one
+  /// failed), and since when they have been answered with no failure and
+  /// no gap longer than 1.5 heartbeats (announce_mutex_): until it has been
+  /// in touch for a record's life it keeps the records that expired
+  /// meanwhile (they may have been cut off with it) rather than report
+  /// their runs lost.
+  std::optional<Clock::SteadyTime> answered_at_;
+  Clock::SteadyTime in_touch_since_{};
+  mutable std::mutex registry_mutex_;  // guards the members below
+  Instant started_at_{};
+  std::atomic<bool> registry_started_{false};  // start() ran: withdraw_once() has a record to remove
+  std::string settings_refusal_;  // empty: accepted
+  std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
+  std::vector<std::string> reported_other_jobs_;
+  std::uint64_t others_jobs_fingerprint_ = 0;  // registry_mutex_: the last answer's (0: none yet)
+  /// Records of this replica's id with another start that announcements
+  /// replaced (announce_mutex_): a dead predecessor's, whose runs are
+  /// reported lost once the record would have expired, unless it is
+  /// written again before — then a live twin runs under this id
+  /// (twin_refusal_).
+  std::vector<ReplicaRecord> same_id_pending_;
+  /// Set (announce_mutex_) when this replica is the younger of two live
+  /// processes with one replica id: it claims nothing from then on.
+  std::string twin_refusal_;
+  /// Sorts the same-id records out of `answer.expired` (see same_id_pending_);
+  /// returns the records to report lost now.
+  std::vector<ReplicaRecord> sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
+                                              std::vector<std::pair<LogLevel, std::string>>& notes);
+  std::atomic<bool> withdrawn_{false};
+  // A job started since the last announcement: the flag spares the hot
+  // path the mutex once set; runs_unlisted_ (controls_mutex_) wakes upkeep.
+  std::atomic<bool> runs_unlisted_flag_{false};
+  std::optional<std::uint64_t> catalogued_digest_;  // the upkeep thread's (start() before it runs)
+  std::optional<Clock::SteadyTime> catalogued_at_;
+  /// Counted when this replica's registry record was gone (the store lost
+  /// its data): catalogue_if_due() writes the catalogue at once, until a
+  /// write covers the last count (recatalogued_, the upkeep thread's).
+  std::atomic<std::uint64_t> recatalogue_requests_{0};
+  std::uint64_t recatalogued_ = 0;
+  bool announced_before_ = false;  // registry_mutex_
+  bool announce_failed_ = false;   // registry_mutex_: since the last answered one
+
+  std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
+
+  // ---- randomness for jitter
+  std::mutex random_mutex_;  // guards random_
+  std::mt19937_64 random_;
+};
+
+namespace detail {
+/// The message of an exception thrown by user code or a backend.
+std::string describe_exception(std::exception_ptr error);
+/// Whether this thread is one of `impl`'s workers (stop() from a job does
+/// not wait for, or join, its own thread).
+bool on_worker_of(const void* impl);
+/// Validates scheduler options; throws std::invalid_argument naming the
+/// option and value. Fills defaults (clock, logger).
+void validate(SchedulerOptions& options);
+/// Trims the key and validates an entry's options (std::invalid_argument).
+void check_entry_options(EntryOptions& entry);
+/// An entry's settings after inheriting the scheduler's.
+std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, const EntryOptions& entry);
+void validate_retry(std::string_view owner, const RetryPolicy& retry);
+/// Identifies a schedule in a cursor: its spec and zone (0-like for
+/// schedules built in code, which have no spec).
+std::uint64_t schedule_digest(const Schedule& schedule);
+/// How long an entry's cursor lives after each write: the catch-up reach
+/// plus twice the schedule's gap between fires, 30 to 400 days.
+inline constexpr std::chrono::nanoseconds cursor_min_keep_for = std::chrono::hours{24 * 30};
+std::chrono::nanoseconds cursor_keep_for(const Schedule& schedule, Instant now, std::chrono::nanoseconds reach);
+/// "replica-" and 16 random hex digits.
+std::string random_replica_id();
+}  // namespace detail
+
+}  // namespace fleetcron
