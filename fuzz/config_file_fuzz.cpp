@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/settings.h"
+#include "daemon/config/settings.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fleetcron::daemon;

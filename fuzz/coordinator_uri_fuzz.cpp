@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/coordination_setup.h"
-#include "daemon/settings.h"
+#include "daemon/run/coordination_setup.h"
+#include "daemon/config/settings.h"
 #include "fleetcron/redis/uri.h"
 
 namespace {

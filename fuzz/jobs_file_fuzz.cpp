@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/jobs_file.h"
+#include "daemon/config/jobs_file.h"
 #include "fleetcron/rfc3339.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

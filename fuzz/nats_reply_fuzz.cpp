@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/commands.h"
+#include "daemon/cli/commands.h"
 #include "fleetcron/nats/coordination.h"
 #include "nats/keys.h"
 

@@ -107,7 +107,7 @@ check_man_page "fleetcron(1)" "$docs/fleetcron.1" "" \
   $("$bin" --help | awk '/^Subcommands:/ {on = 1; next} on && NF {print $1}') \
   $("$bin" run --help | grep -oE '^ +--[a-z-]+' | tr -d ' ')
 check_man_page "fleetcron(5)" "$docs/fleetcron.5" "=" \
-  $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/job_directives.cpp" | grep -oE '[a-z-]+')
+  $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/config/job_directives.cpp" | grep -oE '[a-z-]+')
 # Bash completion: commands, then a command's options from its --help.
 completions() {  # words...: what completing the last one offers
   (source "$(dirname "$0")/../../packaging/fleetcron.bash-completion"

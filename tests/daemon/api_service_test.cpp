@@ -6,11 +6,11 @@
 
 #include <atomic>
 
-#include "daemon/api_service.h"
-#include "daemon/fleet_view.h"
+#include "daemon/http/api_service.h"
+#include "daemon/observe/fleet_view.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/rfc3339.h"
-#include "daemon/run_output.h"
+#include "daemon/run/run_output.h"
 #include "support/forwarding_fleet_state.h"
 #include "support/scratch_directory.h"
 

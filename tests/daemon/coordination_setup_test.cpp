@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "daemon/commands.h"
-#include "daemon/coordination_setup.h"
+#include "daemon/cli/commands.h"
+#include "daemon/run/coordination_setup.h"
 
 namespace fleetcron::daemon {
 namespace {

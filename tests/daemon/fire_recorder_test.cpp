@@ -1,5 +1,5 @@
 // The daemon's record of fires: each metric and log line from an event.
-#include "daemon/fire_recorder.h"
+#include "daemon/observe/fire_recorder.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "daemon/http_server.h"
+#include "daemon/http/http_server.h"
 
 namespace fleetcron::daemon {
 namespace {

@@ -1,7 +1,7 @@
-// The CLI's lookup of a job it is asked to control or show (daemon/job_lookup.h).
+// The CLI's lookup of a job it is asked to control or show (daemon/observe/job_lookup.h).
 #include <gtest/gtest.h>
 
-#include "daemon/job_lookup.h"
+#include "daemon/observe/job_lookup.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/memory_fleet_state.h"
 #include "fleetcron/rfc3339.h"

@@ -1,7 +1,7 @@
 // The per-job metrics' text (job_metrics.h): what an alert reads.
 #include <gtest/gtest.h>
 
-#include "daemon/job_metrics.h"
+#include "daemon/observe/job_metrics.h"
 #include "support/time.h"
 
 namespace fleetcron::daemon {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/jobs_file.h"
+#include "daemon/config/jobs_file.h"
 #include "support/scratch_directory.h"
 #include "fleetcron/rfc3339.h"
 

@@ -1,4 +1,4 @@
-// System crontabs and cron.d directories (daemon/jobs_sources.h): the user
+// System crontabs and cron.d directories (daemon/config/jobs_sources.h): the user
 // column, the format a file is read in, and several files and directories
 // read as one set of jobs.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/jobs_sources.h"
+#include "daemon/config/jobs_sources.h"
 #include "support/scratch_directory.h"
 
 namespace fleetcron::daemon {

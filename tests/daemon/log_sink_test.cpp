@@ -6,7 +6,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "daemon/log_sink.h"
+#include "daemon/observe/log_sink.h"
 
 namespace fleetcron::daemon {
 namespace {

@@ -1,8 +1,8 @@
 // Notifications from the scheduler's events, with real commands: what each
 // event sends and with which variables, retries, a full queue, a stop.
 // (Webhooks and pings against a real HTTP receiver: tests/e2e/notify_test.sh.)
-#include "daemon/notifier.h"
-#include "daemon/url_redaction.h"
+#include "daemon/observe/notifier.h"
+#include "daemon/observe/url_redaction.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/process_runner.h"
+#include "daemon/run/process_runner.h"
 
 namespace fleetcron::daemon {
 namespace {

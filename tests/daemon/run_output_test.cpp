@@ -1,6 +1,6 @@
 // The output of past runs kept on disk: names, attempts, pruning by count
 // and age, and what a missing run's message says.
-#include "daemon/run_output.h"
+#include "daemon/run/run_output.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The scheduling-lag probe on a virtual clock: a wake on time is no lag,
 // a late one is measured, and a window is reported only when its worst
 // wake reached report_from.
-#include "daemon/scheduling_lag.h"
+#include "daemon/observe/scheduling_lag.h"
 
 #include <gtest/gtest.h>
 

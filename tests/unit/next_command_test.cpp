@@ -1,5 +1,5 @@
 // `fleetcron next` as a function: output and exit status.
-#include "daemon/next_command.h"
+#include "daemon/cli/next_command.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,120 @@
+// `fleetcron history`: a job's run ledger, read from the coordination store.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "daemon/cli/commands.h"
+#include "daemon/run/coordination_setup.h"
+#include "daemon/observe/job_lookup.h"
+#include "daemon/observe/json_output.h"
+#include "daemon/observe/log_sink.h"
+#include "fleetcron/nats/fleet_state.h"
+#include "fleetcron/postgres/fleet_state.h"
+#include "fleetcron/redis/fleet_state.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+#include "fleetcron/store_clock.h"
+
+namespace fleetcron::daemon {
+
+namespace {
+
+/// One line per record; text from the store is escaped.
+std::string record_line(const FireRecord& r) {
+  std::string line = fmt::format("{}  {:<9}", format_rfc3339(r.scheduled_at), to_string(r.fate));
+  if (r.manual) line += "  manual";
+  line += fmt::format("  on {}", terminal_safe(r.replica_id));
+  if (r.fence != 0) line += fmt::format("  fence {}", r.fence);
+  if (r.started_at && r.fate != FireFate::running) line += fmt::format("  took {}", format_duration(r.duration));
+  if (r.attempts > 1) line += fmt::format("  attempts {}", r.attempts);
+  if (r.exit_status) line += fmt::format("  exit {}", *r.exit_status);
+  if (r.signal) line += fmt::format("  signal {}", *r.signal);
+  if (r.fate == FireFate::missed) {
+    line += fmt::format("  {} instants to {}", r.missed_count, r.last_missed ? format_rfc3339(*r.last_missed) : "?");
+  }
+  if (!r.reason.empty()) line += "  " + terminal_safe(r.reason);
+  if (!r.error.empty()) line += ": " + terminal_safe(r.error);
+  return line + "\n";
+}
+
+}  // namespace
+
+std::shared_ptr<FleetState> open_fleet_state(Settings settings) {  // a copy: parsing the URI fills it in
+  if (postgres::is_postgres_uri(settings.coordinator)) {
+    const auto options = postgres_options(settings);
+    return std::make_shared<postgres::FleetState>(std::make_shared<postgres::Connection>(options.connection),
+                                                  postgres::FleetStateOptions{.tables = options.tables});
+  }
+  if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
+    const auto options = parse_nats_uri(settings.coordinator, settings);
+    auto connection = nats::Connection::connect(options);
+    return std::make_shared<nats::FleetState>(connection->bucket(effective_fleet_bucket(settings)));
+  }
+  auto client = std::make_shared<redis::Client>(redis_options(settings));
+  return std::make_shared<redis::FleetState>(client,
+                                             redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
+}
+
+namespace {
+
+/// The newest `count` records of every job the catalogue names, newest
+/// scheduled instant first.
+LedgerRead fleet_history(FleetState& state, std::size_t count) {
+  const CatalogueRead catalogue = state.read_catalogue(StoreClock(state, system_clock()).now());
+  if (catalogue.status != CatalogueRead::Status::found) return {LedgerRead::Status::error, {}, catalogue.error};
+  LedgerRead all{LedgerRead::Status::found, {}, {}};
+  for (const auto& job : catalogue.jobs) {
+    LedgerRead read = state.read_fires(job.job_key, count);
+    if (read.status != LedgerRead::Status::found) {
+      return {LedgerRead::Status::error, {}, fmt::format("job \"{}\": {}", job.job_key, read.error)};
+    }
+    all.records.insert(all.records.end(), read.records.begin(), read.records.end());
+  }
+  std::stable_sort(all.records.begin(), all.records.end(),
+                   [](const FireRecord& a, const FireRecord& b) { return a.scheduled_at > b.scheduled_at; });
+  if (all.records.size() > count) all.records.resize(count);
+  return all;
+}
+
+}  // namespace
+
+int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
+                        std::ostream& out, std::ostream& err) {
+  if (settings.coordinator == "memory") {
+    err << "history: the memory coordinator keeps no state outside its process; use redis://, nats:// or postgres://\n";
+    return 2;
+  }
+  try {
+    const auto state = open_fleet_state(settings);
+    const LedgerRead read = job.empty() ? fleet_history(*state, count) : state->read_fires(job, count);
+    if (read.status != LedgerRead::Status::found) {
+      err << "history: " << terminal_safe(read.error) << '\n';
+      return 1;
+    }
+    if (!job.empty() && read.records.empty()) {  // a removed job's records still show; a typo has none
+      const JobLookup lookup = look_up_job(*state, StoreClock(*state, system_clock()).now(), job, false, false);
+      if (!lookup.known) {
+        err << "history: " << lookup.refusal << '\n';
+        return 2;
+      }
+    }
+    if (json) {
+      out << "{\"job\":" << (job.empty() ? std::string("null") : json_string(job)) << ",\"records\":[";
+      for (std::size_t i = 0; i < read.records.size(); ++i) out << (i == 0 ? "" : ",") << record_json(read.records[i]);
+      out << "]}\n";
+      return 0;
+    }
+    if (read.records.empty()) {
+      out << (job.empty() ? std::string("no records") : "job \"" + terminal_safe(job) + "\": no records") << '\n';
+    }
+    for (const auto& record : read.records) out << (job.empty() ? terminal_safe(record.job_key) + "  " : "") << record_line(record);
+    return 0;
+  } catch (const std::exception& e) {
+    err << "history: " << terminal_safe(e.what()) << '\n';
+    return 1;
+  }
+}
+
+}  // namespace fleetcron::daemon

@@ -1,0 +1,310 @@
+#include "daemon/http/api_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+
+#include "daemon/observe/job_lookup.h"
+#include "daemon/observe/json_output.h"
+#include "daemon/run/run_output.h"
+#include "fleetcron/cron.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/version.h"
+
+namespace fleetcron::daemon {
+
+namespace {
+
+constexpr std::string_view prefix = "/api/v1";
+
+HttpAnswer json(int status, std::string body) { return HttpAnswer{status, "application/json", std::move(body) + "\n", {}}; }
+HttpAnswer error(int status, const std::string& message) {
+  return json(status, fmt::format("{{\"error\":{}}}", json_string(message)));
+}
+
+/// Compares without leaking, through its time, how much of the token matched.
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned difference = given.size() == expected.size() ? 0U : 1U;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto a = static_cast<unsigned>(static_cast<unsigned char>(i < given.size() ? given[i] : '\0'));
+    difference |= a ^ static_cast<unsigned>(static_cast<unsigned char>(expected[i]));
+  }
+  return difference == 0;
+}
+
+std::string list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return "[" + out + "]";
+}
+
+const JobView* find_job(const FleetView& view, const std::string& key) {
+  const auto it = std::find_if(view.jobs.begin(), view.jobs.end(), [&](const JobView& j) { return j.key == key; });
+  return it == view.jobs.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+ApiService::ApiService(ApiSources sources)
+    : sources_(std::move(sources)),
+      store_clock_(sources_.fleet_state ? std::make_unique<StoreClock>(*sources_.fleet_state, system_clock()) : nullptr) {}
+
+Instant ApiService::fleet_now() {
+  if (store_clock_) return store_clock_->now();
+  return std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+}
+
+HttpAnswer ApiService::handle(const HttpRequest& request) {
+  try {
+    return route(request);
+  } catch (const std::exception& e) {
+    return error(503, e.what());
+  }
+}
+
+HttpAnswer ApiService::route(const HttpRequest& request) {
+  if (!request.path.starts_with(prefix)) return error(404, fmt::format("no such path: {} (the API is under /api/v1/)", request.path));
+  const std::string rest = request.path.substr(prefix.size());
+  const bool get = request.method == "GET" || request.method == "HEAD";
+  const bool post = request.method == "POST";
+  const auto only = [&](bool allowed, std::string_view method) {
+    return allowed ? std::optional<HttpAnswer>{}
+                   : std::optional<HttpAnswer>{error(405, fmt::format("{} {}: use {}", request.method, request.path, method))};
+  };
+  if (rest == "/jobs" || rest == "/replicas" || rest == "/leader" || rest == "/fleet") {
+    if (auto refused = only(get, "GET")) return *refused;
+    return rest == "/jobs" ? jobs() : rest == "/replicas" ? replicas() : rest == "/leader" ? leader() : fleet();
+  }
+  if (rest.starts_with("/jobs/") && rest.size() > 6) {
+    const std::string tail = rest.substr(6);
+    for (const std::string action : {"trigger", "pause", "resume", "runs", "output"}) {
+      const std::string suffix = "/" + action;
+      if (tail.size() > suffix.size() && tail.ends_with(suffix)) {
+        const std::string key = tail.substr(0, tail.size() - suffix.size());
+        if (action == "runs" || action == "output") {
+          if (auto refused = only(get, "GET")) return *refused;
+          return action == "runs" ? runs(key, request) : output(key, request);
+        }
+        if (auto refused = only(post, "POST")) return *refused;
+        return control(key, action, request);
+      }
+    }
+    if (auto refused = only(get, "GET")) return *refused;
+    return job(tail);
+  }
+  return error(404, fmt::format("no such path: {} (see docs/api.md)", request.path));
+}
+
+std::shared_ptr<const FleetView> ApiService::view() {
+  if (!sources_.fleet_state) throw std::runtime_error("no fleet state: the daemon runs with --catch-up 0 and --history 0");
+  std::lock_guard guard(view_mutex_);
+  const auto steady = std::chrono::steady_clock::now();
+  if (!view_ || steady - view_read_at_ >= api_view_lifetime) {
+    view_ = std::make_shared<const FleetView>(read_fleet_view(*sources_.fleet_state, fleet_now()));
+    view_read_at_ = steady;
+  }
+  return view_;
+}
+
+std::string ApiService::job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const {
+  const auto mine = std::find_if(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == job.key; });
+  std::vector<std::string> next;
+  if (mine != local.end() && mine->schedule) {
+    for (const Instant fire : next_n(*mine->schedule, at, 3)) next.push_back(json_instant(fire));
+  } else if (job.next_fire) {
+    next.push_back(json_instant(job.next_fire));
+  }
+  const bool catalogued_every_replica = job.catalogued && job.catalogued->every_replica;
+  const std::string scope = mine != local.end() ? (mine->at_start ? json_string("replica (@reboot)") : json_string(to_string(mine->scope)))
+                            : job.catalogued   ? json_string(catalogued_every_replica ? "replica" : "fleet")
+                                               : "null";
+  std::vector<std::string> recent;
+  for (const auto& record : job.recent) recent.push_back(record_json(record));
+  return job_json(job, fmt::format(",\"next_fires\":{},\"scope\":{},\"on_this_replica\":{},\"lost_recently\":{},"
+                                   "\"recent_runs\":{}",
+                                   list(next), scope, mine != local.end() ? "true" : "false", job.lost, list(recent)));
+}
+
+HttpAnswer ApiService::jobs() {
+  const auto fleet_view = view();
+  const Instant at = fleet_now();
+  const auto local = sources_.local_jobs();
+  std::vector<std::string> items;
+  for (const auto& job : fleet_view->jobs) items.push_back(job_object(job, local, at));
+  return json(200, fmt::format("{{\"at\":{},\"jobs\":{}}}", json_instant(at), list(items)));
+}
+
+HttpAnswer ApiService::job(const std::string& key) {
+  const auto fleet_view = view();
+  const JobView* found = find_job(*fleet_view, key);
+  if (found == nullptr) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or controls", key));
+  return json(200, fmt::format("{{\"job\":{}}}", job_object(*found, sources_.local_jobs(), fleet_now())));
+}
+
+HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) {
+  std::size_t limit = api_default_runs;
+  if (const auto it = request.query.find("limit"); it != request.query.end()) {
+    const std::string& text = it->second;
+    const auto [end, failure] = std::from_chars(text.data(), text.data() + text.size(), limit);
+    if (failure != std::errc{} || end != text.data() + text.size() || limit < 1 || limit > api_max_runs) {
+      return error(400, fmt::format("limit \"{}\": expected 1 to {}", text, api_max_runs));
+    }
+  }
+  if (!sources_.fleet_state) return error(503, "no fleet state: the daemon keeps no ledger (--history 0)");
+  const LedgerRead read = cached_runs(key, limit);
+  if (read.status != LedgerRead::Status::found) return error(503, fmt::format("job \"{}\": {}", key, read.error));
+  std::vector<std::string> items;
+  for (const auto& record : read.records) items.push_back(record_json(record));
+  return json(200, fmt::format("{{\"job\":{},\"runs\":{}}}", json_string(key), list(items)));
+}
+
+HttpAnswer ApiService::replicas() {
+  const auto fleet_view = view();
+  std::vector<std::string> items;
+  for (const auto& replica : fleet_view->replicas) items.push_back(replica_json(replica));
+  return json(200, fmt::format("{{\"replicas\":{}}}", list(items)));
+}
+
+LedgerRead ApiService::cached_runs(const std::string& key, std::size_t limit) {
+  std::lock_guard guard(runs_mutex_);  // one store read at a time
+  const auto steady = std::chrono::steady_clock::now();
+  const auto fresh = [&](const RunsRead& kept) { return steady - kept.read_at < api_view_lifetime; };
+  if (const auto it = runs_.find(key); it != runs_.end() && fresh(it->second) &&
+                                        (it->second.limit >= limit || it->second.records.size() < it->second.limit)) {
+    LedgerRead read{LedgerRead::Status::found, it->second.records, {}};
+    if (read.records.size() > limit) read.records.resize(limit);
+    return read;
+  }
+  LedgerRead read = sources_.fleet_state->read_fires(key, limit);
+  if (read.status != LedgerRead::Status::found) return read;  // a failure is not kept
+  if (runs_.size() >= api_runs_cached_jobs) std::erase_if(runs_, [&](const auto& kept) { return !fresh(kept.second); });
+  if (runs_.size() >= api_runs_cached_jobs) {
+    runs_.erase(std::min_element(runs_.begin(), runs_.end(), [](const auto& a, const auto& b) {
+      return a.second.read_at < b.second.read_at;
+    }));
+  }
+  runs_[key] = RunsRead{steady, limit, read.records};
+  return read;
+}
+
+LeaderView ApiService::cached_leader() {
+  std::lock_guard guard(leader_mutex_);
+  const auto steady = std::chrono::steady_clock::now();
+  if (!leader_ || steady - leader_read_at_ >= api_view_lifetime) {
+    leader_ = sources_.leader();  // a failure is not cached: it throws
+    leader_read_at_ = steady;
+  }
+  return *leader_;
+}
+
+HttpAnswer ApiService::leader() { return json(200, fmt::format("{{\"leader\":{}}}", leader_json(cached_leader()))); }
+
+HttpAnswer ApiService::fleet() {
+  const auto fleet_view = view();
+  const Instant at = fleet_now();
+  const auto local = sources_.local_jobs();
+  std::vector<std::string> jobs, replicas;
+  std::vector<FireRecord> recent;
+  for (const auto& job : fleet_view->jobs) {
+    jobs.push_back(job_object(job, local, at));
+    recent.insert(recent.end(), job.recent.begin(), job.recent.end());
+  }
+  std::sort(recent.begin(), recent.end(), [](const FireRecord& a, const FireRecord& b) {
+    return a.scheduled_at > b.scheduled_at;
+  });
+  if (recent.size() > api_recent_runs) recent.resize(api_recent_runs);
+  std::vector<std::string> runs;
+  for (const auto& record : recent) runs.push_back(record_json(record));
+  for (const auto& replica : fleet_view->replicas) replicas.push_back(replica_json(replica));
+  std::string leader = "null", leader_error = "null";
+  try {
+    leader = leader_json(cached_leader());
+  } catch (const std::exception& e) {
+    leader_error = json_string(e.what());
+  }
+  const bool leads = sources_.leads && sources_.leads();
+  return json(200, fmt::format("{{\"at\":{},\"replica\":{},\"coordinator\":{},\"version\":{},\"writable\":{},"
+                               "\"leader\":{},\"leader_error\":{},\"this_replica_leads\":{},\"replicas\":{},\"jobs\":{},"
+                               "\"recent_runs\":{}}}",
+                               json_instant(at), json_string(sources_.replica_id), json_string(sources_.coordinator),
+                               json_string(FLEETCRON_VERSION_STRING), sources_.token.empty() ? "false" : "true", leader,
+                               leader_error, leads ? "true" : "false", list(replicas), list(jobs), list(runs)));
+}
+
+std::optional<HttpAnswer> ApiService::refuse_token(const HttpRequest& request) const {
+  if (sources_.token.empty() || same_secret(request.authorization, "Bearer " + sources_.token)) return std::nullopt;
+  HttpAnswer refused = error(401, request.authorization.empty() ? "an Authorization: Bearer token is required"
+                                                                : "the bearer token is not the one configured");
+  refused.www_authenticate = "Bearer realm=\"fleetcron\"";
+  return refused;
+}
+
+HttpAnswer ApiService::output(const std::string& key, const HttpRequest& request) {
+  // A run's output may hold what its job printed of secrets: reading it
+  // needs the token, as a write does (the page asks for it).
+  if (sources_.token.empty()) {
+    return error(403, "reading a run's output needs the API token: the daemon runs without --api-token-file "
+                      "(on this host, `fleetcron logs` reads it)");
+  }
+  if (auto refused = refuse_token(request)) return *refused;
+  if (sources_.output_dir.empty()) return error(404, "this replica keeps no runs' output (--output-dir none)");
+  const auto fire_query = request.query.find("fire");
+  const std::string fire = fire_query == request.query.end() ? std::string() : fire_query->second;
+  if (const auto run = select_kept_run(kept_runs(sources_.output_dir, key), key, fire)) {
+    const std::string text = read_kept_output(*run, api_max_output_bytes);
+    return json(200, fmt::format("{{\"job\":{},\"fire_key\":{},\"replica\":{},\"state\":\"{}\",\"bytes\":{},\"output\":{}}}",
+                                 json_string(key), json_string(run->fire_key), json_string(run->replica_id),
+                                 to_string(run->state), run->bytes, json_string(text)));
+  }
+  std::vector<FireRecord> ledger;
+  if (sources_.fleet_state) {
+    const LedgerRead read = cached_runs(key, fleet_view_ledger_depth);
+    if (read.status == LedgerRead::Status::found) ledger = read.records;
+  }
+  return error(404, explain_missing_output(sources_.output_dir, key, fire, ledger));
+}
+
+HttpAnswer ApiService::control(const std::string& key, const std::string& action, const HttpRequest& request) {
+  if (sources_.token.empty()) {
+    return error(403, "the API is read-only: the daemon runs without --api-token-file");
+  }
+  if (auto refused = refuse_token(request)) return *refused;
+  const auto fleet_view = view();
+  const auto local = sources_.local_jobs();
+  const JobView* found = find_job(*fleet_view, key);
+  const bool here = std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
+  if (found == nullptr && !here) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
+  if (!here && found != nullptr && found->catalogued && found->catalogued->removed) {
+    return error(409, removed_job_refusal(key, found->catalogued->seen_by, *found->catalogued->removed,
+                                          fmt::format("fleetcron {} --force acts on it anyway", action)));
+  }
+  const std::string by = ("api@" + sources_.replica_id).substr(0, 64);
+  const auto request_id = request.query.find("request_id");
+  const std::string_view request_key = request_id == request.query.end() ? std::string_view() : request_id->second;
+  if (!request_key.empty() && action != "trigger") return error(400, "request_id: only a trigger takes one");
+  if (!request_key.empty()) {
+    try {
+      check_trigger_request_id(request_key);
+    } catch (const std::invalid_argument& e) {
+      return error(400, e.what());
+    }
+  }
+  const ControlChange change =
+      action == "trigger"
+          ? sources_.fleet_state->request_trigger(key, by, fleet_now(), default_trigger_wait, request_key)
+          : sources_.fleet_state->set_paused(key, action == "pause", by, fleet_now());
+  if (change.status == ControlChange::Status::error) return error(503, fmt::format("{} \"{}\": {}", action, key, change.error));
+  {
+    std::lock_guard guard(view_mutex_);
+    view_.reset();  // the next read shows the change
+  }
+  const bool changed = change.status == ControlChange::Status::changed;
+  return json(action == "trigger" ? 202 : 200,
+              fmt::format("{{\"job\":{},\"action\":{},\"changed\":{},\"trigger_id\":{},\"by\":{}}}", json_string(key),
+                          json_string(action), changed ? "true" : "false",
+                          action == "trigger" ? json_string(change.trigger_id) : "null", json_string(by)));
+}
+
+}  // namespace fleetcron::daemon

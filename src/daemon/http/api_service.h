@@ -1,0 +1,113 @@
+// The JSON API under /api/v1/ (docs/api.md): the fleet's jobs, their runs,
+// the replicas and the leader, read from the fleet state through the same
+// contract `fleetcron status` reads; and the controls trigger, pause and
+// resume, written there, so they act fleet-wide from any replica's API.
+// Writes need the bearer token; without one configured the API is
+// read-only. No HTTP here: it sees HttpRequest and answers HttpAnswer.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/observe/fleet_view.h"
+#include "daemon/http/http_server.h"
+#include "daemon/config/job_directives.h"
+#include "daemon/observe/store_view.h"
+#include "fleetcron/fleet_state.h"
+#include "fleetcron/store_clock.h"
+#include "fleetcron/schedule.h"
+
+namespace fleetcron::daemon {
+
+/// A job this replica runs, as its jobs file says.
+struct LocalJob {
+  std::string key;
+  JobScope scope = JobScope::fleet;
+  bool at_start = false;
+  SchedulePtr schedule;
+};
+
+struct ApiSources {
+  std::shared_ptr<FleetState> fleet_state;
+  std::function<std::vector<LocalJob>()> local_jobs;
+  /// The leader as the store holds it; throws if it cannot be read.
+  std::function<LeaderView()> leader;
+  /// Whether this replica leads now (its elector's answer; false without one).
+  std::function<bool()> leads;
+  std::string replica_id;
+  std::string coordinator;  // its description, no secrets
+  std::string token;        // empty: read-only
+  std::string output_dir = {};  // where this host keeps runs' output; empty: nowhere
+};
+
+/// The most of one run's output one answer carries.
+inline constexpr std::size_t api_max_output_bytes = std::size_t{16} << 20;
+
+/// How long one read of the fleet view serves every request: bounds the
+/// store reads the API causes (one ledger read per job per second at most).
+inline constexpr std::chrono::milliseconds api_view_lifetime{1000};
+/// runs?limit=: 1 to 1,000 (default 50); the fleet document's recent runs: 50.
+inline constexpr std::size_t api_max_runs = 1000;
+inline constexpr std::size_t api_default_runs = 50;
+inline constexpr std::size_t api_recent_runs = 50;
+/// runs? answers: one ledger read at a time, each serving its job for
+/// api_view_lifetime; at most this many jobs' reads kept.
+inline constexpr std::size_t api_runs_cached_jobs = 256;
+
+class ApiService {
+ public:
+  explicit ApiService(ApiSources sources);
+  /// Never throws: every failure is a JSON answer {"error": "…"}.
+  [[nodiscard]] HttpAnswer handle(const HttpRequest& request);
+
+ private:
+  HttpAnswer route(const HttpRequest& request);
+  HttpAnswer jobs();
+  HttpAnswer job(const std::string& key);
+  HttpAnswer runs(const std::string& key, const HttpRequest& request);
+  HttpAnswer replicas();
+  HttpAnswer leader();
+  HttpAnswer fleet();
+  HttpAnswer control(const std::string& key, const std::string& action, const HttpRequest& request);
+  /// GET /api/v1/jobs/KEY/output[?fire=FIRE]: a run's output kept on this host.
+  HttpAnswer output(const std::string& key, const HttpRequest& request);
+  /// The token's check; an answer when it refuses.
+  std::optional<HttpAnswer> refuse_token(const HttpRequest& request) const;
+  /// The fleet view, read at most once per api_view_lifetime.
+  std::shared_ptr<const FleetView> view();
+  std::string job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
+
+  /// The store's clock: every time the views compare (liveness, expiry).
+  Instant fleet_now();
+
+  ApiSources sources_;
+  std::unique_ptr<StoreClock> store_clock_;  // null without a fleet state
+  std::mutex view_mutex_;  // one reader at a time; guards view_, view_read_at_
+  std::shared_ptr<const FleetView> view_;
+  std::chrono::steady_clock::time_point view_read_at_;
+  /// The leader, read at most once per api_view_lifetime too (a store
+  /// round trip, or a connection on NATS). Guarded by leader_mutex_.
+  LeaderView cached_leader();
+  std::mutex leader_mutex_;
+  std::optional<LeaderView> leader_;
+  std::chrono::steady_clock::time_point leader_read_at_;
+  /// A job's newest `limit` records, read at most once per
+  /// api_view_lifetime (and one read at a time): the ledger is readable
+  /// without the token. Guarded by runs_mutex_.
+  struct RunsRead {
+    std::chrono::steady_clock::time_point read_at;
+    std::size_t limit = 0;
+    std::vector<FireRecord> records;
+  };
+  LedgerRead cached_runs(const std::string& key, std::size_t limit);
+  std::mutex runs_mutex_;
+  std::map<std::string, RunsRead> runs_;
+};
+
+}  // namespace fleetcron::daemon
