@@ -22,6 +22,7 @@ namespace fleetcron {
 using detail::CursorTracking;
 using detail::Entry;
 using detail::Fire;
+using detail::FireKind;
 using detail::FireState;
 using std::chrono::nanoseconds;
 
@@ -150,7 +151,7 @@ void Scheduler::Impl::catch_up_main() {
 
 void Scheduler::Impl::note_unled(const Fire& fire) {
   const auto& tracking = fire.entry->cursor;
-  if (!tracking || fire.manual || fire.catch_up || fire.recovery > 0) return;
+  if (!tracking || fire.kind != FireKind::automatic) return;
   const auto at = fire.scheduled_at.time_since_epoch().count();
   auto seen = tracking->unled_until.load();
   while (seen < at && !tracking->unled_until.compare_exchange_weak(seen, at)) {
@@ -281,8 +282,7 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
   const detail::MissedPlan& missed = plan.missed;
   std::vector<Fire> fires;
   for (const Instant at : missed.runs) {
-    Fire fire{entry, at, false, nullptr};
-    fire.catch_up = true;
+    Fire fire{entry, at, FireKind::catch_up};
     fire.grant = grant;
     fire.state = entry->settings->claimer ? FireState::claiming : FireState::granted;
     fires.push_back(std::move(fire));
@@ -362,7 +362,7 @@ std::vector<CursorAdvance> Scheduler::Impl::ask_fleet_state(std::span<Fire* cons
 void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
   std::vector<Fire*> moving;
   for (Fire& fire : fires) {
-    if (fire.state == FireState::granted && !fire.manual && !fire.catch_up && fire.entry->cursor) moving.push_back(&fire);
+    if (fire.state == FireState::granted && fire.kind == FireKind::automatic && fire.entry->cursor) moving.push_back(&fire);
   }
   if (moving.empty()) return;
   const std::vector<CursorAdvance> answers = ask_fleet_state(moving);  // one round trip for a claim batch

@@ -26,6 +26,7 @@ constexpr std::chrono::minutes returned_trigger_margin{1};
 
 using detail::Entry;
 using detail::Fire;
+using detail::FireKind;
 
 void Scheduler::Impl::poll_controls() {
   // One poll at a time (two start() calls, or start() and the thread),
@@ -310,7 +311,7 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
 void Scheduler::Impl::run_taken(const detail::TakenTrigger& taken) {
   log(LogLevel::info, fmt::format("entry \"{}\": trigger {} by {} taken, running it here", taken.entry->identity.key,
                                   taken.trigger.id, taken.trigger.requested_by));
-  std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, true, nullptr}};
+  std::vector<Fire> batch{Fire{taken.entry, taken.trigger.requested_at, FireKind::manual}};
   const bool stopping = enqueue(batch);
   if (stopping || !batch.empty()) {
     log(LogLevel::warning, fmt::format("entry \"{}\": trigger {} taken but not run: {}", taken.entry->identity.key,

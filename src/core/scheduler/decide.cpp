@@ -16,6 +16,7 @@ namespace fleetcron {
 using detail::Election;
 using detail::Entry;
 using detail::Fire;
+using detail::FireKind;
 using detail::FireState;
 using detail::Grant;
 
@@ -139,7 +140,7 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
     } else if (!entry.settings->claimer) {
       fire.grant = election.grant;
       fire.state = FireState::granted;
-    } else if (std::string stale = fire.recovery > 0 ? std::string() : staleness(now, fire.scheduled_at, *entry.settings->claimer);
+    } else if (std::string stale = fire.kind == FireKind::recovery ? std::string() : staleness(now, fire.scheduled_at, *entry.settings->claimer);
                !stale.empty()) {
       report_skip(fire, SkipReason::stale, std::move(stale));
     } else if (stopping) {
@@ -193,7 +194,7 @@ std::string Scheduler::Impl::staleness_now(const Fire& fire) const {
 bool Scheduler::Impl::beyond_window(const Fire& fire) const {
   // A re-run of a lost run is claimed once under its own key, found by the
   // one replica whose announcement dropped the lost runner's record.
-  return (fire.catch_up && options_.catch_up_beyond_dedup_window) || fire.recovery > 0;
+  return (fire.catch_up() && options_.catch_up_beyond_dedup_window) || fire.kind == FireKind::recovery;
 }
 
 std::string Scheduler::Impl::claim_key(const Fire& fire) {
@@ -201,7 +202,7 @@ std::string Scheduler::Impl::claim_key(const Fire& fire) {
 }
 
 bool Scheduler::Impl::claimed(const Fire& fire) {
-  return !fire.manual && fire.state == FireState::granted && fire.entry->settings->claimer != nullptr;
+  return !fire.manual() && fire.state == FireState::granted && fire.entry->settings->claimer != nullptr;
 }
 
 std::string Scheduler::Impl::leadership_changed(const Grant& granted) {

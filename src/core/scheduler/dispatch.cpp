@@ -55,7 +55,7 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
         log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
                                            fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
       }
-      publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual});
+      publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual()});
     }
     fires.push_back(std::move(fire));  // callers learn what did not fit
   }
@@ -110,7 +110,7 @@ void Scheduler::Impl::worker_main(detail::WorkerSlot& slot) {
 }
 
 bool Scheduler::Impl::batchable(const Fire& fire) {
-  return fire.entry->batchable && !fire.manual && fire.state == FireState::queued;
+  return fire.entry->batchable && !fire.manual() && fire.state == FireState::queued;
 }
 
 void Scheduler::Impl::take_batch(const Fire& first, std::vector<Fire>& batch) {

@@ -52,30 +52,38 @@ enum class FireState : std::uint8_t {
   dropped,   // skipped or cancelled, and reported
 };
 
+/// Why a fire exists: what decides whether it is claimed, screened for
+/// staleness and overlap, moves the cursor, and how it is recorded.
+enum class FireKind : std::uint8_t {
+  automatic,  // its schedule came due: the claim path decides it
+  manual,     // a trigger (here or fleet-wide): runs regardless of pause and claims
+  catch_up,   // an instant the fleet missed (catch_up.cpp): older than the dedup window by design, the cursor already past it
+  recovery,   // a re-run of a lost run (lost_runs.cpp): claimed under recovery_fire_key(), whatever its age
+};
+
 /// A fire waiting for, or held by, a worker.
 struct Fire {
   std::shared_ptr<Entry> entry;
   Instant scheduled_at;
-  bool manual = false;
+  FireKind kind = FireKind::automatic;
   std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
   bool reserved = false;  // granted by another worker's claim batch, queued with a worker reserved for it
   FireState state = FireState::queued;
   Grant grant = {};
-  /// Granted by a catch-up (catch_up.cpp): its instant is older than the
-  /// dedup window by design, and the cursor is already past it.
-  bool catch_up = false;
   /// The catch-up's later instants of an entry that limits overlap,
   /// queued one by one as each run ends (execute()).
   std::shared_ptr<std::deque<Fire>> chain = nullptr;
-  /// A re-run of a lost run (registry.cpp): how many times the fire was
-  /// re-run, and the lost run's fence. Claimed under its own key
-  /// (recovery_fire_key()), whatever its age, and recorded under it.
+  /// A recovery's: how many times the fire was re-run (1 the first time),
+  /// and the lost run's fence; 0 for every other kind.
   int recovery = 0;
   std::uint64_t recovered_fence = 0;
   /// The replica's overlap slot this fire holds from before its claim
   /// (run.cpp, pass_overlap()): a skip frees it before it is reported, so
   /// whoever sees the skip finds the slot free.
   OverlapSlot* overlap_held = nullptr;
+
+  [[nodiscard]] bool manual() const { return kind == FireKind::manual; }
+  [[nodiscard]] bool catch_up() const { return kind == FireKind::catch_up; }
 };
 
 }  // namespace fleetcron::detail

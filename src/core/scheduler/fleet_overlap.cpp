@@ -31,7 +31,7 @@ std::string describe_busy(const ReplicaAnnounce& busy) {
 
 bool Scheduler::Impl::fleet_overlap_applies(const Fire& fire) const {
   const detail::Entry& entry = *fire.entry;
-  return registry_on() && !fire.manual && entry.overlap && !entry.identity.key.empty() &&
+  return registry_on() && !fire.manual() && entry.overlap && !entry.identity.key.empty() &&
          (entry.settings->claimer || entry.settings->leader_gated);
 }
 

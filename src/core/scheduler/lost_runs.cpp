@@ -66,7 +66,7 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
   if (auto verdict = registry_verdict(); !verdict || !verdict->empty()) {
     return verdict ? *verdict : std::string("this replica's settings are not verified");
   }
-  std::vector<detail::Fire> batch{detail::Fire{entry, run.scheduled_at, false, nullptr}};
+  std::vector<detail::Fire> batch{detail::Fire{entry, run.scheduled_at, detail::FireKind::recovery}};
   batch.front().recovery = run.recovery + 1;
   batch.front().recovered_fence = run.fence;
   if (enqueue(batch)) return "the scheduler is stopping";

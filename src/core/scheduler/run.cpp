@@ -107,7 +107,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   RunRegistration registration(*this, run, slot);
   if (stopping) return cancel_run(fire, registration, "scheduler stopped", CancelReason::scheduler_stopped);
   if (entry.removed.load()) return cancel_run(fire, registration, "entry removed", CancelReason::entry_removed);
-  if (!fire.manual && entry.paused.load()) {
+  if (!fire.manual() && entry.paused.load()) {
     return cancel_run(fire, registration, "entry paused", CancelReason::entry_paused);
   }
   // The overlap slot is released after the completion is reported (a
@@ -115,14 +115,14 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   // last other reference to the entry that holds the slot's state.
   const std::shared_ptr<Entry> overlap_owner = entry.overlap ? fire.entry : nullptr;
   OverlapSlot overlap;  // held until the run ends
-  if (fire.manual && entry.overlap) {  // runs regardless, and counts as running
+  if (fire.manual() && entry.overlap) {  // runs regardless, and counts as running
     {
       std::lock_guard guard(entry.overlap->mutex);
       ++entry.overlap->active;
     }
     overlap.hold(*entry.overlap);
   }
-  if (!fire.manual) {
+  if (!fire.manual()) {
     if (!decide(fire, run, slot, overlap)) return;
     if (run.stop.stop_requested()) {
       return cancel_run(fire, registration, "stopped before the job started", CancelReason::stopped_before_start);
@@ -140,7 +140,7 @@ void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, Ru
   const bool alone = fleet_overlap_applies(fire);
   FireContext context{EntryRef(alone ? fire.entry : std::move(fire.entry), &entry.identity),
                       fire_key(entry.identity.key, fire.scheduled_at), fire.scheduled_at, 1, fire.grant.fence,
-                      fire.manual};
+                      fire.manual()};
   RunDetails details;
   context.details = &details;
   context.recovered_fence = fire.recovered_fence;
@@ -184,7 +184,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
       return false;
     }
     if (!hold_term(fire, run, slot)) return false;
-    return !fire.catch_up || pass_overlap(fire, run, overlap);  // a batch's fires allow overlap
+    return !fire.catch_up() || pass_overlap(fire, run, overlap);  // a batch's fires allow overlap
   }
   // Leadership is decided at the scheduled instant, not after this
   // replica's own jitter (a handover inside the jitter window would run the
@@ -368,7 +368,7 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
     log(LogLevel::warning, fmt::format("fire {} {} after {} attempt(s): {}", context.fire_key, to_string(outcome.status),
                                        outcome.attempts, outcome.error));
   }
-  if (!fire.manual) {
+  if (!fire.manual()) {
     auto& prev = entry.prev;
     const auto at = fire.scheduled_at.time_since_epoch().count();
     auto seen = prev.load(std::memory_order_relaxed);
@@ -379,7 +379,7 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
   // used after it.
   if (events_.active()) {
     publish(JobCompletedEvent{std::move(context.entry), std::move(context.fire_key), fire.scheduled_at, duration,
-                              outcome.status, outcome.attempts, outcome.error, fire.manual, started_at, context.fence,
+                              outcome.status, outcome.attempts, outcome.error, fire.manual(), started_at, context.fence,
                               std::move(*context.details), fire.recovery});
   }
   if (fire.outcome) fire.outcome->set(std::move(outcome));

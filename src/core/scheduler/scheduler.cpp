@@ -17,6 +17,7 @@ namespace fleetcron {
 
 using detail::Entry;
 using detail::Fire;
+using detail::FireKind;
 using detail::HeapItem;
 
 namespace {
@@ -331,7 +332,7 @@ Fire Scheduler::Impl::make_manual_fire(EntryId id) {
   if (it == entries_.end()) {
     throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("trigger: no entry {}", id));
   }
-  return Fire{it->second, clock_->now(), true, nullptr};
+  return Fire{it->second, clock_->now(), FireKind::manual};
 }
 
 std::optional<RunOutcome> Scheduler::Impl::trigger_and_wait(EntryId id, std::chrono::nanoseconds wait) {
@@ -358,7 +359,7 @@ std::size_t Scheduler::Impl::trigger_by_name(std::string_view name) {
     }
     const Instant now = clock_->now();
     for (const auto& [id, entry] : entries_) {
-      if (entry->identity.name == name) batch.push_back(Fire{entry, now, true, nullptr});
+      if (entry->identity.name == name) batch.push_back(Fire{entry, now, FireKind::manual});
     }
   }
   const std::size_t wanted = batch.size();
@@ -434,11 +435,11 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
     if (lateness <= options_.missed_tolerance) {
       // On time (or late within tolerance): the fire keeps its instant,
       // and the next one comes from the schedule, not from now.
-      fires.push_back(Fire{item.entry, scheduled, false, nullptr});
+      fires.push_back(Fire{item.entry, scheduled});
       entry.next = entry.schedule->next(scheduled).value_or(Entry::no_instant);
     } else {
       const auto plan = detail::plan_missed(*entry.schedule, scheduled, now, entry.settings->missed_fire);
-      for (const Instant at : plan.runs) fires.push_back(Fire{item.entry, at, false, nullptr});
+      for (const Instant at : plan.runs) fires.push_back(Fire{item.entry, at});
       entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
       if (want_events) {
         events.push_back(MissedFireEvent{Entry::ref(item.entry), scheduled, plan.last_missed, plan.missed,
