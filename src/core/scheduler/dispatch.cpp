@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/scheduler/scheduler_impl.h"
+#include "core/support/assert.h"
 
 namespace fleetcron {
 
@@ -91,9 +92,11 @@ void Scheduler::Impl::worker_main(detail::WorkerSlot& slot) {
     queue_cv_.wait(lock, [this] { return (queue_closed_ && held_ == 0 && queue_.empty()) || can_take_locked(); });
     if (queue_.empty()) return;  // told to exit and nothing left (drain) or queue cleared (stop)
     Fire fire = queue_.pop_front();
+    FLEETCRON_ASSERT(!fire.reserved || fire.state == FireState::granted);  // only a claim batch reserves
     ++running_count_;
     if (!fire.reserved) ++committed_;  // this worker; a granted fire's reservation passes to it
     fire.reserved = false;
+    FLEETCRON_ASSERT(running_count_ <= workers_.size() && committed_ <= workers_.size());
     if (batchable(fire) && staleness_now(fire).empty()) take_batch(fire, batch);
     held_ += batch.size();
     lock.unlock();
@@ -102,6 +105,7 @@ void Scheduler::Impl::worker_main(detail::WorkerSlot& slot) {
     const bool runs = batch.empty() || decide_batch(fire, batch);
     if (runs) execute(fire, slot);
     lock.lock();
+    FLEETCRON_ASSERT(running_count_ > 0 && (!runs || committed_ > 0));
     if (runs) --committed_;
     --running_count_;
     if (!queue_.empty()) queue_cv_.notify_one();  // a fire may have waited for a free worker
@@ -133,6 +137,7 @@ void Scheduler::Impl::take_batch(const Fire& first, std::vector<Fire>& batch) {
     batch.push_back(queue_.pop_front());
   }
   committed_ += batch.size();
+  FLEETCRON_ASSERT(committed_ <= workers_.size());  // every fire the batch claims has a worker to start on
 }
 
 bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
@@ -146,6 +151,7 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
     const auto wanted = static_cast<std::size_t>(std::count_if(
         batch.begin(), batch.end(), [](const Fire& f) { return f.state != FireState::dropped; }));
     const std::size_t needed = wanted == 0 ? 0 : wanted - 1;
+    FLEETCRON_ASSERT(needed <= reserved);  // a fire dropped never comes back
     release_reservations(reserved - needed);
     reserved = needed;
   };
@@ -165,6 +171,7 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   for (auto& granted : batch) granted.reserved = true;
   {
     std::lock_guard guard(queue_mutex_);
+    FLEETCRON_ASSERT(held_ >= taken && (runs || committed_ > 0));
     held_ -= taken;  // back in the queue, or dropped (their reservations are released)
     if (!runs) --committed_;
     queue_.push_front(batch);
@@ -178,6 +185,7 @@ void Scheduler::Impl::release_reservations(std::size_t count) {
   if (count == 0) return;
   {
     std::lock_guard guard(queue_mutex_);
+    FLEETCRON_ASSERT(committed_ >= count);
     committed_ -= count;
   }
   queue_cv_.notify_all();  // the freed workers may take other fires

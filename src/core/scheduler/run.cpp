@@ -8,6 +8,7 @@
 #include "fleetcron/duration.h"
 
 #include "core/scheduler/scheduler_impl.h"
+#include "core/support/assert.h"
 
 namespace fleetcron {
 
@@ -137,6 +138,9 @@ void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, Ru
   // touch per fire; the fire keeps it if a fleet-wide skip may report it).
   // `entry` stays valid while it does.
   Entry& entry = *fire.entry;
+  // Only a trigger runs undecided; a recovery, and only it, carries its re-run number.
+  FLEETCRON_ASSERT(fire.manual() || fire.state == FireState::granted);
+  FLEETCRON_ASSERT((fire.kind == detail::FireKind::recovery) == (fire.recovery > 0));
   const bool alone = fleet_overlap_applies(fire);
   FireContext context{EntryRef(alone ? fire.entry : std::move(fire.entry), &entry.identity),
                       fire_key(entry.identity.key, fire.scheduled_at), fire.scheduled_at, 1, fire.grant.fence,

@@ -8,9 +8,23 @@
 #pragma once
 
 namespace fleetcron::detail {
-/// Writes "fleetcron: assertion failed: CONDITION (FILE:LINE)" to stderr
-/// and aborts.
-[[noreturn]] void assertion_failed(const char* condition, const char* file, int line) noexcept;
+
+/// What a failed assertion calls instead of aborting; see
+/// set_assertion_handler().
+using AssertionHandler = void (*)(const char* condition, const char* file, int line) noexcept;
+
+/// The test hook: from now on a failed FLEETCRON_ASSERT calls `handler`
+/// instead of aborting, and the code runs on past the broken invariant
+/// when it returns (nullptr restores the abort). Returns the previous
+/// handler. For tests only (tests/support/assertion_hook.cpp turns each
+/// failure into a failure of the test that was running); no production
+/// code sets it. Safe to call from any thread.
+AssertionHandler set_assertion_handler(AssertionHandler handler) noexcept;
+
+/// Without a handler: writes "fleetcron: assertion failed: CONDITION
+/// (FILE:LINE)" to stderr and aborts. With one: calls it and returns.
+void assertion_failed(const char* condition, const char* file, int line) noexcept;
+
 }  // namespace fleetcron::detail
 
 #define FLEETCRON_ASSERT(condition) \
