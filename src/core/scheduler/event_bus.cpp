@@ -10,9 +10,10 @@ EventBus::EventBus(std::vector<std::shared_ptr<Observer>> observers, std::shared
     : observers_(std::move(observers)),
       recorder_(std::move(recorder)),
       ledger_(std::move(ledger)),
-      capacity_(capacity),
       logger_(std::move(logger)) {
-  if (!observers_.empty()) thread_ = std::thread([this] { run(); });
+  if (observers_.empty()) return;
+  worker_ = std::make_unique<BoundedWorker<Event>>(
+      capacity, [this](Event& event, RefusedGap gap, std::stop_token) { deliver_to_observers(event, gap); });
 }
 
 EventBus::~EventBus() { flush_and_stop(); }
@@ -38,56 +39,24 @@ void EventBus::log(const std::string& message) const noexcept {
 void EventBus::publish(Event event) {
   if (ledger_) deliver(*ledger_, event);
   if (recorder_) deliver(*recorder_, event);
-  if (observers_.empty()) return;
-  std::uint64_t dropped_now = 0;
-  {
-    std::lock_guard guard(mutex_);
-    if (stopping_) return;
-    if (queue_.size() >= capacity_) {
-      dropped_now = ++dropped_;
-      drop_unreported_ = true;
-    } else {
-      // Room again: the observers learn of the gap before what follows it
-      // (the report may take the queue one past its capacity).
-      if (drop_unreported_) {
-        queue_.push_back(ObserverDropEvent{dropped_});
-        drop_unreported_ = false;
-      }
-      queue_.push_back(std::move(event));
-    }
+  if (!worker_) return;
+  if (worker_->push(event) == BoundedWorker<Event>::Refusal::full && recorder_) {
+    deliver(*recorder_, ObserverDropEvent{worker_->refused()});
   }
-  if (dropped_now != 0) {
-    if (recorder_) deliver(*recorder_, ObserverDropEvent{dropped_now});
-    return;
-  }
-  cv_.notify_one();
 }
 
-void EventBus::run() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything delivered
-    Event event = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    for (const auto& observer : observers_) deliver(*observer, event);
-    lock.lock();
+void EventBus::deliver_to_observers(const Event& event, RefusedGap gap) const {
+  // Room again: the observers learn of the gap before what follows it.
+  if (gap.since_previous != 0) {
+    for (const auto& observer : observers_) deliver(*observer, ObserverDropEvent{gap.total});
   }
+  for (const auto& observer : observers_) deliver(*observer, event);
 }
 
 void EventBus::flush_and_stop() {
-  {
-    std::lock_guard guard(mutex_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  if (worker_) (void)worker_->stop();
 }
 
-std::uint64_t EventBus::dropped() const {
-  std::lock_guard guard(mutex_);
-  return dropped_;
-}
+std::uint64_t EventBus::dropped() const { return worker_ ? worker_->refused() : 0; }
 
 }  // namespace fleetcron::detail

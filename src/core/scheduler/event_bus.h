@@ -3,14 +3,11 @@
 // counts).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
+#include "core/support/bounded_worker.h"
 #include "fleetcron/events.h"
 #include "fleetcron/scheduler.h"
 
@@ -37,20 +34,14 @@ class EventBus {
  private:
   void deliver(Observer& sink, const Event& event) const;
   void log(const std::string& message) const noexcept;
-  void run();
+  /// On the observers' thread: the gap first, then the event.
+  void deliver_to_observers(const Event& event, RefusedGap gap) const;
 
   std::vector<std::shared_ptr<Observer>> observers_;
   std::shared_ptr<Observer> recorder_;
   std::shared_ptr<Observer> ledger_;
-  std::size_t capacity_;
   Logger logger_;
-  mutable std::mutex mutex_;  // guards queue_, dropped_, drop_unreported_, stopping_
-  std::condition_variable cv_;
-  std::deque<Event> queue_;
-  std::uint64_t dropped_ = 0;
-  bool drop_unreported_ = false;  // observers have not been told of the latest drops yet
-  bool stopping_ = false;
-  std::thread thread_;
+  std::unique_ptr<BoundedWorker<Event>> worker_;  // the observers' thread; none without observers
 };
 
 }  // namespace fleetcron::detail

@@ -3,11 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
-#include <utility>
 
 #include "fleetcron/rfc3339.h"
 
@@ -126,95 +122,49 @@ std::string format_line(LogFormat format, std::string_view level, std::string_vi
   return line;
 }
 
-struct LogSink::State {
-  explicit State(std::ostream& stream, std::size_t queue_lines, LogFormat line_format)
-      : out(stream), capacity(queue_lines), format(line_format) {}
-  std::ostream& out;
-  const std::size_t capacity;
-  const LogFormat format;
-  std::mutex mutex;  // guards queue, queued, written, unreported, stopping
-  std::condition_variable wake;     // the writer waits for lines
-  std::condition_variable written_cv;  // flush() waits for the writer
-  std::deque<std::string> queue;
-  std::uint64_t queued = 0, written = 0;  // lines accepted, lines handed to the stream
-  std::uint64_t unreported = 0;           // dropped since the last report
-  bool stopping = false;
-  std::atomic<std::uint64_t> lost{0}, dropped{0};
+namespace {
 
-  void run() {
-    std::unique_lock lock(mutex);
-    while (true) {
-      wake.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;
-      std::string line = std::move(queue.front());
-      queue.pop_front();
-      const std::uint64_t gap = std::exchange(unreported, 0);
-      lock.unlock();
-      if (gap > 0) {
-        emit(format_line(format, "warn", "log-lines-dropped",
-                              fmt::format("{} log line(s) dropped: the log output could not keep up", gap), {}, {}));
-      }
-      emit(line);
-      lock.lock();
-      ++written;
-      written_cv.notify_all();
-    }
+/// Writes one line; a failed write leaves the stream bad for good, so the
+/// line is counted and the state cleared: the next line is tried again.
+void emit(std::ostream& out, const std::string& line, std::atomic<std::uint64_t>& lost) {
+  out << line << std::flush;
+  if (!out) {
+    lost.fetch_add(1, std::memory_order_relaxed);
+    out.clear();
   }
-  void emit(const std::string& line) {
-    out << line << std::flush;
-    if (!out) {
-      // A failed write leaves the stream bad for good: count the line and
-      // clear the state, so the next line is tried again.
-      lost.fetch_add(1, std::memory_order_relaxed);
-      out.clear();
-    }
-  }
-};
+}
+
+}  // namespace
 
 LogSink::LogSink(LogFormat format, std::ostream& out, std::size_t queue_lines)
-    : format_(format), state_(std::make_shared<State>(out, queue_lines == 0 ? 1 : queue_lines, format)) {
-  writer_ = std::thread([state = state_] { state->run(); });
-}
+    : format_(format),
+      lost_(std::make_shared<std::atomic<std::uint64_t>>(0)),
+      writer_(queue_lines, [&out, format, lost = lost_](std::string& line, detail::RefusedGap gap, std::stop_token) {
+        if (gap.since_previous > 0) {
+          emit(out,
+               format_line(format, "warn", "log-lines-dropped",
+                           fmt::format("{} log line(s) dropped: the log output could not keep up", gap.since_previous),
+                           {}, {}),
+               *lost);
+        }
+        emit(out, line, *lost);
+      }) {}
 
 LogSink::~LogSink() {
-  const bool drained = flush(std::chrono::duration_cast<std::chrono::milliseconds>(close_timeout));
-  {
-    std::lock_guard guard(state_->mutex);
-    state_->stopping = true;
-    if (!drained) state_->queue.clear();  // the output is stuck: what is queued is lost with the process
-  }
-  state_->wake.notify_all();
-  if (drained) {
-    writer_.join();
-  } else {
-    writer_.detach();  // blocked in a write the process cannot interrupt; it owns the state
-  }
+  // The output may be stuck (a full pipe): what is queued then is lost with
+  // the process, and the writer is left behind in its write.
+  (void)writer_.stop(std::chrono::steady_clock::now() + close_timeout, detail::BoundedWorker<std::string>::Stuck::detach);
 }
 
-bool LogSink::flush(std::chrono::milliseconds limit) {
-  std::unique_lock lock(state_->mutex);
-  const std::uint64_t target = state_->queued;
-  return state_->written_cv.wait_for(lock, limit, [&] { return state_->written >= target; });
-}
+bool LogSink::flush(std::chrono::milliseconds limit) { return writer_.flush(std::chrono::steady_clock::now() + limit); }
 
-std::uint64_t LogSink::lost_lines() const noexcept { return state_->lost.load(std::memory_order_relaxed); }
-std::uint64_t LogSink::dropped_lines() const noexcept { return state_->dropped.load(std::memory_order_relaxed); }
+std::uint64_t LogSink::lost_lines() const noexcept { return lost_->load(std::memory_order_relaxed); }
+std::uint64_t LogSink::dropped_lines() const noexcept { return writer_.refused(); }
 
 void LogSink::write(std::string_view level, std::string_view event, std::string_view message, std::string_view job_key,
                     std::string_view fire_key) {
   std::string line = format_line(format_, level, event, message, job_key, fire_key);
-  {
-    std::lock_guard guard(state_->mutex);
-    if (state_->stopping) return;
-    if (state_->queue.size() >= state_->capacity) {
-      ++state_->unreported;
-      state_->dropped.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    state_->queue.push_back(std::move(line));
-    ++state_->queued;
-  }
-  state_->wake.notify_one();
+  (void)writer_.push(line);  // a full queue counts the line and reports the gap with the next
 }
 
 }  // namespace fleetcron::daemon

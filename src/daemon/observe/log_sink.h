@@ -11,8 +11,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
-#include <thread>
 
+#include "core/support/bounded_worker.h"
 #include "daemon/config/settings.h"
 
 namespace fleetcron::daemon {
@@ -46,10 +46,9 @@ class LogSink {
   [[nodiscard]] std::uint64_t dropped_lines() const noexcept;
 
  private:
-  struct State;  // shared with the writer thread
   LogFormat format_;
-  std::shared_ptr<State> state_;
-  std::thread writer_;
+  std::shared_ptr<std::atomic<std::uint64_t>> lost_;  // shared with the writer thread, which may outlive the sink
+  detail::BoundedWorker<std::string> writer_;
 };
 
 /// `text` as a JSON string body (without the quotes).

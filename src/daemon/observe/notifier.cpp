@@ -60,9 +60,12 @@ std::string_view to_string(Delivery::Kind kind) noexcept {
 }
 
 Notifier::Notifier(Metrics& metrics, LogSink& log, std::string replica_id, NotifierOptions options)
-    : metrics_(metrics), log_(log), replica_id_(std::move(replica_id)), options_(options) {
-  worker_ = std::jthread([this] { work(); });
-}
+    : metrics_(metrics),
+      log_(log),
+      replica_id_(std::move(replica_id)),
+      options_(options),
+      worker_(options_.max_queued,
+              [this](Delivery& delivery, detail::RefusedGap, std::stop_token stop) { deliver(delivery, stop); }) {}
 
 Notifier::~Notifier() { stop(SteadyClock::now() + std::chrono::seconds{5}); }
 
@@ -192,18 +195,14 @@ void Notifier::announce(const NotifiedJob& job, const std::string& key, const Fi
 }
 
 void Notifier::enqueue(Delivery delivery) {
-  {
-    std::lock_guard guard(mutex_);
-    if (!stopping_ && queue_.size() < options_.max_queued) {
-      queue_.push_back(std::move(delivery));
-      cv_.notify_one();
-      return;
-    }
-  }
+  const auto refusal = worker_.push(delivery);
+  if (refusal == detail::BoundedWorker<Delivery>::Refusal::none) return;
   metrics_.notification(std::string(to_string(delivery.kind)), "dropped");
   log_.write("warn", "notify-dropped",
-             fmt::format("{} {} not sent: {} deliveries already wait (the limit)", to_string(delivery.kind),
-                         shown_target(delivery), options_.max_queued),
+             refusal == detail::BoundedWorker<Delivery>::Refusal::full
+                 ? fmt::format("{} {} not sent: {} deliveries already wait (the limit)", to_string(delivery.kind),
+                               shown_target(delivery), options_.max_queued)
+                 : fmt::format("{} {} not sent: the daemon stopped", to_string(delivery.kind), shown_target(delivery)),
              delivery.job_key);
 }
 
@@ -219,54 +218,27 @@ std::string Notifier::attempt(const Delivery& delivery, std::stop_token stop) {
   return result.delivered ? std::string() : result.error;
 }
 
-void Notifier::work() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, and everything was sent
-    Delivery delivery = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    const std::string kind(to_string(delivery.kind));
-    std::string error;
-    auto backoff = options_.first_backoff;
-    for (int attempt_number = 1; attempt_number <= options_.attempts; ++attempt_number) {
-      error = attempt(delivery, stop_source_.get_token());
-      if (error.empty() || attempt_number == options_.attempts || stop_source_.stop_requested()) break;
-      std::unique_lock wait(mutex_);
-      const auto resume = SteadyClock::now() + backoff;
-      cv_.wait_until(wait, resume, [&] { return stop_source_.stop_requested(); });
-      if (stop_source_.stop_requested()) break;  // no new attempt once the deadline passed
-      backoff *= 2;
-    }
-    metrics_.notification(kind, error.empty() ? "delivered" : "failed");
-    if (!error.empty()) {
-      log_.write("warn", "notify-failed", fmt::format("{} {}: {}", kind, shown_target(delivery), error), delivery.job_key);
-    }
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();  // stop() waits for the queue to empty
+void Notifier::deliver(const Delivery& delivery, std::stop_token stop) {
+  const std::string kind(to_string(delivery.kind));
+  std::string error;
+  auto backoff = options_.first_backoff;
+  for (int attempt_number = 1; attempt_number <= options_.attempts; ++attempt_number) {
+    error = attempt(delivery, stop);
+    if (error.empty() || attempt_number == options_.attempts || stop.stop_requested()) break;
+    std::unique_lock wait(backoff_mutex_);
+    (void)backoff_cv_.wait_for(wait, stop, backoff, [] { return false; });  // woken early by stop()
+    if (stop.stop_requested()) break;  // no new attempt once the deadline passed
+    backoff *= 2;
+  }
+  metrics_.notification(kind, error.empty() ? "delivered" : "failed");
+  if (!error.empty()) {
+    log_.write("warn", "notify-failed", fmt::format("{} {}: {}", kind, shown_target(delivery), error), delivery.job_key);
   }
 }
 
 void Notifier::stop(SteadyClock::time_point deadline) {
-  {
-    std::lock_guard guard(mutex_);
-    if (stopping_ && !worker_.joinable()) return;
-    stopping_ = true;
-  }
-  cv_.notify_all();
   // Deliver what waits until the deadline; then end the one in flight and drop the rest.
-  std::unique_lock lock(mutex_);
-  cv_.wait_until(lock, deadline, [this] { return queue_.empty() && !busy_; });
-  std::deque<Delivery> dropped;
-  dropped.swap(queue_);
-  stop_source_.request_stop();  // under the lock: the worker's backoff wait cannot miss it
-  lock.unlock();
-  cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  for (const auto& delivery : dropped) {
+  for (const auto& delivery : worker_.stop(deadline)) {
     metrics_.notification(std::string(to_string(delivery.kind)), "dropped");
     log_.write("warn", "notify-dropped", fmt::format("{} {} not sent: the daemon stopped", to_string(delivery.kind), shown_target(delivery)),
                delivery.job_key);

@@ -10,14 +10,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
+#include "core/support/bounded_worker.h"
 #include "daemon/observe/job_notifications.h"
 #include "daemon/observe/log_sink.h"
 #include "daemon/observe/metrics.h"
@@ -81,7 +80,9 @@ class Notifier final : public Observer {
   /// A copy of the job's settings (set_jobs may replace them meanwhile).
   [[nodiscard]] std::optional<NotifiedJob> job_of(const std::string& key);
   void enqueue(Delivery delivery);
-  void work();
+  /// On the worker thread: the attempts, with backoff, until one succeeds
+  /// or `stop` is requested (stop()'s deadline).
+  void deliver(const Delivery& delivery, std::stop_token stop);
   /// One attempt; "" when delivered, else why not.
   std::string attempt(const Delivery& delivery, std::stop_token stop);
 
@@ -89,15 +90,11 @@ class Notifier final : public Observer {
   LogSink& log_;
   std::string replica_id_;
   NotifierOptions options_;
-  std::mutex mutex_;  // guards jobs_, queue_, stopping_, deadline_
-  std::condition_variable_any cv_;
+  std::mutex mutex_;  // guards jobs_
   std::map<std::string, NotifiedJob> jobs_;
-  std::deque<Delivery> queue_;
-  bool stopping_ = false;
-  bool busy_ = false;  // a delivery is in flight
-  std::chrono::steady_clock::time_point deadline_;
-  std::stop_source stop_source_;  // ends a delivery in flight at the deadline
-  std::jthread worker_;
+  std::mutex backoff_mutex_;  // the retries' waits, which stop() cuts short
+  std::condition_variable_any backoff_cv_;
+  detail::BoundedWorker<Delivery> worker_;  // last: its thread uses the members above
 };
 
 }  // namespace fleetcron::daemon
