@@ -58,7 +58,7 @@ expect_error "missing file" 2 "$work/none.cron: cannot read: No such file or dir
 printf 'jobs = "x"\ncolour = "red"\n' >"$work/bad.toml"
 expect_error "config: unknown key with file:line" 2 "$work/bad.toml:2: unknown key colour" -- run --config "$work/bad.toml"
 printf '[claim]\nttl = "soon"\n' >"$work/bad2.toml"
-expect_error "config: bad duration with file:line" 2 "$work/bad2.toml:2: claim.ttl:" -- run --config "$work/bad2.toml" "$work/bad.cron"
+expect_error "config: bad duration with file:line" 2 "$work/bad2.toml:2: claim.ttl \"soon\": duration" -- run --config "$work/bad2.toml" "$work/bad.cron"
 printf 'jobs = [\n' >"$work/broken.toml"
 expect_error "config: TOML syntax error with line" 2 "$work/broken.toml:" -- run --config "$work/broken.toml"
 expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": expected claim, leader or both" -- run --coordination sometimes "$work/bad.cron"
@@ -108,6 +108,18 @@ check_man_page "fleetcron(1)" "$docs/fleetcron.1" "" \
   $("$bin" run --help | grep -oE '^ +--[a-z-]+' | tr -d ' ')
 check_man_page "fleetcron(5)" "$docs/fleetcron.5" "=" \
   $(grep -oE '^ +\{"[a-z-]+",( \[\]|$)' "$(dirname "$0")/../../src/daemon/config/job_directives.cpp" | grep -oE '[a-z-]+')
+# The settings tables of docs/daemon.md and fleetcron(1) are the program's
+# own (`fleetcron settings`; scripts/settings_docs.sh rewrites them).
+settings_section() {  # FILE BEGIN END
+  begin=$2 end=$3 awk 'index($0, ENVIRON["end"]) == 1 {on = 0} on {print} index($0, ENVIRON["begin"]) == 1 {on = 1}' "$1"
+}
+if diff <("$bin" settings) <(settings_section "$docs/daemon.md" '<!-- settings:' '<!-- settings end') >/dev/null &&
+   diff <("$bin" settings --format man) <(settings_section "$docs/fleetcron.1" '.\" settings:' '.\" settings end') >/dev/null &&
+   [[ $("$bin" settings | grep -c '^| `--') -ge 30 ]]; then
+  ok "docs/daemon.md and fleetcron(1) hold the settings table the program declares"
+else
+  bad "the docs' settings tables differ from \`fleetcron settings\`: run bash scripts/settings_docs.sh"
+fi
 # Bash completion: commands, then a command's options from its --help.
 completions() {  # words...: what completing the last one offers
   (source "$(dirname "$0")/../../packaging/fleetcron.bash-completion"

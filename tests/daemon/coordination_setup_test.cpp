@@ -72,7 +72,7 @@ TEST(Settings, LeadershipLossFinishesInBothModeAndCancelsInLeaderMode) {
     apply_config_text("on_leadership_loss = \"later\"\n", "c.toml", settings);
     FAIL();
   } catch (const SettingsError& e) {
-    EXPECT_STREQ(e.what(), "c.toml:1: on_leadership_loss must be cancel or finish, got \"later\"");
+    EXPECT_STREQ(e.what(), "c.toml:1: on_leadership_loss \"later\": expected cancel or finish");
   }
 }
 
