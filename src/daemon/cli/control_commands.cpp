@@ -9,6 +9,7 @@
 
 #include "daemon/cli/commands.h"
 #include "daemon/observe/job_lookup.h"
+#include "daemon/observe/json_output.h"
 #include "daemon/observe/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/store_clock.h"
@@ -97,10 +98,11 @@ int run_control_command(const Settings& settings, ControlAction action, const st
     }
     if (json) {
       const bool changed = change.status == ControlChange::Status::changed;
-      out << "{\"job\":\"" << json_escape(job) << "\",\"action\":\"" << name << "\",\"changed\":"
-          << (changed ? "true" : "false");
-      if (action == ControlAction::trigger) out << ",\"trigger_id\":\"" << change.trigger_id << "\"";
-      out << "}\n";
+      out << control_document({job, std::string(name), changed,
+                               action == ControlAction::trigger ? std::optional<std::string>(change.trigger_id)
+                                                                : std::nullopt,
+                               std::nullopt})
+          << '\n';
       return 0;
     }
     out << text_answer(action, job, change);

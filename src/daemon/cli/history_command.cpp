@@ -101,9 +101,7 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
       }
     }
     if (json) {
-      out << "{\"job\":" << (job.empty() ? std::string("null") : json_string(job)) << ",\"records\":[";
-      for (std::size_t i = 0; i < read.records.size(); ++i) out << (i == 0 ? "" : ",") << record_json(read.records[i]);
-      out << "]}\n";
+      out << history_document(job.empty() ? std::nullopt : std::optional<std::string>(job), read.records) << '\n';
       return 0;
     }
     if (read.records.empty()) {

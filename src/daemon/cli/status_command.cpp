@@ -184,11 +184,7 @@ std::string job_text(const JobView& job) {
 
 void print(const StoreView& store, const FleetView& fleet, Instant at, bool json, std::ostream& out) {
   if (json) {
-    std::string replicas, jobs;
-    for (const auto& r : fleet.replicas) replicas += (replicas.empty() ? "" : ",") + replica_json(r);
-    for (const auto& j : fleet.jobs) jobs += (jobs.empty() ? "" : ",") + job_json(j);
-    out << fmt::format("{{\"coordinator\":{},\"at\":{},\"leader\":{},\"replicas\":[{}],\"jobs\":[{}]}}\n",
-                       json_string(store.coordinator), json_instant(at), leader_json(store.leader), replicas, jobs);
+    out << status_document(store.coordinator, at, store.leader, fleet) << '\n';
     return;
   }
   out << "coordinator: " << store.coordinator << '\n' << store.text;
@@ -213,8 +209,7 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
   try {
     if (settings.coordinator == "memory") {
       if (json) {
-        out << "{\"coordinator\":\"memory\",\"at\":" << json_instant(now())
-            << ",\"leader\":null,\"replicas\":[],\"jobs\":[]}\n";
+        out << status_document("memory", now(), LeaderView{}, FleetView{}) << '\n';
       } else {
         out << "coordinator: memory (it lives inside one fleetcron process; nothing to ask)\n";
       }

@@ -11,7 +11,6 @@
 #include "daemon/run/run_output.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/version.h"
 
 namespace fleetcron::daemon {
 
@@ -21,7 +20,7 @@ constexpr std::string_view prefix = "/api/v1";
 
 HttpAnswer json(int status, std::string body) { return HttpAnswer{status, "application/json", std::move(body) + "\n", {}}; }
 HttpAnswer error(int status, const std::string& message) {
-  return json(status, fmt::format("{{\"error\":{}}}", json_string(message)));
+  return json(status, error_document(message));
 }
 
 /// Compares without leaking, through its time, how much of the token matched.
@@ -32,12 +31,6 @@ bool same_secret(std::string_view given, std::string_view expected) {
     difference |= a ^ static_cast<unsigned>(static_cast<unsigned char>(expected[i]));
   }
   return difference == 0;
-}
-
-std::string list(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
-  return "[" + out + "]";
 }
 
 const JobView* find_job(const FleetView& view, const std::string& key) {
@@ -108,39 +101,36 @@ std::shared_ptr<const FleetView> ApiService::view() {
   return view_;
 }
 
-std::string ApiService::job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const {
+ApiJob ApiService::api_job(const JobView& job, const std::vector<LocalJob>& local, Instant at) const {
   const auto mine = std::find_if(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == job.key; });
-  std::vector<std::string> next;
+  ApiJob entry{&job, {}, std::nullopt, mine != local.end()};
   if (mine != local.end() && mine->schedule) {
-    for (const Instant fire : next_n(*mine->schedule, at, 3)) next.push_back(json_instant(fire));
+    entry.next_fires = next_n(*mine->schedule, at, 3);
   } else if (job.next_fire) {
-    next.push_back(json_instant(job.next_fire));
+    entry.next_fires.push_back(*job.next_fire);
   }
-  const bool catalogued_every_replica = job.catalogued && job.catalogued->every_replica;
-  const std::string scope = mine != local.end() ? (mine->at_start ? json_string("replica (@reboot)") : json_string(to_string(mine->scope)))
-                            : job.catalogued   ? json_string(catalogued_every_replica ? "replica" : "fleet")
-                                               : "null";
-  std::vector<std::string> recent;
-  for (const auto& record : job.recent) recent.push_back(record_json(record));
-  return job_json(job, fmt::format(",\"next_fires\":{},\"scope\":{},\"on_this_replica\":{},\"lost_recently\":{},"
-                                   "\"recent_runs\":{}",
-                                   list(next), scope, mine != local.end() ? "true" : "false", job.lost, list(recent)));
+  if (mine != local.end()) {
+    entry.scope = mine->at_start ? "replica (@reboot)" : std::string(to_string(mine->scope));
+  } else if (job.catalogued) {
+    entry.scope = job.catalogued->every_replica ? "replica" : "fleet";
+  }
+  return entry;
 }
 
 HttpAnswer ApiService::jobs() {
   const auto fleet_view = view();
   const Instant at = fleet_now();
   const auto local = sources_.local_jobs();
-  std::vector<std::string> items;
-  for (const auto& job : fleet_view->jobs) items.push_back(job_object(job, local, at));
-  return json(200, fmt::format("{{\"at\":{},\"jobs\":{}}}", json_instant(at), list(items)));
+  std::vector<ApiJob> items;
+  for (const auto& job : fleet_view->jobs) items.push_back(api_job(job, local, at));
+  return json(200, api_jobs_document(at, items));
 }
 
 HttpAnswer ApiService::job(const std::string& key) {
   const auto fleet_view = view();
   const JobView* found = find_job(*fleet_view, key);
   if (found == nullptr) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or controls", key));
-  return json(200, fmt::format("{{\"job\":{}}}", job_object(*found, sources_.local_jobs(), fleet_now())));
+  return json(200, api_job_document(api_job(*found, sources_.local_jobs(), fleet_now())));
 }
 
 HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) {
@@ -155,16 +145,12 @@ HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) 
   if (!sources_.fleet_state) return error(503, "no fleet state: the daemon keeps no ledger (--history 0)");
   const LedgerRead read = cached_runs(key, limit);
   if (read.status != LedgerRead::Status::found) return error(503, fmt::format("job \"{}\": {}", key, read.error));
-  std::vector<std::string> items;
-  for (const auto& record : read.records) items.push_back(record_json(record));
-  return json(200, fmt::format("{{\"job\":{},\"runs\":{}}}", json_string(key), list(items)));
+  return json(200, api_runs_document(key, read.records));
 }
 
 HttpAnswer ApiService::replicas() {
   const auto fleet_view = view();
-  std::vector<std::string> items;
-  for (const auto& replica : fleet_view->replicas) items.push_back(replica_json(replica));
-  return json(200, fmt::format("{{\"replicas\":{}}}", list(items)));
+  return json(200, api_replicas_document(fleet_view->replicas));
 }
 
 LedgerRead ApiService::cached_runs(const std::string& key, std::size_t limit) {
@@ -199,38 +185,31 @@ LeaderView ApiService::cached_leader() {
   return *leader_;
 }
 
-HttpAnswer ApiService::leader() { return json(200, fmt::format("{{\"leader\":{}}}", leader_json(cached_leader()))); }
+HttpAnswer ApiService::leader() { return json(200, api_leader_document(cached_leader())); }
 
 HttpAnswer ApiService::fleet() {
   const auto fleet_view = view();
-  const Instant at = fleet_now();
+  ApiFleet document;
+  document.at = fleet_now();
+  document.replica_id = sources_.replica_id;
+  document.coordinator = sources_.coordinator;
+  document.writable = !sources_.token.empty();
+  document.replicas = &fleet_view->replicas;
   const auto local = sources_.local_jobs();
-  std::vector<std::string> jobs, replicas;
-  std::vector<FireRecord> recent;
   for (const auto& job : fleet_view->jobs) {
-    jobs.push_back(job_object(job, local, at));
-    recent.insert(recent.end(), job.recent.begin(), job.recent.end());
+    document.jobs.push_back(api_job(job, local, document.at));
+    document.recent_runs.insert(document.recent_runs.end(), job.recent.begin(), job.recent.end());
   }
-  std::sort(recent.begin(), recent.end(), [](const FireRecord& a, const FireRecord& b) {
-    return a.scheduled_at > b.scheduled_at;
-  });
-  if (recent.size() > api_recent_runs) recent.resize(api_recent_runs);
-  std::vector<std::string> runs;
-  for (const auto& record : recent) runs.push_back(record_json(record));
-  for (const auto& replica : fleet_view->replicas) replicas.push_back(replica_json(replica));
-  std::string leader = "null", leader_error = "null";
+  std::sort(document.recent_runs.begin(), document.recent_runs.end(),
+            [](const FireRecord& a, const FireRecord& b) { return a.scheduled_at > b.scheduled_at; });
+  if (document.recent_runs.size() > api_recent_runs) document.recent_runs.resize(api_recent_runs);
   try {
-    leader = leader_json(cached_leader());
+    document.leader = cached_leader();
   } catch (const std::exception& e) {
-    leader_error = json_string(e.what());
+    document.leader_error = e.what();
   }
-  const bool leads = sources_.leads && sources_.leads();
-  return json(200, fmt::format("{{\"at\":{},\"replica\":{},\"coordinator\":{},\"version\":{},\"writable\":{},"
-                               "\"leader\":{},\"leader_error\":{},\"this_replica_leads\":{},\"replicas\":{},\"jobs\":{},"
-                               "\"recent_runs\":{}}}",
-                               json_instant(at), json_string(sources_.replica_id), json_string(sources_.coordinator),
-                               json_string(FLEETCRON_VERSION_STRING), sources_.token.empty() ? "false" : "true", leader,
-                               leader_error, leads ? "true" : "false", list(replicas), list(jobs), list(runs)));
+  document.this_replica_leads = sources_.leads && sources_.leads();
+  return json(200, api_fleet_document(document));
 }
 
 std::optional<HttpAnswer> ApiService::refuse_token(const HttpRequest& request) const {
@@ -254,9 +233,8 @@ HttpAnswer ApiService::output(const std::string& key, const HttpRequest& request
   const std::string fire = fire_query == request.query.end() ? std::string() : fire_query->second;
   if (const auto run = select_kept_run(kept_runs(sources_.output_dir, key), key, fire)) {
     const std::string text = read_kept_output(*run, api_max_output_bytes);
-    return json(200, fmt::format("{{\"job\":{},\"fire_key\":{},\"replica\":{},\"state\":\"{}\",\"bytes\":{},\"output\":{}}}",
-                                 json_string(key), json_string(run->fire_key), json_string(run->replica_id),
-                                 to_string(run->state), run->bytes, json_string(text)));
+    return json(200, api_output_document(
+                         {key, run->fire_key, run->replica_id, std::string(to_string(run->state)), run->bytes, text}));
   }
   std::vector<FireRecord> ledger;
   if (sources_.fleet_state) {
@@ -302,9 +280,8 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
   }
   const bool changed = change.status == ControlChange::Status::changed;
   return json(action == "trigger" ? 202 : 200,
-              fmt::format("{{\"job\":{},\"action\":{},\"changed\":{},\"trigger_id\":{},\"by\":{}}}", json_string(key),
-                          json_string(action), changed ? "true" : "false",
-                          action == "trigger" ? json_string(change.trigger_id) : "null", json_string(by)));
+              control_document({key, action, changed,
+                                action == "trigger" ? std::optional<std::string>(change.trigger_id) : std::nullopt, by}));
 }
 
 }  // namespace fleetcron::daemon

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/observe/fleet_view.h"
+#include "daemon/observe/json_output.h"
 #include "daemon/http/http_server.h"
 #include "daemon/config/job_directives.h"
 #include "daemon/observe/store_view.h"
@@ -81,7 +82,8 @@ class ApiService {
   std::optional<HttpAnswer> refuse_token(const HttpRequest& request) const;
   /// The fleet view, read at most once per api_view_lifetime.
   std::shared_ptr<const FleetView> view();
-  std::string job_object(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
+  /// A job of the fleet view with what this replica knows of it.
+  [[nodiscard]] ApiJob api_job(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
 
   /// The store's clock: every time the views compare (liveness, expiry).
   Instant fleet_now();

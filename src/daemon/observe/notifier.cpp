@@ -174,8 +174,7 @@ void Notifier::missed(const MissedFireEvent& event) {
 void Notifier::announce(const NotifiedJob& job, const std::string& key, const FireRecord& record,
                         const std::string& command, std::map<std::string, std::string> variables) {
   if (!job.notifications.notify.empty()) {
-    const std::string body = fmt::format("{{\"event\":\"{}\",\"replica\":{},\"record\":{}}}", to_string(record.fate),
-                                         json_string(replica_id_), record_json(record));
+    const std::string body = webhook_document(replica_id_, record);
     enqueue(Delivery{Delivery::Kind::webhook, key, job.notifications.notify, body, {}});
   }
   if (command.empty()) return;
