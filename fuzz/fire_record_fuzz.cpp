@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "fleetcron/fire_record.h"
+#include "fleetcron/backend/record_formats.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

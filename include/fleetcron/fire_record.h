@@ -102,10 +102,4 @@ FLEETCRON_API void check_fire_record(const FireRecord& record);
 /// `record` with reason, error and output cut to their bounds.
 [[nodiscard]] FLEETCRON_API FireRecord cut_fire_record(FireRecord record);
 
-/// A record as Redis and NATS store it: its rank, a version, then the
-/// fields, space-separated, text percent-encoded (docs/fleet-state.md).
-[[nodiscard]] FLEETCRON_API std::string format_fire_record(const FireRecord& record);
-/// The record in that text; nullopt if the text is not one.
-[[nodiscard]] FLEETCRON_API std::optional<FireRecord> parse_fire_record(std::string_view text);
-
 }  // namespace fleetcron

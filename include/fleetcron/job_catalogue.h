@@ -50,18 +50,4 @@ inline constexpr std::size_t max_catalogued_jobs = 10'000;
 inline constexpr std::size_t max_catalogue_bytes = 900 * 1024;
 inline constexpr std::chrono::nanoseconds catalogue_keep_for = std::chrono::hours{48};
 
-/// The catalogue as the stores keep it: one line per job, "1 <job> <spec>
-/// <zone> <seconds 0|1> <seen µs> <seen by>", text percent-encoded as in
-/// fire records ("-" for empty); a job every replica runs
-/// (every_replica) is "2 … <seen by> replica" instead. Fleet jobs keep the
-/// version-1 line, which every earlier release reads; a version-2 line is
-/// read by this release on (an earlier one rebuilds the catalogue without
-/// it: upgrade every replica before using scope=replica). A removed job is
-/// "3 <job> <spec> <zone> <seconds> <seen µs> <seen by> fleet|replica
-/// <removed µs>", read by release 0.2 on (an earlier one rebuilds the
-/// catalogue; its replicas mention their jobs again within the hour).
-[[nodiscard]] FLEETCRON_API std::string format_job_catalogue(std::span<const CataloguedJob> jobs);
-/// The jobs in that text; nullopt if it is not such a document.
-[[nodiscard]] FLEETCRON_API std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view text);
-
 }  // namespace fleetcron

@@ -114,12 +114,4 @@ FLEETCRON_API void check_trigger_request_id(std::string_view request_id);
 /// 64 bits, of the job key and the request id).
 [[nodiscard]] FLEETCRON_API std::string trigger_id_of(std::string_view job_key, std::string_view request_id);
 
-/// The controls as the stores keep them: one line per job, in the order
-/// given: "1 <job> <paused 0|1> <changed µs|-> <by|-> <n>", then for each
-/// trigger " <id> <requested µs> <expires µs> <by>". Text fields are
-/// percent-encoded as in fire records.
-[[nodiscard]] FLEETCRON_API std::string format_job_controls(std::span<const JobControl> jobs);
-/// The controls in that text; nullopt if it is not such a document.
-[[nodiscard]] FLEETCRON_API std::optional<std::vector<JobControl>> parse_job_controls(std::string_view text);
-
 }  // namespace fleetcron

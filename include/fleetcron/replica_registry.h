@@ -141,14 +141,4 @@ FLEETCRON_API void check_replica_announcement(const ReplicaAnnouncement& replica
 [[nodiscard]] FLEETCRON_API std::vector<SettingDifference> compare_settings(std::span<const ReplicaSetting> here,
                                                                            std::span<const ReplicaSetting> fleet);
 
-/// The registry as the stores keep it: one line per replica, "1 <id> <host>
-/// <pid> <version> <started µs> <beat µs> <expires µs> <accepted 0|1>
-/// <jobs digest> <n>", per setting " <name> <value>", then " <m>" and per
-/// run " <job> <fire key> <scheduled µs> <fence> <started µs> <recovery>
-/// <manual 0|1>". Text fields
-/// are percent-encoded as in fire records ("-" for empty).
-[[nodiscard]] FLEETCRON_API std::string format_replica_registry(std::span<const ReplicaRecord> replicas);
-/// The records in that text; nullopt if it is not such a document.
-[[nodiscard]] FLEETCRON_API std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_view text);
-
 }  // namespace fleetcron

@@ -9,6 +9,8 @@
 #include "fleetcron/nats/claimer.h"
 #include "fleetcron/store_clock.h"
 #include "nats/status.h"
+#include "fleetcron/backend/record_formats.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron::nats {
 

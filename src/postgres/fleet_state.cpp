@@ -8,6 +8,8 @@
 
 #include "core/support/fnv1a.h"
 #include "postgres/pool.h"
+#include "fleetcron/backend/record_formats.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron::postgres {
 

@@ -8,6 +8,8 @@
 
 #include "redis/commands.h"
 #include "redis/scripts.h"
+#include "fleetcron/backend/record_formats.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron::redis {
 

@@ -10,6 +10,7 @@
 
 #include "scheduler/harness.h"
 #include "support/forwarding_fleet_state.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron::test {
 namespace {

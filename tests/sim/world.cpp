@@ -1,6 +1,7 @@
 // The simulated world: time, the store model, replicas and their faults.
 // See world.h for how it stays deterministic.
 #include "sim/world.h"
+#include "fleetcron/backend/record_formats.h"
 
 #include <fmt/format.h>
 

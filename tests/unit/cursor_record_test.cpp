@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron {
 namespace {

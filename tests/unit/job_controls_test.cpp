@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "fleetcron/job_controls.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "fleetcron/job_catalogue.h"
 #include "fleetcron/replica_registry.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron {
 namespace {

@@ -11,6 +11,7 @@
 #include "core/fleet_state/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/events.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron {
 

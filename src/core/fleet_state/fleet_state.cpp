@@ -11,6 +11,8 @@
 #include "core/fleet_state/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
+#include "fleetcron/backend/record_formats.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron {
 

@@ -16,6 +16,8 @@
 #include "core/fleet_state/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/backend/record_formats.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron {
 

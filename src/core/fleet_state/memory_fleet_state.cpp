@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/fleet_state/memory_ledger.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron {
 

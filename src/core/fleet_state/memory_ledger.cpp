@@ -1,4 +1,5 @@
 #include "core/fleet_state/memory_ledger.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 #include <fmt/format.h>
 

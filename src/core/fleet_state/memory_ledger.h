@@ -10,6 +10,7 @@
 
 #include "fleetcron/clock.h"
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/backend/fleet_state_rules.h"
 
 namespace fleetcron::detail {
 

@@ -15,6 +15,7 @@
 #include "core/fleet_state/record_text.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fleet_state.h"
+#include "fleetcron/backend/record_formats.h"
 
 namespace fleetcron {
 
