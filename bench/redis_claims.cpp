@@ -171,11 +171,11 @@ double end_to_end(const std::string& uri, std::size_t fires, FleetStateUse use) 
     if (with_cursors) {
       states.push_back(std::make_shared<CountingFleetState>(std::make_shared<redis::FleetState>(
           std::make_shared<redis::Client>(redis::parse_uri(uri)), redis::FleetStateOptions{.fleet_prefix = prefix + "fleet:"})));
-      options.fleet_state = states.back();
-      options.ledger = with_ledger;
+      options.fleet.state = states.back();
+      options.fleet.ledger = with_ledger;
     }
     options.recorder = decided;
-    options.max_queued = fires;
+    options.limits.max_queued = fires;
     options.claimer = std::make_shared<redis::Claimer>(std::make_shared<redis::Client>(redis::parse_uri(uri)),
                                                        redis::ClaimerOptions{.claim_prefix = prefix});
     auto scheduler = std::make_unique<Scheduler>(options);

@@ -85,7 +85,7 @@ void measure_throughput(std::size_t entries, int seconds_simulated) {
   options.clock = clock;
   options.recorder = counter;
   options.seconds_field = true;
-  options.max_concurrent = workers();
+  options.limits.max_concurrent = workers();
   options.logger = [](LogLevel, std::string_view) {};
   Scheduler scheduler(options);
   const SchedulePtr schedule = parse_schedule("* * * * * *", ParseOptions{SecondsField::required});
@@ -109,7 +109,7 @@ void measure_lateness(std::size_t entries) {
   std::vector<std::int64_t> lateness_ns(entries);
   std::atomic<std::size_t> done{0};
   SchedulerOptions options;
-  options.max_concurrent = workers();
+  options.limits.max_concurrent = workers();
   options.logger = [](LogLevel, std::string_view) {};
   Scheduler scheduler(options);
   const auto due = ceil<seconds>(system_clock::now()) + seconds{2};

@@ -88,8 +88,85 @@ enum class LeadershipLossPolicy {
 enum class LogLevel { debug, info, warning, error };
 using Logger = std::function<void(LogLevel level, std::string_view message)>;
 
-/// Scheduler-wide settings. Scheduler's constructor validates them and
-/// throws std::invalid_argument naming the option and the value.
+/// The scheduler's bounds. Each is refused outside its range, with the
+/// option's name and value, by Scheduler's constructor.
+struct FLEETCRON_API SchedulerLimits {
+  /// Worker threads: the most jobs running at once. 1 to 4,096; default 16.
+  std::size_t max_concurrent = 16;
+  /// Fires waiting for a worker; a fire finding the queue full is rejected
+  /// (RejectedFireEvent), never silently lost. 1 to 10,000,000; default 100,000.
+  std::size_t max_queued = 100'000;
+  /// Entries. 1 to 100,000,000; default 10,000,000.
+  std::size_t max_entries = 10'000'000;
+  /// Events waiting for the observers; beyond, they are dropped and counted
+  /// (ObserverDropEvent). 1 to 1,000,000; default 1,024.
+  std::size_t observer_queue = 1024;
+  /// Ledger records waiting to be written; beyond, a record is dropped,
+  /// counted and logged. 1 to 1,000,000; default 10,000.
+  std::size_t ledger_queue = 10'000;
+};
+
+/// What the scheduler keeps in the fleet state (docs/fleet-state.md).
+/// Nothing without `state`; with one, every part is on by default.
+struct FLEETCRON_API FleetOptions {
+  /// Where the fleet keeps each entry's cursor: the newest instant it
+  /// handled. With one set, every keyed entry's cursor advances before
+  /// each of its fires runs, and the instants missed while the whole fleet
+  /// was down (between the cursor and the entry's first fire here) go
+  /// through the entry's missed-fire policy once across the fleet, when
+  /// the entry is added or the scheduler starts. None by default.
+  std::shared_ptr<FleetState> state;
+  /// How far back that catch-up reaches: instants older than this are not
+  /// run. 0 (catch-up and the cursor off) to 366 days; default 7 days.
+  std::chrono::nanoseconds catch_up_reach = std::chrono::hours{24 * 7};
+  /// Whether catch-up reaches instants older than the claimer's dedup
+  /// window. Those are run on the cursor's word alone: a replica that
+  /// claims without moving the cursor (libtnb/cron's Go replicas) may have
+  /// run them while every replica of this kind was down. False keeps
+  /// catch-up within the window, where claims keep every instant once
+  /// whoever runs it; with an elector and no claimer it turns catch-up off.
+  bool catch_up_beyond_dedup_window = true;
+  /// Whether each keyed entry's fires are recorded in the run ledger:
+  /// runs, the skips an operator must see, claimed fires cancelled, missed
+  /// instants. Written off the scheduling path, in batches, from a queue
+  /// of SchedulerLimits::ledger_queue records.
+  bool ledger = true;
+  /// Each entry's ledger bounds unless the entry sets its own (default:
+  /// the newest 100 records, none older than 30 days).
+  LedgerRetention ledger_retention;
+  /// Whether the fleet's controls (docs/fleet-state.md#controls) act on
+  /// the keyed entries: a job paused fleet-wide is paused here (and resumed
+  /// when the fleet resumes it), and a trigger for it is taken and run by
+  /// one replica. Read at start() and then every `control_poll_interval`
+  /// (10 ms to 1 minute; default 1 s), which bounds how late a replica
+  /// sees a change.
+  bool controls = true;
+  std::chrono::nanoseconds control_poll_interval = std::chrono::seconds{1};
+  /// Names this replica in the fleet state: 1 to 64 characters, no
+  /// whitespace; default "replica-" and 16 random hex digits.
+  std::string replica_id;
+  /// Whether this replica keeps a record in the replica registry
+  /// (docs/fleet-state.md#replica-registry), every
+  /// `registry_heartbeat_interval` (10 ms to 1 minute; default 5 s; a
+  /// record lives 3 of them), and refuses coordinated fires (skipped as
+  /// fleet-settings, caught up later by none of its own) while its
+  /// `replica.settings` differ from the fleet's or are not verified yet:
+  /// until its first announcement succeeds, and once its record has gone
+  /// 3 intervals without one.
+  bool registry = true;
+  std::chrono::nanoseconds registry_heartbeat_interval = std::chrono::seconds{5};
+  /// What the record says: host, pid, version, and the settings the
+  /// deduplication depends on (the daemon: claim TTL, skew guard, mode,
+  /// prefixes, buckets, lease). The scheduler sets its replica_id,
+  /// started (at start()) and jobs_digest (of the keyed entries' keys and
+  /// schedules), whatever is given.
+  ReplicaAnnouncement replica;
+};
+
+/// Scheduler-wide settings, grouped: the schedule's defaults, the bounds
+/// (`limits`), the observers and logs, the coordination, the fleet state
+/// (`fleet`), time. Scheduler's constructor validates them and throws
+/// std::invalid_argument naming the option and the value.
 struct FLEETCRON_API SchedulerOptions {
   /// Zone of specs without TZ=; seconds field (5 or 6 fields when true).
   TimeZone zone = TimeZone::utc();
@@ -101,15 +178,7 @@ struct FLEETCRON_API SchedulerOptions {
   std::chrono::nanoseconds jitter{0};
   /// Retry for every entry unless the entry sets its own.
   std::optional<RetryPolicy> retry;
-  /// Worker threads = the most jobs running at once (1 to 4,096; default 16).
-  std::size_t max_concurrent = 16;
-  /// Fires waiting for a worker; a fire finding the queue full is rejected
-  /// (RejectedFireEvent) — never silently lost (1 to 10,000,000).
-  std::size_t max_queued = 100'000;
-  /// The most entries (1 to 100,000,000; default 10,000,000).
-  std::size_t max_entries = 10'000'000;
-  /// Observer queue capacity (1 to 1,000,000; default 1,024).
-  std::size_t observer_queue = 1024;
+  SchedulerLimits limits;
   std::vector<std::shared_ptr<Observer>> observers;
   std::shared_ptr<Observer> recorder;
   /// Log sink; default: warnings and errors to stderr.
@@ -123,61 +192,7 @@ struct FLEETCRON_API SchedulerOptions {
   std::shared_ptr<Claimer> claimer;
   std::shared_ptr<Elector> elector;
   LeadershipLossPolicy on_leadership_lost = LeadershipLossPolicy::cancel;
-  /// Where the fleet keeps each entry's cursor (docs/fleet-state.md): the
-  /// newest instant it handled. With one set, every keyed entry's cursor
-  /// advances before each of its fires runs, and the instants missed while
-  /// the whole fleet was down (between the cursor and the entry's first
-  /// fire here) go through the entry's missed-fire policy once across the
-  /// fleet, when the entry is added or the scheduler starts. None by default.
-  std::shared_ptr<FleetState> fleet_state;
-  /// How far back that catch-up reaches: instants older than this are not
-  /// run (0 turns catch-up and the cursor off; at most 366 days; default 7 days).
-  std::chrono::nanoseconds catch_up_reach = std::chrono::hours{24 * 7};
-  /// Whether catch-up reaches instants older than the claimer's dedup
-  /// window. Those are run on the cursor's word alone: a replica that
-  /// claims without moving the cursor (libtnb/cron's Go replicas) may have
-  /// run them while every replica of this kind was down. False keeps
-  /// catch-up within the window, where claims keep every instant once
-  /// whoever runs it; with an elector and no claimer it turns catch-up off.
-  bool catch_up_beyond_dedup_window = true;
-  /// Whether each keyed entry's fires are recorded in the fleet state's
-  /// run ledger (docs/fleet-state.md): runs, the skips an operator must
-  /// see, claimed fires cancelled, missed instants. Written off the
-  /// scheduling path, in batches, from a queue of `ledger_queue` records
-  /// (1 to 1,000,000; default 10,000); a record finding it full is dropped,
-  /// counted and logged. On by default when `fleet_state` is set.
-  bool ledger = true;
-  std::size_t ledger_queue = 10'000;
-  /// Each entry's ledger bounds unless the entry sets its own (default:
-  /// the newest 100 records, none older than 30 days).
-  LedgerRetention ledger_retention;
-  /// Whether the fleet state's controls (docs/fleet-state.md#controls)
-  /// act on the keyed entries: a job paused fleet-wide is paused here (and
-  /// resumed when the fleet resumes it), and a trigger for it is taken and
-  /// run by one replica. Read at start() and then every
-  /// `control_poll_interval` (10 ms to 1 minute; default 1 s), which bounds
-  /// how late a replica sees a change. On by default when `fleet_state` is set.
-  bool controls = true;
-  std::chrono::nanoseconds control_poll_interval = std::chrono::seconds{1};
-  /// Names this replica in the fleet state (1 to 64 characters, no
-  /// whitespace); default: "replica-" and 16 random hex digits.
-  std::string replica_id;
-  /// Whether this replica keeps a record in the fleet state's replica
-  /// registry (docs/fleet-state.md#replica-registry), every
-  /// `registry_heartbeat_interval` (10 ms to 1 minute; default 5 s; a
-  /// record lives 3 of them), and refuses coordinated fires (skipped as
-  /// fleet-settings, caught up later by none of its own) while its
-  /// `replica.settings` differ from the fleet's or are not verified yet:
-  /// until its first announcement succeeds, and once its record has gone
-  /// 3 intervals without one. On by default when `fleet_state` is set.
-  bool registry = true;
-  std::chrono::nanoseconds registry_heartbeat_interval = std::chrono::seconds{5};
-  /// What the record says: host, pid, version, and the settings the
-  /// deduplication depends on (the daemon: claim TTL, skew guard, mode,
-  /// prefixes, buckets, lease). The scheduler sets its replica_id,
-  /// started (at start()) and jobs_digest (of the keyed entries' keys and
-  /// schedules), whatever is given.
-  ReplicaAnnouncement replica;
+  FleetOptions fleet;
   /// Time source; default system_clock().
   std::shared_ptr<Clock> clock;
   /// Seed for jitter and retry jitter (0: from std::random_device).

@@ -191,7 +191,7 @@ TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
   options.clock = clock;
   options.recorder = tally;
   options.elector = elector;
-  options.max_concurrent = 1;  // the second fire waits in the queue behind the first
+  options.limits.max_concurrent = 1;  // the second fire waits in the queue behind the first
   std::mutex mutex;
   std::condition_variable cv;
   bool busy = false, release = false;

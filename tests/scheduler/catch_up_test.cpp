@@ -38,11 +38,11 @@ class Fleet {
       SchedulerOptions options;
       options.clock = clock;
       options.recorder = log;
-      options.fleet_state = state;
-      options.replica_id = "r" + std::to_string(generation_) + "-" + std::to_string(i);
-      options.max_concurrent = 2;
+      options.fleet.state = state;
+      options.fleet.replica_id = "r" + std::to_string(generation_) + "-" + std::to_string(i);
+      options.limits.max_concurrent = 2;
       options.logger = [](LogLevel, std::string_view) {};
-      options.catch_up_beyond_dedup_window = !within_window_only;
+      options.fleet.catch_up_beyond_dedup_window = !within_window_only;
       if (mode_ == Mode::claim || mode_ == Mode::both) options.claimer = claimer;
       if (mode_ == Mode::leader || mode_ == Mode::both) options.elector = lease->make_elector();
       replicas_.push_back(std::make_unique<Scheduler>(options));
@@ -480,7 +480,7 @@ TEST(CatchUp, ARemovedJobReturningLaterCatchesUpNothing) {
   fleet.run_friday_then_stop(daily);
   SchedulerOptions options;
   options.clock = fleet.clock;
-  options.fleet_state = fleet.state;
+  options.fleet.state = fleet.state;
   Scheduler scheduler(options);
   const EntryId id = scheduler.add(daily, [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "job"});
   fleet.advance_to(at("2026-01-03T12:00:00Z"));
@@ -560,10 +560,10 @@ TEST(CatchUp, AFireWhoseCursorAdvancedAfterItsDedupWindowIsNotRun) {
 
 TEST(CatchUp, OptionsAreValidated) {
   SchedulerOptions options;
-  options.replica_id = "two words";
+  options.fleet.replica_id = "two words";
   EXPECT_THROW(Scheduler{options}, std::invalid_argument);
-  options.replica_id = "ok";
-  options.catch_up_reach = -1s;
+  options.fleet.replica_id = "ok";
+  options.fleet.catch_up_reach = -1s;
   EXPECT_THROW(Scheduler{options}, std::invalid_argument);
 }
 

@@ -28,10 +28,10 @@ class ControlledFleet {
 
   Scheduler& add_replica() {
     auto options = h_.options();
-    options.fleet_state = state_;
+    options.fleet.state = state_;
     options.claimer = claimer_;
-    options.catch_up_reach = catch_up_reach;
-    options.replica_id = "replica-" + std::to_string(replicas_.size());
+    options.fleet.catch_up_reach = catch_up_reach;
+    options.fleet.replica_id = "replica-" + std::to_string(replicas_.size());
     replicas_.push_back(std::make_unique<Scheduler>(options));
     EntryOptions entry;
     entry.key = "job";
@@ -447,7 +447,7 @@ TEST(SchedulerControls, UnreadableControlsAreLoggedOnceAndChangeNothing) {
 TEST(SchedulerControls, ThePollIntervalIsValidated) {
   Harness h;
   auto options = h.options();
-  options.control_poll_interval = 5ms;
+  options.fleet.control_poll_interval = 5ms;
   try {
     Scheduler s(options);
     FAIL() << "accepted a 5ms poll interval";

@@ -79,7 +79,7 @@ TEST(Coordination, ThreeSchedulersRunEachOfTenThousandFiresOnce) {
     options.elector = lease->make_elector();
     options.recorder = log;
     options.seconds_field = true;
-    options.max_concurrent = 2;
+    options.limits.max_concurrent = 2;
     options.logger = [](LogLevel, std::string_view) {};
     fleet.push_back(std::make_unique<Scheduler>(options));
     fleet.back()->add("* * * * * *", [&](const FireContext& c, std::stop_token) {
@@ -308,7 +308,7 @@ TEST(Coordination, FiresDueTogetherAreClaimedInOneBatch) {
   auto claimer = std::make_shared<BatchRecorder>();
   auto options = h.options();
   options.claimer = claimer;
-  options.max_concurrent = 128;  // enough idle workers to start every fire of a batch at once
+  options.limits.max_concurrent = 128;  // enough idle workers to start every fire of a batch at once
   Scheduler s(options);
   std::mutex mutex;
   std::map<std::string, std::uint64_t> fences;  // fire key -> fence
@@ -356,7 +356,7 @@ TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
   auto claimer = std::make_shared<BatchRecorder>();
   auto options = h.options();
   options.claimer = claimer;
-  options.max_concurrent = 1;  // the only worker is the one that would batch: no batches
+  options.limits.max_concurrent = 1;  // the only worker is the one that would batch: no batches
   Scheduler s(options);
   for (int i = 0; i < 20; ++i) {
     s.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "k" + std::to_string(i)});
@@ -396,7 +396,7 @@ TEST(Coordination, ConcurrentBatchesClaimNoMoreThanTheWorkersCanStart) {
   auto claimer = std::make_shared<SlowBatches>();
   auto options = h.options();
   options.claimer = claimer;
-  options.max_concurrent = 2;
+  options.limits.max_concurrent = 2;
   std::mutex mutex;
   std::condition_variable cv;
   int started = 0;
@@ -559,7 +559,7 @@ TEST(Coordination, ABatchAsksTheElectorOnceAndFencesWithTheClaim) {
   auto options = h.options();
   options.claimer = claimer;
   options.elector = lease->make_elector();
-  options.max_concurrent = 8;
+  options.limits.max_concurrent = 8;
   Scheduler s(options);
   std::atomic<int> runs{0};
   for (int i = 0; i < 4; ++i) {

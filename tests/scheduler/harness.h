@@ -96,7 +96,7 @@ struct Harness {
     o.clock = clock;
     o.recorder = log;
     o.random_seed = 42;
-    o.max_concurrent = 4;
+    o.limits.max_concurrent = 4;
     o.logger = [this](LogLevel, std::string_view message) {
       std::lock_guard guard(messages_mutex);
       messages.emplace_back(message);

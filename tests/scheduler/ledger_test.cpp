@@ -63,8 +63,8 @@ TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
   auto options = h.options();
-  options.fleet_state = state;
-  options.replica_id = "replica-1";
+  options.fleet.state = state;
+  options.fleet.replica_id = "replica-1";
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
   Scheduler s(options);
   std::atomic<bool> release{false};
@@ -106,9 +106,9 @@ TEST(SchedulerLedger, OneRecordPerFireAcrossTheFleetAndNoRoutineSkips) {
   std::atomic<int> ran{0};
   for (int i = 0; i < 3; ++i) {
     auto options = h.options();
-    options.fleet_state = state;
+    options.fleet.state = state;
     options.claimer = claimer;
-    options.replica_id = "replica-" + std::to_string(i);
+    options.fleet.replica_id = "replica-" + std::to_string(i);
     fleet.push_back(std::make_unique<Scheduler>(options));
     EntryOptions entry;
     entry.key = "job";
@@ -139,7 +139,7 @@ TEST(SchedulerLedger, AClaimErrorIsRecordedAsASkipWithItsError) {
     ClaimResult claim(std::string_view) override { return ClaimResult::failed("redis down"); }
   };
   auto options = h.options();
-  options.fleet_state = state;
+  options.fleet.state = state;
   options.claimer = std::make_shared<Failing>();
   Scheduler s(options);
   add_job(s);
@@ -157,8 +157,8 @@ TEST(SchedulerLedger, MissedFiresOfOneProcessAreOneRecordBesideTheRun) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
   auto options = h.options();
-  options.fleet_state = state;
-  options.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
+  options.fleet.state = state;
+  options.fleet.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -181,10 +181,10 @@ TEST(SchedulerLedger, AClaimedJobsLateLoopRecordsEachInstantBelowOtherReplicas) 
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
   auto options = h.options();
-  options.fleet_state = state;
+  options.fleet.state = state;
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
-  options.replica_id = "late";
-  options.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
+  options.fleet.replica_id = "late";
+  options.fleet.catch_up_reach = 0ns;  // this test is about the loop's own missed fires
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -227,8 +227,8 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
   state->failing = true;
   auto options = h.options();
-  options.fleet_state = state;
-  options.catch_up_reach = 0ns;
+  options.fleet.state = state;
+  options.fleet.catch_up_reach = 0ns;
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -250,9 +250,9 @@ TEST(SchedulerLedger, AFullQueueDropsCountsAndLogsNeverBlocksTheScheduler) {
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
   state->blocked = true;
   auto options = h.options();
-  options.fleet_state = state;
-  options.catch_up_reach = 0ns;
-  options.ledger_queue = 1;
+  options.fleet.state = state;
+  options.fleet.catch_up_reach = 0ns;
+  options.limits.ledger_queue = 1;
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -268,8 +268,8 @@ TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
   auto options = h.options();
-  options.fleet_state = state;
-  options.ledger = false;
+  options.fleet.state = state;
+  options.fleet.ledger = false;
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -283,8 +283,8 @@ TEST(SchedulerLedger, AnEntrysOwnRetentionBoundsItsLedger) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
   auto options = h.options();
-  options.fleet_state = state;
-  options.catch_up_reach = 0ns;
+  options.fleet.state = state;
+  options.fleet.catch_up_reach = 0ns;
   Scheduler s(options);
   EntryOptions entry;
   entry.key = "job";
@@ -300,7 +300,7 @@ TEST(SchedulerLedger, AnEntrysOwnRetentionBoundsItsLedger) {
 
 TEST(SchedulerLedger, RetentionOptionsAreCheckedWithTheirNames) {
   auto options = Harness().options();
-  options.ledger_retention.keep_count = 0;
+  options.fleet.ledger_retention.keep_count = 0;
   try {
     Scheduler s(options);
     FAIL() << "keep_count 0 accepted";
@@ -308,7 +308,7 @@ TEST(SchedulerLedger, RetentionOptionsAreCheckedWithTheirNames) {
     EXPECT_STREQ(e.what(), "scheduler.ledger_retention: keep_count 0 is outside 1..10000");
   }
   options = Harness().options();
-  options.ledger_queue = 0;
+  options.limits.ledger_queue = 0;
   EXPECT_THROW(Scheduler{options}, std::invalid_argument);
   Scheduler s(Harness().options());
   EntryOptions entry;

@@ -60,17 +60,17 @@ class RegistryFleet {
     auto options = h_.options();
     if (clock_of_next) options.clock = std::exchange(clock_of_next, nullptr);
     options.elector = std::move(elector);
-    options.fleet_state = through ? std::move(through) : state_;
+    options.fleet.state = through ? std::move(through) : state_;
     options.claimer = claimer_;
     options.recorder = replica.events;
     options.logger = [&replica](LogLevel, std::string_view message) {
       std::lock_guard guard(replica.mutex);
       replica.messages.emplace_back(message);
     };
-    options.replica_id = std::exchange(id_of_next, std::nullopt).value_or("replica-" + std::to_string(replicas_.size()));
-    options.registry_heartbeat_interval = heartbeat;
-    options.replica.host = "host-" + std::to_string(replicas_.size());
-    options.replica.settings = {{"claim_ttl", std::move(claim_ttl)}, {"mode", "claim"}};
+    options.fleet.replica_id = std::exchange(id_of_next, std::nullopt).value_or("replica-" + std::to_string(replicas_.size()));
+    options.fleet.registry_heartbeat_interval = heartbeat;
+    options.fleet.replica.host = "host-" + std::to_string(replicas_.size());
+    options.fleet.replica.settings = {{"claim_ttl", std::move(claim_ttl)}, {"mode", "claim"}};
     replica.scheduler = std::make_unique<Scheduler>(options);
     EntryOptions entry;
     entry.key = "job";
@@ -865,12 +865,12 @@ TEST(SchedulerRegistry, RunsEndingTogetherShareOneAnnouncement) {
   const ReleaseOnExit releaser{job.release};
   auto events = std::make_shared<EventLog>();
   auto options = h.options();
-  options.fleet_state = gated;
+  options.fleet.state = gated;
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
   options.recorder = events;
-  options.replica_id = "replica-1";
-  options.registry_heartbeat_interval = 50s;
-  options.max_concurrent = 16;
+  options.fleet.replica_id = "replica-1";
+  options.fleet.registry_heartbeat_interval = 50s;
+  options.limits.max_concurrent = 16;
   Scheduler s(options);
   for (int i = 0; i < 10; ++i) {
     s.add("* * * * *", job.job(), EntryOptions{.key = "job" + std::to_string(i), .overlap = OverlapPolicy::skip});

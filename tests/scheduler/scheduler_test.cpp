@@ -43,10 +43,10 @@ TEST(SchedulerOptions, RejectBadValuesNamingOptionAndValue) {
   const std::vector<Case> cases{
       {[](auto& o) { o.missed_tolerance = 0s; }, "scheduler option missed_tolerance: 0s must be greater than zero"},
       {[](auto& o) { o.jitter = -1s; }, "scheduler option jitter: -1s must not be negative"},
-      {[](auto& o) { o.max_concurrent = 0; }, "scheduler option max_concurrent: 0 is not between 1 and 4096"},
-      {[](auto& o) { o.max_queued = 0; }, "scheduler option max_queued: 0 is not between 1 and 10000000"},
-      {[](auto& o) { o.max_entries = 0; }, "scheduler option max_entries: 0 is not between 1 and 100000000"},
-      {[](auto& o) { o.observer_queue = 0; }, "scheduler option observer_queue: 0 is not between 1 and 1000000"},
+      {[](auto& o) { o.limits.max_concurrent = 0; }, "scheduler option limits.max_concurrent: 0 is not between 1 and 4096"},
+      {[](auto& o) { o.limits.max_queued = 0; }, "scheduler option limits.max_queued: 0 is not between 1 and 10000000"},
+      {[](auto& o) { o.limits.max_entries = 0; }, "scheduler option limits.max_entries: 0 is not between 1 and 100000000"},
+      {[](auto& o) { o.limits.observer_queue = 0; }, "scheduler option limits.observer_queue: 0 is not between 1 and 1000000"},
       {[](auto& o) { o.observers.push_back(nullptr); }, "scheduler option observers: [0] is null"},
       {[](auto& o) { o.retry = RetryPolicy{.max_retries = -1}; },
        "scheduler option retry.max_retries: -1 is not between 0 and 1000"},
@@ -147,7 +147,7 @@ TEST(SchedulerEntries, CheckRefusesWhatAddWouldWithoutAdding) {
 TEST(SchedulerEntries, CapacityAndStableIds) {
   Harness h;
   auto options = h.options();
-  options.max_entries = 2;
+  options.limits.max_entries = 2;
   Scheduler s(options);
   const auto a = s.add("* * * * *", noop());
   const auto b = s.add("* * * * *", noop());
@@ -224,7 +224,7 @@ TEST(SchedulerMissed, RunAllReplaysTheNewestThousandOldestFirst) {
   auto options = h.options();
   options.seconds_field = true;
   options.missed_fire = MissedFirePolicy::run_all;
-  options.max_concurrent = 1;  // one worker: start order is dispatch order
+  options.limits.max_concurrent = 1;  // one worker: start order is dispatch order
   Scheduler s(options);
   s.add("* * * * * *", noop(), EntryOptions{.key = "tick"});
   s.start();
@@ -455,7 +455,7 @@ TEST(SchedulerLifecycle, AStopAndADrainAtOnceBothReturn) {
 TEST(SchedulerLifecycle, PausedEntriesQueuedFiresAreCancelled) {
   Harness h;
   auto options = h.options();
-  options.max_concurrent = 1;
+  options.limits.max_concurrent = 1;
   Gate gate;
   Scheduler s(options);
   s.add("* * * * *", gate.job());
@@ -817,8 +817,8 @@ TEST(SchedulerSnapshots, EntriesAreOrderedByNextFire) {
 TEST(SchedulerLimits, AFullQueueRejectsAndReports) {
   Harness h;
   auto options = h.options();
-  options.max_concurrent = 1;
-  options.max_queued = 1;
+  options.limits.max_concurrent = 1;
+  options.limits.max_queued = 1;
   Gate gate;
   Scheduler s(options);
   s.add("* * * * *", gate.job());
@@ -850,7 +850,7 @@ TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
   auto slow = std::make_shared<Slow>();
   auto options = h.options();
   options.observers = {slow};
-  options.observer_queue = 2;
+  options.limits.observer_queue = 2;
   Scheduler s(options);
   // The observer holds the first event before the rest arrive, so the
   // queue of 2 takes two more and every later one is dropped: no event

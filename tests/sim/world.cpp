@@ -638,7 +638,7 @@ void World::start_incarnation(int replica, bool with_record) {
   scheduler.clock = inc->clock;
   scheduler.recorder = std::make_shared<Recorder>(*this, inc);
   scheduler.logger = [](LogLevel, std::string_view) {};
-  scheduler.max_concurrent = workers_per_replica;
+  scheduler.limits.max_concurrent = workers_per_replica;
   scheduler.random_seed = mix(options_.seed ^ static_cast<std::uint64_t>(inc->id));
   if (uses_claims(options_.mode)) scheduler.claimer = std::make_shared<SimClaimer>(*this, inc);
   if (uses_leader(options_.mode)) scheduler.elector = std::make_shared<SimElector>(*this, inc);
@@ -680,20 +680,20 @@ void World::start_incarnation(int replica, bool with_record) {
 // The ledger, the registry, the controls and the catalogue, not cursors
 // (the loss classes the checker knows assume no catch-up).
 void World::give_fleet_state(SchedulerOptions& scheduler, const std::shared_ptr<Incarnation>& inc) {
-  scheduler.fleet_state = std::make_shared<SimFleetState>(*this, inc, fleet_state_);
-  scheduler.catch_up_reach = nanoseconds::zero();
+  scheduler.fleet.state = std::make_shared<SimFleetState>(*this, inc, fleet_state_);
+  scheduler.fleet.catch_up_reach = nanoseconds::zero();
   std::weak_ptr<Incarnation> weak = inc;
   scheduler.logger = [this, weak](LogLevel, std::string_view line) {
     if (auto me = weak.lock()) note_log(me, line);
   };
-  scheduler.replica_id = sim_replica_id(inc->replica, inc->id);
+  scheduler.fleet.replica_id = sim_replica_id(inc->replica, inc->id);
   {
     std::lock_guard guard(mutex_);
-    outcome_.incarnation_of[scheduler.replica_id] = inc->id;
+    outcome_.incarnation_of[scheduler.fleet.replica_id] = inc->id;
   }
-  scheduler.replica.host = fmt::format("replica-{}", inc->replica);
-  scheduler.registry_heartbeat_interval = options_.registry_heartbeat;
-  scheduler.ledger_retention = LedgerRetention{LedgerRetention::max_keep_count, LedgerRetention::max_keep_for};
+  scheduler.fleet.replica.host = fmt::format("replica-{}", inc->replica);
+  scheduler.fleet.registry_heartbeat_interval = options_.registry_heartbeat;
+  scheduler.fleet.ledger_retention = LedgerRetention{LedgerRetention::max_keep_count, LedgerRetention::max_keep_for};
   inc->threads_on_clock = 4;
 }
 

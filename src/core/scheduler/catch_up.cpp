@@ -98,7 +98,7 @@ std::string detail::random_replica_id() {
 }
 
 void Scheduler::Impl::track_cursor(Entry& entry, Instant now) {
-  if (!options_.fleet_state || entry.identity.key.empty()) return;
+  if (!options_.fleet.state || entry.identity.key.empty()) return;
   if (entry.settings->catch_up_reach <= nanoseconds::zero()) return;
   entry.cursor = std::make_unique<CursorTracking>();
   entry.cursor->first_loop_instant = entry.next == Entry::no_instant ? now + nanoseconds{1} : entry.next;
@@ -192,7 +192,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
             *election.refused == SkipReason::not_leader};
   }
   const std::string& key = entry->identity.key;
-  CursorRead read = guarded([&] { return options_.fleet_state->read_cursor(key); });
+  CursorRead read = guarded([&] { return options_.fleet.state->read_cursor(key); });
   if (read.status == CursorRead::Status::error) return {false, "reading the cursor: " + read.error};
   std::optional<JobCursor> seen = read.cursor;
   if (!seen) {
@@ -206,8 +206,8 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
     // Won now, the range would be cancelled: leave it to whoever runs.
     if (entry->removed.load() || runs_state_.load() != RunsState::open) return {false, "stopping", true};
     CatchUpClaim answer = guarded([&] {
-      return options_.fleet_state->claim_catch_up(key, seen, plan->missed.last_missed, plan->digest,
-                                                  nanoseconds{tracking.keep_for}, options_.replica_id);
+      return options_.fleet.state->claim_catch_up(key, seen, plan->missed.last_missed, plan->digest,
+                                                  nanoseconds{tracking.keep_for}, options_.fleet.replica_id);
     });
     if (answer.status == CatchUpClaim::Status::error && !settle_unanswered(key, *seen, *plan, answer)) {
       return {false, "claiming the catch-up: " + answer.error};
@@ -230,8 +230,8 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
 bool Scheduler::Impl::settle_unanswered(const std::string& key, const JobCursor& seen, const CatchUpPlan& plan,
                                         CatchUpClaim& answer) {
   // The store may have applied it: our claimant and instant say so.
-  const CursorRead read = guarded([&] { return options_.fleet_state->read_cursor(key); });
-  const bool ours = read.cursor && read.cursor->claimant == options_.replica_id &&
+  const CursorRead read = guarded([&] { return options_.fleet.state->read_cursor(key); });
+  const bool ours = read.cursor && read.cursor->claimant == options_.fleet.replica_id &&
                     read.cursor->instant == cursor_instant(plan.missed.last_missed);
   if (!ours) return false;
   // Applied in another epoch than the cursor's: the store's answer would
@@ -265,7 +265,7 @@ std::optional<Scheduler::Impl::CatchUpPlan> Scheduler::Impl::plan_catch_up(const
   const auto first = schedule->next(after);
   if (!first || *first > limit) return std::nullopt;
   plan.missed = detail::plan_missed(*schedule, *first, limit, entry.settings->missed_fire);
-  if (!options_.catch_up_beyond_dedup_window) {
+  if (!options_.fleet.catch_up_beyond_dedup_window) {
     // Reported, but run only where claims still keep each instant once
     // (nowhere without a claimer: leader mode).
     const auto& claimer = entry.settings->claimer;
@@ -347,7 +347,7 @@ std::vector<CursorAdvance> Scheduler::Impl::ask_fleet_state(std::span<Fire* cons
   }
   std::vector<CursorAdvance> answers;
   try {
-    answers = options_.fleet_state->advance_cursors(requests);
+    answers = options_.fleet.state->advance_cursors(requests);
     if (answers.size() != requests.size()) {
       throw std::runtime_error(fmt::format("advance_cursors returned {} answers for {} cursors", answers.size(),
                                            requests.size()));
@@ -406,7 +406,7 @@ void Scheduler::Impl::write_tombstone(const Entry& entry) {
   // A job added again later catches up nothing (another digest). A
   // replica still running it writes its digest back on its next fire.
   const CursorAdvance advance = guarded([&] {
-    return options_.fleet_state->advance_cursor(entry.identity.key, clock_->now(), tombstone_digest,
+    return options_.fleet.state->advance_cursor(entry.identity.key, clock_->now(), tombstone_digest,
                                                 nanoseconds{entry.cursor->keep_for});
   });
   if (advance.status == CursorAdvance::Status::error) {

@@ -46,7 +46,7 @@ bool Scheduler::Impl::controls_stopping() {
 
 void Scheduler::Impl::poll_controls_once() {
   const Instant read_at = fleet_now();
-  const ControlsRead read = options_.fleet_state->read_controls(read_at);
+  const ControlsRead read = options_.fleet.state->read_controls(read_at);
   if (read.status == ControlsRead::Status::error) {
     if (!controls_failing_) {
       log(LogLevel::warning, "fleet controls unreadable; pauses, resumes and triggers wait until they are: " + read.error);
@@ -217,7 +217,7 @@ std::unordered_set<std::string> Scheduler::Impl::returned_triggers(const Control
 void Scheduler::Impl::report_expired_triggers(const std::vector<JobTrigger>& seen, Instant read_at) {
   // As of the read: a trigger expiring since is dropped at the next poll,
   // so that every one a lost answer may have dropped is among `seen`.
-  const ControlsRead dropped = options_.fleet_state->drop_expired_triggers(read_at);
+  const ControlsRead dropped = options_.fleet.state->drop_expired_triggers(read_at);
   if (dropped.status == ControlsRead::Status::error) {
     log(LogLevel::warning, "fleet controls: expired triggers not dropped (tried again at the next poll): " + dropped.error);
     expiries_unanswered_ = seen;
@@ -241,7 +241,7 @@ void Scheduler::Impl::report_expired(const std::vector<JobTrigger>& expired_trig
     record.scheduled_at = trigger.requested_at;
     record.fate = FireFate::skipped;
     record.manual = true;
-    record.replica_id = options_.replica_id;
+    record.replica_id = options_.fleet.replica_id;
     record.reason = "trigger-expired";
     record.error = what;
     writes.push_back(LedgerWrite{cut_fire_record(std::move(record)), ledger_retention_of(expired.job_key)});
@@ -252,7 +252,7 @@ void Scheduler::Impl::report_expired(const std::vector<JobTrigger>& expired_trig
 std::optional<bool> Scheduler::Impl::taken_here(const detail::TakenTrigger& taken) {
   ControlsRead read;
   try {
-    read = options_.fleet_state->read_controls(fleet_now());
+    read = options_.fleet.state->read_controls(fleet_now());
   } catch (...) {
     return std::nullopt;
   }
@@ -263,7 +263,7 @@ std::optional<bool> Scheduler::Impl::taken_here(const detail::TakenTrigger& take
 bool Scheduler::Impl::taken_here_in(const ControlsRead& read, const detail::TakenTrigger& taken) const {
   return std::any_of(read.taken.begin(), read.taken.end(), [&](const JobTrigger& t) {
     return t.job_key == taken.entry->identity.key && t.trigger.id == taken.trigger.id &&
-           t.trigger.requested_by == options_.replica_id;
+           t.trigger.requested_by == options_.fleet.replica_id;
   });
 }
 
@@ -274,8 +274,8 @@ void Scheduler::Impl::take_triggers(const std::vector<detail::TakenTrigger>& tri
     // stays (a taken one could only be cancelled here); so it is while this
     // replica's settings are not the fleet's.
     if (controls_stopping() || !settings_refusal().empty()) return;
-    const ControlChange change = options_.fleet_state->take_trigger(taken.entry->identity.key, taken.trigger.id,
-                                                                    fleet_now(), options_.replica_id);
+    const ControlChange change = options_.fleet.state->take_trigger(taken.entry->identity.key, taken.trigger.id,
+                                                                    fleet_now(), options_.fleet.replica_id);
     const std::optional<bool> ours =
         change.status == ControlChange::Status::error ? taken_here(taken) : std::optional<bool>(true);
     if (!ours) {  // unknown: the controls unreadable too; looked at again at the next poll
@@ -323,12 +323,12 @@ void Scheduler::Impl::run_taken(const detail::TakenTrigger& taken) {
 void Scheduler::Impl::upkeep_main() {
   using std::chrono::nanoseconds;
   const auto never = Clock::SteadyTime::max();
-  const nanoseconds heartbeat = options_.registry_heartbeat_interval;
+  const nanoseconds heartbeat = options_.fleet.registry_heartbeat_interval;
   // A run that started is listed within a second (at most one extra
   // announcement a second), so a death soon after its start still shows.
   const nanoseconds early = std::min<nanoseconds>(std::chrono::seconds{1}, heartbeat);
   const auto start = clock_->steady_now();
-  auto next_poll = controls_on() ? start + options_.control_poll_interval : never;
+  auto next_poll = controls_on() ? start + options_.fleet.control_poll_interval : never;
   auto next_announce = registry_on() ? start + heartbeat : never;
   auto last_announce = start;
   std::unique_lock lock(controls_mutex_);
@@ -356,7 +356,7 @@ void Scheduler::Impl::upkeep_main() {
     }
     if (now >= poll_at) {
       poll_controls();
-      next_poll = now + options_.control_poll_interval;
+      next_poll = now + options_.fleet.control_poll_interval;
     }
     lock.lock();
   }

@@ -194,7 +194,7 @@ std::string Scheduler::Impl::staleness_now(const Fire& fire) const {
 bool Scheduler::Impl::beyond_window(const Fire& fire) const {
   // A re-run of a lost run is claimed once under its own key, found by the
   // one replica whose announcement dropped the lost runner's record.
-  return (fire.catch_up() && options_.catch_up_beyond_dedup_window) || fire.kind == FireKind::recovery;
+  return (fire.catch_up() && options_.fleet.catch_up_beyond_dedup_window) || fire.kind == FireKind::recovery;
 }
 
 std::string Scheduler::Impl::claim_key(const Fire& fire) {

@@ -33,7 +33,7 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
     std::lock_guard guard(queue_mutex_);
     stopping = queue_closed_;
     for (auto& fire : fires) {
-      if (stopping || queue_.size() >= options_.max_queued) {
+      if (stopping || queue_.size() >= options_.limits.max_queued) {
         rejected.push_back(std::move(fire));
       } else {
         queue_.push_back(std::move(fire));
@@ -54,7 +54,7 @@ bool Scheduler::Impl::enqueue(std::vector<Fire>& fires) {
     } else {
       if (options_.log_events) {
         log(LogLevel::warning, fmt::format("entry {} \"{}\": fire rejected, the run queue is full ({} fires)",
-                                           fire.entry->identity.id, fire.entry->identity.name, options_.max_queued));
+                                           fire.entry->identity.id, fire.entry->identity.name, options_.limits.max_queued));
       }
       publish(RejectedFireEvent{Entry::ref(fire.entry), fire.scheduled_at, fire.manual()});
     }

@@ -40,7 +40,7 @@ bool Scheduler::Impl::enter_fleet_overlap(const Fire& fire, detail::Run& run, de
   AloneRun alone{RunningFire{fire.entry->identity.key, context.fire_key, context.scheduled_at, context.fence,
                              cursor_instant(clock_->now()), context.recovery, false},
                  &run, &slot};
-  const auto recheck = std::min<std::chrono::nanoseconds>(queue_recheck_interval, options_.registry_heartbeat_interval);
+  const auto recheck = std::min<std::chrono::nanoseconds>(queue_recheck_interval, options_.fleet.registry_heartbeat_interval);
   bool waiting = false;
   for (;;) {
     alone.fire.started_at = cursor_instant(clock_->now());

@@ -37,7 +37,7 @@ bool Scheduler::Impl::loop_alive() const {
   return now - *stale_since_ < liveness_bound;
 }
 
-bool Scheduler::Impl::controls_on() const { return options_.fleet_state && options_.controls; }
+bool Scheduler::Impl::controls_on() const { return options_.fleet.state && options_.fleet.controls; }
 
 void Scheduler::Impl::start() {
   {
@@ -82,10 +82,10 @@ void Scheduler::Impl::start_locked() {
     });
   }
   state_ = State::running;
-  workers_.reserve(options_.max_concurrent);
+  workers_.reserve(options_.limits.max_concurrent);
   for (const auto& slot : slots_) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
   watchdog_thread_ = std::thread([this] { watchdog_main(); });
-  if (options_.fleet_state) {
+  if (options_.fleet.state) {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
     catch_up_thread_ = std::thread([this] { catch_up_main(); });
   }

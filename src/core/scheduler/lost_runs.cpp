@@ -40,7 +40,7 @@ std::vector<RunningFire> Scheduler::Impl::running_fires() {
 LedgerRetention Scheduler::Impl::ledger_retention_of(const std::string& job_key) {
   std::lock_guard guard(mutex_);
   const auto it = keys_.find(job_key);
-  if (it == keys_.end()) return options_.ledger_retention;  // a job the dead replica ran and this one does not
+  if (it == keys_.end()) return options_.fleet.ledger_retention;  // a job the dead replica ran and this one does not
   return entries_.at(it->second)->settings->ledger_retention;
 }
 
@@ -89,7 +89,7 @@ void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
       lost.attempts = 1;
       lost.started_at = run.started_at;
       lost.reason = fmt::format("its runner stopped announcing itself: last beat {}, record expired {}; reported by {}",
-                                format_rfc3339(record.beat), format_rfc3339(record.expires_at), options_.replica_id);
+                                format_rfc3339(record.beat), format_rfc3339(record.expires_at), options_.fleet.replica_id);
       writes.push_back(LedgerWrite{cut_fire_record(std::move(lost)), ledger_retention_of(run.job_key)});
       events.push_back(LostFireEvent{run.job_key, run.fire_key, run.scheduled_at, record.replica.replica_id,
                                      record.replica.host, run.fence, run.started_at, record.beat, false, {}});

@@ -43,10 +43,10 @@ std::string refusal_of(const ReplicaAnnounce& answer) {
 
 }  // namespace
 
-bool Scheduler::Impl::registry_on() const { return options_.fleet_state && options_.registry; }
+bool Scheduler::Impl::registry_on() const { return options_.fleet.state && options_.fleet.registry; }
 
 std::chrono::nanoseconds Scheduler::Impl::replica_ttl() const {
-  return record_heartbeats * options_.registry_heartbeat_interval;
+  return record_heartbeats * options_.fleet.registry_heartbeat_interval;
 }
 
 Instant Scheduler::Impl::fleet_now() { return store_clock_ ? store_clock_->now() : clock_->now(); }
@@ -83,7 +83,7 @@ void Scheduler::Impl::toggle_jobs_digest(const Entry& entry) {
 // retry, more where failures wait out timeouts) fails at least one of this
 // replica's announcements, whatever their phase.
 FleetState::ExpiredRecords Scheduler::Impl::expired_records_at(Clock::SteadyTime now) const {
-  const auto gap = options_.registry_heartbeat_interval * 3 / 2;
+  const auto gap = options_.fleet.registry_heartbeat_interval * 3 / 2;
   const bool in_touch = answered_at_ && now - *answered_at_ <= gap && now - in_touch_since_ >= replica_ttl();
   return in_touch ? FleetState::ExpiredRecords::report : FleetState::ExpiredRecords::keep;
 }
@@ -93,13 +93,13 @@ void Scheduler::Impl::note_answered(Clock::SteadyTime now, bool answered) {
     answered_at_.reset();
     return;
   }
-  if (!answered_at_ || now - *answered_at_ > options_.registry_heartbeat_interval * 3 / 2) in_touch_since_ = now;
+  if (!answered_at_ || now - *answered_at_ > options_.fleet.registry_heartbeat_interval * 3 / 2) in_touch_since_ = now;
   answered_at_ = now;
 }
 
 ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired) {
-  ReplicaAnnouncement me = options_.replica;
-  me.replica_id = options_.replica_id;
+  ReplicaAnnouncement me = options_.fleet.replica;
+  me.replica_id = options_.fleet.replica_id;
   {
     std::lock_guard guard(mutex_);
     me.jobs_digest = fmt::format("{:016x}", jobs_digest_);
@@ -114,7 +114,7 @@ ReplicaAnnounce Scheduler::Impl::ask_registry(const AloneRun* alone, FleetState:
     me.runs.insert(me.runs.begin(), alone->fire);
   }
   try {
-    return options_.fleet_state->announce_replica(me, fleet_now(), replica_ttl(),
+    return options_.fleet.state->announce_replica(me, fleet_now(), replica_ttl(),
                                                   alone != nullptr ? std::string_view(alone->fire.job_key) : "",
                                                   expired);
   } catch (...) {
@@ -217,7 +217,7 @@ std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& an
                                                                std::vector<std::pair<LogLevel, std::string>>& notes) {
   std::vector<ReplicaRecord> lost, same_id;
   for (auto& record : answer.expired) {
-    (record.replica.replica_id == options_.replica_id ? same_id : lost).push_back(record);
+    (record.replica.replica_id == options_.fleet.replica_id ? same_id : lost).push_back(record);
   }
   const auto started_as = [](const ReplicaRecord& r) {
     return [&r](const ReplicaRecord& other) { return other.replica.started == r.replica.started; };
@@ -235,7 +235,7 @@ std::vector<ReplicaRecord> Scheduler::Impl::sort_out_same_id(ReplicaAnnounce& an
     if (rewritten && record.replica.started < my_start && twin_refusal_.empty()) {
       twin_refusal_ = fmt::format("another live process runs as replica \"{}\" (on {}, pid {}, started {}), "
                                   "before this one: this one claims nothing; give each replica its own --replica-id",
-                                  options_.replica_id, record.replica.host, record.replica.pid,
+                                  options_.fleet.replica_id, record.replica.host, record.replica.pid,
                                   format_rfc3339(record.replica.started));
       notes.emplace_back(LogLevel::error, "replica registry: " + twin_refusal_);
     }
@@ -283,7 +283,7 @@ void Scheduler::Impl::catalogue_if_due() {
       const Entry& entry = *entries_.at(id);
       const Schedule& schedule = *entry.schedule;
       jobs.push_back(CataloguedJob{key, std::string(schedule.spec()), std::string(schedule.zone().name()),
-                                   options_.seconds_field, cursor_instant(now), options_.replica_id,
+                                   options_.seconds_field, cursor_instant(now), options_.fleet.replica_id,
                                    entry.settings->every_replica});
     }
   }
@@ -291,7 +291,7 @@ void Scheduler::Impl::catalogue_if_due() {
   if (registry_verdict() != std::string()) return;
   ControlChange answer;
   try {
-    answer = options_.fleet_state->catalogue_jobs(jobs, now, options_.replica_id);
+    answer = options_.fleet.state->catalogue_jobs(jobs, now, options_.fleet.replica_id);
   } catch (...) {
     answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
   }
@@ -313,7 +313,7 @@ void Scheduler::Impl::withdraw_once() {
   // they are reported lost when it expires.
   for (int attempt = 0; attempt < 2 && answer.status == ControlChange::Status::error; ++attempt) {
     try {
-      answer = options_.fleet_state->withdraw_replica(options_.replica_id, fleet_now());
+      answer = options_.fleet.state->withdraw_replica(options_.fleet.replica_id, fleet_now());
     } catch (...) {
       answer = {ControlChange::Status::error, {}, detail::describe_exception(std::current_exception())};
     }

@@ -56,20 +56,20 @@ SchedulerOptions validated(SchedulerOptions options) {
 Scheduler::Impl::Impl(SchedulerOptions options)
     : options_(validated(std::move(options))),
       clock_(options_.clock),
-      store_clock_(options_.fleet_state ? std::make_unique<StoreClock>(*options_.fleet_state, options_.clock)
+      store_clock_(options_.fleet.state ? std::make_unique<StoreClock>(*options_.fleet.state, options_.clock)
                                         : nullptr),
-      ledger_(options_.fleet_state && options_.ledger
-                  ? std::make_shared<detail::LedgerWriter>(options_.fleet_state, options_.replica_id,
-                                                           options_.ledger_queue, options_.clock, options_.logger)
+      ledger_(options_.fleet.state && options_.fleet.ledger
+                  ? std::make_shared<detail::LedgerWriter>(options_.fleet.state, options_.fleet.replica_id,
+                                                           options_.limits.ledger_queue, options_.clock, options_.logger)
                   : nullptr),
-      events_(options_.observers, options_.recorder, ledger_, options_.observer_queue, options_.logger),
+      events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
       random_(initial_seed(options_.random_seed)) {
   parse_options_.zone = options_.zone;
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
   EntryOptions defaults;
   default_settings_ = detail::resolve(options_, defaults);
-  slots_.reserve(options_.max_concurrent);
-  for (std::size_t i = 0; i < options_.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
+  slots_.reserve(options_.limits.max_concurrent);
+  for (std::size_t i = 0; i < options_.limits.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
 }
 
 Scheduler::Impl::~Impl() = default;
@@ -172,9 +172,9 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
     if (state_ == State::stopping || state_ == State::stopped) {
       throw SchedulerError(SchedulerError::Code::stopped, "add: the scheduler is stopped");
     }
-    if (entries_.size() >= options_.max_entries) {
+    if (entries_.size() >= options_.limits.max_entries) {
       throw SchedulerError(SchedulerError::Code::capacity_reached,
-                           fmt::format("add: max_entries ({}) reached", options_.max_entries));
+                           fmt::format("add: max_entries ({}) reached", options_.limits.max_entries));
     }
     if (!options.key.empty() && keys_.contains(options.key)) {
       throw SchedulerError(SchedulerError::Code::duplicate_key, fmt::format("add: key \"{}\" is already used", options.key));

@@ -408,7 +408,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   // (registry, controls, catalogue); null without a fleet state.
   std::unique_ptr<StoreClock> store_clock_;
   ParseOptions parse_options_;
-  std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.ledger off
+  std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.fleet.ledger off
   detail::EventBus events_;
 
   // ---- entries and the loop
@@ -510,7 +510,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool catch_up_stopping_ = false;
   std::thread catch_up_thread_;
 
-  // ---- the upkeep thread (controls.cpp), with a fleet state and options.controls or .registry
+  // ---- the upkeep thread (controls.cpp), with a fleet state and options.fleet.controls or .registry
   std::mutex controls_poll_mutex_;  // held across a poll: one at a time
   std::mutex controls_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
   std::condition_variable controls_cv_;

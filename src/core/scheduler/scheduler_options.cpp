@@ -122,25 +122,25 @@ void validate(SchedulerOptions& options) {
   check_duration(owner, "missed_tolerance", options.missed_tolerance, false);
   check_duration(owner, "jitter", options.jitter, true);
   if (options.retry) validate_retry(owner, *options.retry);
-  check_range(owner, "max_concurrent", options.max_concurrent, 1, max_workers);
-  check_range(owner, "max_queued", options.max_queued, 1, max_queue_limit);
-  check_range(owner, "max_entries", options.max_entries, 1, max_entries_limit);
-  check_range(owner, "observer_queue", options.observer_queue, 1, max_observer_queue);
+  check_range(owner, "limits.max_concurrent", options.limits.max_concurrent, 1, max_workers);
+  check_range(owner, "limits.max_queued", options.limits.max_queued, 1, max_queue_limit);
+  check_range(owner, "limits.max_entries", options.limits.max_entries, 1, max_entries_limit);
+  check_range(owner, "limits.observer_queue", options.limits.observer_queue, 1, max_observer_queue);
   for (std::size_t i = 0; i < options.observers.size(); ++i) {
     if (!options.observers[i]) reject(owner, "observers", fmt::format("[{}]", i), "is null");
   }
-  check_duration(owner, "catch_up_reach", options.catch_up_reach, true);
-  check_range(owner, "ledger_queue", options.ledger_queue, 1, max_ledger_queue);
-  check_retention(owner, options.ledger_retention);
-  check_interval(owner, "control_poll_interval", options.control_poll_interval);
-  check_interval(owner, "registry_heartbeat_interval", options.registry_heartbeat_interval);
-  check_announcement(owner, options.replica);
-  if (options.replica_id.size() > 64 ||
-      std::any_of(options.replica_id.begin(), options.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
-    reject(owner, "replica_id", "\"" + quote_for_message(options.replica_id, 80) + "\"",
+  check_duration(owner, "fleet.catch_up_reach", options.fleet.catch_up_reach, true);
+  check_range(owner, "limits.ledger_queue", options.limits.ledger_queue, 1, max_ledger_queue);
+  check_retention(owner, options.fleet.ledger_retention);
+  check_interval(owner, "fleet.control_poll_interval", options.fleet.control_poll_interval);
+  check_interval(owner, "fleet.registry_heartbeat_interval", options.fleet.registry_heartbeat_interval);
+  check_announcement(owner, options.fleet.replica);
+  if (options.fleet.replica_id.size() > 64 ||
+      std::any_of(options.fleet.replica_id.begin(), options.fleet.replica_id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
+    reject(owner, "fleet.replica_id", "\"" + quote_for_message(options.fleet.replica_id, 80) + "\"",
            "must be 1 to 64 characters without whitespace");
   }
-  if (options.replica_id.empty()) options.replica_id = random_replica_id();
+  if (options.fleet.replica_id.empty()) options.fleet.replica_id = random_replica_id();
   if (!options.clock) options.clock = system_clock();
   if (!options.logger) options.logger = default_logger;
 }
@@ -181,9 +181,9 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->leader_gated = fleet && scheduler.elector != nullptr;
   settings->every_replica = !fleet;
   settings->overlap = entry.overlap;
-  settings->catch_up_reach = scheduler.fleet_state && fleet ? entry.catch_up_reach.value_or(scheduler.catch_up_reach)
+  settings->catch_up_reach = scheduler.fleet.state && fleet ? entry.catch_up_reach.value_or(scheduler.fleet.catch_up_reach)
                                                             : std::chrono::nanoseconds::zero();
-  settings->ledger_retention = entry.ledger_retention.value_or(scheduler.ledger_retention);
+  settings->ledger_retention = entry.ledger_retention.value_or(scheduler.fleet.ledger_retention);
   settings->recover = entry.recover;
   settings->recover_within = entry.recover_within;
   settings->recover_max = entry.recover_max;

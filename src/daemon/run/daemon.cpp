@@ -125,19 +125,19 @@ SchedulerOptions Daemon::scheduler_options(const std::string& replica_id) {
   SchedulerOptions options;
   options.zone = parse_options_.zone;
   options.seconds_field = settings_.seconds;
-  options.max_concurrent = settings_.max_concurrent;
+  options.limits.max_concurrent = settings_.max_concurrent;
   options.claimer = coordination_.claimer;
   options.elector = coordination_.elector;
-  options.fleet_state = coordination_.fleet_state;
-  options.catch_up_reach = settings_.catch_up;
-  options.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
-  options.replica_id = replica_id;
-  options.replica.host = host_name();
-  options.replica.pid = ::getpid();
-  options.replica.version = FLEETCRON_VERSION_STRING;
-  options.replica.settings = coordination_.replica_settings;
-  options.ledger = settings_.history > 0;
-  if (options.ledger) options.ledger_retention = LedgerRetention{settings_.history, settings_.history_age};
+  options.fleet.state = coordination_.fleet_state;
+  options.fleet.catch_up_reach = settings_.catch_up;
+  options.fleet.catch_up_beyond_dedup_window = settings_.catch_up_beyond_claim_ttl;
+  options.fleet.replica_id = replica_id;
+  options.fleet.replica.host = host_name();
+  options.fleet.replica.pid = ::getpid();
+  options.fleet.replica.version = FLEETCRON_VERSION_STRING;
+  options.fleet.replica.settings = coordination_.replica_settings;
+  options.fleet.ledger = settings_.history > 0;
+  if (options.fleet.ledger) options.fleet.ledger_retention = LedgerRetention{settings_.history, settings_.history_age};
   options.on_leadership_lost = effective_leadership_loss(settings_) == LeadershipLoss::cancel
                                    ? LeadershipLossPolicy::cancel
                                    : LeadershipLossPolicy::let_finish;
@@ -145,7 +145,7 @@ SchedulerOptions Daemon::scheduler_options(const std::string& replica_id) {
   // once: the scheduler does not log them itself.
   options.recorder = std::make_shared<FireRecorder>(metrics_, log_, [this](const std::string& key) { return command_of(key); });
   options.log_events = false;
-  notifier_ = std::make_shared<Notifier>(metrics_, log_, options.replica_id);
+  notifier_ = std::make_shared<Notifier>(metrics_, log_, options.fleet.replica_id);
   options.observers.push_back(notifier_);
   options.logger = [this](LogLevel level, std::string_view message) {
     static constexpr const char* names[] = {"debug", "info", "warn", "error"};
