@@ -123,21 +123,10 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
 
   const bool on_worker = detail::on_worker_of(this);
   const std::size_t self = on_worker ? 1 : 0;
-  auto finished = [&] { return queue_.empty() && held_ == 0 && running_count_ <= self; };
-  std::unique_lock lock(queue_mutex_);
-  queue_closed_ = true;  // no new fires; workers leave once the queue is empty
-  queue_cv_.notify_all();
-  if (drain_first) {
-    while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
-  }
+  run_queue_.close();  // no new fires; workers leave once the queue is empty
+  if (drain_first) (void)run_queue_.wait_finished(self, *clock_, deadline);
   // Stop: cancel what is still queued, then ask running jobs to stop.
-  std::vector<Fire> cancelled;
-  cancelled.reserve(queue_.size());
-  while (!queue_.empty()) {
-    cancelled.push_back(queue_.pop_front());
-    if (cancelled.back().reserved) --committed_;
-  }
-  lock.unlock();
+  std::vector<Fire> cancelled = run_queue_.take_all();
   for (auto& fire : cancelled) {
     drop_chain(fire, true);
     report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
@@ -150,10 +139,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     if (runs_state_ == RunsState::open) runs_state_ = RunsState::stopping;  // runs registering from now on stop at once
   }
   request_stop_where([](const Run&) { return true; }, false);
-  lock.lock();
-  while (!finished() && clock_->steady_now() < deadline) clock_->wait_until(idle_cv_, lock, deadline);
-  const bool all_finished = finished();
-  lock.unlock();
+  const bool all_finished = run_queue_.wait_finished(self, *clock_, deadline);
   if (!all_finished || on_worker) return all_finished;
   join_threads_once();
   return true;

@@ -63,6 +63,7 @@ Scheduler::Impl::Impl(SchedulerOptions options)
                                                            options_.limits.ledger_queue, options_.clock, options_.logger)
                   : nullptr),
       events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
+      run_queue_(options_.limits.max_concurrent, options_.limits.max_queued, batch_rule()),
       random_(initial_seed(options_.random_seed)) {
   parse_options_.zone = options_.zone;
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;

@@ -25,6 +25,7 @@
 #include "core/scheduler/event_bus.h"
 #include "core/scheduler/fire.h"
 #include "core/scheduler/fire_queue.h"
+#include "core/scheduler/run_queue.h"
 #include "core/scheduler/ledger_writer.h"
 #include "core/scheduler/missed_fires.h"
 #include "core/scheduler/run_state.h"
@@ -47,16 +48,16 @@ struct TakenTrigger {
 ///
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):
-///   join_mutex_            -> mutex_, runs_mutex_, queue_mutex_, WorkerSlot::mutex, catch_up_mutex_, controls_mutex_,
+///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, catch_up_mutex_, controls_mutex_,
 ///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
-///   mutex_, queue_mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
+///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
-///   controls_poll_mutex_   -> mutex_, queue_mutex_, controls_mutex_, the EventBus's lock (a poll)
+///   controls_poll_mutex_   -> mutex_, RunQueue::mutex_, controls_mutex_, the EventBus's lock (a poll)
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
-///                          -> mutex_, queue_mutex_, runs_mutex_ (reading the schedule, claiming and
+///                          -> mutex_, RunQueue::mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
 ///   catch_up_mutex_        -> the Clock's own lock
 /// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
@@ -120,20 +121,16 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Reports the fires chained after `fire` (a catch-up's, run one after
   /// another) as cancelled (stopping) or rejected, and drops them.
   void drop_chain(detail::Fire& fire, bool stopping);
-  /// Whether an idle worker may take the queue's front (queue_mutex_ held).
-  bool can_take_locked() const;
   /// Whether a fire may share a claim round trip with the fires due with
   /// it: automatic, queued, with a claimer, no jitter, overlap allowed.
   static bool batchable(const detail::Fire& fire);
-  /// Moves the queued fires that may share `first`'s claim round trip
-  /// from the front of the queue into `batch` (queue_mutex_ held).
-  void take_batch(const detail::Fire& first, std::vector<detail::Fire>& batch);
+  /// The run queue's rule for claim batches: batchable fires of one
+  /// claimer, none already too old to claim.
+  detail::RunQueue::BatchRule batch_rule();
   /// Decides `fire` and the `batch` taken with it in one round trip; puts
   /// the granted ones back at the queue's front, each with its reserved
   /// worker. Returns whether `fire` (the worker's own) was granted.
   bool decide_batch(detail::Fire& fire, std::vector<detail::Fire>& batch);
-  /// Gives back `count` workers a claim batch reserved (committed_).
-  void release_reservations(std::size_t count);
   /// The most fires decided by one claim_batch() call.
   static constexpr std::size_t claim_batch_limit = 1024;
 
@@ -448,17 +445,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void compact_heap();
 
   // ---- run queue and workers
-  mutable std::mutex queue_mutex_;  // guards queue_, running_count_, held_, committed_, queue_closed_
-  std::condition_variable queue_cv_;  // workers wait for fires
-  std::condition_variable idle_cv_;   // stop/drain wait for workers
-  detail::FireQueue queue_;
-  std::size_t running_count_ = 0;
-  std::size_t held_ = 0;  // fires out of the queue in a claim batch, about to be put back
-  // Workers deciding or running a fire, plus one reserved for each fire a
-  // claim batch took (put back granted, `Fire::reserved`): never more than
-  // the workers, so every claimed fire starts at once.
-  std::size_t committed_ = 0;
-  bool queue_closed_ = false;  // stop(): no new fires; workers leave once the queue is empty
+  detail::RunQueue run_queue_;  // its own lock (RunQueue::mutex_)
   std::vector<std::thread> workers_;
 
   // ---- runs in progress and the timeout watchdog
