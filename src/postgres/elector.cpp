@@ -18,7 +18,7 @@ class FLEETCRON_LOCAL PostgresLease final : public LeaseStore {
   PostgresLease(std::shared_ptr<Connection> connection, const ElectorOptions& options)
       : connection_(std::move(connection)),
         leader_name_(options.leader_name),
-        ttl_seconds_(fmt::format("{:.6f}", std::chrono::duration<double>(options.lease_ttl).count())),
+        ttl_seconds_(fmt::format("{:.6f}", std::chrono::duration<double>(options.lease.lease_ttl).count())),
         campaign_(fmt::format(
             "INSERT INTO {0} AS l (name, holder, expires_at) VALUES ($1, $2, now() + ($3::float8 * interval '1 "
             "second')) "
@@ -72,13 +72,8 @@ class FLEETCRON_LOCAL Elector::Impl {
   Impl(std::shared_ptr<Connection> connection, ElectorOptions options)
       : options_(checked(std::move(options), connection)),
         lease_(std::make_shared<PostgresLease>(std::move(connection), options_), options_.holder,
-               LeaseElectorOptions{.lease_ttl = options_.lease_ttl,
-                                   .keep_alive = options_.keep_alive,
-                                   .follower_poll_interval = options_.follower_poll_interval,
-                                   .renew_margin = options_.renew_margin,
-                                   .clock = options_.clock},
-               "postgres::ElectorOptions") {
-    options_.renew_margin = lease_.options().renew_margin;
+               options_.lease, "postgres::ElectorOptions.lease") {
+    options_.lease = lease_.options();  // the defaults resolved
   }
   ElectorOptions options_;
   LeaseElector lease_;

@@ -38,7 +38,7 @@ class FLEETCRON_LOCAL RedisLease final : public LeaseStore {
       : client_(std::move(client)),
         leader_key_(options.leader_key),
         term_key_(options.term_key),
-        ttl_ms_(std::to_string(std::chrono::ceil<std::chrono::milliseconds>(options.lease_ttl).count())) {}
+        ttl_ms_(std::to_string(std::chrono::ceil<std::chrono::milliseconds>(options.lease.lease_ttl).count())) {}
 
   LeaseAnswer campaign(std::string_view identity, std::chrono::nanoseconds, std::uint64_t known_term,
                        bool fresh_term) override {
@@ -94,13 +94,6 @@ ElectorOptions checked(ElectorOptions options, const std::shared_ptr<Client>& cl
   return options;
 }
 
-LeaseElectorOptions lease_options(const ElectorOptions& options) {
-  return LeaseElectorOptions{.lease_ttl = options.lease_ttl,
-                             .keep_alive = options.keep_alive,
-                             .follower_poll_interval = options.follower_poll_interval,
-                             .renew_margin = options.renew_margin,
-                             .clock = options.clock};
-}
 
 }  // namespace
 
@@ -109,10 +102,9 @@ class FLEETCRON_LOCAL Elector::Impl {
   Impl(std::shared_ptr<Client> client, ElectorOptions options)
       : options_(checked(std::move(options), client)),
         lease_(std::make_shared<RedisLease>(std::move(client), options_),
-               options_.holder.empty() ? random_hex(16) : options_.holder, lease_options(options_),
-               "redis::ElectorOptions") {
-    options_.renew_margin = lease_.options().renew_margin;
-    options_.clock = lease_.options().clock;
+               options_.holder.empty() ? random_hex(16) : options_.holder, options_.lease,
+               "redis::ElectorOptions.lease") {
+    options_.lease = lease_.options();  // the defaults resolved
   }
   ElectorOptions options_;
   LeaseElector lease_;

@@ -239,7 +239,7 @@ TEST_F(PostgresBackend, AFenceCounterThatWentBackIsAStoreReset) {
 }
 
 TEST_F(PostgresBackend, GoAndFleetcronElectorsShareOneLeaderAndTermsGrowOnEachNewHolder) {
-  postgres::Elector ours(connection_, {.tables = tables_, .lease_ttl = 2s});
+  postgres::Elector ours(connection_, {.tables = tables_, .lease = {.lease_ttl = 2s}});
   const auto go_campaign = [&] {
     return psql(shared_postgres_uri(), "WITH l AS (INSERT INTO " + tables_.leader +
                                            " (name, holder, expires_at) VALUES ('default', "
@@ -263,7 +263,7 @@ TEST_F(PostgresBackend, GoAndFleetcronElectorsShareOneLeaderAndTermsGrowOnEachNe
   ASSERT_TRUE(row.has_value());
   EXPECT_EQ(row->holder, ours.identity());
   EXPECT_EQ(row->term, first.term);
-  postgres::Elector next(connect(), {.tables = tables_, .lease_ttl = 2s});
+  postgres::Elector next(connect(), {.tables = tables_, .lease = {.lease_ttl = 2s}});
   ours.resign();
   EXPECT_FALSE(postgres::read_leader(*connection_, tables_, "default").has_value());
   const Leadership second = next.is_leader();

@@ -37,7 +37,7 @@ class PostgresFleet final : public ContractFleet {
   }
   std::shared_ptr<Elector> elector() override {
     return std::make_shared<postgres::Elector>(connect(uri_),
-                                               postgres::ElectorOptions{.tables = tables_, .lease_ttl = 2s});
+                                               postgres::ElectorOptions{.tables = tables_, .lease = {.lease_ttl = 2s}});
   }
   std::chrono::nanoseconds claim_ttl() const override { return postgres::default_claim_ttl; }
   void end_lease() override { (void)psql(uri_, "DELETE FROM " + tables_.leader); }

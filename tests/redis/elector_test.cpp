@@ -36,16 +36,16 @@ TEST(RedisElector, OptionsAndIdentity) {
   };
   EXPECT_EQ(message([] { Elector e(nullptr); }), "redis::Elector: client is null");
   EXPECT_EQ(message([&] { Elector e(client, {.leader_key = "  \t"}); }), "redis::ElectorOptions.leader_key: empty");
-  EXPECT_EQ(message([&] { Elector e(client, {.lease_ttl = 0ms}); }),
-            "redis::ElectorOptions.lease_ttl: 0s is below the minimum of 1ms");
-  EXPECT_EQ(message([&] { Elector e(client, {.lease_ttl = 1s, .renew_margin = 1s}); }),
-            "redis::ElectorOptions.renew_margin: 1s is outside 0 .. lease_ttl 1s");
+  EXPECT_EQ(message([&] { Elector e(client, {.lease = {.lease_ttl = 0ms}}); }),
+            "redis::ElectorOptions.lease.lease_ttl: 0s is below the minimum of 1ms");
+  EXPECT_EQ(message([&] { Elector e(client, {.lease = {.lease_ttl = 1s, .renew_margin = 1s}}); }),
+            "redis::ElectorOptions.lease.renew_margin: 1s is outside 0 .. lease_ttl 1s");
   Elector trimmed(client, {.leader_key = " jobs:leader "});
   EXPECT_EQ(trimmed.options().leader_key, "jobs:leader");
   EXPECT_EQ(trimmed.options().term_key, "jobs:leader:term");
   Elector defaults(client);
   EXPECT_EQ(defaults.options().leader_key, "cron:leader");
-  EXPECT_EQ(defaults.options().lease_ttl, 30s);
+  EXPECT_EQ(defaults.options().lease.lease_ttl, 30s);
   EXPECT_EQ(defaults.identity().size(), 32u);
   EXPECT_TRUE(std::all_of(defaults.identity().begin(), defaults.identity().end(),
                           [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }));
@@ -84,8 +84,8 @@ TEST(RedisElector, OneLeaderAmongThreeThenResignHandsOver) {
 TEST(RedisElector, AnotherLeadsWithinOneTtlAfterTheLeaderStopsRenewing) {
   auto client = client_for(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "leader";
-  Elector a(client, {.leader_key = key, .lease_ttl = 300ms});
-  Elector b(client, {.leader_key = key, .lease_ttl = 300ms});
+  Elector a(client, {.leader_key = key, .lease = {.lease_ttl = 300ms}});
+  Elector b(client, {.leader_key = key, .lease = {.lease_ttl = 300ms}});
   const auto a_term = a.is_leader();
   ASSERT_EQ(a_term.status, Leadership::Status::leader);
   const test::PaceProbe stopped_renewing;
@@ -112,10 +112,10 @@ TEST(RedisElector, AForeignIdentityInTheKeyMakesEveryElectorAFollower) {
 TEST(RedisElector, KeepAliveHoldsLeadershipWithoutCalls) {
   auto client = client_for(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "leader";
-  Elector a(client, {.leader_key = key, .lease_ttl = 300ms, .keep_alive = true});
+  Elector a(client, {.leader_key = key, .lease = {.lease_ttl = 300ms, .keep_alive = true}});
   ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
   const auto term = a.state().term;
-  Elector b(client, {.leader_key = key, .lease_ttl = 300ms});
+  Elector b(client, {.leader_key = key, .lease = {.lease_ttl = 300ms}});
   // Three TTLs without a single is_leader() call on a: the thread renews.
   const auto until = std::chrono::steady_clock::now() + 900ms;
   while (std::chrono::steady_clock::now() < until) {
@@ -130,7 +130,7 @@ TEST(RedisElector, KeepAliveHoldsLeadershipWithoutCalls) {
 TEST(RedisElector, ALeaderThatCannotRenewDemotesItselfAtItsLocalDeadline) {
   test::RedisServer server;
   auto client = client_for(server.uri(), 2000ms);  // a command timeout longer than the lease
-  Elector a(client, {.leader_key = "leader", .lease_ttl = 500ms, .keep_alive = true, .renew_margin = 100ms});
+  Elector a(client, {.leader_key = "leader", .lease = {.lease_ttl = 500ms, .keep_alive = true, .renew_margin = 100ms}});
   std::atomic<std::uint64_t> lost{0};
   a.on_leadership_lost([&](std::uint64_t term) { lost = term; });
   ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
@@ -151,7 +151,7 @@ TEST(RedisElector, ALargeRenewMarginStillRenewsBeforeTheDeadline) {
   // at the local deadline and took a new term every cycle.
   auto client = client_for(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "leader";
-  Elector a(client, {.leader_key = key, .lease_ttl = 300ms, .keep_alive = true, .renew_margin = 250ms});
+  Elector a(client, {.leader_key = key, .lease = {.lease_ttl = 300ms, .keep_alive = true, .renew_margin = 250ms}});
   std::atomic<int> lost{0};
   a.on_leadership_lost([&](std::uint64_t) { ++lost; });
   ASSERT_TRUE(eventually([&] { return a.state().leader; }, 2000ms));
@@ -191,7 +191,7 @@ TEST(RedisElector, RefusedScriptLoadIsAnErrorAnswerNotAnException) {
   const auto answer = seed_mode.is_leader();
   EXPECT_EQ(answer.status, Leadership::Status::error);
   EXPECT_NE(answer.error.find("NOAUTH"), std::string::npos) << answer.error;
-  Elector keep_alive(client, {.leader_key = "l", .lease_ttl = 300ms, .keep_alive = true});
+  Elector keep_alive(client, {.leader_key = "l", .lease = {.lease_ttl = 300ms, .keep_alive = true}});
   ASSERT_TRUE(eventually([&] { return !keep_alive.state().last_error.empty(); }, 2000ms));
   EXPECT_NE(keep_alive.state().last_error.find("NOAUTH"), std::string::npos);
 }
@@ -211,11 +211,11 @@ TEST(RedisElector, UnreachableRedisIsAnElectionErrorNotAHang) {
 TEST(RedisElector, AWedgedSchedulerStopsRenewingAndAnotherLeads) {
   auto client = client_for(test::shared_redis_uri());
   const std::string key = test::unique_prefix() + "leader";
-  Elector a(client, {.leader_key = key, .lease_ttl = 1500ms, .keep_alive = true});
+  Elector a(client, {.leader_key = key, .lease = {.lease_ttl = 1500ms, .keep_alive = true}});
   std::atomic<bool> alive{true};
   a.set_liveness([&] { return alive.load(); });
   ASSERT_TRUE(eventually([&] { return a.is_leader().status == Leadership::Status::leader; }, 5s));
-  Elector b(client, {.leader_key = key, .lease_ttl = 1500ms, .keep_alive = true});
+  Elector b(client, {.leader_key = key, .lease = {.lease_ttl = 1500ms, .keep_alive = true}});
   std::atomic<bool> b_stalled{false};
   b.set_liveness([&] { return !b_stalled.load(); });
   alive = false;  // a's loop stops making progress

@@ -28,7 +28,7 @@ class RedisFleet final : public ContractFleet {
   }
   std::shared_ptr<Elector> elector() override {
     return std::make_shared<redis::Elector>(client(), redis::ElectorOptions{.leader_key = prefix_ + "leader",
-                                                                            .lease_ttl = lease_ttl_});
+                                                                            .lease = {.lease_ttl = lease_ttl_}});
   }
   std::chrono::nanoseconds claim_ttl() const override { return redis::ClaimerOptions{}.claim_ttl; }
   void end_lease() override { (void)client()->impl().command({"DEL", prefix_ + "leader"}); }

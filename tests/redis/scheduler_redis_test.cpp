@@ -183,9 +183,9 @@ TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
   const std::string key = test::unique_prefix() + "leader";
   auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
   auto clock = std::make_shared<VirtualClock>(real_now());
-  auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key, .keep_alive = true});
+  auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key, .lease = {.keep_alive = true}});
   ASSERT_TRUE(eventually_leader(*elector));
-  Elector other(client, ElectorOptions{.leader_key = key, .keep_alive = true});  // follower, polls every 500 ms
+  Elector other(client, ElectorOptions{.leader_key = key, .lease = {.keep_alive = true}});  // follower, polls every 500 ms
   auto tally = std::make_shared<Tally>();
   SchedulerOptions options;
   options.clock = clock;

@@ -28,13 +28,10 @@ struct FLEETCRON_API ElectorOptions {
   TableNames tables;
   /// The row's name: replicas with the same name elect one leader. Not empty.
   std::string leader_name{default_leader_name};
-  /// At least 1 ms; sent as float seconds, as the reference does.
-  std::chrono::nanoseconds lease_ttl = default_leader_ttl;
-  /// As LeaseElectorOptions.
-  bool keep_alive = false;
-  std::chrono::nanoseconds follower_poll_interval = std::chrono::milliseconds{500};
-  std::optional<std::chrono::nanoseconds> renew_margin;
-  std::shared_ptr<Clock> clock;
+  /// The lease and its renewal, as LeaseElectorOptions says: lease_ttl
+  /// (default 30 s; sent as float seconds, as the reference does),
+  /// keep_alive, follower_poll_interval, renew_margin, clock.
+  LeaseElectorOptions lease;
   /// The holder written into the row. Empty: "<hostname>-<16 hex digits>".
   std::string holder;
 };

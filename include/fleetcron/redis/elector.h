@@ -27,26 +27,12 @@ inline constexpr std::chrono::nanoseconds default_leader_ttl = std::chrono::seco
 struct FLEETCRON_API ElectorOptions {
   /// Trimmed; empty is rejected.
   std::string leader_key{default_leader_key};
-  /// At least 1 ms; sent as PX in whole milliseconds (rounded up).
-  std::chrono::nanoseconds lease_ttl = default_leader_ttl;
   /// The term counter. Empty: leader_key + ":term".
   std::string term_key;
-  /// Renew in a background thread every lease_ttl / 3 (and campaign while
-  /// a follower), so leadership stays put between sparse fires and
-  /// is_leader() answers from memory. Off: is_leader() does the round trip,
-  /// as libtnb/cron does, and no thread runs.
-  bool keep_alive = false;
-  /// With keep_alive, how often a follower campaigns: a resigned or expired
-  /// lease is taken within this (plus a round trip). At least 1 ms; never
-  /// longer than the renewal period.
-  std::chrono::nanoseconds follower_poll_interval = std::chrono::milliseconds{500};
-  /// A leader that has not renewed for lease_ttl - renew_margin on its
-  /// steady clock considers itself a follower, even when Redis is
-  /// unreachable. nullopt: lease_ttl / 5. 0 <= renew_margin < lease_ttl.
-  std::optional<std::chrono::nanoseconds> renew_margin;
-  /// The steady clock for the deadline and keep-alive waits. Default: the
-  /// system clock.
-  std::shared_ptr<Clock> clock;
+  /// The lease and its renewal, as LeaseElectorOptions says: lease_ttl
+  /// (default 30 s; sent to Redis as PX in whole milliseconds, rounded up),
+  /// keep_alive, follower_poll_interval, renew_margin, clock.
+  LeaseElectorOptions lease;
   /// This candidate's identity, the lease key's value while it leads (the
   /// daemon: its replica id, so `status` names the leader as the registry
   /// does). Empty: 32 random hex digits. At most 128 bytes, no whitespace

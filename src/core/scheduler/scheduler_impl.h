@@ -43,8 +43,10 @@ struct TakenTrigger {
 }  // namespace detail
 
 /// The scheduler's state and its threads: the loop (scheduler.cpp), the
-/// workers and their queue (dispatch.cpp), the claim path (decide.cpp), the
-/// runs and the timeout watchdog (run.cpp), start and stop (lifecycle.cpp).
+/// workers (dispatch.cpp) over the run queue (RunQueue, a component with
+/// its own state and lock), the claim path (decide.cpp), the runs and the
+/// timeout watchdog (run.cpp), start and stop (lifecycle.cpp); the event
+/// bus and the ledger writer are components too.
 ///
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):

@@ -272,8 +272,9 @@ void make_postgres(const Settings& settings, const std::string& holder, Coordina
         connection, postgres::ElectorOptions{.tables = options.tables,
                                              .leader_name = options.leader_name.value_or(
                                                  std::string(postgres::default_leader_name)),
-                                             .lease_ttl = settings.leader_ttl.value_or(postgres::default_leader_ttl),
-                                             .keep_alive = true,
+                                             .lease = {.lease_ttl = settings.leader_ttl.value_or(
+                                                           postgres::default_leader_ttl),
+                                                       .keep_alive = true},
                                              .holder = holder});
   }
   const bool fleet_state = settings.catch_up > std::chrono::nanoseconds::zero() || settings.history > 0;
@@ -328,8 +329,8 @@ void make_redis(const Settings& settings, const std::string& holder, Coordinatio
   if (settings.coordination != CoordinationMode::claim) {
     redis::ElectorOptions options;
     if (!settings.leader_key.empty()) options.leader_key = settings.leader_key;
-    options.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
-    options.keep_alive = true;
+    options.lease.lease_ttl = settings.leader_ttl.value_or(redis::default_leader_ttl);
+    options.lease.keep_alive = true;
     options.holder = holder;
     elector = std::make_shared<redis::Elector>(client, options);
   }
