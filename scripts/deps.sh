@@ -14,7 +14,7 @@ build_packages=(
   libhiredis-dev libssl-dev                             # fleetcron::redis, over TLS too
   libnats-dev libpq-dev                                 # fleetcron::nats, fleetcron::postgres
   libtomlplusplus-dev libcpp-httplib-dev                # the daemon: TOML config, HTTP (with OpenSSL: https:// webhooks)
-  nlohmann-json3-dev                                    # the daemon: JSON documents
+  nlohmann-json3-dev prometheus-cpp-dev                 # the daemon: JSON documents, /metrics (prometheus-cpp core)
 )
 test_packages=(
   clang libclang-rt-14-dev                              # libFuzzer and the sanitizers

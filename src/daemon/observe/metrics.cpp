@@ -1,94 +1,36 @@
 #include "daemon/observe/metrics.h"
 
-#include <fmt/format.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <vector>
 
 namespace fleetcron::daemon {
 
-Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
-
-void Histogram::observe(double seconds) {
-  const auto bucket = static_cast<std::size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), seconds) - bounds_.begin());
-  std::lock_guard guard(mutex_);
-  ++counts_[bucket];
-  sum_ += seconds;
-  ++count_;
-}
-
-void Histogram::write(std::string& out, const std::string& name, const std::string& labels) const {
-  std::lock_guard guard(mutex_);
-  std::uint64_t cumulative = 0;
-  const std::string separator = labels.empty() ? "" : ",";
-  for (std::size_t i = 0; i < bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, separator, bounds_[i], cumulative);
-  }
-  cumulative += counts_.back();
-  out += fmt::format("{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, separator, cumulative);
-  out += fmt::format("{}_sum{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", sum_);
-  out += fmt::format("{}_count{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", count_);
-}
-
-Metrics::Metrics()
-    : lateness_({0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60}),
-      duration_({0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600}),
-      backend_latency_({0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1}),
-      scheduling_lag_({0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}) {}
-
-void Metrics::fire() { fires_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::run_finished(const std::string& outcome, double duration_seconds) {
-  {
-    std::lock_guard guard(mutex_);
-    ++runs_[outcome];
-  }
-  duration_.observe(duration_seconds);
-}
-void Metrics::retried() { retries_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::skipped(const std::string& reason) {
-  std::lock_guard guard(mutex_);
-  ++skips_[reason];
-}
-void Metrics::notification(const std::string& kind, const std::string& result) {
-  std::lock_guard guard(mutex_);
-  ++notifications_["kind=\"" + kind + "\",result=\"" + result + "\""];
-}
-void Metrics::missed(std::uint64_t count) { missed_.fetch_add(count, std::memory_order_relaxed); }
-void Metrics::lateness(double seconds) { lateness_.observe(seconds); }
-void Metrics::scheduling_lag(double seconds) { scheduling_lag_.observe(seconds); }
-void Metrics::running(int delta) { running_.fetch_add(delta, std::memory_order_relaxed); }
-void Metrics::leader(bool leading, std::uint64_t term) {
-  leader_.store(leading ? 1 : 0);
-  if (leading) term_.store(term);
-}
-void Metrics::backend_error() { backend_errors_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::backend_latency(double seconds) { backend_latency_.observe(seconds); }
-void Metrics::clock_offset(double seconds) { clock_offset_.store(seconds); }
-
-void Metrics::backend_config(const std::string& policy, bool ok) {
-  std::lock_guard guard(mutex_);
-  backend_config_ = std::make_pair(policy, ok);
-}
-void Metrics::log_lines_lost(std::uint64_t total) { log_lines_lost_.store(total); }
-void Metrics::log_lines_dropped(std::uint64_t total) { log_lines_dropped_.store(total); }
-void Metrics::jobs_loaded(std::size_t count) { jobs_.store(count); }
-void Metrics::cancelled(CancelReason reason, bool claimed) {
-  cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
-}
-void Metrics::step_down() { step_downs_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::lost() { lost_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::fleet_jobs(std::string text, double at_seconds) {
-  std::lock_guard guard(mutex_);
-  fleet_jobs_ = std::move(text);
-  fleet_jobs_at_ = at_seconds;
-}
-void Metrics::fleet_jobs_failed() { fleet_jobs_failures_.fetch_add(1, std::memory_order_relaxed); }
-void Metrics::reloads(bool ok) { (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed); }
-
 namespace {
 
-void describe(std::string& out, const char* name, const char* type, const char* help) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Registry;
+
+Family<Counter>& counters(Registry& registry, const char* name, const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+Family<Gauge>& gauges(Registry& registry, const char* name, const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+}
+Family<Histogram>& histograms(Registry& registry, const char* name, const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
 }
 
 // Every SkipReason's name, and the queue's own reason: none kept by hand.
@@ -101,111 +43,150 @@ std::vector<std::string_view> skip_reasons() {
   return names;
 }
 
+constexpr CancelReason cancel_reasons[] = {CancelReason::scheduler_stopped, CancelReason::entry_removed,
+                                           CancelReason::entry_paused, CancelReason::stopped_before_start};
+
 }  // namespace
 
+/// The registry, and each series the daemon moves (those with a label
+/// known in advance are made at once, so a scrape shows them at 0).
+struct Metrics::Series {
+  Registry registry;
+  Counter& fires = counters(registry, "fleetcron_fires_total", "Automatic fires that reached a worker.").Add({});
+  Counter& retries = counters(registry, "fleetcron_retries_total", "Attempts that failed or timed out and were retried.").Add({});
+  Family<Counter>& runs = counters(registry, "fleetcron_runs_total",
+                                   "Runs by outcome (the last attempt's), retried attempts included once.");
+  Family<Counter>& skips = counters(registry, "fleetcron_skips_total", "Fires skipped, by reason.");
+  Family<Counter>& cancelled = counters(
+      registry, "fleetcron_cancelled_total",
+      "Fires dropped before their job started, by reason; claimed=\"true\" ones ran nowhere (lost).");
+  Counter& step_downs = counters(registry, "fleetcron_leadership_step_downs_total",
+                                 "Times this replica stopped leading because its claims kept failing (both coordination).")
+                            .Add({});
+  Counter& lost = counters(registry, "fleetcron_lost_fires_total",
+                           "Runs of other replicas this replica found lost: their runner's registry record expired "
+                           "while it ran them.")
+                      .Add({});
+  Counter& missed = counters(registry, "fleetcron_missed_fires_total", "Fires missed (late beyond tolerance), by count.").Add({});
+  Histogram& lateness = histograms(registry, "fleetcron_fire_lateness_seconds", "Start of a run after its scheduled instant.")
+                            .Add({}, Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 60});
+  Histogram& scheduling_lag =
+      histograms(registry, "fleetcron_scheduling_lag_seconds",
+                 "How late the host woke this daemon's threads (a probe sleeping 100 ms on the steady clock).")
+          .Add({}, Histogram::BucketBoundaries{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5});
+  Histogram& duration =
+      histograms(registry, "fleetcron_run_duration_seconds",
+                 "Duration of finished runs, from the first attempt's start to the last one's end.")
+          .Add({}, Histogram::BucketBoundaries{0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800, 3600});
+  Gauge& running = gauges(registry, "fleetcron_running_jobs", "Runs in progress.").Add({});
+  Gauge& leader = gauges(registry, "fleetcron_leader", "1 while this replica leads (leader or both coordination).").Add({});
+  Gauge& term = gauges(registry, "fleetcron_leader_term", "The term (fencing token) of the leadership last held.").Add({});
+  Counter& backend_errors =
+      counters(registry, "fleetcron_backend_errors_total", "Failed calls to the coordination backend.").Add({});
+  Histogram& backend_latency = histograms(registry, "fleetcron_backend_latency_seconds", "Latency of claim and election calls.")
+                                   .Add({}, Histogram::BucketBoundaries{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1});
+  Gauge& clock_offset = gauges(registry, "fleetcron_clock_offset_seconds",
+                               "Backend clock minus local clock, as the claimer last measured it (Redis, NATS, "
+                               "PostgreSQL; 0 before).")
+                            .Add({});
+  Family<Gauge>& backend_config = gauges(
+      registry, "fleetcron_backend_config_ok",
+      "1 if the Redis maxmemory-policy is noeviction; 0 if it is another or cannot be read (\"\").");
+  Counter& log_lines_lost =
+      counters(registry, "fleetcron_log_lines_lost_total", "Log lines the output refused (full disk, closed pipe).").Add({});
+  Counter& log_lines_dropped =
+      counters(registry, "fleetcron_log_lines_dropped_total", "Log lines dropped because the output could not keep up.")
+          .Add({});
+  Gauge& jobs = gauges(registry, "fleetcron_jobs", "Jobs loaded from the jobs file.").Add({});
+  Family<Counter>& notifications = counters(
+      registry, "fleetcron_notifications_total",
+      "Notifications (on-failure/on-lost/on-missed commands, webhooks, pings), by kind and result.");
+  Family<Counter>& reloads = counters(registry, "fleetcron_reloads_total", "Jobs file reloads, by result.");
+  Counter& job_metrics_failures =
+      counters(registry, "fleetcron_job_metrics_refresh_failures_total",
+               "Reads of the fleet state for the fleetcron_job_* series that failed (the last values stay).")
+          .Add({});
+  Family<Gauge>& job_metrics_refreshed =
+      gauges(registry, "fleetcron_job_metrics_refreshed_timestamp_seconds",
+             "When the fleetcron_job_* series were last read from the fleet state.");
+
+  std::mutex mutex;  // guards the members below
+  Gauge* backend_config_series = nullptr;
+  std::string fleet_jobs;  // rendered by render_job_metrics()
+
+  Series() {
+    for (const char* outcome : {"succeeded", "failed", "timed-out", "cancelled"}) runs.Add({{"outcome", outcome}});
+    for (const std::string_view reason : skip_reasons()) skips.Add({{"reason", std::string(reason)}});
+    for (const CancelReason reason : cancel_reasons) {
+      for (const char* claimed : {"false", "true"}) {
+        cancelled.Add({{"reason", std::string(to_string(reason))}, {"claimed", claimed}});
+      }
+    }
+    reloads.Add({{"result", "ok"}});
+    reloads.Add({{"result", "failed"}});
+  }
+};
+
+Metrics::Metrics() : series_(std::make_unique<Series>()) {}
+Metrics::~Metrics() = default;
+
+void Metrics::fire() { series_->fires.Increment(); }
+void Metrics::run_finished(const std::string& outcome, double duration_seconds) {
+  series_->runs.Add({{"outcome", outcome}}).Increment();
+  series_->duration.Observe(duration_seconds);
+}
+void Metrics::retried() { series_->retries.Increment(); }
+void Metrics::skipped(const std::string& reason) { series_->skips.Add({{"reason", reason}}).Increment(); }
+void Metrics::notification(const std::string& kind, const std::string& result) {
+  series_->notifications.Add({{"kind", kind}, {"result", result}}).Increment();
+}
+void Metrics::missed(std::uint64_t count) { series_->missed.Increment(static_cast<double>(count)); }
+void Metrics::lateness(double seconds) { series_->lateness.Observe(seconds); }
+void Metrics::scheduling_lag(double seconds) { series_->scheduling_lag.Observe(seconds); }
+void Metrics::running(int delta) { series_->running.Increment(delta); }
+void Metrics::leader(bool leading, std::uint64_t term) {
+  series_->leader.Set(leading ? 1 : 0);
+  if (leading) series_->term.Set(static_cast<double>(term));
+}
+void Metrics::backend_error() { series_->backend_errors.Increment(); }
+void Metrics::backend_latency(double seconds) { series_->backend_latency.Observe(seconds); }
+void Metrics::clock_offset(double seconds) { series_->clock_offset.Set(seconds); }
+void Metrics::backend_config(const std::string& policy, bool ok) {
+  std::lock_guard guard(series_->mutex);
+  // One series, labelled with the policy last read.
+  if (series_->backend_config_series != nullptr) series_->backend_config.Remove(series_->backend_config_series);
+  series_->backend_config_series = &series_->backend_config.Add({{"maxmemory_policy", policy}});
+  series_->backend_config_series->Set(ok ? 1 : 0);
+}
+// The log's counts are totals the sink keeps: the counters follow them.
+void Metrics::log_lines_lost(std::uint64_t total) {
+  Counter& counter = series_->log_lines_lost;
+  counter.Increment(std::max(0.0, static_cast<double>(total) - counter.Value()));
+}
+void Metrics::log_lines_dropped(std::uint64_t total) {
+  Counter& counter = series_->log_lines_dropped;
+  counter.Increment(std::max(0.0, static_cast<double>(total) - counter.Value()));
+}
+void Metrics::jobs_loaded(std::size_t count) { series_->jobs.Set(static_cast<double>(count)); }
+void Metrics::cancelled(CancelReason reason, bool claimed) {
+  series_->cancelled.Add({{"reason", std::string(to_string(reason))}, {"claimed", claimed ? "true" : "false"}}).Increment();
+}
+void Metrics::step_down() { series_->step_downs.Increment(); }
+void Metrics::lost() { series_->lost.Increment(); }
+void Metrics::fleet_jobs(std::string text, double at_seconds) {
+  std::lock_guard guard(series_->mutex);
+  series_->fleet_jobs = std::move(text);
+  series_->job_metrics_refreshed.Add({}).Set(at_seconds);
+}
+void Metrics::fleet_jobs_failed() { series_->job_metrics_failures.Increment(); }
+void Metrics::reloads(bool ok) { series_->reloads.Add({{"result", ok ? "ok" : "failed"}}).Increment(); }
+
 std::string Metrics::render() const {
-  std::string out;
-  render_fires(out);
-  render_backend(out);
-  render_daemon(out);
-  return out;
-}
-
-void Metrics::render_fires(std::string& out) const {
-  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
-  metric("fleetcron_fires_total", "counter", "Automatic fires that reached a worker.");
-  out += fmt::format("fleetcron_fires_total {}\n", fires_.load());
-  metric("fleetcron_retries_total", "counter", "Attempts that failed or timed out and were retried.");
-  out += fmt::format("fleetcron_retries_total {}\n", retries_.load());
-  metric("fleetcron_runs_total", "counter", "Runs by outcome (the last attempt's), retried attempts included once.");
-  {
-    std::lock_guard guard(mutex_);
-    for (const char* outcome : {"succeeded", "failed", "timed-out", "cancelled"}) {
-      const auto it = runs_.find(outcome);
-      out += fmt::format("fleetcron_runs_total{{outcome=\"{}\"}} {}\n", outcome, it == runs_.end() ? 0 : it->second);
-    }
-    metric("fleetcron_skips_total", "counter", "Fires skipped, by reason.");
-    for (const std::string_view reason : skip_reasons()) {
-      const auto it = skips_.find(std::string(reason));
-      out += fmt::format("fleetcron_skips_total{{reason=\"{}\"}} {}\n", reason, it == skips_.end() ? 0 : it->second);
-    }
-  }
-  metric("fleetcron_cancelled_total", "counter",
-         "Fires dropped before their job started, by reason; claimed=\"true\" ones ran nowhere (lost).");
-  for (const auto reason : {CancelReason::scheduler_stopped, CancelReason::entry_removed, CancelReason::entry_paused,
-                            CancelReason::stopped_before_start}) {
-    for (const int claimed : {0, 1}) {
-      out += fmt::format("fleetcron_cancelled_total{{reason=\"{}\",claimed=\"{}\"}} {}\n", to_string(reason),
-                         claimed ? "true" : "false", cancelled_.at(static_cast<std::size_t>(reason))[claimed ? 1u : 0u].load());
-    }
-  }
-  metric("fleetcron_leadership_step_downs_total", "counter",
-         "Times this replica stopped leading because its claims kept failing (both coordination).");
-  out += fmt::format("fleetcron_leadership_step_downs_total {}\n", step_downs_.load());
-  metric("fleetcron_lost_fires_total", "counter",
-         "Runs of other replicas this replica found lost: their runner's registry record expired while it ran them.");
-  out += fmt::format("fleetcron_lost_fires_total {}\n", lost_.load());
-  metric("fleetcron_missed_fires_total", "counter", "Fires missed (late beyond tolerance), by count.");
-  out += fmt::format("fleetcron_missed_fires_total {}\n", missed_.load());
-  metric("fleetcron_fire_lateness_seconds", "histogram", "Start of a run after its scheduled instant.");
-  lateness_.write(out, "fleetcron_fire_lateness_seconds", "");
-}
-
-void Metrics::render_backend(std::string& out) const {
-  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
-  metric("fleetcron_scheduling_lag_seconds", "histogram",
-         "How late the host woke this daemon's threads (a probe sleeping 100 ms on the steady clock).");
-  scheduling_lag_.write(out, "fleetcron_scheduling_lag_seconds", "");
-  metric("fleetcron_run_duration_seconds", "histogram", "Duration of finished runs, from the first attempt's start to the last one's end.");
-  duration_.write(out, "fleetcron_run_duration_seconds", "");
-  metric("fleetcron_running_jobs", "gauge", "Runs in progress.");
-  out += fmt::format("fleetcron_running_jobs {}\n", running_.load());
-  metric("fleetcron_leader", "gauge", "1 while this replica leads (leader or both coordination).");
-  out += fmt::format("fleetcron_leader {}\n", leader_.load());
-  metric("fleetcron_leader_term", "gauge", "The term (fencing token) of the leadership last held.");
-  out += fmt::format("fleetcron_leader_term {}\n", term_.load());
-  metric("fleetcron_backend_errors_total", "counter", "Failed calls to the coordination backend.");
-  out += fmt::format("fleetcron_backend_errors_total {}\n", backend_errors_.load());
-  metric("fleetcron_backend_latency_seconds", "histogram", "Latency of claim and election calls.");
-  backend_latency_.write(out, "fleetcron_backend_latency_seconds", "");
-  metric("fleetcron_clock_offset_seconds", "gauge", "Backend clock minus local clock, as the claimer last measured it (Redis, NATS, PostgreSQL; 0 before).");
-  out += fmt::format("fleetcron_clock_offset_seconds {}\n", clock_offset_.load());
-  std::lock_guard guard(mutex_);
-  if (backend_config_) {
-    metric("fleetcron_backend_config_ok", "gauge",
-           "1 if the Redis maxmemory-policy is noeviction; 0 if it is another or cannot be read (\"\").");
-    out += fmt::format("fleetcron_backend_config_ok{{maxmemory_policy=\"{}\"}} {}\n", backend_config_->first,
-                       backend_config_->second ? 1 : 0);
-  }
-}
-
-void Metrics::render_daemon(std::string& out) const {
-  const auto metric = [&](const char* name, const char* type, const char* help) { describe(out, name, type, help); };
-  metric("fleetcron_log_lines_lost_total", "counter", "Log lines the output refused (full disk, closed pipe).");
-  out += fmt::format("fleetcron_log_lines_lost_total {}\n", log_lines_lost_.load());
-  metric("fleetcron_log_lines_dropped_total", "counter", "Log lines dropped because the output could not keep up.");
-  out += fmt::format("fleetcron_log_lines_dropped_total {}\n", log_lines_dropped_.load());
-  metric("fleetcron_jobs", "gauge", "Jobs loaded from the jobs file.");
-  out += fmt::format("fleetcron_jobs {}\n", jobs_.load());
-  {
-    std::lock_guard guard(mutex_);
-    metric("fleetcron_notifications_total", "counter",
-           "Notifications (on-failure/on-lost/on-missed commands, webhooks, pings), by kind and result.");
-    for (const auto& [labels, count] : notifications_) out += fmt::format("fleetcron_notifications_total{{{}}} {}\n", labels, count);
-  }
-  metric("fleetcron_reloads_total", "counter", "Jobs file reloads, by result.");
-  out += fmt::format("fleetcron_reloads_total{{result=\"ok\"}} {}\n", reloads_ok_.load());
-  out += fmt::format("fleetcron_reloads_total{{result=\"failed\"}} {}\n", reloads_failed_.load());
-  metric("fleetcron_job_metrics_refresh_failures_total", "counter",
-         "Reads of the fleet state for the fleetcron_job_* series that failed (the last values stay).");
-  out += fmt::format("fleetcron_job_metrics_refresh_failures_total {}\n", fleet_jobs_failures_.load());
-  std::lock_guard guard(mutex_);
-  if (fleet_jobs_at_) {
-    metric("fleetcron_job_metrics_refreshed_timestamp_seconds", "gauge",
-           "When the fleetcron_job_* series were last read from the fleet state.");
-    out += fmt::format("fleetcron_job_metrics_refreshed_timestamp_seconds {}\n", *fleet_jobs_at_);
-    out += fleet_jobs_;
-  }
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, series_->registry.Collect());
+  std::lock_guard guard(series_->mutex);
+  out << series_->fleet_jobs;
+  return out.str();
 }
 
 }  // namespace fleetcron::daemon
