@@ -106,6 +106,9 @@ TEST(SettingTable, AFileNamesTheLineTheKeyAndWhatIsWrong) {
             "c.toml:2: defaults.notify \"ftp://x\": must be an http:// or https:// URL");
   EXPECT_NE(error_of_text("[leader]\ncolour = 1\n").find("c.toml:2: unknown key leader.colour (known in [leader]: ttl, key, bucket)"),
             std::string::npos);
+  EXPECT_EQ(error_of_text("max_concurrent = \"8\"\n"), "c.toml:1: max_concurrent \"8\": must be an integer from 1 to 4096")
+      << "a number in the file is a TOML integer; only a flag spells it";
+  EXPECT_NE(error_of_text("\"claim.ttl\" = \"1m\"\n").find("c.toml:1: unknown key \"claim.ttl\""), std::string::npos);
   EXPECT_EQ(error_of_text("store_wait = 0\n"), "");
   EXPECT_EQ(error_of_text("store_wait = 5\n"), "c.toml:1: store_wait: must be a duration string, or 0");
 }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -78,7 +80,7 @@ TEST(BoundedWorker, HandlesEveryItemInOrderAndDrainsAtStop) {
   EXPECT_EQ(worker.refused(), 0U) << "a push after stop is not a drop";
 }
 
-TEST(BoundedWorker, AFullQueueRefusesCountsAndReportsTheGapWithTheNextItem) {
+TEST(BoundedWorker, AFullQueueRefusesCountsAndReportsTheGapWithTheNextItemQueued) {
   Seen seen;
   Gate gate;
   Worker worker(2, recorder(seen, &gate));
@@ -91,18 +93,48 @@ TEST(BoundedWorker, AFullQueueRefusesCountsAndReportsTheGapWithTheNextItem) {
   }
   for (int i = 4; i <= 6; ++i) {
     int item = i;
-    EXPECT_EQ(worker.push(item), Worker::Refusal::full);
+    std::uint64_t refused_so_far = 0;
+    EXPECT_EQ(worker.push(item, &refused_so_far), Worker::Refusal::full);
+    EXPECT_EQ(refused_so_far, static_cast<std::uint64_t>(i - 3));
   }
   EXPECT_EQ(worker.refused(), 3U);
+  EXPECT_EQ(worker.unreported(), 3U);
   gate.open();
   ASSERT_TRUE(worker.flush(std::chrono::steady_clock::now() + 60s));
   int after = 7;
   ASSERT_EQ(worker.push(after), Worker::Refusal::none);
   (void)worker.stop();
   ASSERT_EQ(seen.items, (std::vector<int>{1, 2, 3, 7}));
+  EXPECT_EQ(seen.gaps[1].since_previous, 0U);
   EXPECT_EQ(seen.gaps[2].since_previous, 0U);
-  EXPECT_EQ(seen.gaps[3].since_previous, 3U) << "the gap travels with the first item after it";
+  EXPECT_EQ(seen.gaps[3].since_previous, 3U) << "told where it happened: with the first item queued after it";
   EXPECT_EQ(seen.gaps[3].total, 3U);
+  EXPECT_EQ(worker.unreported(), 0U);
+}
+
+TEST(BoundedWorker, AGapIsToldOnItsOwnWhenTheQueueDrainsBeforeAnotherItemComes) {
+  Seen seen;
+  Gate gate;
+  std::mutex gaps_mutex;
+  std::condition_variable gaps_cv;
+  std::vector<RefusedGap> alone;
+  Worker worker(1, recorder(seen, &gate), [&](RefusedGap gap) {
+    std::lock_guard guard(gaps_mutex);
+    alone.push_back(gap);
+    gaps_cv.notify_all();
+  });
+  for (int i = 1; i <= 4; ++i) {
+    int item = i;
+    (void)worker.push(item);
+    if (i == 1) gate.wait_entered(1);  // 1 in the handler, 2 queued, 3 and 4 refused
+  }
+  gate.open();
+  std::unique_lock lock(gaps_mutex);
+  ASSERT_TRUE(gaps_cv.wait_for(lock, 60s, [&] { return !alone.empty(); }));
+  ASSERT_EQ(alone.size(), 1U);
+  EXPECT_EQ(alone[0].since_previous, 2U);
+  EXPECT_EQ(alone[0].total, 2U);
+  EXPECT_EQ(worker.unreported(), 0U);
 }
 
 TEST(BoundedWorker, StopAtADeadlineGivesBackWhatWasNotHandledAndStopsTheItemInFlight) {
@@ -130,12 +162,13 @@ TEST(BoundedWorker, StopAtADeadlineGivesBackWhatWasNotHandledAndStopsTheItemInFl
 
 TEST(BoundedWorker, AStuckHandlerIsLeftBehindWhenAskedToDetach) {
   auto gate = std::make_shared<Gate>();
-  Worker worker(4, [gate](int&, RefusedGap, std::stop_token) { gate->enter(); });
+  auto worker = std::make_unique<Worker>(4, [gate](int&, RefusedGap, std::stop_token) { gate->enter(); });
   int item = 1;
-  ASSERT_EQ(worker.push(item), Worker::Refusal::none);
+  ASSERT_EQ(worker->push(item), Worker::Refusal::none);
   gate->wait_entered(1);
-  const auto unhandled = worker.stop(std::chrono::steady_clock::now(), Worker::Stuck::detach);
+  const auto unhandled = worker->stop(std::chrono::steady_clock::now(), Worker::Stuck::detach);
   EXPECT_TRUE(unhandled.empty());  // returned without waiting for the handler
+  worker.reset();                  // nor does the destructor wait (it would hang here)
   gate->open();                    // the thread then ends on its own
 }
 
@@ -143,7 +176,10 @@ TEST(BoundedWorker, AHandlerMayStopItsOwnWorker) {
   Seen seen;
   Worker* self = nullptr;
   Worker worker(4, [&](int& item, RefusedGap, std::stop_token) {
-    if (item == 1) (void)self->stop();  // neither waits for nor joins itself
+    if (item == 1) {
+      (void)self->stop();  // neither waits for nor joins itself
+      (void)self->stop();  // and a second call returns at once
+    }
     std::lock_guard guard(seen.mutex);
     seen.items.push_back(item);
   });

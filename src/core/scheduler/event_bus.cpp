@@ -13,7 +13,8 @@ EventBus::EventBus(std::vector<std::shared_ptr<Observer>> observers, std::shared
       logger_(std::move(logger)) {
   if (observers_.empty()) return;
   worker_ = std::make_unique<BoundedWorker<Event>>(
-      capacity, [this](Event& event, RefusedGap gap, std::stop_token) { deliver_to_observers(event, gap); });
+      capacity, [this](Event& event, RefusedGap gap, std::stop_token) { deliver_to_observers(event, gap); },
+      [this](RefusedGap gap) { tell_gap(gap); });
 }
 
 EventBus::~EventBus() { flush_and_stop(); }
@@ -40,17 +41,20 @@ void EventBus::publish(Event event) {
   if (ledger_) deliver(*ledger_, event);
   if (recorder_) deliver(*recorder_, event);
   if (!worker_) return;
-  if (worker_->push(event) == BoundedWorker<Event>::Refusal::full && recorder_) {
-    deliver(*recorder_, ObserverDropEvent{worker_->refused()});
+  std::uint64_t dropped_so_far = 0;
+  if (worker_->push(event, &dropped_so_far) == BoundedWorker<Event>::Refusal::full && recorder_) {
+    deliver(*recorder_, ObserverDropEvent{dropped_so_far});
   }
 }
 
 void EventBus::deliver_to_observers(const Event& event, RefusedGap gap) const {
   // Room again: the observers learn of the gap before what follows it.
-  if (gap.since_previous != 0) {
-    for (const auto& observer : observers_) deliver(*observer, ObserverDropEvent{gap.total});
-  }
+  if (gap.since_previous != 0) tell_gap(gap);
   for (const auto& observer : observers_) deliver(*observer, event);
+}
+
+void EventBus::tell_gap(RefusedGap gap) const {
+  for (const auto& observer : observers_) deliver(*observer, ObserverDropEvent{gap.total});
 }
 
 void EventBus::flush_and_stop() {

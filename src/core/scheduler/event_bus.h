@@ -36,6 +36,8 @@ class EventBus {
   void log(const std::string& message) const noexcept;
   /// On the observers' thread: the gap first, then the event.
   void deliver_to_observers(const Event& event, RefusedGap gap) const;
+  /// On the observers' thread: ObserverDropEvent with the total dropped.
+  void tell_gap(RefusedGap gap) const;
 
   std::vector<std::shared_ptr<Observer>> observers_;
   std::shared_ptr<Observer> recorder_;

@@ -59,7 +59,7 @@ void add_settings_flags(CLI::App* command, Flags& flags, bool with_jobs) {
   const auto specs = fleetcron::daemon::setting_table();
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const auto& spec = specs[i];
-    if (spec.flag.empty()) continue;
+    if (spec.flag.empty() || (spec.jobs_commands_only && !with_jobs)) continue;
     if (spec.flag == "jobs") {
       if (with_jobs) command->add_option("jobs", flags.jobs, flag_help(spec));
       continue;

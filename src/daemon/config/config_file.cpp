@@ -53,7 +53,7 @@ void apply_key(const std::string& key, const toml::node& node, const std::string
   try {
     spec->apply(settings, input);
   } catch (const std::invalid_argument& e) {
-    const auto* shown = std::get_if<std::string>(&input);
+    const std::string* shown = shown_text(input);
     throw SettingsError(shown != nullptr ? fmt::format("{}: {} \"{}\": {}", where_text, key, *shown, e.what())
                                          : fmt::format("{}: {}: {}", where_text, key, e.what()));
   }
@@ -94,6 +94,10 @@ void apply_table(const toml::table& table, const std::string& path, Settings& se
     const std::string name(key.str());
     const auto* section = node.as_table();
     if (section == nullptr) {
+      // A quoted "claim.ttl" at the top is a key of its own, not [claim] ttl.
+      if (name.find('.') != std::string::npos) {
+        throw SettingsError(fmt::format("{}: unknown key \"{}\" (known: {})", where(path, node), name, known_keys()));
+      }
       apply_key(name, node, path, settings);
       continue;
     }

@@ -20,12 +20,12 @@ using std::chrono::nanoseconds;
 // ---- what each kind of value accepts; each throws std::invalid_argument with the reason
 
 const std::string& text(const SettingInput& input) {
-  if (const auto* value = std::get_if<std::string>(&input)) return *value;
+  if (const std::string* value = shown_text(input)) return *value;
   throw std::invalid_argument("must be a string");
 }
 
 std::vector<std::string> paths(const SettingInput& input) {
-  if (const auto* value = std::get_if<std::string>(&input)) return {*value};
+  if (const std::string* value = shown_text(input)) return {*value};
   const auto* list = std::get_if<std::vector<std::string>>(&input);
   if (list == nullptr || list->empty()) throw std::invalid_argument("must be a path or a non-empty list of paths");
   return *list;
@@ -48,9 +48,10 @@ std::size_t count(const SettingInput& input, std::int64_t min, std::int64_t max)
   bool read = false;
   if (const auto* number = std::get_if<std::int64_t>(&input)) {
     value = *number, read = true;
-  } else if (const auto* flag_text = std::get_if<std::string>(&input)) {
-    const auto [end, error] = std::from_chars(flag_text->data(), flag_text->data() + flag_text->size(), value);
-    read = !flag_text->empty() && error == std::errc() && end == flag_text->data() + flag_text->size();
+  } else if (const auto* flag = std::get_if<FlagText>(&input)) {  // a TOML string is not a number
+    const std::string& digits = flag->text;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    read = !digits.empty() && error == std::errc() && end == digits.data() + digits.size();
   }
   if (!read || value < min || value > max) {
     throw std::invalid_argument(fmt::format("must be an integer from {} to {}", min, max));
@@ -94,7 +95,7 @@ const std::array table{
     SettingSpec{"crontab_format", "--crontab-format", "FORMAT", "", "auto", "user, system, auto", "Jobs",
                 "Whether job lines have a user column: user (spec, command), system (spec, user, command) or auto "
                 "(system for /etc/crontab and /etc/cron.d); a file's own '# fleetcron-file: format=' line wins",
-                FLEETCRON_SET(s.crontab_format = crontab_format_from_string(text(in)))},
+                FLEETCRON_SET(s.crontab_format = crontab_format_from_string(text(in))), true},
     SettingSpec{"seconds", "--seconds", "", "", "false", "", "Jobs", "Job lines have a leading seconds field (6 fields)",
                 FLEETCRON_SET(s.seconds = boolean(in))},
     SettingSpec{"watch", "--watch", "", "", "false", "", "Jobs",
@@ -231,6 +232,12 @@ std::string_view section_of(std::string_view key) {
 
 std::span<const SettingSpec> setting_table() { return table; }
 
+const std::string* shown_text(const SettingInput& input) {
+  if (const auto* value = std::get_if<std::string>(&input)) return value;
+  if (const auto* flag = std::get_if<FlagText>(&input)) return &flag->text;
+  return nullptr;
+}
+
 const SettingSpec* find_setting(std::string_view key) {
   for (const SettingSpec& spec : table) {
     if (spec.key == key) return &spec;
@@ -246,7 +253,7 @@ void apply_given(const SettingSpec& spec, const SettingInput& input, const std::
   try {
     spec.apply(settings, input);
   } catch (const std::invalid_argument& e) {
-    const auto* shown = std::get_if<std::string>(&input);
+    const std::string* shown = shown_text(input);
     throw SettingsError(shown != nullptr ? fmt::format("{} \"{}\": {}", where, *shown, e.what())
                                          : fmt::format("{}: {}", where, e.what()));
   }
@@ -264,7 +271,7 @@ Settings build_settings(const CommandLineSettings& command_line) {
     if (!spec.environment.empty()) {
       const std::string variable(spec.environment);
       if (const char* value = std::getenv(variable.c_str()); value != nullptr) {
-        apply_given(spec, std::string(value), "environment variable " + variable, settings);
+        apply_given(spec, FlagText{value}, "environment variable " + variable, settings);
       }
     }
     if (spec.flag == "jobs") {
@@ -274,7 +281,7 @@ Settings build_settings(const CommandLineSettings& command_line) {
     if (i >= command_line.given.size()) continue;
     const CommandLineSettings::Given& given = command_line.given[i];
     if (given.on) apply_given(spec, true, "option " + std::string(spec.flag), settings);
-    if (given.text) apply_given(spec, *given.text, "option " + std::string(spec.flag), settings);
+    if (given.text) apply_given(spec, FlagText{*given.text}, "option " + std::string(spec.flag), settings);
   }
   resolve_coordinator_password(settings);
   return settings;

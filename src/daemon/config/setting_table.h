@@ -17,9 +17,16 @@
 
 namespace fleetcron::daemon {
 
-/// A setting's value as given: a flag's text (or true for a switch), or a
-/// TOML string, integer, boolean or list of strings.
-using SettingInput = std::variant<std::string, std::int64_t, bool, std::vector<std::string>>;
+/// A flag's or an environment variable's text: unlike a TOML string, it
+/// may spell a number (`--history 20`; the file says `history = 20`).
+struct FlagText {
+  std::string text;
+};
+/// A setting's value as given: a TOML string, integer, boolean or list of
+/// strings, or a flag's text (true for a switch).
+using SettingInput = std::variant<std::string, std::int64_t, bool, std::vector<std::string>, FlagText>;
+/// The text of a string or a flag, for error messages; nullptr otherwise.
+[[nodiscard]] const std::string* shown_text(const SettingInput& input);
 
 /// One setting.
 struct SettingSpec {
@@ -40,6 +47,8 @@ struct SettingSpec {
   /// Sets the value; throws std::invalid_argument saying what is wrong
   /// with it (the caller adds where: the flag, or file and line).
   void (*apply)(Settings& settings, const SettingInput& input);
+  /// Its flag only on the commands that read jobs files (run, validate).
+  bool jobs_commands_only = false;
 };
 
 /// Every setting, in the order they are documented (and applied: a later

@@ -134,21 +134,23 @@ void emit(std::ostream& out, const std::string& line, std::atomic<std::uint64_t>
   }
 }
 
+std::string dropped_line(LogFormat format, detail::RefusedGap gap) {
+  return format_line(format, "warn", "log-lines-dropped",
+                     fmt::format("{} log line(s) dropped: the log output could not keep up", gap.since_previous), {}, {});
+}
+
 }  // namespace
 
 LogSink::LogSink(LogFormat format, std::ostream& out, std::size_t queue_lines)
     : format_(format),
       lost_(std::make_shared<std::atomic<std::uint64_t>>(0)),
-      writer_(queue_lines, [&out, format, lost = lost_](std::string& line, detail::RefusedGap gap, std::stop_token) {
-        if (gap.since_previous > 0) {
-          emit(out,
-               format_line(format, "warn", "log-lines-dropped",
-                           fmt::format("{} log line(s) dropped: the log output could not keep up", gap.since_previous),
-                           {}, {}),
-               *lost);
-        }
-        emit(out, line, *lost);
-      }) {}
+      writer_(
+          queue_lines,
+          [&out, format, lost = lost_](std::string& line, detail::RefusedGap gap, std::stop_token) {
+            if (gap.since_previous > 0) emit(out, dropped_line(format, gap), *lost);
+            emit(out, line, *lost);
+          },
+          [&out, format, lost = lost_](detail::RefusedGap gap) { emit(out, dropped_line(format, gap), *lost); }) {}
 
 LogSink::~LogSink() {
   // The output may be stuck (a full pipe): what is queued then is lost with
