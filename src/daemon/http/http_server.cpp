@@ -1,4 +1,5 @@
 #include "daemon/http/http_server.h"
+#include "daemon/observe/json_output.h"
 
 #include "daemon/http/http_client.h"
 #include "daemon/config/settings.h"
@@ -314,9 +315,11 @@ struct HttpServer::Impl {
     const std::string header = request.get_header_value("Host");
     if (header.empty() || is_loopback_name(host_of(header))) return std::nullopt;
     return HttpAnswer{403, "application/json",
-                      fmt::format("{{\"error\":\"Host {} is not served here: this listener is on loopback and answers "
-                                  "localhost, 127.0.0.0/8 and [::1] only (bind another address to serve other names)\"}}\n",
-                                  header.size() <= 100 && header.find_first_of("\"\\") == std::string::npos ? header : "(this one)"),
+                      error_document(fmt::format("Host {} is not served here: this listener is on loopback and answers "
+                                                 "localhost, 127.0.0.0/8 and [::1] only (bind another address to serve "
+                                                 "other names)",
+                                                 header.size() <= 100 ? header : "(this one)")) +
+                          "\n",
                       {}};
   }
 
@@ -342,7 +345,7 @@ struct HttpServer::Impl {
     if (r.api) add_api_routes();
     server.set_exception_handler([](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
       response.status = 500;
-      response.set_content("{\"error\":\"internal error\"}", "application/json");
+      response.set_content(error_document("internal error") + "\n", "application/json");
     });
   }
 
@@ -370,9 +373,9 @@ struct HttpServer::Impl {
           // Not a part of it to act on: refused, and the connection closed.
           response.set_header("Connection", "close");
           return answer(HttpAnswer{413, "application/json",
-                                   fmt::format("{{\"error\":\"the request body is over {} bytes, or was not read "
-                                               "whole\"}}\n",
-                                               http_max_request_bytes),
+                                   error_document(fmt::format("the request body is over {} bytes, or was not read whole",
+                                                              http_max_request_bytes)) +
+                                       "\n",
                                    {}},
                         response);
         }

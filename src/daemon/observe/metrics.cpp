@@ -152,18 +152,25 @@ void Metrics::backend_error() { series_->backend_errors.Increment(); }
 void Metrics::backend_latency(double seconds) { series_->backend_latency.Observe(seconds); }
 void Metrics::clock_offset(double seconds) { series_->clock_offset.Set(seconds); }
 void Metrics::backend_config(const std::string& policy, bool ok) {
+  // One series, labelled with the policy last read; a scrape (under the
+  // same lock) sees the old one or the new one, never none.
   std::lock_guard guard(series_->mutex);
-  // One series, labelled with the policy last read.
-  if (series_->backend_config_series != nullptr) series_->backend_config.Remove(series_->backend_config_series);
-  series_->backend_config_series = &series_->backend_config.Add({{"maxmemory_policy", policy}});
-  series_->backend_config_series->Set(ok ? 1 : 0);
+  Gauge& current = series_->backend_config.Add({{"maxmemory_policy", policy}});
+  current.Set(ok ? 1 : 0);
+  if (series_->backend_config_series != nullptr && series_->backend_config_series != &current) {
+    series_->backend_config.Remove(series_->backend_config_series);
+  }
+  series_->backend_config_series = &current;
 }
-// The log's counts are totals the sink keeps: the counters follow them.
+// The log's counts are totals the sink keeps: the counters follow them,
+// one caller at a time (every scrape brings them up to date).
 void Metrics::log_lines_lost(std::uint64_t total) {
+  std::lock_guard guard(series_->mutex);
   Counter& counter = series_->log_lines_lost;
   counter.Increment(std::max(0.0, static_cast<double>(total) - counter.Value()));
 }
 void Metrics::log_lines_dropped(std::uint64_t total) {
+  std::lock_guard guard(series_->mutex);
   Counter& counter = series_->log_lines_dropped;
   counter.Increment(std::max(0.0, static_cast<double>(total) - counter.Value()));
 }
@@ -183,8 +190,10 @@ void Metrics::reloads(bool ok) { series_->reloads.Add({{"result", ok ? "ok" : "f
 
 std::string Metrics::render() const {
   std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, series_->registry.Collect());
+  // One lock across both: the refresh's timestamp and its per-job series
+  // come from the same read.
   std::lock_guard guard(series_->mutex);
+  prometheus::TextSerializer().Serialize(out, series_->registry.Collect());
   out << series_->fleet_jobs;
   return out.str();
 }
