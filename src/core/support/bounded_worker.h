@@ -5,6 +5,10 @@
 // with the first item queued after it, or, when the queue drains before
 // one comes, on its own (`on_gap`) — so every gap is told once, promptly,
 // and before anything queued after it.
+//
+// Header-only and used on both sides of the libraries (the daemon links
+// the core as a shared library in the release build, where the core's
+// internal functions are hidden): nothing here may call into the core.
 #pragma once
 
 #include <atomic>
@@ -19,7 +23,6 @@
 #include <thread>
 #include <utility>
 
-#include "core/support/assert.h"
 
 namespace fleetcron::detail {
 
@@ -28,6 +31,12 @@ struct RefusedGap {
   std::uint64_t since_previous = 0;  // since the gap told before
   std::uint64_t total = 0;           // since the worker started
 };
+
+/// Starts `body` on a thread of its own. Not a lambda of the template's:
+/// std::thread's state for a closure inside BoundedWorker<Event> (Event is
+/// public) would be exported from a shared libfleetcron-core, whatever the
+/// template's visibility; a std::function's is the standard library's own.
+inline std::thread start_worker_thread(std::function<void()> body) { return std::thread(std::move(body)); }
 
 template <typename Item>
 class BoundedWorker {
@@ -49,7 +58,7 @@ class BoundedWorker {
   /// is told only with the next item.
   BoundedWorker(std::size_t capacity, Handler handler, GapHandler on_gap = {})
       : state_(std::make_shared<State>(capacity == 0 ? 1 : capacity, std::move(handler), std::move(on_gap))) {
-    thread_ = std::thread([state = state_] { state->run(); });
+    thread_ = start_worker_thread([state = state_] { state->run(); });
   }
   /// Handles everything queued, then joins.
   ~BoundedWorker() { (void)stop(); }
@@ -177,7 +186,6 @@ class BoundedWorker {
         }
         busy = false;
         ++handled;
-        FLEETCRON_ASSERT(handled <= accepted);
         progress.notify_all();
       }
       progress.notify_all();
