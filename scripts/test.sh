@@ -68,10 +68,31 @@ phase() {
   fi
 }
 
+# run_ctest DIR ARGS... runs ctest in the build directory DIR and, when
+# tests fail, keeps their names for the summary (CI shows a run's last
+# lines only; the names must reach them).
+run_ctest() {
+  local dir=$1 status=0
+  shift
+  (cd "$dir" && ctest --output-on-failure "$@") || status=$?
+  if ((status != 0)); then
+    sed "s|^[0-9]*:|$dir: |" "$dir/Testing/Temporary/LastTestsFailed.log" >>build/failed-tests.txt 2>/dev/null ||
+      echo "$dir: ctest $* failed (exit $status)" >>build/failed-tests.txt
+    # The fleet scripts say why in a line of their own.
+    grep -h '^FAIL' "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | cut -c1-200 | head -n 5 |
+      sed 's/^/    /' >>build/failed-tests.txt || true
+  fi
+  return "$status"
+}
+
 summary() {
   printf '\n=== summary (%ds in all)\n' $((SECONDS - started))
   printf '%-12s %6s  %s\n' "result" "time" "phase"
   printf '%s\n' "${phase_rows[@]}"
+  if [[ -s build/failed-tests.txt ]]; then
+    echo "failed tests:"
+    sed 's/^/  /' build/failed-tests.txt
+  fi
   if ((any_failed)); then echo "SOME PHASES FAILED"; else echo "all tests passed"; fi
 }
 
@@ -98,7 +119,7 @@ gcc_build() {
 # pass runs the rest, and the fleets below run this build's program.
 gcc_tests() {
   local status=0
-  (cd build/gcc && ctest --output-on-failure -j"$jobs" -LE 'e2e|chaos|redis|nats|postgres') || status=$?
+  run_ctest build/gcc -j"$jobs" -LE 'e2e|chaos|redis|nats|postgres' || status=$?
   # The simulation's summary (docs/reliability.md quotes it); ctest keeps the
   # output of passing tests only in its log.
   grep -h '^fleetcron_sim:' build/gcc/Testing/Temporary/LastTest.log || true
@@ -163,7 +184,7 @@ early_builds() {
 
 fleet_runs() {
   local status=0
-  (cd build/gcc && ctest --output-on-failure -j6 -L 'e2e|chaos') || status=$?
+  run_ctest build/gcc -j6 -L 'e2e|chaos' || status=$?
   # Each fleet run's summary line: runs, duplicates, losses and their reasons.
   grep -hE '^ok( |:)' build/gcc/Testing/Temporary/LastTest.log || true
   return "$status"
@@ -226,7 +247,7 @@ asan_tests() {
   # simulation (sim-fleet) ran in the g++ pass: minutes of wall-clock time
   # each, with nothing more to find under ASan (the simulator's own tests,
   # label sim, do run here).
-  (cd build/clang-asan && FLEETCRON_DIFFERENTIAL_CASES=1000 ctest --output-on-failure -j"$jobs" -LE 'e2e|chaos|sim-fleet')
+  FLEETCRON_DIFFERENTIAL_CASES=1000 run_ctest build/clang-asan -j"$jobs" -LE 'e2e|chaos|sim-fleet'
 }
 
 fuzzing() {
@@ -270,9 +291,9 @@ tsan_tests() {
   # the HTTP listener's connections, the lag probe) and three real
   # schedulers per simulated fleet, with their threads, crashes and
   # restarts.
-  (cd build/gcc-tsan && ctest --output-on-failure -j"$jobs" -L 'scheduler|redis|nats|postgres') || failed=1
-  (cd build/gcc-tsan && ctest --output-on-failure -j"$jobs" \
-    -R '^(Notifier|Api|HttpServer|SchedulingLag[A-Za-z]*)\.|^Simulation\.(ClaimMode|LeaderMode|BothMode)') || failed=1
+  run_ctest build/gcc-tsan -j"$jobs" -L 'scheduler|redis|nats|postgres' || failed=1
+  run_ctest build/gcc-tsan -j"$jobs" \
+    -R '^(Notifier|Api|HttpServer|SchedulingLag[A-Za-z]*)\.|^Simulation\.(ClaimMode|LeaderMode|BothMode)' || failed=1
   return "$failed"
 }
 
@@ -288,7 +309,7 @@ if ! { start_redis && start_nats && start_postgres; }; then
   exit 1
 fi
 
-mkdir -p build && rm -f build/release-builds.status build/asan-build.status
+mkdir -p build && rm -f build/release-builds.status build/asan-build.status build/failed-tests.txt
 phase gcc_build "g++ build" ""
 early_builds &
 phase gcc_tests "g++ tests" "gcc_build"
