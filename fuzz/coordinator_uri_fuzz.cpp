@@ -1,6 +1,6 @@
 // Fuzzes coordinator URIs as the daemon takes them (--coordinator or the
-// config's `coordinator`): the settings check, then the NATS or Redis URI
-// parser. Every failure is an exception the daemon reports — and no
+// config's `coordinator`): the settings check, then the URI parser of the
+// backend it names. Every failure is an exception the daemon reports — and no
 // message may contain the URI's password.
 //
 // A password "leaks" when it flows into the message: the URI is parsed a
@@ -20,7 +20,6 @@
 
 #include "daemon/run/coordination_setup.h"
 #include "daemon/config/settings.h"
-#include "fleetcron/redis/uri.h"
 
 namespace {
 
@@ -73,11 +72,10 @@ std::optional<std::string> message_for(const std::string& uri) {
   settings.coordinator = uri;
   try {
     daemon::validate(settings);
-    if (uri.starts_with("nats://") || uri.starts_with("tls://")) {
-      (void)daemon::parse_nats_uri(uri, settings);
-    } else if (uri != "memory") {
-      (void)redis::parse_uri(uri);
-    }
+    // The backend the URI names parses it as a replica would (claim mode:
+    // every part of the URI is read), without connecting.
+    settings.coordination = daemon::CoordinationMode::claim;
+    (void)daemon::make_offline_claimer(settings);
   } catch (const daemon::SettingsError& e) {
     return e.what();
   } catch (const std::invalid_argument& e) {  // the URI parsers, redis::UriError included

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/cli/commands.h"
+#include "daemon/backends/nats_backend.h"
 #include "fleetcron/nats/coordination.h"
 #include "nats/keys.h"
 

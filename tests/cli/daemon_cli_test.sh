@@ -364,6 +364,20 @@ fi
 kill -TERM "$noconfig_pid" 2>/dev/null; wait "$noconfig_pid" 2>/dev/null
 kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
 
+# A PostgreSQL schema without the tables: the daemon runs no DDL, it
+# refuses to start and names what `fleetcron migrate` would create.
+source "$(dirname "$0")/../../scripts/servers.sh"  # a private cluster, stopped by stop_servers
+trap 'cleanup; stop_servers' EXIT
+if start_postgres >/dev/null; then
+  expect_error "a PostgreSQL schema without the tables is refused" 2 "schema object(s) missing on" -- \
+    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL"
+  expect_error "the missing table is named" 2 "table cron_claims is missing: run \`fleetcron migrate\`" -- \
+    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL"
+  stop_servers
+else
+  bad "PostgreSQL did not start: the schema refusal is untested"
+fi
+
 printf '# fleetcron: keep-failed=5000\n@daily true\n' >"$work/keep.cron"
 # fleetcron logs: the whole output of a past run, attempts included, kept
 # per job by count (keep-succeeded=2 prunes the third), and where a run is

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "daemon/backends/backend.h"
+#include "daemon/backends/nats_backend.h"
 #include "daemon/cli/commands.h"
 #include "daemon/run/coordination_setup.h"
 
@@ -30,15 +32,78 @@ TEST(CoordinationSetup, ClaimersKeepTheirDedupWindow) {
   const auto coordination = make_coordination(nats, metrics);
   EXPECT_EQ(coordination.claimer->dedup_window(), 5s);
   EXPECT_EQ(coordination.claimer->claim("k@2036-01-01T00:00:00Z").status, ClaimResult::Status::error);
-  EXPECT_THROW(coordination.ping(), ConnectError);
-  // Every claimer that measures the store's clock feeds the offset metric
-  // (nothing measured yet here: no value); memory has no store clock.
-  for (const Settings* settings : {&redis, &nats}) {
+  EXPECT_THROW(coordination.diagnostics->ping(), ConnectError);
+  // Every backend has diagnostics; nothing measured yet here (no clock
+  // offset), and memory has no store clock to measure.
+  Settings postgres;
+  postgres.coordinator = "postgres://u@127.0.0.1:1/db";  // lazily too
+  for (const Settings* settings : {&memory, &redis, &nats, &postgres}) {
     const auto built = make_coordination(*settings, metrics);
-    ASSERT_TRUE(built.clock_offset) << settings->coordinator;
-    EXPECT_FALSE(built.clock_offset()) << settings->coordinator;
+    ASSERT_NE(built.diagnostics, nullptr) << settings->coordinator;
+    EXPECT_FALSE(built.diagnostics->clock_offset()) << settings->coordinator;
+    EXPECT_NE(built.claimer, nullptr) << settings->coordinator;
+    EXPECT_NE(built.fleet_state, nullptr) << settings->coordinator;  // catch-up is on by default
   }
-  EXPECT_FALSE(make_coordination(memory, metrics).clock_offset);
+  EXPECT_NO_THROW(make_coordination(memory, metrics).diagnostics->ping());
+  // Only Redis has a configuration to check (its maxmemory-policy); the
+  // others answer that there is none, without asking anything.
+  EXPECT_FALSE(make_coordination(memory, metrics).diagnostics->check_config());
+  EXPECT_FALSE(make_coordination(nats, metrics).diagnostics->check_config());
+  const auto unreachable = make_coordination(redis, metrics).diagnostics->check_config();
+  ASSERT_TRUE(unreachable);
+  EXPECT_FALSE(unreachable->answered);
+  EXPECT_FALSE(unreachable->safe);
+}
+
+// The coordinator setting picks one backend; an unknown one is refused
+// naming every form, without the password it may carry.
+TEST(CoordinationSetup, TheCoordinatorPicksOneBackendAndAnUnknownOneNamesThemAll) {
+  EXPECT_EQ(backend_for("memory").name(), "memory");
+  EXPECT_TRUE(backend_for("memory").in_process());
+  for (const char* redis : {"redis://h", "rediss://h", "redis-sentinel://h", "unix:/run/redis.sock"}) {
+    EXPECT_EQ(backend_for(redis).name(), "Redis") << redis;
+  }
+  EXPECT_EQ(backend_for("nats://h").name(), "NATS");
+  EXPECT_EQ(backend_for("tls://h").name(), "NATS");
+  EXPECT_EQ(backend_for("postgresql://h/db").name(), "PostgreSQL");
+  EXPECT_TRUE(backend_for("redis://h").checks_config());
+  EXPECT_FALSE(backend_for("nats://h").checks_config());
+  EXPECT_FALSE(backend_for("postgres://h/db").in_process());
+  try {
+    (void)backend_for("ftp://user:secret@h");
+    FAIL() << "an unknown coordinator was accepted";
+  } catch (const SettingsError& e) {
+    EXPECT_STREQ(e.what(), "coordinator \"ftp://***@h\": expected memory, redis://…, rediss://…, redis-sentinel://…, "
+                           "unix:…, nats://…, tls://… or postgres://…");
+  }
+}
+
+// What replicas compare: the same shape on every backend, where each keeps
+// its claims and its lease, defaults resolved.
+TEST(CoordinationSetup, DedupSettingsNameWhereEachBackendKeepsClaimsAndTheLease) {
+  Settings settings;
+  settings.coordination = CoordinationMode::both;
+  settings.claim_ttl = 20s;
+  const auto names = [](const std::vector<ReplicaSetting>& list) {
+    std::vector<std::string> out;
+    for (const auto& setting : list) out.push_back(setting.name + "=" + setting.value);
+    return out;
+  };
+  settings.coordinator = "redis://h";
+  EXPECT_EQ(names(dedup_settings(settings)),
+            (std::vector<std::string>{"mode=both", "claim_ttl=20s", "max_clock_skew=5s", "claim_prefix=cron:claim:",
+                                      "leader_ttl=30s", "leader_key=cron:leader"}));
+  settings.coordinator = "nats://h?bucket=B&key=k";
+  EXPECT_EQ(names(dedup_settings(settings)),
+            (std::vector<std::string>{"mode=both", "claim_ttl=20s", "max_clock_skew=5s", "claim_bucket=B",
+                                      "leader_ttl=10s", "leader_key=k", "leader_bucket=" + settings.leader_bucket}));
+  settings.coordinator = "postgres://h/db?leader_name=n";
+  settings.coordination = CoordinationMode::leader;
+  EXPECT_EQ(names(dedup_settings(settings)),
+            (std::vector<std::string>{"mode=leader", "leader_ttl=30s", "leader_table=cron_leader", "leader_key=n"}));
+  settings.coordinator = "memory";
+  settings.coordination = CoordinationMode::claim;
+  EXPECT_EQ(names(dedup_settings(settings)), (std::vector<std::string>{"mode=claim", "claim_ttl=20s", "max_clock_skew=5s"}));
 }
 
 // The offline claimer `validate` checks with has the real one's rules.

@@ -9,7 +9,6 @@
 #include "daemon/config/jobs_sources.h"
 #include "daemon/observe/log_sink.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/nats/coordination.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/time_zone.h"
 
@@ -46,21 +45,6 @@ namespace {
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
 }
-
-}  // namespace
-
-std::string describe_leader_record(const std::optional<nats::Entry>& entry) {
-  if (!entry || entry->operation != nats::Entry::Operation::put || entry->value == nats::Election::resigned_marker) {
-    return "leader: none\n";
-  }
-  // The term is the revision at which it won; the key only keeps its
-  // latest renewal, so that is what can be shown here. The value is
-  // whatever was written to the bucket: escaped, so it cannot forge lines
-  // or send terminal control sequences.
-  return fmt::format("leader: \"{}\" (last renewed at revision {})\n", terminal_safe(entry->value), entry->revision);
-}
-
-namespace {
 
 void print_job(std::ostream& out, const JobDefinition& job, int count, Instant from) {
   out << fmt::format("\n{}:{}  key {}{}\n  spec     {}\n  command  {}\n", job.file, job.line, job.key,

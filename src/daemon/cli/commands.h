@@ -11,7 +11,6 @@
 
 #include "daemon/config/settings.h"
 #include "fleetcron/fleet_state.h"
-#include "fleetcron/nats/connection.h"
 
 namespace fleetcron::daemon {
 
@@ -45,9 +44,10 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
 int run_logs_command(const Settings& settings, const std::string& job, const std::string& fire, bool list,
                      std::ostream& out, std::ostream& err);
 
-/// The coordinator's fleet state (Redis or NATS), for the commands that
-/// read or change it without a daemon. Throws if it cannot be reached.
-[[nodiscard]] std::shared_ptr<FleetState> open_fleet_state(Settings settings);
+/// The coordinator's fleet state (Backend::open_fleet_state()), for the
+/// commands that read or change it without a daemon. Throws if it cannot
+/// be reached.
+[[nodiscard]] std::shared_ptr<FleetState> open_fleet_state(const Settings& settings);
 
 /// `fleetcron migrate`: creates the PostgreSQL coordinator's tables
 /// (postgres::migrate) and prints what it did. 0, or 1 with the error on
@@ -73,9 +73,5 @@ enum class ControlAction { pause, resume, trigger };
 /// unknown job or a memory coordinator (no fleet to reach).
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
                         std::ostream& out, std::ostream& err, const std::string& request_id = {}, bool force = false);
-
-/// The status line for a NATS leader record, one line whatever the record
-/// holds (its value is escaped).
-[[nodiscard]] std::string describe_leader_record(const std::optional<nats::Entry>& entry);
 
 }  // namespace fleetcron::daemon

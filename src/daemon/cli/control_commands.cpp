@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 
+#include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
 #include "daemon/observe/job_lookup.h"
 #include "daemon/observe/json_output.h"
@@ -65,7 +66,7 @@ std::string text_answer(ControlAction action, const std::string& job, const Cont
 int run_control_command(const Settings& settings, ControlAction action, const std::string& job, bool json,
                         std::ostream& out, std::ostream& err, const std::string& request_id, bool force) {
   const std::string_view name = action_name(action);
-  if (settings.coordinator == "memory") {
+  if (backend_for(settings.coordinator).in_process()) {
     err << name << ": the memory coordinator has no fleet outside its process; use redis://, nats:// or postgres://\n";
     return 2;
   }

@@ -5,14 +5,11 @@
 #include <chrono>
 #include <memory>
 
+#include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
-#include "daemon/run/coordination_setup.h"
 #include "daemon/observe/job_lookup.h"
 #include "daemon/observe/json_output.h"
 #include "daemon/observe/log_sink.h"
-#include "fleetcron/nats/fleet_state.h"
-#include "fleetcron/postgres/fleet_state.h"
-#include "fleetcron/redis/fleet_state.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/store_clock.h"
@@ -41,20 +38,8 @@ std::string record_line(const FireRecord& r) {
 
 }  // namespace
 
-std::shared_ptr<FleetState> open_fleet_state(Settings settings) {  // a copy: parsing the URI fills it in
-  if (postgres::is_postgres_uri(settings.coordinator)) {
-    const auto options = postgres_options(settings);
-    return std::make_shared<postgres::FleetState>(std::make_shared<postgres::Connection>(options.connection),
-                                                  postgres::FleetStateOptions{.tables = options.tables});
-  }
-  if (settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://")) {
-    const auto options = parse_nats_uri(settings.coordinator, settings);
-    auto connection = nats::Connection::connect(options);
-    return std::make_shared<nats::FleetState>(connection->bucket(effective_fleet_bucket(settings)));
-  }
-  auto client = std::make_shared<redis::Client>(redis_options(settings));
-  return std::make_shared<redis::FleetState>(client,
-                                             redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
+std::shared_ptr<FleetState> open_fleet_state(const Settings& settings) {
+  return backend_for(settings.coordinator).open_fleet_state(settings);
 }
 
 namespace {
@@ -82,7 +67,7 @@ LedgerRead fleet_history(FleetState& state, std::size_t count) {
 
 int run_history_command(const Settings& settings, const std::string& job, std::size_t count, bool json,
                         std::ostream& out, std::ostream& err) {
-  if (settings.coordinator == "memory") {
+  if (backend_for(settings.coordinator).in_process()) {
     err << "history: the memory coordinator keeps no state outside its process; use redis://, nats:// or postgres://\n";
     return 2;
   }

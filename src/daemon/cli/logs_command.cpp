@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
 #include "daemon/run/run_output.h"
 #include "fleetcron/rfc3339.h"
@@ -26,7 +27,7 @@ std::string describe(const KeptRun& run) {
 /// The job's ledger records, to say where a run that is not here ran;
 /// empty without a fleet state (the memory coordinator) or when it fails.
 std::vector<FireRecord> ledger_of(const Settings& settings, const std::string& job, std::string& error) {
-  if (settings.coordinator == "memory") return {};
+  if (backend_for(settings.coordinator).in_process()) return {};
   try {
     const auto state = open_fleet_state(settings);
     LedgerRead read = state->read_fires(job, 100);

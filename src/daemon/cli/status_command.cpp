@@ -8,18 +8,13 @@
 #include <map>
 #include <set>
 
+#include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
-#include "daemon/run/coordination_setup.h"
 #include "daemon/observe/fleet_view.h"
 #include "daemon/observe/json_output.h"
 #include "daemon/observe/store_view.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/nats/coordination.h"
-#include "fleetcron/postgres/elector.h"
-#include "fleetcron/redis/client.h"
-#include "fleetcron/redis/elector.h"
-#include "fleetcron/redis/inspection.h"
 #include "fleetcron/rfc3339.h"
 #include "fleetcron/store_clock.h"
 #include "fleetcron/time_zone.h"
@@ -30,88 +25,6 @@ namespace {
 
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
-}
-
-StoreView redis_view(const Settings& settings, bool with_claims) try {
-  redis::Client client(redis_options(settings));
-  StoreView view{client.describe(), {}, {}};
-  const std::string leader_key = settings.leader_key.empty() ? std::string(redis::default_leader_key) : settings.leader_key;
-  const redis::LeaseRecord lease = redis::read_lease(client, leader_key);
-  // What the store holds is escaped: it cannot forge lines or send
-  // terminal control sequences.
-  if (lease.holder) {
-    view.leader = {lease.holder, lease.term, lease.expires_in.count(), std::nullopt};
-    view.text = fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(*lease.holder),
-                            lease.term ? terminal_safe(*lease.term) : std::string("unknown"), lease.expires_in.count());
-  } else {
-    view.text = "leader: none\n";
-  }
-  if (!with_claims) return view;
-  // Claims: prefix + key@RFC3339; count those of the last hour per job.
-  const Instant cutoff = now() - std::chrono::hours{1};
-  std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
-  redis::scan_claims(client, settings.claim_prefix, [&](std::string_view fire_key) {
-    const auto at = fire_key.rfind('@');
-    Instant scheduled{};
-    try {
-      scheduled = parse_rfc3339(fire_key.substr(at + 1));
-    } catch (const std::exception&) {
-      return;
-    }
-    if (scheduled < cutoff) return;
-    auto& [count, latest] = per_job[std::string(fire_key.substr(0, at))];
-    ++count;
-    latest = std::max(latest, std::string(fire_key.substr(at + 1)));
-  });
-  view.text += fmt::format("claims in the last hour ({} job(s)):\n", per_job.size());
-  for (const auto& [key, entry] : per_job) {
-    view.text += fmt::format("  {}  {} claim(s), latest {}\n", terminal_safe(key), entry.first, terminal_safe(entry.second));
-  }
-  return view;
-} catch (const BackendError& e) {
-  // The message carries the server's reply text (NOAUTH, NOPERM, …):
-  // escaped, like everything else read from the store.
-  throw std::runtime_error(terminal_safe(e.what()));
-}
-
-StoreView nats_view(const Settings& given) {
-  Settings settings = given;
-  nats::ConnectionOptions options = parse_nats_uri(settings.coordinator, settings);
-  const std::string key = settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
-  options.max_reconnects = 0;
-  auto connection = nats::Connection::connect(options);
-  StoreView view{connection->describe(), {}, {}};
-  std::shared_ptr<nats::Bucket> leader_bucket;
-  try {
-    leader_bucket = connection->bucket(settings.leader_bucket);
-  } catch (const BackendError&) {
-    view.text = fmt::format("leader: none (no bucket {})\n", settings.leader_bucket);
-    return view;
-  }
-  const auto entry = leader_bucket->get(key);
-  view.text = describe_leader_record(entry);
-  if (entry && entry->operation == nats::Entry::Operation::put && entry->value != nats::Election::resigned_marker) {
-    view.leader = {entry->value, std::nullopt, std::nullopt, entry->revision};
-  }
-  return view;
-}
-
-StoreView postgres_view(const Settings& settings) try {
-  const postgres::UriOptions options = postgres_options(settings);
-  postgres::Connection connection(options.connection);
-  StoreView view{connection.describe(), {}, {}};
-  const std::string name = options.leader_name.value_or(std::string(postgres::default_leader_name));
-  const auto row = postgres::read_leader(connection, options.tables, name);
-  if (!row) {
-    view.text = "leader: none\n";
-    return view;
-  }
-  view.leader = {row->holder, std::to_string(row->term), row->expires_in.count(), std::nullopt};
-  view.text = fmt::format("leader: \"{}\" (term {}, lease expires in {} ms)\n", terminal_safe(row->holder), row->term,
-                          row->expires_in.count());
-  return view;
-} catch (const BackendError& e) {
-  throw std::runtime_error(terminal_safe(e.what()));
 }
 
 std::string ago(Instant then, Instant at) {
@@ -200,30 +113,28 @@ void print(const StoreView& store, const FleetView& fleet, Instant at, bool json
 }  // namespace
 
 StoreView read_store_view(const Settings& settings, bool with_claims) {
-  const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
-  if (postgres::is_postgres_uri(settings.coordinator)) return postgres_view(settings);
-  return nats ? nats_view(settings) : redis_view(settings, with_claims);
+  return backend_for(settings.coordinator).read_view(settings, with_claims);
 }
 
 int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err) {
   try {
-    if (settings.coordinator == "memory") {
+    const Backend& backend = backend_for(settings.coordinator);
+    if (backend.in_process()) {
       if (json) {
-        out << status_document("memory", now(), LeaderView{}, FleetView{}) << '\n';
+        out << status_document(std::string(backend.name()), now(), LeaderView{}, FleetView{}) << '\n';
       } else {
-        out << "coordinator: memory (it lives inside one fleetcron process; nothing to ask)\n";
+        out << "coordinator: " << backend.name() << " (it lives inside one fleetcron process; nothing to ask)\n";
       }
       return 0;
     }
-    const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
     const StoreView store = read_store_view(settings, true);
     const Instant at = now();
     std::shared_ptr<FleetState> state;
     try {
       state = open_fleet_state(settings);
     } catch (const BackendError& e) {
-      if (!nats) throw;
-      // A fleet that never kept a fleet state (--catch-up 0 --history 0).
+      // A fleet that never kept a fleet state (--catch-up 0 --history 0):
+      // a NATS bucket that does not exist (the others open lazily).
       print(store, FleetView{}, at, json, out);
       if (!json) out << "fleet state: none (" << terminal_safe(e.what()) << ")\n";
       return 0;

@@ -13,11 +13,10 @@
 #include <fstream>
 #include <iterator>
 
+#include "daemon/backends/backend.h"
 #include "daemon/run/run_output.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/fire_record.h"
-#include "fleetcron/postgres/uri.h"
-#include "fleetcron/redis/uri.h"
 
 namespace fleetcron::daemon {
 
@@ -134,10 +133,6 @@ LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept {
   return settings.coordination == CoordinationMode::both ? LeadershipLoss::finish : LeadershipLoss::cancel;
 }
 
-namespace {
-
-// The URI with anything before its last '@' after the scheme shown as ***:
-// an unknown scheme must not print the password it carries.
 std::string without_userinfo(const std::string& uri) {
   const auto at = uri.rfind('@');
   if (at == std::string::npos) return uri;
@@ -145,8 +140,6 @@ std::string without_userinfo(const std::string& uri) {
   const std::size_t start = scheme != std::string::npos && scheme < at ? scheme + 3 : 0;
   return uri.substr(0, start) + "***" + uri.substr(at);
 }
-
-}  // namespace
 
 std::string read_secret_file(const std::string& path, std::string_view what) {
   struct stat info {};
@@ -171,11 +164,9 @@ void resolve_coordinator_password(Settings& settings) {
     password = read_secret_file(settings.coordinator_password_file, "coordinator password file");
     source = "coordinator password file " + settings.coordinator_password_file;
   } else {
-    const bool nats = settings.coordinator.starts_with("nats://") || settings.coordinator.starts_with("tls://");
-    const bool postgres = postgres::is_postgres_uri(settings.coordinator);
-    const char* name = nats ? "FLEETCRON_NATS_PASSWORD" : postgres ? "FLEETCRON_POSTGRES_PASSWORD" : "FLEETCRON_REDIS_PASSWORD";
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0' || settings.coordinator == "memory") return;
+    const std::string name(backend_for(settings.coordinator).password_variable());
+    const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
+    if (value == nullptr || *value == '\0') return;
     password = value;
     source = name;
   }
@@ -226,13 +217,7 @@ void validate(const Settings& settings) {
   if (!settings.output_dir.empty() && settings.output_dir.front() != '/') {
     throw SettingsError(fmt::format("output dir \"{}\": an absolute path, or none", settings.output_dir));
   }
-  const bool memory = settings.coordinator == "memory";
-  if (!memory && !redis::is_redis_uri(settings.coordinator) &&
-      !settings.coordinator.starts_with("nats://") && !settings.coordinator.starts_with("tls://") &&
-      !postgres::is_postgres_uri(settings.coordinator)) {
-    throw SettingsError(fmt::format("coordinator \"{}\": expected memory, redis://…, rediss://…, redis-sentinel://…, unix:…, nats://… or postgres://…",
-                                    without_userinfo(settings.coordinator)));
-  }
+  const Backend& backend = backend_for(settings.coordinator);  // names every form it takes if none
   // Fires older than the claimer's dedup window (half the TTL) are skipped
   // as stale: below 2 s a fire's ordinary lateness would eat it.
   if (settings.claim_ttl < std::chrono::seconds{2}) {
@@ -246,9 +231,7 @@ void validate(const Settings& settings) {
                                     format_duration(*settings.max_clock_skew), format_duration(settings.claim_ttl),
                                     format_duration(settings.claim_ttl / 2)));
   }
-  if (settings.require_noeviction && (memory || settings.coordinator.starts_with("nats://") ||
-                                      settings.coordinator.starts_with("tls://") ||
-                                      postgres::is_postgres_uri(settings.coordinator))) {
+  if (settings.require_noeviction && !backend.checks_config()) {
     throw SettingsError("require_noeviction: only a Redis coordinator has a maxmemory-policy");
   }
   if (!settings.http.empty()) (void)parse_listen_address(settings.http);

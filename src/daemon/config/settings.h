@@ -146,6 +146,10 @@ struct Settings {
 /// on_leadership_loss with its default for the coordination mode.
 [[nodiscard]] LeadershipLoss effective_leadership_loss(const Settings& settings) noexcept;
 
+/// The URI with anything before its last '@' after the scheme shown as ***:
+/// an unknown scheme must not print the password it carries.
+[[nodiscard]] std::string without_userinfo(const std::string& uri);
+
 /// A bad config file value: file:line: what is wrong.
 class SettingsError : public std::runtime_error, public Error {
  public:

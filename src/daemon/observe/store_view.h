@@ -25,9 +25,10 @@ struct StoreView {
   std::string text;  // the store-specific lines (leader, Redis claims), escaped
 };
 
-/// Connects to the Redis or NATS coordinator and reads the leader, and
-/// with `with_claims` the claims of the last hour (a SCAN: Redis only).
-/// Throws std::runtime_error (escaped) or BackendError.
+/// Connects to the coordinator (Backend::read_view()) and reads the
+/// leader, and with `with_claims` the claims of the last hour where the
+/// store can list them (a SCAN: Redis only). Throws std::runtime_error
+/// (escaped) or BackendError.
 [[nodiscard]] StoreView read_store_view(const Settings& settings, bool with_claims);
 
 }  // namespace fleetcron::daemon

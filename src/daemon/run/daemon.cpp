@@ -76,7 +76,7 @@ Daemon::Daemon(Settings settings, LogSink& log) : settings_(std::move(settings))
   const std::string replica_id = settings_.replica_id.empty() ? replica_name() : settings_.replica_id;
   coordination_ = make_coordination(settings_, metrics_, replica_id);
   open_outputs(replica_id);
-  if (settings_.coordinator == "memory") {
+  if (backend_for(settings_.coordinator).in_process()) {
     log_.write("warn", "memory-coordinator",
                "the memory coordinator coordinates this process only: a second replica would run every fire again "
                "(use --coordinator redis://…, nats://… or postgres://… for a fleet)");
@@ -178,7 +178,7 @@ void Daemon::start_http(const std::string& replica_id) {
   sources.fleet_state = coordination_.fleet_state;
   sources.local_jobs = [this] { return local_jobs(); };
   sources.leader = [this, replica_id] {
-    if (settings_.coordinator != "memory") return read_store_view(settings_, false).leader;
+    if (!backend_for(settings_.coordinator).in_process()) return read_store_view(settings_, false).leader;
     LeaderView leader;  // the memory lease's holder is this process
     if (coordination_.elector && coordination_.elector->is_leader().status == Leadership::Status::leader) leader.holder = replica_id;
     return leader;
@@ -194,8 +194,8 @@ void Daemon::start_http(const std::string& replica_id) {
   api_ = std::make_unique<ApiService>(std::move(sources));
   HttpRoutes routes;
   routes.metrics = [this] {
-    if (coordination_.clock_offset) {
-      if (const auto offset = coordination_.clock_offset()) metrics_.clock_offset(*offset);
+    if (const auto offset = coordination_.diagnostics->clock_offset()) {
+      metrics_.clock_offset(std::chrono::duration<double>(offset->offset).count());
     }
     metrics_.log_lines_lost(log_.lost_lines());
     metrics_.log_lines_dropped(log_.dropped_lines());
@@ -241,7 +241,7 @@ Daemon::~Daemon() {
 void Daemon::log_catch_up() {
   if (settings_.catch_up <= std::chrono::nanoseconds::zero()) {
     log_.write("info", "catch-up", "off (--catch-up 0): a restarted fleet does not run what it missed");
-  } else if (settings_.coordinator == "memory") {
+  } else if (backend_for(settings_.coordinator).in_process()) {
     log_.write("info", "catch-up", "not across restarts on the memory coordinator: its state ends with the process");
   } else if (!coordination_.fleet_state) {
     log_.write("info", "catch-up", "off: the fleet keeps no state (--catch-up 0 and --history 0)");
@@ -262,22 +262,22 @@ void Daemon::log_catch_up() {
 
 bool Daemon::ready() const { return loaded_ && backend_reachable_.load(); }
 
-redis::EvictionPolicy Daemon::check_eviction_policy(bool running) {
-  std::lock_guard guard(eviction_mutex_);
-  const redis::EvictionPolicy policy = coordination_.eviction_policy();
-  if (!policy.answered) return policy;  // unreachable: the next reconnect reads it
-  metrics_.backend_config(policy.policy, policy.safe());
-  const std::string state = policy.safe() ? "ok" : policy.policy.empty() ? "unreadable" : policy.policy;
-  if (state != eviction_state_) {
-    eviction_state_ = state;
-    log_.write(policy.safe() ? "info" : "warn", "backend-config", policy.describe());
+std::optional<StoreConfigCheck> Daemon::check_store_config(bool running) {
+  std::lock_guard guard(config_check_mutex_);
+  std::optional<StoreConfigCheck> check = coordination_.diagnostics->check_config();
+  if (!check || !check->answered) return check;  // nothing to check; unreachable: the next reconnect reads it
+  metrics_.backend_config(check->value, check->safe);
+  const std::string state = check->safe ? "ok" : check->value.empty() ? "unreadable" : check->value;
+  if (state != config_state_) {
+    config_state_ = state;
+    log_.write(check->safe ? "info" : "warn", "backend-config", check->description);
   }
-  if (settings_.require_noeviction && !policy.safe() && !config_refused_.exchange(true)) {
+  if (settings_.require_noeviction && !check->safe && !config_refused_.exchange(true)) {
     log_.write("error", "backend-config", fmt::format("--require-noeviction: {}: {}", running ? "stopping" : "refusing to run",
-                                                      policy.describe()));
+                                                      check->description));
     if (running) ::kill(::getpid(), SIGTERM);  // run() stops as for SIGTERM, then exits 1
   }
-  return policy;
+  return check;
 }
 
 void Daemon::job_metrics_loop() {
@@ -304,7 +304,9 @@ void Daemon::job_metrics_loop() {
 }
 
 bool Daemon::replica_id_free() {
-  if (settings_.replica_id.empty() || !coordination_.fleet_state || settings_.coordinator == "memory") return true;
+  if (settings_.replica_id.empty() || !coordination_.fleet_state || backend_for(settings_.coordinator).in_process()) {
+    return true;
+  }
   // A record of this id from another process (another start time): a
   // predecessor that died (its beat stands still; the registry reports its
   // runs lost), or a live replica given the same id (its beat moves).
@@ -340,9 +342,8 @@ bool Daemon::replica_id_free() {
 }
 
 Daemon::StoreProbe Daemon::probe_store() const {
-  if (!coordination_.ping) return {true, false, {}};
   try {
-    coordination_.ping();
+    coordination_.diagnostics->ping();
     return {true, false, {}};
   } catch (const BackendError& e) {
     const bool refused = e.kind() == BackendError::Kind::auth || e.kind() == BackendError::Kind::config;
@@ -393,9 +394,9 @@ void Daemon::check_backend_loop() {
     // The eviction policy: at every (re)connect, and every minute (CONFIG
     // SET can change it at any time).
     const auto now = std::chrono::steady_clock::now();
-    if (coordination_.eviction_policy && reachable &&
-        (!was_reachable || now - config_checked >= std::chrono::minutes{1})) {
-      if (check_eviction_policy(true).answered) config_checked = now;
+    if (reachable && (!was_reachable || now - config_checked >= std::chrono::minutes{1})) {
+      const auto check = check_store_config(true);
+      if (check && check->answered) config_checked = now;
     }
     was_reachable = reachable;
     // As a container's init, orphaned grandchildren of the jobs are ours.
@@ -467,7 +468,7 @@ void Daemon::update_notifications() {
     std::lock_guard guard(jobs_mutex_);
     for (const auto& [key, entry] : jobs_) {
       const JobDefinition& job = entry.second->job;
-      const bool fleet_scoped = settings_.coordinator != "memory" && job.scope == JobScope::fleet && !job.at_start;
+      const bool fleet_scoped = !backend_for(settings_.coordinator).in_process() && job.scope == JobScope::fleet && !job.at_start;
       if (job.notifications.any()) notified.emplace(key, NotifiedJob{job.notifications, fleet_scoped, command_spec(job)});
     }
   }
@@ -631,7 +632,7 @@ bool Daemon::check_schema() {
   // The daemon never runs DDL: `fleetcron migrate` does. A server down at
   // start is not refused (its claims fail closed until it answers).
   try {
-    const std::vector<std::string> missing = coordination_.schema_problems();
+    const std::vector<std::string> missing = coordination_.diagnostics->missing_schema();
     for (const auto& line : missing) log_.write("error", "backend-schema", line);
     if (!missing.empty()) {
       log_.write("error", "backend-schema",
@@ -660,11 +661,9 @@ int Daemon::run() {
   if (!replica_id_free()) return 2;
   // Refused before anything runs when the server answers; a server down
   // at start is checked when it comes up.
-  if (coordination_.eviction_policy) {
-    (void)check_eviction_policy(false);
-    if (config_refused_) return 2;
-  }
-  if (coordination_.schema_problems && !check_schema()) return 2;
+  (void)check_store_config(false);
+  if (config_refused_) return 2;
+  if (!check_schema()) return 2;
   scheduler_->start();
   log_.write("info", "started",
              fmt::format("{} jobs from {}; coordinator {}, coordination {}", scheduler_->size(),

@@ -20,7 +20,6 @@
 #include "daemon/run/run_output.h"
 #include "daemon/observe/scheduling_lag.h"
 #include "daemon/config/settings.h"
-#include "fleetcron/redis/eviction_policy.h"
 #include "fleetcron/scheduler.h"
 
 namespace fleetcron::daemon {
@@ -97,15 +96,17 @@ class Daemon {
   void job_metrics_loop();
   /// Says at start how far catch-up across restarts reaches, or why not.
   void log_catch_up();
-  /// Redis: reads maxmemory-policy, exports it, logs a change; under
-  /// --require-noeviction a bad one stops the daemon (exit 1). Returns it.
+  /// Reads the store's configuration (Redis: its maxmemory-policy),
+  /// exports it, logs a change; under --require-noeviction an unsafe one
+  /// stops the daemon (exit 1). Returns it (nullopt: nothing to check).
   /// `running`: the scheduler runs (stop it with SIGTERM), else run()
   /// has not started it yet (it returns 2).
-  redis::EvictionPolicy check_eviction_policy(bool running);
-  /// PostgreSQL: logs each missing schema object; false if any is missing.
+  std::optional<StoreConfigCheck> check_store_config(bool running);
+  /// Logs each schema object the store lacks (PostgreSQL's tables);
+  /// false if any is missing.
   bool check_schema();
-  std::mutex eviction_mutex_;            // one check at a time: guards eviction_state_
-  std::string eviction_state_;           // the last one logged
+  std::mutex config_check_mutex_;        // one check at a time: guards config_state_
+  std::string config_state_;             // the last one logged
   std::atomic<bool> config_refused_{false};
   std::atomic<bool> store_wait_expired_{false};  // --store-wait passed without an answer: run() exits 1
   /// One look at the store: whether it answered, else why, and whether it
