@@ -211,6 +211,19 @@ struct FLEETCRON_API LostFireEvent {
   /// why not when it does not ("" when it does).
   bool rerun = false;
   std::string not_rerun;
+  Instant expired_at{};  ///< when the runner's record expired, on the store's clock
+};
+/// A trigger (Scheduler::trigger through the fleet state, `fleetcron
+/// trigger`) that no replica took before it expired: it did not run.
+/// Published by the replica that dropped it from the fleet state.
+struct FLEETCRON_API TriggerExpiredEvent {
+  std::string job_key;
+  std::string trigger_id;
+  std::string requested_by;
+  Instant requested_at{};  ///< on the store's clock
+  Instant expires_at{};    ///< on the store's clock
+  /// Empty, or what is uncertain about it (the drop's answer was lost).
+  std::string note;
 };
 /// Observers could not keep up; `dropped` events were discarded so far.
 /// The recorder gets one per dropped event; the observers get one when the
@@ -221,7 +234,7 @@ struct FLEETCRON_API ObserverDropEvent {
 
 using Event = std::variant<ScheduledEvent, JobStartedEvent, JobCompletedEvent, MissedFireEvent, RejectedFireEvent,
                            CancelledFireEvent, SkippedFireEvent, QueueDepthEvent, ObserverDropEvent,
-                           LeadershipStepDownEvent, JobAttemptFailedEvent, LostFireEvent>;
+                           LeadershipStepDownEvent, JobAttemptFailedEvent, LostFireEvent, TriggerExpiredEvent>;
 
 /// Receives events. Observers run on one background thread, in order, fed
 /// by a bounded queue that drops (and counts) rather than block the

@@ -213,7 +213,8 @@ TEST(NatsCluster, LedgerRecordsUndoneByAConcurrentWriteAreWrittenAgain) {
   constexpr int per_replica = 60;
   std::vector<std::unique_ptr<detail::LedgerWriter>> writers;
   for (std::size_t i = 0; i < 3; ++i) {
-    writers.push_back(std::make_unique<detail::LedgerWriter>(states[i], fmt::format("r{}", i), 1000, system_clock(),
+    writers.push_back(std::make_unique<detail::LedgerWriter>(states[i], fmt::format("r{}", i), LedgerRetention{}, 1000,
+                                                             system_clock(),
                                                              [](LogLevel, std::string_view) {}));
   }
   const Instant start = parse_rfc3339("2026-01-05T12:00:00Z");

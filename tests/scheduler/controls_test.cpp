@@ -201,6 +201,14 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   EXPECT_TRUE(record.manual);
   EXPECT_EQ(record.scheduled_at, cursor_instant(asked));
   EXPECT_NE(record.fire_key.find(requested.trigger_id), std::string::npos) << record.fire_key;
+  // The record is the event's (the ledger's one writer derives it): one
+  // event, from the replica that wrote the record.
+  const auto events = h.log->all<TriggerExpiredEvent>();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events.front().trigger_id, requested.trigger_id);
+  EXPECT_EQ(events.front().requested_by, "operator");
+  EXPECT_EQ(events.front().job_key, "nobody-runs-it");
+  EXPECT_NE(record.error.find("no replica took it"), std::string::npos) << record.error;
   std::lock_guard guard(h.messages_mutex);
   const auto lines = std::count_if(h.messages.begin(), h.messages.end(), [&](const std::string& m) {
     return m.find("trigger " + requested.trigger_id) != std::string::npos && m.find("did not run") != std::string::npos;

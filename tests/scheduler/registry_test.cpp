@@ -448,7 +448,15 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   ASSERT_TRUE(ledger_reaches(fleet.state(), "job", [](const std::vector<FireRecord>& records) {
     return !records.empty() && records.front().fate == FireFate::lost;
   }));
-  EXPECT_EQ(ledger_of(fleet.state(), "job").front().replica_id, "replica-1");
+  const FireRecord lost_record = ledger_of(fleet.state(), "job").front();
+  EXPECT_EQ(lost_record.replica_id, "replica-1");
+  EXPECT_EQ(lost_record.fence, lost.fence);
+  // Derived from the event: its expiry on the store's clock, and who reported it.
+  EXPECT_NE(lost.expired_at, Instant{});
+  EXPECT_NE(lost_record.reason.find("record expired " + format_rfc3339(lost.expired_at)), std::string::npos)
+      << lost_record.reason;
+  EXPECT_NE(lost_record.reason.find("; reported by replica-"), std::string::npos) << lost_record.reason;
+  EXPECT_EQ(lost_record.reason.find("reported by replica-1"), std::string::npos) << "not by the runner";
   // A second look reports nothing more: the record is gone.
   h.settle(3 * waiters_per_replica);
   h.clock->advance(5s);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "core/scheduler/ledger_records.h"
 #include "core/scheduler/scheduler_impl.h"
 #include "fleetcron/rfc3339.h"
 
@@ -227,26 +228,17 @@ void Scheduler::Impl::report_expired_triggers(const std::vector<JobTrigger>& see
 }
 
 void Scheduler::Impl::report_expired(const std::vector<JobTrigger>& expired_triggers, std::string_view note) {
-  std::vector<LedgerWrite> writes;
   for (const JobTrigger& expired : expired_triggers) {
     const TriggerRequest& trigger = expired.trigger;
-    const std::string what = fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not "
-                                         "run{}",
-                                         trigger.id, trigger.requested_by, format_rfc3339(trigger.requested_at),
-                                         format_rfc3339(trigger.expires_at), note);
-    log(LogLevel::warning, fmt::format("job \"{}\": {}", expired.job_key, what));
-    FireRecord record;
-    record.job_key = expired.job_key;
-    record.fire_key = fire_key(expired.job_key, trigger.requested_at) + "#trigger-" + trigger.id;
-    record.scheduled_at = trigger.requested_at;
-    record.fate = FireFate::skipped;
-    record.manual = true;
-    record.replica_id = options_.fleet.replica_id;
-    record.reason = "trigger-expired";
-    record.error = what;
-    writes.push_back(LedgerWrite{cut_fire_record(std::move(record)), ledger_retention_of(expired.job_key)});
+    TriggerExpiredEvent event{.job_key = expired.job_key,
+                              .trigger_id = trigger.id,
+                              .requested_by = trigger.requested_by,
+                              .requested_at = trigger.requested_at,
+                              .expires_at = trigger.expires_at,
+                              .note = std::string(note)};
+    log(LogLevel::warning, fmt::format("job \"{}\": {}", event.job_key, detail::trigger_expired_text(event)));
+    publish(std::move(event));  // its ledger record comes from the event (LedgerWriter)
   }
-  write_reported(writes);
 }
 
 std::optional<bool> Scheduler::Impl::taken_here(const detail::TakenTrigger& taken) {

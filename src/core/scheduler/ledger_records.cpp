@@ -4,6 +4,7 @@
 
 #include "fleetcron/coordination.h"
 #include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
 
 namespace fleetcron::detail {
 
@@ -125,6 +126,35 @@ std::vector<FireRecord> missed(const MissedFireEvent& e, const std::string& repl
   return records;
 }
 
+// The runner's record, written by the replica that found it expired.
+FireRecord lost(const LostFireEvent& e, const std::string& replica_id) {
+  FireRecord record;
+  record.job_key = e.job_key;
+  record.fire_key = e.fire_key;
+  record.scheduled_at = e.scheduled_at;
+  record.fate = FireFate::lost;
+  record.replica_id = e.replica_id;
+  record.fence = e.fence;
+  record.attempts = 1;
+  record.started_at = e.started_at;
+  record.reason = fmt::format("its runner stopped announcing itself: last beat {}, record expired {}; reported by {}",
+                              format_rfc3339(e.last_beat), format_rfc3339(e.expired_at), replica_id);
+  return record;
+}
+
+FireRecord trigger_expired(const TriggerExpiredEvent& e, const std::string& replica_id) {
+  FireRecord record;
+  record.job_key = e.job_key;
+  record.fire_key = fire_key(e.job_key, e.requested_at) + "#trigger-" + e.trigger_id;
+  record.scheduled_at = e.requested_at;
+  record.fate = FireFate::skipped;
+  record.manual = true;
+  record.replica_id = replica_id;
+  record.reason = "trigger-expired";
+  record.error = trigger_expired_text(e);
+  return record;
+}
+
 std::vector<FireRecord> one(std::optional<FireRecord> record) {
   std::vector<FireRecord> records;
   if (record) records.push_back(std::move(*record));
@@ -132,6 +162,11 @@ std::vector<FireRecord> one(std::optional<FireRecord> record) {
 }
 
 }  // namespace
+
+std::string trigger_expired_text(const TriggerExpiredEvent& e) {
+  return fmt::format("trigger {} by {}, requested {}, expired {}: no replica took it, so it did not run{}", e.trigger_id,
+                     e.requested_by, format_rfc3339(e.requested_at), format_rfc3339(e.expires_at), e.note);
+}
 
 std::string missed_fire_key(const std::string& job_key, Instant first_missed) {
   return fire_key(job_key, first_missed) + "#missed";
@@ -151,6 +186,8 @@ std::vector<FireRecord> ledger_records(const Event& event, const std::string& re
         if constexpr (std::is_same_v<E, CancelledFireEvent>) return one(cancelled(e, replica_id));
         if constexpr (std::is_same_v<E, RejectedFireEvent>) return one(rejected(e, replica_id));
         if constexpr (std::is_same_v<E, MissedFireEvent>) return missed(e, replica_id, coordinated, keep_count);
+        if constexpr (std::is_same_v<E, LostFireEvent>) return {lost(e, replica_id)};
+        if constexpr (std::is_same_v<E, TriggerExpiredEvent>) return {trigger_expired(e, replica_id)};
         return {};
       },
       event);

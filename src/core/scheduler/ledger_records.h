@@ -11,7 +11,8 @@
 namespace fleetcron::detail {
 
 /// The ledger records an event stands for, written by replica
-/// `replica_id`: none for events that are no fire's fate to record — a
+/// `replica_id` (a lost run's record names its runner, and `replica_id` as
+/// the one that reported it): none for events that are no fire's fate to record — a
 /// loser's already-claimed skip (the holder's record tells), later
 /// attempts' starts, unclaimed cancels (another replica may run the fire),
 /// manual rejects (the caller is told), and events of entries without a
@@ -23,6 +24,9 @@ namespace fleetcron::detail {
 /// the fleet-wide catch-up writes a range record for such an entry.
 [[nodiscard]] std::vector<FireRecord> ledger_records(const Event& event, const std::string& replica_id,
                                                      bool coordinated, std::size_t keep_count);
+
+/// What an expired trigger's record and log line say.
+[[nodiscard]] std::string trigger_expired_text(const TriggerExpiredEvent& e);
 
 /// The fire key of a missed record: the first missed instant's fire key
 /// and "#missed", so the run of that instant keeps its own entry.

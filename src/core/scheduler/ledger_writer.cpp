@@ -18,10 +18,11 @@ constexpr std::chrono::seconds last_retry{30};
 
 }  // namespace
 
-LedgerWriter::LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, std::size_t capacity,
-                           std::shared_ptr<Clock> clock, Logger logger)
+LedgerWriter::LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, LedgerRetention default_retention,
+                           std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger)
     : state_(std::move(state)),
       replica_id_(std::move(replica_id)),
+      default_retention_(default_retention),
       capacity_(capacity),
       clock_(std::move(clock)),
       logger_(std::move(logger)) {
@@ -35,21 +36,32 @@ void LedgerWriter::track(const std::string& key, const LedgerRetention& retentio
   tracked_[key] = Tracked{retention, coordinated};
 }
 
-void LedgerWriter::on_event(const Event& event) {
-  const EntryRef* entry = std::visit(
-      [](const auto& e) -> const EntryRef* {
-        if constexpr (requires { e.entry; }) return &e.entry;
-        return nullptr;
+std::optional<LedgerWriter::Tracked> LedgerWriter::tracked_for(const Event& event) const {
+  // A fire of an entry here: recorded if its key is tracked. A fire the
+  // scheduler reports for the fleet (a lost run, an expired trigger) may
+  // be of a job this replica does not run: the default retention then.
+  return std::visit(
+      [this](const auto& e) -> std::optional<Tracked> {
+        std::lock_guard guard(mutex_);
+        if constexpr (requires { e.entry; }) {
+          if (!e.entry || e.entry->key.empty()) return std::nullopt;
+          const auto it = tracked_.find(e.entry->key);
+          if (it == tracked_.end()) return std::nullopt;  // an entry not recorded
+          return it->second;
+        } else if constexpr (requires { e.job_key; }) {
+          const auto it = tracked_.find(e.job_key);
+          return it != tracked_.end() ? it->second : Tracked{default_retention_, true};
+        } else {
+          return std::nullopt;
+        }
       },
       event);
-  if (entry == nullptr || !*entry || (*entry)->key.empty()) return;
-  Tracked tracked;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = tracked_.find((*entry)->key);
-    if (it == tracked_.end()) return;  // an entry not recorded
-    tracked = it->second;
-  }
+}
+
+void LedgerWriter::on_event(const Event& event) {
+  const std::optional<Tracked> found = tracked_for(event);
+  if (!found) return;
+  const Tracked& tracked = *found;
   std::vector<FireRecord> records =
       ledger_records(event, replica_id_, tracked.coordinated, tracked.retention.keep_count);
   std::vector<LedgerWrite> writes;

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -17,8 +18,10 @@
 
 namespace fleetcron::detail {
 
-/// Turns the scheduler's events into ledger records (ledger_record()) and
-/// writes them from its own thread, up to `batch` per record_fires() call,
+/// The one writer of the run ledger: turns the scheduler's events into
+/// ledger records (ledger_records() — a lost run and an expired trigger
+/// too: every record is derived from an event) and writes them from its
+/// own thread, up to `batch` per record_fires() call,
 /// from a queue of `capacity` records. A record finding the queue full is
 /// dropped and counted; a failed batch is tried again after 1 s, doubling
 /// to 30 s, and logged each time. stop() tries what is queued, each batch
@@ -36,8 +39,10 @@ class LedgerWriter final : public Observer {
   static constexpr std::chrono::milliseconds verify_delay{500};
   static constexpr int max_rewrites = 3;
 
-  LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, std::size_t capacity,
-               std::shared_ptr<Clock> clock, Logger logger);
+  /// `default_retention`: the bounds of a record of a job no entry here
+  /// tracks (a lost run of a job only the dead replica ran).
+  LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, LedgerRetention default_retention,
+               std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger);
   ~LedgerWriter() override;
   LedgerWriter(const LedgerWriter&) = delete;
   LedgerWriter& operator=(const LedgerWriter&) = delete;
@@ -49,8 +54,9 @@ class LedgerWriter final : public Observer {
   /// Inline, on the thread that published the event: cheap, never blocks
   /// on the store.
   void on_event(const Event& event) override;
-  /// Queues records made elsewhere (lost runs, expired triggers): written,
-  /// tried again and dropped as the events' records are.
+  /// Queues records as on_event() does its own: a full queue drops (and
+  /// counts) them. The scheduler writes through on_event() alone; a test
+  /// of the store's races writes records directly.
   void enqueue(std::vector<LedgerWrite> writes);
   /// Writes what is queued (each batch twice at most), then ends the thread. Idempotent.
   void stop();
@@ -73,6 +79,8 @@ class LedgerWriter final : public Observer {
     int rewrites = 0;
   };
 
+  /// The bounds of the event's records; nullopt: it is not recorded.
+  [[nodiscard]] std::optional<Tracked> tracked_for(const Event& event) const;
   void run();
   /// Writes `writes`; false if the store failed (the error is logged).
   /// Those written wait for their read-back when the store needs one.
@@ -99,6 +107,7 @@ class LedgerWriter final : public Observer {
 
   std::shared_ptr<FleetState> state_;
   std::string replica_id_;
+  LedgerRetention default_retention_;
   std::size_t capacity_;
   std::shared_ptr<Clock> clock_;
   Logger logger_;

@@ -37,13 +37,6 @@ std::vector<RunningFire> Scheduler::Impl::running_fires() {
   return alone;
 }
 
-LedgerRetention Scheduler::Impl::ledger_retention_of(const std::string& job_key) {
-  std::lock_guard guard(mutex_);
-  const auto it = keys_.find(job_key);
-  if (it == keys_.end()) return options_.fleet.ledger_retention;  // a job the dead replica ran and this one does not
-  return entries_.at(it->second)->settings->ledger_retention;
-}
-
 std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
   std::shared_ptr<Entry> entry;
   {
@@ -75,32 +68,17 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
 }
 
 void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
-  std::vector<LedgerWrite> writes;
-  std::vector<LostFireEvent> events;
   for (const ReplicaRecord& record : expired) {
     for (const RunningFire& run : record.replica.runs) {
-      FireRecord lost;
-      lost.job_key = run.job_key;
-      lost.fire_key = run.fire_key;
-      lost.scheduled_at = run.scheduled_at;
-      lost.fate = FireFate::lost;
-      lost.replica_id = record.replica.replica_id;
-      lost.fence = run.fence;
-      lost.attempts = 1;
-      lost.started_at = run.started_at;
-      lost.reason = fmt::format("its runner stopped announcing itself: last beat {}, record expired {}; reported by {}",
-                                format_rfc3339(record.beat), format_rfc3339(record.expires_at), options_.fleet.replica_id);
-      writes.push_back(LedgerWrite{cut_fire_record(std::move(lost)), ledger_retention_of(run.job_key)});
-      events.push_back(LostFireEvent{run.job_key, run.fire_key, run.scheduled_at, record.replica.replica_id,
-                                     record.replica.host, run.fence, run.started_at, record.beat, false, {}});
-    }
-  }
-  write_reported(writes);
-  // After the lost records: a re-run's own records outrank them anyway.
-  std::size_t i = 0;
-  for (const ReplicaRecord& record : expired) {
-    for (const RunningFire& run : record.replica.runs) {
-      LostFireEvent& event = events[i++];
+      LostFireEvent event{.job_key = run.job_key,
+                          .fire_key = run.fire_key,
+                          .scheduled_at = run.scheduled_at,
+                          .replica_id = record.replica.replica_id,
+                          .host = record.replica.host,
+                          .fence = run.fence,
+                          .started_at = run.started_at,
+                          .last_beat = record.beat,
+                          .expired_at = record.expires_at};
       event.not_rerun = rerun_lost(run);
       event.rerun = event.not_rerun.empty();
       if (options_.log_events) {
@@ -112,15 +90,11 @@ void Scheduler::Impl::report_lost(const std::vector<ReplicaRecord>& expired) {
                         event.rerun ? fmt::format("running it again here (recovery {})", run.recovery + 1)
                                     : "not run again: " + event.not_rerun));
       }
+      // The ledger's lost record comes from the event (LedgerWriter): the
+      // report happens once, the store handed it to this replica alone.
       publish(std::move(event));
     }
   }
-}
-
-void Scheduler::Impl::write_reported(std::vector<LedgerWrite>& writes) {
-  // The writer tries again while the store fails, as for every record: the
-  // report happens once (the store handed it to this replica alone).
-  if (ledger_) ledger_->enqueue(std::move(writes));
 }
 
 }  // namespace fleetcron

@@ -60,7 +60,8 @@ Scheduler::Impl::Impl(SchedulerOptions options)
                                         : nullptr),
       ledger_(options_.fleet.state && options_.fleet.ledger
                   ? std::make_shared<detail::LedgerWriter>(options_.fleet.state, options_.fleet.replica_id,
-                                                           options_.limits.ledger_queue, options_.clock, options_.logger)
+                                                           options_.fleet.ledger_retention, options_.limits.ledger_queue,
+                                                           options_.clock, options_.logger)
                   : nullptr),
       events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
       run_queue_(options_.limits.max_concurrent, options_.limits.max_queued, batch_rule()),

@@ -224,7 +224,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Reports the triggers of a drop whose answer was lost that `read` no
   /// longer lists.
   void report_unanswered_expiries(const ControlsRead& read);
-  /// Reports expired triggers: a log line and a ledger record each.
+  /// Reports expired triggers: a log line and a TriggerExpiredEvent each
+  /// (its ledger record is the event's).
   void report_expired(const std::vector<JobTrigger>& expired, std::string_view note);
   [[nodiscard]] bool controls_stopping();
   /// The upkeep thread (controls.cpp), with controls or the registry on:
@@ -286,16 +287,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The runs in progress here, oldest first, at most max_listed_runs.
   [[nodiscard]] std::vector<RunningFire> running_fires();
   /// Reports the runs of replicas whose records this announcement found
-  /// expired as lost: ledger records, log lines, LostFireEvents.
+  /// expired as lost: a log line and a LostFireEvent each (its ledger
+  /// record is the event's, written by the LedgerWriter).
   void report_lost(const std::vector<ReplicaRecord>& expired);
   /// Queues the lost run's fire again, as its entry's recover policy says;
   /// answers why it does not ("" when it does).
   [[nodiscard]] std::string rerun_lost(const RunningFire& run);
-  /// Writes records this replica reports for the fleet (lost runs,
-  /// expired triggers) straight to the ledger; failures are logged.
-  void write_reported(std::vector<LedgerWrite>& writes);
-  /// The ledger bounds of this replica's entry `job_key`, or the default.
-  [[nodiscard]] LedgerRetention ledger_retention_of(const std::string& job_key);
   /// Adds or removes (the same call) a keyed entry's part of the jobs digest (mutex_ held).
   void toggle_jobs_digest(const detail::Entry& entry);
   /// Pauses or resumes the entry (mutex_ held), as set_paused().
