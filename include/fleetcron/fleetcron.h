@@ -4,6 +4,7 @@
 #include "fleetcron/backend_error.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
+#include "fleetcron/diagnostics.h"
 #include "fleetcron/cron.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/error.h"

@@ -64,6 +64,14 @@ expect_error "config: TOML syntax error with line" 2 "$work/broken.toml:" -- run
 expect_error "flag: bad coordination" 2 "option --coordination \"sometimes\": expected claim, leader or both" -- run --coordination sometimes "$work/bad.cron"
 expect_error "flag: bad duration" 2 "option --claim-ttl \"soon\"" -- run --claim-ttl soon "$work/bad.cron"
 expect_error "flag: bad coordinator" 2 "coordinator \"ftp://x\": expected memory" -- run --coordinator ftp://x "$work/bad.cron"
+# Every command that reads the store refuses it alike, a password file
+# given or not (a typo'd scheme must not reach a backend's parser).
+printf 'pw\n' >"$work/pw"
+for command in status history "pause job" "resume job" "trigger job" "logs job" init migrate; do
+  # shellcheck disable=SC2086  # the command's words
+  expect_error "$command: bad coordinator" 2 "coordinator \"redis:/h\": expected memory" -- \
+    $command --coordinator "redis:/h" --coordinator-password-file "$work/pw"
+done
 expect_error "flag: leader TTL below the floor" 2 "leader TTL 1ms is below the minimum of 1s" -- run --leader-ttl 1ms --coordination leader "$work/bad.cron"
 expect_error "history: the memory coordinator has no ledger to ask" 2 "keeps no state outside its process" -- history job
 expect_error "history: every job's, from an unreachable store" 1 "connect failed" -- history --coordinator redis://127.0.0.1:1
@@ -365,17 +373,23 @@ kill -TERM "$noconfig_pid" 2>/dev/null; wait "$noconfig_pid" 2>/dev/null
 kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
 
 # A PostgreSQL schema without the tables: the daemon runs no DDL, it
-# refuses to start and names what `fleetcron migrate` would create.
-source "$(dirname "$0")/../../scripts/servers.sh"  # a private cluster, stopped by stop_servers
-trap 'cleanup; stop_servers' EXIT
-if start_postgres >/dev/null; then
+# refuses to start and names what `fleetcron migrate` would create. The
+# shared server when the test command started one, else a private cluster
+# (stopped with the script: stopping it earlier would free this script's
+# other ports).
+if [[ -z ${FLEETCRON_TEST_POSTGRES_URL:-} ]]; then
+  source "$(dirname "$0")/../../scripts/servers.sh"
+  trap 'cleanup; stop_servers' EXIT
+  start_postgres >/dev/null || bad "PostgreSQL did not start: the schema refusal is untested"
+fi
+if [[ -n ${FLEETCRON_TEST_POSTGRES_URL:-} ]]; then
+  tables="claims_table=cli_$$_claims&leader_table=cli_$$_leader&fleet_prefix=cli_$$_"
+  separator='?'
+  [[ $FLEETCRON_TEST_POSTGRES_URL == *\?* ]] && separator='&'
   expect_error "a PostgreSQL schema without the tables is refused" 2 "schema object(s) missing on" -- \
-    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL"
-  expect_error "the missing table is named" 2 "table cron_claims is missing: run \`fleetcron migrate\`" -- \
-    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL"
-  stop_servers
-else
-  bad "PostgreSQL did not start: the schema refusal is untested"
+    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL$separator$tables"
+  expect_error "the missing table is named" 2 "table cli_$$_claims is missing: run \`fleetcron migrate\`" -- \
+    run "$work/evict.cron" --coordinator "$FLEETCRON_TEST_POSTGRES_URL$separator$tables"
 fi
 
 printf '# fleetcron: keep-failed=5000\n@daily true\n' >"$work/keep.cron"

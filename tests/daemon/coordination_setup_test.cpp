@@ -74,7 +74,7 @@ TEST(CoordinationSetup, TheCoordinatorPicksOneBackendAndAnUnknownOneNamesThemAll
     FAIL() << "an unknown coordinator was accepted";
   } catch (const SettingsError& e) {
     EXPECT_STREQ(e.what(), "coordinator \"ftp://***@h\": expected memory, redis://…, rediss://…, redis-sentinel://…, "
-                           "unix:…, nats://…, tls://… or postgres://…");
+                           "rediss-sentinel://…, unix:…, nats://…, tls://… or postgres://…, postgresql://…");
   }
 }
 
@@ -93,10 +93,12 @@ TEST(CoordinationSetup, DedupSettingsNameWhereEachBackendKeepsClaimsAndTheLease)
   EXPECT_EQ(names(dedup_settings(settings)),
             (std::vector<std::string>{"mode=both", "claim_ttl=20s", "max_clock_skew=5s", "claim_prefix=cron:claim:",
                                       "leader_ttl=30s", "leader_key=cron:leader"}));
-  settings.coordinator = "nats://h?bucket=B&key=k";
+  settings.coordinator = "unix:/run/redis/redis.sock";  // Redis too (was taken for NATS's shape before)
+  EXPECT_EQ(names(dedup_settings(settings))[3], "claim_prefix=cron:claim:");
+  settings.coordinator = "nats://h?bucket=B&key=k&leader_bucket=L&replicas=3";
   EXPECT_EQ(names(dedup_settings(settings)),
             (std::vector<std::string>{"mode=both", "claim_ttl=20s", "max_clock_skew=5s", "claim_bucket=B",
-                                      "leader_ttl=10s", "leader_key=k", "leader_bucket=" + settings.leader_bucket}));
+                                      "leader_ttl=10s", "leader_key=k", "leader_bucket=L"}));
   settings.coordinator = "postgres://h/db?leader_name=n";
   settings.coordination = CoordinationMode::leader;
   EXPECT_EQ(names(dedup_settings(settings)),

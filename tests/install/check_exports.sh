@@ -10,10 +10,10 @@
 set -euo pipefail
 build=$1
 declare -A required=(
-  [core]='fleetcron::Scheduler::add|fleetcron::parse_schedule|fleetcron::VirtualClock::advance|fleetcron::MemoryClaimer::claim|fleetcron::MemoryLease::make_elector|fleetcron::throw_backend_error|typeinfo for fleetcron::ParseError|typeinfo for fleetcron::BackendError|fleetcron::format_rfc3339|fleetcron::TimeZone::locate|fleetcron::MemoryFleetState::claim_catch_up|fleetcron::check_cursor_arguments'
-  [redis]='fleetcron::redis::Client::ping|fleetcron::redis::parse_uri|fleetcron::redis::Claimer::claim_batch|fleetcron::redis::Elector::is_leader|fleetcron::redis::read_lease|fleetcron::redis::scan_claims|fleetcron::redis::read_eviction_policy|fleetcron::redis::FleetState::claim_catch_up'
-  [postgres]='fleetcron::postgres::Connection::ping|fleetcron::postgres::parse_uri|fleetcron::postgres::Claimer::claim_batch|fleetcron::postgres::Elector::is_leader|fleetcron::postgres::migrate|fleetcron::postgres::FleetState::claim_catch_up'
-  [nats]='fleetcron::nats::Connection::connect|fleetcron::nats::parse_uri|fleetcron::nats::Claimer::claim|fleetcron::nats::Elector::is_leader|fleetcron::nats::Election::start|fleetcron::nats::check_election_ttl|fleetcron::nats::Bucket::get'
+  [core]='fleetcron::Scheduler::add|fleetcron::parse_schedule|fleetcron::VirtualClock::advance|fleetcron::MemoryClaimer::claim|fleetcron::MemoryLease::make_elector|fleetcron::throw_backend_error|typeinfo for fleetcron::ParseError|typeinfo for fleetcron::BackendError|fleetcron::format_rfc3339|fleetcron::TimeZone::locate|fleetcron::MemoryFleetState::claim_catch_up|fleetcron::check_cursor_arguments|fleetcron::memory_diagnostics'
+  [redis]='fleetcron::redis::Client::ping|fleetcron::redis::parse_uri|fleetcron::redis::Claimer::claim_batch|fleetcron::redis::Elector::is_leader|fleetcron::redis::read_lease|fleetcron::redis::scan_claims|fleetcron::redis::read_eviction_policy|fleetcron::redis::FleetState::claim_catch_up|fleetcron::redis::make_diagnostics'
+  [postgres]='fleetcron::postgres::Connection::ping|fleetcron::postgres::parse_uri|fleetcron::postgres::Claimer::claim_batch|fleetcron::postgres::Elector::is_leader|fleetcron::postgres::migrate|fleetcron::postgres::FleetState::claim_catch_up|fleetcron::postgres::make_diagnostics'
+  [nats]='fleetcron::nats::Connection::connect|fleetcron::nats::parse_uri|fleetcron::nats::Claimer::claim|fleetcron::nats::Elector::is_leader|fleetcron::nats::Election::start|fleetcron::nats::check_election_ttl|fleetcron::nats::Bucket::get|fleetcron::nats::make_diagnostics'
 )
 failed=0
 for part in core redis nats postgres; do

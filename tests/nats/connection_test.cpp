@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/diagnostics.h"
 #include "nats_server.h"
 #include "support/pace_probe.h"
 
@@ -272,6 +273,22 @@ class OffsetClock final : public Clock {
   std::atomic<std::chrono::nanoseconds> offset{std::chrono::nanoseconds{0}};
   std::atomic<std::chrono::nanoseconds> steady_offset{std::chrono::nanoseconds{0}};  // moves time on without waiting
 };
+
+// The store's diagnostics, as the daemon reads them: an answer and the
+// claimer's clock offset; NATS has no configuration or schema to check.
+TEST(NatsDiagnostics, AnswerAndClockOffsetOfTheRealServer) {
+  auto connection = connect(test::shared_nats_url());
+  auto claimer = std::make_shared<Claimer>(connection->bucket(BucketConfig{.name = test::unique_bucket(), .ttl = 1min}));
+  const auto diagnostics = make_diagnostics(connection, claimer);
+  EXPECT_NO_THROW(diagnostics->ping());
+  const auto offset = diagnostics->clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 2s);
+  EXPECT_FALSE(diagnostics->check_config());
+  EXPECT_TRUE(diagnostics->missing_schema().empty());
+  EXPECT_FALSE(make_diagnostics(connection)->clock_offset()) << "no claimer (leader mode): nothing measures";
+  EXPECT_THROW((void)make_diagnostics(nullptr), std::invalid_argument);
+}
 
 TEST(NatsClaimer, TheSkewGuardMeasuresTheServersWriteTimestamps) {
   auto connection = connect(test::shared_nats_url());

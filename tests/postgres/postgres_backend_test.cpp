@@ -11,6 +11,7 @@
 
 #include "fleetcron/backend_error.h"
 #include "fleetcron/postgres/claimer.h"
+#include "fleetcron/postgres/diagnostics.h"
 #include "fleetcron/postgres/elector.h"
 #include "fleetcron/postgres/uri.h"
 #include "postgres_server.h"
@@ -47,6 +48,31 @@ class PostgresBackend : public ::testing::Test {
   postgres::TableNames tables_ = unique_tables();
   std::shared_ptr<postgres::Connection> connection_ = connect();
 };
+
+// The store's diagnostics, as the daemon reads them: an answer, the
+// claimer's clock offset, and what the schema lacks until migrate().
+TEST(PostgresDiagnostics, AnswerClockOffsetAndTheMissingSchema) {
+  const auto tables = unique_tables();
+  auto connection = connect();
+  auto claimer = std::make_shared<postgres::Claimer>(connection, postgres::ClaimerOptions{.tables = tables});
+  const auto diagnostics = postgres::make_diagnostics(connection, tables, true, claimer);
+  EXPECT_NO_THROW(diagnostics->ping());
+  EXPECT_FALSE(diagnostics->check_config());
+  EXPECT_EQ(diagnostics->missing_schema(), postgres::missing_schema(*connection, tables));
+  EXPECT_EQ(diagnostics->missing_schema().size(), 10u);
+  EXPECT_EQ(postgres::make_diagnostics(connection, tables, false)->missing_schema().size(), 6u)
+      << "without the fleet state's 4 tables";
+  (void)postgres::migrate(*connection, tables);
+  EXPECT_TRUE(diagnostics->missing_schema().empty());
+  EXPECT_FALSE(diagnostics->clock_offset()) << "PostgreSQL's claimer measures with its claims: none yet";
+  const auto claimed = claimer->claim("diagnostics@2036-01-01T00:00:00Z");
+  EXPECT_EQ(claimed.status, ClaimResult::Status::claimed) << claimed.error;
+  const auto offset = diagnostics->clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 2s);
+  EXPECT_FALSE(postgres::make_diagnostics(connection, tables, true)->clock_offset()) << "no claimer: nothing measures";
+  EXPECT_THROW((void)postgres::make_diagnostics(nullptr, tables, true), std::invalid_argument);
+}
 
 TEST(PostgresSchema, MigrateCreatesTheReferenceTablesAndOursAndIsIdempotent) {
   const auto tables = unique_tables();

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "fleetcron/redis/claimer.h"
+#include "fleetcron/redis/diagnostics.h"
 #include "redis/commands.h"
 #include "redis_server.h"
 
@@ -161,6 +162,34 @@ TEST(RedisClaimer, ClockOffsetIsMeasuredWithTimeAndRefreshed) {
 
 std::string in_an_hour(std::string_view key) {
   return fire_key(key, std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now()) + 1h);
+}
+
+// The store's diagnostics, as the daemon reads them: an answer, the
+// claimer's clock offset, and the eviction policy as the configuration
+// that matters; an unreachable server is an error, not a crash or a hang.
+TEST(RedisDiagnostics, AnswerClockOffsetAndThePolicyOfTheRealServer) {
+  auto client = shared_client();
+  auto claimer = std::make_shared<Claimer>(client, ClaimerOptions{});
+  const auto diagnostics = make_diagnostics(client, claimer);
+  EXPECT_NO_THROW(diagnostics->ping());
+  const auto offset = diagnostics->clock_offset();
+  ASSERT_TRUE(offset);
+  EXPECT_LT(std::chrono::abs(offset->offset), 2s);
+  const auto config = diagnostics->check_config();
+  ASSERT_TRUE(config);
+  EXPECT_TRUE(config->answered);
+  EXPECT_FALSE(config->value.empty());
+  EXPECT_EQ(config->safe, config->value == "noeviction");
+  EXPECT_NE(config->description.find(config->value), std::string::npos) << config->description;
+  EXPECT_TRUE(diagnostics->missing_schema().empty()) << "Redis has no schema";
+  EXPECT_FALSE(make_diagnostics(client)->clock_offset()) << "no claimer (leader mode): nothing measures";
+  EXPECT_THROW((void)make_diagnostics(nullptr), std::invalid_argument);
+  const auto down = make_diagnostics(std::make_shared<Client>(parse_uri("redis://127.0.0.1:1/0")));
+  EXPECT_THROW(down->ping(), BackendError);
+  const auto unanswered = down->check_config();
+  ASSERT_TRUE(unanswered);
+  EXPECT_FALSE(unanswered->answered);
+  EXPECT_FALSE(unanswered->safe);
 }
 
 TEST(RedisClaimer, ScriptFlushKeepsClaimsAnEmptyRestartIsAStoreReset) {

@@ -201,8 +201,9 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   EXPECT_TRUE(record.manual);
   EXPECT_EQ(record.scheduled_at, cursor_instant(asked));
   EXPECT_NE(record.fire_key.find(requested.trigger_id), std::string::npos) << record.fire_key;
-  // The record is the event's (the ledger's one writer derives it): one
-  // event, from the replica that wrote the record.
+  // The record is the event's (the ledger's one writer derives it, before
+  // the recorder sees the event): one event in the whole fleet.
+  ASSERT_TRUE(h.log->wait_tally<TriggerExpiredEvent>(1));
   const auto events = h.log->all<TriggerExpiredEvent>();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events.front().trigger_id, requested.trigger_id);

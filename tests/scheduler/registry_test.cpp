@@ -452,7 +452,9 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   EXPECT_EQ(lost_record.replica_id, "replica-1");
   EXPECT_EQ(lost_record.fence, lost.fence);
   // Derived from the event: its expiry on the store's clock, and who reported it.
-  EXPECT_NE(lost.expired_at, Instant{});
+  // A record lives three heartbeats (15 s) past its last beat.
+  EXPECT_GE(lost.expired_at, lost.last_beat + 15s);
+  EXPECT_LE(lost.expired_at, lost.last_beat + 16s);
   EXPECT_NE(lost_record.reason.find("record expired " + format_rfc3339(lost.expired_at)), std::string::npos)
       << lost_record.reason;
   EXPECT_NE(lost_record.reason.find("; reported by replica-"), std::string::npos) << lost_record.reason;

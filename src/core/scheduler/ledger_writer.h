@@ -40,7 +40,8 @@ class LedgerWriter final : public Observer {
   static constexpr int max_rewrites = 3;
 
   /// `default_retention`: the bounds of a record of a job no entry here
-  /// tracks (a lost run of a job only the dead replica ran).
+  /// ever tracked (a lost run of a job only the dead replica ran); a key
+  /// stays tracked after its entry is removed (track()), with its bounds.
   LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, LedgerRetention default_retention,
                std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger);
   ~LedgerWriter() override;

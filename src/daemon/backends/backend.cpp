@@ -44,6 +44,8 @@ const std::array<const Backend*, 4>& all_backends() {
 
 }  // namespace
 
+std::vector<const Backend*> backends() { return {all_backends().begin(), all_backends().end()}; }
+
 const Backend& backend_for(std::string_view coordinator) {
   std::string forms;
   for (const Backend* backend : all_backends()) {

@@ -16,37 +16,10 @@
 #include "daemon/config/settings.h"
 #include "daemon/observe/store_view.h"
 #include "fleetcron/coordination.h"
+#include "fleetcron/diagnostics.h"
 #include "fleetcron/fleet_state.h"
 
 namespace fleetcron::daemon {
-
-/// The store's own configuration, as far as the promise depends on it
-/// (Redis: its maxmemory-policy), read at one moment.
-struct StoreConfigCheck {
-  bool answered = false;    ///< the store answered (with the value or an error reply)
-  bool safe = false;        ///< known to keep claims and leases until they expire
-  std::string value;        ///< what was read, for the metric's label; empty if unreadable
-  std::string description;  ///< one line for the log: the value and what to do about it
-};
-
-/// What the daemon asks a store beside claims and leadership. Thread-safe.
-class StoreDiagnostics {
- public:
-  virtual ~StoreDiagnostics() = default;
-  /// Asks the store for an answer (readiness, the start's check): returns
-  /// if it answered, throws BackendError saying why not (AuthError and
-  /// ConfigError: refused for good, not an outage).
-  virtual void ping() = 0;
-  /// Store clock minus this host's, as the claimer last measured it;
-  /// nullopt when not measured yet, without a claimer or a store clock.
-  [[nodiscard]] virtual std::optional<ClockOffset> clock_offset() const { return std::nullopt; }
-  /// Reads the store's configuration now (one round trip; never throws);
-  /// nullopt: this store has none to check.
-  [[nodiscard]] virtual std::optional<StoreConfigCheck> check_config() { return std::nullopt; }
-  /// What the store lacks that `fleetcron migrate` creates, one line each;
-  /// empty: complete. Throws BackendError when the store cannot be asked.
-  [[nodiscard]] virtual std::vector<std::string> missing_schema() { return {}; }
-};
 
 /// A store's coordination as the daemon uses it.
 struct Coordination {
@@ -56,7 +29,7 @@ struct Coordination {
   /// and dies with the process); null when catch-up and the ledger are
   /// both off (keeps_fleet_state()).
   std::shared_ptr<FleetState> fleet_state;
-  std::shared_ptr<StoreDiagnostics> diagnostics;  // never null
+  std::shared_ptr<Diagnostics> diagnostics;  // never null
   std::string description;                        // where it connects; no secrets
   /// Worth a warning at start: an event name and its message each (e.g. a
   /// TLS connection whose certificate is not verified).
@@ -87,7 +60,9 @@ class Backend {
   /// True when the store lives in this process: there is no fleet outside
   /// it for a command to read or change.
   [[nodiscard]] virtual bool in_process() const { return false; }
-  /// True when StoreDiagnostics::check_config() reads something
+  /// What `--version` says of it: the backend and the libraries under it.
+  [[nodiscard]] virtual std::string build_info() const = 0;
+  /// True when Diagnostics::check_config() reads something
   /// (--require-noeviction needs it).
   [[nodiscard]] virtual bool checks_config() const { return false; }
 
@@ -133,7 +108,10 @@ class Backend {
 /// every form accepted.
 [[nodiscard]] const Backend& backend_for(std::string_view coordinator);
 
-/// The backends, one each (for the table; the order backend_for() tries).
+/// Every backend, in the order backend_for() tries them.
+[[nodiscard]] std::vector<const Backend*> backends();
+
+/// The backends, one each (for the table).
 [[nodiscard]] const Backend& memory_backend();
 [[nodiscard]] const Backend& redis_backend();
 [[nodiscard]] const Backend& nats_backend();

@@ -11,15 +11,11 @@ namespace fleetcron::daemon {
 
 namespace {
 
-class MemoryDiagnostics final : public StoreDiagnostics {
- public:
-  void ping() override {}  // it is this process
-};
-
 class MemoryBackend final : public Backend {
  public:
   std::string_view name() const override { return "memory"; }
   std::string_view forms() const override { return "memory"; }
+  std::string build_info() const override { return "memory (one process)"; }
   bool accepts(std::string_view coordinator) const override { return coordinator == "memory"; }
   bool in_process() const override { return true; }
 
@@ -37,7 +33,7 @@ class MemoryBackend final : public Backend {
     // In-process: the ledger, the controls and the registry for the API
     // and the status page; nothing survives the process.
     if (keeps_fleet_state(settings)) out.fleet_state = std::make_shared<MemoryFleetState>(system_clock());
-    out.diagnostics = std::make_shared<MemoryDiagnostics>();
+    out.diagnostics = memory_diagnostics();
     return out;
   }
 

@@ -8,8 +8,10 @@
 
 #include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
+#include "fleetcron/nats/build_info.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/nats/coordination.h"
+#include "fleetcron/nats/diagnostics.h"
 #include "fleetcron/nats/elector.h"
 #include "fleetcron/nats/fleet_state.h"
 #include "fleetcron/nats/uri.h"
@@ -66,20 +68,6 @@ std::string leader_key(const Settings& settings) {
   return settings.leader_key.empty() ? std::string(nats::default_leader_key) : settings.leader_key;
 }
 
-class NatsDiagnostics final : public StoreDiagnostics {
- public:
-  NatsDiagnostics(std::shared_ptr<nats::Connection> connection, std::shared_ptr<nats::Claimer> claimer)
-      : connection_(std::move(connection)), claimer_(std::move(claimer)) {}
-  void ping() override { connection_->ping(); }  // connects if need be
-  std::optional<ClockOffset> clock_offset() const override {
-    return claimer_ ? claimer_->clock_offset() : std::nullopt;
-  }
-
- private:
-  std::shared_ptr<nats::Connection> connection_;
-  std::shared_ptr<nats::Claimer> claimer_;
-};
-
 /// The rules of the NATS claimer (dedup window, key length) without a
 /// connection, for `fleetcron validate`; every claim fails.
 class OfflineNatsClaimer final : public Claimer {
@@ -98,6 +86,7 @@ class NatsBackend final : public Backend {
  public:
   std::string_view name() const override { return "NATS"; }
   std::string_view forms() const override { return "nats://…, tls://…"; }
+  std::string build_info() const override { return nats::build_info(); }
   bool accepts(std::string_view coordinator) const override {
     return coordinator.starts_with("nats://") || coordinator.starts_with("tls://");
   }
@@ -198,7 +187,7 @@ Coordination NatsBackend::connect(const Settings& given, const std::string& hold
     config.replicas = settings.nats_replicas;
     out.fleet_state = std::make_shared<nats::FleetState>(connection->bucket(config));
   }
-  out.diagnostics = std::make_shared<NatsDiagnostics>(connection, std::move(claimer));
+  out.diagnostics = nats::make_diagnostics(connection, std::move(claimer));
   out.resources = connection;
   return out;
 }

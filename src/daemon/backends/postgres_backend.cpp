@@ -7,7 +7,9 @@
 
 #include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
+#include "fleetcron/postgres/build_info.h"
 #include "fleetcron/postgres/claimer.h"
+#include "fleetcron/postgres/diagnostics.h"
 #include "fleetcron/postgres/elector.h"
 #include "fleetcron/postgres/fleet_state.h"
 #include "fleetcron/postgres/schema.h"
@@ -37,31 +39,11 @@ std::shared_ptr<postgres::Claimer> make_claimer(std::shared_ptr<postgres::Connec
                                                       .max_clock_skew = max_clock_skew(settings)});
 }
 
-class PostgresDiagnostics final : public StoreDiagnostics {
- public:
-  PostgresDiagnostics(std::shared_ptr<postgres::Connection> connection, std::shared_ptr<postgres::Claimer> claimer,
-                      postgres::TableNames tables, bool fleet_state)
-      : connection_(std::move(connection)), claimer_(std::move(claimer)), tables_(std::move(tables)),
-        fleet_state_(fleet_state) {}
-  void ping() override { connection_->ping(); }
-  std::optional<ClockOffset> clock_offset() const override {
-    return claimer_ ? claimer_->clock_offset() : std::nullopt;
-  }
-  std::vector<std::string> missing_schema() override {
-    return postgres::missing_schema(*connection_, tables_, fleet_state_);
-  }
-
- private:
-  std::shared_ptr<postgres::Connection> connection_;
-  std::shared_ptr<postgres::Claimer> claimer_;
-  postgres::TableNames tables_;
-  bool fleet_state_;
-};
-
 class PostgresBackend final : public Backend {
  public:
   std::string_view name() const override { return "PostgreSQL"; }
-  std::string_view forms() const override { return "postgres://…"; }
+  std::string_view forms() const override { return "postgres://…, postgresql://…"; }
+  std::string build_info() const override { return postgres::build_info(); }
   bool accepts(std::string_view coordinator) const override { return postgres::is_postgres_uri(coordinator); }
   std::string_view password_variable() const override { return "FLEETCRON_POSTGRES_PASSWORD"; }
 
@@ -89,7 +71,7 @@ class PostgresBackend final : public Backend {
       out.fleet_state =
           std::make_shared<postgres::FleetState>(connection, postgres::FleetStateOptions{.tables = options.tables});
     }
-    out.diagnostics = std::make_shared<PostgresDiagnostics>(connection, std::move(claimer), options.tables, fleet_state);
+    out.diagnostics = postgres::make_diagnostics(connection, options.tables, fleet_state, std::move(claimer));
     out.resources = connection;
     return out;
   }
@@ -126,7 +108,7 @@ class PostgresBackend final : public Backend {
 
   int init(const Settings& settings, std::ostream& out, std::ostream& err) const override {
     out << "init: PostgreSQL: `fleetcron migrate` creates the tables; on new ones it declares the store new\n";
-    return migrate(settings, out, err);
+    return run_migrate_command(settings, out, err);  // its errors named as migrate's
   }
 
   int migrate(const Settings& settings, std::ostream& out, std::ostream&) const override {

@@ -8,10 +8,11 @@
 
 #include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
+#include "fleetcron/redis/build_info.h"
 #include "fleetcron/redis/claimer.h"
 #include "fleetcron/redis/client.h"
+#include "fleetcron/redis/diagnostics.h"
 #include "fleetcron/redis/elector.h"
-#include "fleetcron/redis/eviction_policy.h"
 #include "fleetcron/redis/fleet_state.h"
 #include "fleetcron/redis/inspection.h"
 #include "fleetcron/redis/uri.h"
@@ -33,26 +34,6 @@ redis::ClaimerOptions claimer_options(const Settings& settings) {
   return redis::ClaimerOptions{.claim_prefix = settings.claim_prefix, .claim_ttl = settings.claim_ttl,
                                .max_clock_skew = max_clock_skew(settings)};
 }
-
-class RedisDiagnostics final : public StoreDiagnostics {
- public:
-  RedisDiagnostics(std::shared_ptr<redis::Client> client, std::shared_ptr<redis::Claimer> claimer)
-      : client_(std::move(client)), claimer_(std::move(claimer)) {}
-  void ping() override { client_->ping(); }
-  std::optional<ClockOffset> clock_offset() const override {
-    return claimer_ ? claimer_->clock_offset() : std::nullopt;
-  }
-  // A policy other than noeviction drops keys under memory pressure:
-  // claims (a fire runs twice) and the lease (two leaders).
-  std::optional<StoreConfigCheck> check_config() override {
-    const redis::EvictionPolicy policy = redis::read_eviction_policy(*client_);
-    return StoreConfigCheck{policy.answered, policy.safe(), policy.policy, policy.describe()};
-  }
-
- private:
-  std::shared_ptr<redis::Client> client_;
-  std::shared_ptr<redis::Claimer> claimer_;
-};
 
 Instant now() {
   return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
@@ -85,7 +66,8 @@ std::string recent_claims(redis::Client& client, const std::string& claim_prefix
 class RedisBackend final : public Backend {
  public:
   std::string_view name() const override { return "Redis"; }
-  std::string_view forms() const override { return "redis://…, rediss://…, redis-sentinel://…, unix:…"; }
+  std::string_view forms() const override { return "redis://…, rediss://…, redis-sentinel://…, rediss-sentinel://…, unix:…"; }
+  std::string build_info() const override { return redis::build_info(); }
   bool accepts(std::string_view coordinator) const override { return redis::is_redis_uri(coordinator); }
   std::string_view password_variable() const override { return "FLEETCRON_REDIS_PASSWORD"; }
   bool checks_config() const override { return true; }
@@ -117,7 +99,7 @@ class RedisBackend final : public Backend {
       out.fleet_state = std::make_shared<redis::FleetState>(
           client, redis::FleetStateOptions{.fleet_prefix = effective_fleet_prefix(settings)});
     }
-    out.diagnostics = std::make_shared<RedisDiagnostics>(client, std::move(claimer));
+    out.diagnostics = redis::make_diagnostics(client, std::move(claimer));
     out.resources = client;
     return out;
   }

@@ -10,14 +10,12 @@
 #include <iostream>
 #include <optional>
 
+#include "daemon/backends/backend.h"
 #include "daemon/cli/commands.h"
 #include "daemon/config/setting_table.h"
 #include "daemon/run/daemon.h"
 #include "daemon/cli/next_command.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/nats/build_info.h"
-#include "fleetcron/postgres/build_info.h"
-#include "fleetcron/redis/build_info.h"
 #include "fleetcron/version.h"
 
 namespace {
@@ -124,8 +122,9 @@ int run_daemon(const Flags& flags) {
 /// `fleetcron --version`: the version, then each backend compiled in with
 /// the libraries under it.
 std::string version_text() {
-  return fmt::format("fleetcron {}\nbackends:\n  memory (one process)\n  {}\n  {}\n  {}", FLEETCRON_VERSION_STRING,
-                     fleetcron::redis::build_info(), fleetcron::nats::build_info(), fleetcron::postgres::build_info());
+  std::string text = fmt::format("fleetcron {}\nbackends:", FLEETCRON_VERSION_STRING);
+  for (const fleetcron::daemon::Backend* backend : fleetcron::daemon::backends()) text += "\n  " + backend->build_info();
+  return text;
 }
 
 }  // namespace

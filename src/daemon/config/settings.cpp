@@ -158,13 +158,16 @@ std::string read_secret_file(const std::string& path, std::string_view what) {
 }
 
 void resolve_coordinator_password(Settings& settings) {
+  // Every command reads the coordinator through its backend: one that
+  // names none is refused here, whatever gives the password.
+  const Backend& backend = backend_for(settings.coordinator);
   std::string password;
   std::string source;
   if (!settings.coordinator_password_file.empty()) {
     password = read_secret_file(settings.coordinator_password_file, "coordinator password file");
     source = "coordinator password file " + settings.coordinator_password_file;
   } else {
-    const std::string name(backend_for(settings.coordinator).password_variable());
+    const std::string name(backend.password_variable());
     const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
     if (value == nullptr || *value == '\0') return;
     password = value;

@@ -179,8 +179,10 @@ inline constexpr const char* password_variables[] = {"FLEETCRON_REDIS_PASSWORD",
                                                      "FLEETCRON_POSTGRES_PASSWORD"};
 
 /// Fills coordinator_password from coordinator_password_file, else from
-/// FLEETCRON_REDIS_PASSWORD (redis://, unix:) or FLEETCRON_NATS_PASSWORD
-/// (nats://, tls://). Throws SettingsError for an unreadable file or a URI
+/// the backend's variable (Backend::password_variable():
+/// FLEETCRON_REDIS_PASSWORD, FLEETCRON_NATS_PASSWORD or
+/// FLEETCRON_POSTGRES_PASSWORD). Throws SettingsError for a coordinator
+/// that names no backend (every form listed), an unreadable file or a URI
 /// that carries a password as well.
 void resolve_coordinator_password(Settings& settings);
 

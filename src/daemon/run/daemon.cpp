@@ -262,9 +262,9 @@ void Daemon::log_catch_up() {
 
 bool Daemon::ready() const { return loaded_ && backend_reachable_.load(); }
 
-std::optional<StoreConfigCheck> Daemon::check_store_config(bool running) {
+std::optional<StoreConfig> Daemon::check_store_config(bool running) {
   std::lock_guard guard(config_check_mutex_);
-  std::optional<StoreConfigCheck> check = coordination_.diagnostics->check_config();
+  std::optional<StoreConfig> check = coordination_.diagnostics->check_config();
   if (!check || !check->answered) return check;  // nothing to check; unreachable: the next reconnect reads it
   metrics_.backend_config(check->value, check->safe);
   const std::string state = check->safe ? "ok" : check->value.empty() ? "unreadable" : check->value;

@@ -101,7 +101,7 @@ class Daemon {
   /// stops the daemon (exit 1). Returns it (nullopt: nothing to check).
   /// `running`: the scheduler runs (stop it with SIGTERM), else run()
   /// has not started it yet (it returns 2).
-  std::optional<StoreConfigCheck> check_store_config(bool running);
+  std::optional<StoreConfig> check_store_config(bool running);
   /// Logs each schema object the store lacks (PostgreSQL's tables);
   /// false if any is missing.
   bool check_schema();
