@@ -9,6 +9,7 @@
 #include "fleetcron/duration.h"
 #include "fleetcron/error.h"
 #include "fleetcron/events.h"
+#include "fleetcron/fleet.h"
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/job_catalogue.h"
 #include "fleetcron/job_controls.h"

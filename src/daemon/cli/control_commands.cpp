@@ -13,7 +13,7 @@
 #include "daemon/observe/json_output.h"
 #include "daemon/observe/log_sink.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/store_clock.h"
+#include "fleetcron/fleet.h"
 
 namespace fleetcron::daemon {
 
@@ -79,20 +79,19 @@ int run_control_command(const Settings& settings, ControlAction action, const st
     }
   }
   try {
-    const auto state = open_fleet_state(settings);
     // Stamped on the store's clock: a trigger from a host whose clock is off lives as long as any.
-    const Instant now = StoreClock(*state, system_clock()).now();
+    Fleet fleet(open_fleet_state(settings));
     if (!force) {
       // A resume also finds a paused job no replica runs any more.
-      const JobLookup lookup = look_up_job(*state, now, job, action == ControlAction::resume);
+      const JobLookup lookup = look_up_job(fleet.state(), fleet.now(), job, action == ControlAction::resume);
       if (!lookup.known) {
         err << name << ": " << lookup.refusal << "; give --force for a job no replica has announced yet\n";
         return 2;
       }
     }
-    const ControlChange change = action == ControlAction::trigger
-                                     ? state->request_trigger(job, author(), now, default_trigger_wait, request_id)
-                                     : state->set_paused(job, action == ControlAction::pause, author(), now);
+    const ControlChange change = action == ControlAction::trigger ? fleet.trigger(job, author(), default_trigger_wait, request_id)
+                                 : action == ControlAction::pause   ? fleet.pause(job, author())
+                                                                    : fleet.resume(job, author());
     if (change.status == ControlChange::Status::error) {
       err << name << ": " << change.error << '\n';
       return 1;

@@ -12,7 +12,7 @@
 #include "daemon/observe/log_sink.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
-#include "fleetcron/store_clock.h"
+#include "fleetcron/fleet.h"
 
 namespace fleetcron::daemon {
 
@@ -46,12 +46,12 @@ namespace {
 
 /// The newest `count` records of every job the catalogue names, newest
 /// scheduled instant first.
-LedgerRead fleet_history(FleetState& state, std::size_t count) {
-  const CatalogueRead catalogue = state.read_catalogue(StoreClock(state, system_clock()).now());
+LedgerRead fleet_history(Fleet& fleet, std::size_t count) {
+  const CatalogueRead catalogue = fleet.jobs();
   if (catalogue.status != CatalogueRead::Status::found) return {LedgerRead::Status::error, {}, catalogue.error};
   LedgerRead all{LedgerRead::Status::found, {}, {}};
   for (const auto& job : catalogue.jobs) {
-    LedgerRead read = state.read_fires(job.job_key, count);
+    LedgerRead read = fleet.history(job.job_key, count);
     if (read.status != LedgerRead::Status::found) {
       return {LedgerRead::Status::error, {}, fmt::format("job \"{}\": {}", job.job_key, read.error)};
     }
@@ -72,14 +72,14 @@ int run_history_command(const Settings& settings, const std::string& job, std::s
     return 2;
   }
   try {
-    const auto state = open_fleet_state(settings);
-    const LedgerRead read = job.empty() ? fleet_history(*state, count) : state->read_fires(job, count);
+    Fleet fleet(open_fleet_state(settings));
+    const LedgerRead read = job.empty() ? fleet_history(fleet, count) : fleet.history(job, count);
     if (read.status != LedgerRead::Status::found) {
       err << "history: " << terminal_safe(read.error) << '\n';
       return 1;
     }
     if (!job.empty() && read.records.empty()) {  // a removed job's records still show; a typo has none
-      const JobLookup lookup = look_up_job(*state, StoreClock(*state, system_clock()).now(), job, false, false);
+      const JobLookup lookup = look_up_job(fleet.state(), fleet.now(), job, false, false);
       if (!lookup.known) {
         err << "history: " << lookup.refusal << '\n';
         return 2;
