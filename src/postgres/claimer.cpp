@@ -13,7 +13,7 @@
 
 #include "fleetcron/backend/clock_skew_guard.h"
 #include "fleetcron/duration.h"
-#include "fleetcron/lease_elector.h"
+#include "fleetcron/backend/lease_elector.h"
 #include "postgres/pool.h"
 
 namespace fleetcron::postgres {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "fleetcron/backend/lease_elector.h"
 #include "fleetcron/postgres/claimer.h"
 #include "postgres/pool.h"
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 
+#include "fleetcron/backend/lease_elector.h"
 #include "redis/commands.h"
 #include "redis/replies.h"
 #include "redis/scripts.h"

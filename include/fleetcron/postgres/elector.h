@@ -13,7 +13,7 @@
 #include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
-#include "fleetcron/lease_elector.h"
+#include "fleetcron/lease_options.h"
 #include "fleetcron/postgres/connection.h"
 #include "fleetcron/postgres/schema.h"
 

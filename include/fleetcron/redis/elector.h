@@ -14,7 +14,7 @@
 #include "fleetcron/api.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/coordination.h"
-#include "fleetcron/lease_elector.h"
+#include "fleetcron/lease_options.h"
 #include "fleetcron/redis/client.h"
 
 namespace fleetcron::redis {

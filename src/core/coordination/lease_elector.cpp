@@ -1,4 +1,4 @@
-#include "fleetcron/lease_elector.h"
+#include "fleetcron/backend/lease_elector.h"
 
 #include <fmt/format.h>
 #include <sys/random.h>
