@@ -106,6 +106,21 @@ TEST(Notifier, AFleetJobsMissesAreNotifiedFromCatchUpOnlyNotFromOneReplicasLateL
   EXPECT_EQ(s.read("notes"), "2\n");
 }
 
+// A queue of none would drop every notification: refused, naming the field.
+TEST(Notifier, OptionsOutOfRangeAreRefusedNamingTheField) {
+  Metrics metrics;
+  std::ostringstream out;
+  LogSink log(LogFormat::text, out);
+  try {
+    Notifier notifier(metrics, log, "r", NotifierOptions{.max_queued = 0});
+    FAIL() << "max_queued 0 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "notifier option max_queued: 0 is not between 1 and 100000");
+  }
+  EXPECT_THROW(Notifier(metrics, log, "r", NotifierOptions{.attempts = 0}), std::invalid_argument);
+  EXPECT_NO_THROW(Notifier(metrics, log, "r", NotifierOptions{.max_queued = 1}));
+}
+
 TEST(UrlRedaction, KeepsSchemeHostAndPortOnly) {
   EXPECT_EQ(redact_url("https://user:pw@hooks.example:8443/T0/B1/xyz?token=t"), "https://hooks.example:8443/…");
   EXPECT_EQ(redact_url("https://hc-ping.com/0f3a-uuid"), "https://hc-ping.com/…");

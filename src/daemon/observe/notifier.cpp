@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "daemon/http/http_client.h"
 #include "daemon/observe/json_output.h"
 #include "daemon/observe/url_redaction.h"
@@ -59,11 +61,26 @@ std::string_view to_string(Delivery::Kind kind) noexcept {
   return "?";
 }
 
+namespace {
+
+NotifierOptions checked(NotifierOptions options) {
+  if (options.max_queued < 1 || options.max_queued > 100'000) {
+    throw std::invalid_argument(
+        fmt::format("notifier option max_queued: {} is not between 1 and 100000", options.max_queued));
+  }
+  if (options.attempts < 1 || options.attempts > 100) {
+    throw std::invalid_argument(fmt::format("notifier option attempts: {} is not between 1 and 100", options.attempts));
+  }
+  return options;
+}
+
+}  // namespace
+
 Notifier::Notifier(Metrics& metrics, LogSink& log, std::string replica_id, NotifierOptions options)
     : metrics_(metrics),
       log_(log),
       replica_id_(std::move(replica_id)),
-      options_(options),
+      options_(checked(options)),
       worker_(options_.max_queued,
               [this](Delivery& delivery, detail::RefusedGap, std::stop_token stop) { deliver(delivery, stop); }) {}
 

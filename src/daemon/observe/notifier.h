@@ -26,9 +26,10 @@
 
 namespace fleetcron::daemon {
 
+/// Checked when a Notifier is made: std::invalid_argument naming the field.
 struct NotifierOptions {
-  std::size_t max_queued = 1000;  ///< deliveries waiting; beyond, new ones are dropped
-  int attempts = 4;               ///< per delivery: the first and 3 retries
+  std::size_t max_queued = 1000;  ///< deliveries waiting (1 to 100,000); beyond, new ones are dropped
+  int attempts = 4;               ///< per delivery: the first and 3 retries (1 to 100)
   std::chrono::milliseconds first_backoff{1000};  ///< doubled after each failed attempt
   std::chrono::milliseconds http_timeout{5000};   ///< connect, each read and write
   std::chrono::milliseconds command_timeout{60'000};
