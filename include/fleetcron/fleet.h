@@ -1,8 +1,9 @@
 // fleetcron::Fleet — an operator's (or a program's) handle on a fleet:
 // pause, resume and trigger its jobs, read its run ledger, its replicas and
 // its job catalogue. Every time it writes or compares is the store's clock
-// (StoreClock), never this host's: the `now` the FleetState operations
-// take is filled in here (docs/fleet-state.md, "One clock").
+// as its StoreClock knows it (this host's clock until a first measurement
+// succeeds, docs/fleet-state.md "One clock"): the `now` the FleetState
+// operations take is filled in here, never passed by the caller.
 #pragma once
 
 #include <chrono>
@@ -20,9 +21,13 @@
 namespace fleetcron {
 
 /// Thread-safe. Calls go to the store each time (nothing is cached but the
-/// store clock's offset); failures are answered in the results' status and
-/// error, as FleetState's are. `by` names the caller in the controls (1 to
-/// 64 characters, no whitespace: check_control_author()).
+/// store clock's offset); the store's failures are answered in the
+/// results' status and error, as FleetState's are. Arguments its contract
+/// refuses throw std::invalid_argument naming them, as FleetState's do: a
+/// blank job key; a `by` that is not 1 to 64 characters without
+/// whitespace (check_control_author()); a trigger's `wait` beyond
+/// max_trigger_wait or a malformed `request_id`
+/// (check_trigger_request_id()); a history `limit` outside 1 to 10,000.
 class FLEETCRON_API Fleet {
  public:
   /// Throws std::invalid_argument for a null state or clock.

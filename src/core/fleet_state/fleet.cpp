@@ -6,7 +6,7 @@
 
 namespace fleetcron {
 
-struct Fleet::Impl {
+struct FLEETCRON_LOCAL Fleet::Impl {
   Impl(std::shared_ptr<FleetState> fleet_state, std::shared_ptr<Clock> clock)
       : state(std::move(fleet_state)), store_clock(*state, std::move(clock)) {}
   std::shared_ptr<FleetState> state;
