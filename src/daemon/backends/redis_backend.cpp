@@ -35,13 +35,9 @@ redis::ClaimerOptions claimer_options(const Settings& settings) {
                                .max_clock_skew = max_clock_skew(settings)};
 }
 
-Instant now() {
-  return Instant{std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())};
-}
-
 /// Claims: prefix + key@RFC3339; those of the last hour, counted per job.
 std::string recent_claims(redis::Client& client, const std::string& claim_prefix) {
-  const Instant cutoff = now() - std::chrono::hours{1};
+  const Instant cutoff = system_clock()->now() - std::chrono::hours{1};
   std::map<std::string, std::pair<std::size_t, std::string>> per_job;  // key -> (count, latest)
   redis::scan_claims(client, claim_prefix, [&](std::string_view fire_key) {
     const auto at = fire_key.rfind('@');
