@@ -65,16 +65,6 @@ std::vector<ClaimResult> ask_claimer(Claimer& claimer, const std::vector<std::st
 
 }  // namespace
 
-std::string detail::describe_exception(std::exception_ptr error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "non-standard exception";
-  }
-}
-
 Election Scheduler::Impl::elect() {
   Election election;
   if (!options_.elector) return election;

@@ -58,7 +58,7 @@ void Scheduler::Impl::start() {
     announce();
     catalogue_if_due();
   }
-  if (controls_on()) poll_controls();
+  if (controls_) controls_->poll();
   std::lock_guard guard(mutex_);
   start_locked();
 }
@@ -110,8 +110,8 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     catch_up_stopping_ = true;
   }
   catch_up_cv_.notify_all();
-  stop_controls();  // no new polls, so no new triggers taken from here on
-  { std::lock_guard in_flight(controls_poll_mutex_); }  // and none taken by a poll still going
+  stop_controls();                  // no new polls
+  if (controls_) controls_->stop();  // and no trigger taken, by a poll still going either
   {
     std::lock_guard guard(join_mutex_);
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();

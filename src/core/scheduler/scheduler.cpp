@@ -72,6 +72,7 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   default_settings_ = detail::resolve(options_, defaults);
   slots_.reserve(options_.limits.max_concurrent);
   for (std::size_t i = 0; i < options_.limits.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
+  controls_ = make_controls();
 }
 
 Scheduler::Impl::~Impl() = default;

@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "core/scheduler/entry.h"
+#include "core/support/describe_exception.h"
 #include "core/scheduler/event_bus.h"
 #include "core/scheduler/fire.h"
 #include "core/scheduler/fire_queue.h"
+#include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/run_queue.h"
 #include "core/scheduler/ledger_writer.h"
 #include "core/scheduler/missed_fires.h"
@@ -33,14 +35,6 @@
 #include "fleetcron/store_clock.h"
 
 namespace fleetcron {
-
-namespace detail {
-/// A trigger of the fleet's controls for one of this replica's entries.
-struct TakenTrigger {
-  std::shared_ptr<Entry> entry;
-  TriggerRequest trigger;
-};
-}  // namespace detail
 
 /// The scheduler's state and its threads: the loop (scheduler.cpp), the
 /// workers (dispatch.cpp) over the run queue (RunQueue, a component with
@@ -57,7 +51,7 @@ struct TakenTrigger {
 ///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
-///   controls_poll_mutex_   -> mutex_, RunQueue::mutex_, controls_mutex_, the EventBus's lock (a poll)
+///   FleetControls::poll_mutex_ -> mutex_, RunQueue::mutex_, registry_mutex_, the EventBus's lock (a poll)
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
 ///                          -> mutex_, RunQueue::mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
@@ -184,51 +178,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The catch-up thread: catches up the entries handed to it, retrying
   /// each failure after a backoff (1 s doubling to 30 s).
   void catch_up_main();
-  /// Fleet-wide controls (controls.cpp): reads them and applies what
-  /// changed — pauses and resumes of this replica's keyed entries, and the
-  /// triggers it takes and queues.
+  /// Fleet-wide controls: a component (FleetControls) that sees the
+  /// scheduler through ControlsHost (upkeep.cpp); null without them.
   [[nodiscard]] bool controls_on() const;
-  void poll_controls();
-  void poll_controls_once();
-  /// What applying a controls read produced, reported after mutex_.
-  struct ControlsApplied {
-    std::vector<Event> events;
-    std::vector<std::string> notes;     // info
-    std::vector<std::string> warnings;  // a pause or resume the store lost
-  };
-  /// Under mutex_: one job's pause as the fleet's document says it; and the
-  /// jobs it no longer lists. A change older than one applied here, or a
-  /// pause gone without its resume record, is a store that went back.
-  void apply_fleet_pause(const JobControl& control, const std::shared_ptr<detail::Entry>& entry,
-                         ControlsApplied& applied);
-  void forget_unlisted_pauses(const std::unordered_set<std::string>& listed, ControlsApplied& applied);
-  void take_triggers(const std::vector<detail::TakenTrigger>& triggers, const std::unordered_set<std::string>& returned);
-  /// After a take that answered an error: whether the store says this
-  /// replica took it anyway (its write applied, its answer lost).
-  /// After a take answered an error: whether the controls name this
-  /// replica as its taker (nullopt: they could not be read either).
-  [[nodiscard]] std::optional<bool> taken_here(const detail::TakenTrigger& taken);
-  [[nodiscard]] bool taken_here_in(const ControlsRead& read, const detail::TakenTrigger& taken) const;
-  /// Queues a trigger this replica took as a manual fire, and says so.
-  void run_taken(const detail::TakenTrigger& taken);
-  /// Notes the triggers gone since the last poll; answers the ids listed
-  /// in `read` (made at `read_at`, the store's time) that came back: seen
-  /// gone before, or requested well before an earlier read that did not
-  /// list them.
-  std::unordered_set<std::string> returned_triggers(const ControlsRead& read, Instant read_at);
-  /// Drops the triggers that expired untaken (`seen` in the poll's read, at `read_at`);
-  /// reports those this replica's write dropped. If the drop answered an
-  /// error, `seen` is kept, and those of them the next read lists no more
-  /// are reported then (the write may have been this replica's).
-  void report_expired_triggers(const std::vector<JobTrigger>& seen, Instant read_at);
-  /// Reports the triggers of a drop whose answer was lost that `read` no
-  /// longer lists.
-  void report_unanswered_expiries(const ControlsRead& read);
-  /// Reports expired triggers: a log line and a TriggerExpiredEvent each
-  /// (its ledger record is the event's).
-  void report_expired(const std::vector<JobTrigger>& expired, std::string_view note);
-  [[nodiscard]] bool controls_stopping();
-  /// The upkeep thread (controls.cpp), with controls or the registry on:
+  class ControlsHost;
+  std::unique_ptr<detail::FleetControls> make_controls();
+  /// The upkeep thread (upkeep.cpp), with controls or the registry on:
   /// polls the controls and announces the replica, each on its period.
   void upkeep_main();
   void stop_controls();
@@ -496,36 +451,15 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool catch_up_stopping_ = false;
   std::thread catch_up_thread_;
 
-  // ---- the upkeep thread (controls.cpp), with a fleet state and options.fleet.controls or .registry
-  std::mutex controls_poll_mutex_;  // held across a poll: one at a time
+  // ---- the fleet controls, and the upkeep thread (upkeep.cpp), with a fleet state and options.fleet.controls or .registry
+  std::shared_ptr<ControlsHost> controls_host_;      // what controls_ sees of this scheduler
+  std::unique_ptr<detail::FleetControls> controls_;  // its own state and lock
   std::mutex controls_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
   std::condition_variable controls_cv_;
   bool controls_stopping_ = false;  // no more polls: stop() began
   bool upkeep_stopping_ = false;    // the thread leaves: the runs ended (join_threads_once())
   bool runs_unlisted_ = false;
   std::thread upkeep_thread_;
-  // The controls thread's own (start() before it runs): job key -> the
-  // entry and whether the fleet held it paused, as last read; and whether
-  // the last read failed.
-  struct FleetPause {
-    EntryId entry = 0;
-    bool paused = false;
-    Instant changed_at{};  // of the newest pause or resume applied here
-    std::string changed_by;
-  };
-  std::unordered_map<std::string, FleetPause> fleet_paused_;
-  bool controls_failing_ = false;
-  // Trigger ids listed at the last poll, and those seen gone since (taken
-  // or expired), oldest first, for max_trigger_wait and at most
-  // max_remembered_triggers: one listed again came back with a store that
-  // went back (a restart from a snapshot, a lagging failover) and is
-  // dropped, not run again. Under controls_poll_mutex_.
-  std::unordered_set<std::string> triggers_listed_;
-  std::unordered_set<std::string> triggers_gone_;
-  std::deque<std::pair<Clock::SteadyTime, std::string>> triggers_gone_order_;
-  std::optional<Instant> controls_read_at_;  // the store's time of the last read
-  std::vector<JobTrigger> expiries_unanswered_;
-  std::vector<detail::TakenTrigger> takes_unanswered_;  // lost take answers, controls unreadable (controls_poll_mutex_)  // a drop answered an error: reported if gone (controls_poll_mutex_)
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
   // Lock order: announce_mutex_ (held across the store call), then mutex_,
@@ -587,8 +521,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 };
 
 namespace detail {
-/// The message of an exception thrown by user code or a backend.
-std::string describe_exception(std::exception_ptr error);
 /// Whether this thread is one of `impl`'s workers (stop() from a job does
 /// not wait for, or join, its own thread).
 bool on_worker_of(const void* impl);
