@@ -112,41 +112,21 @@ void Scheduler::Impl::refresh_cursor_settings(Entry& entry, Instant now) {
 }
 
 void Scheduler::Impl::queue_catch_up(const std::shared_ptr<Entry>& entry) {
-  if (!entry->cursor || entry->cursor->caught_up.load()) return;
-  {
-    std::lock_guard guard(catch_up_mutex_);
-    catch_up_queue_.push_back({entry, clock_->steady_now(), first_retry});
-  }
-  catch_up_cv_.notify_one();
+  if (!entry->cursor || entry->cursor->caught_up.load() || !catch_up_queue_) return;
+  catch_up_queue_->add(entry);
 }
 
-void Scheduler::Impl::catch_up_main() {
-  std::unique_lock lock(catch_up_mutex_);
-  while (!catch_up_stopping_) {
-    const auto now = clock_->steady_now();
-    const auto due = std::min_element(catch_up_queue_.begin(), catch_up_queue_.end(),
-                                      [](const auto& a, const auto& b) { return a.due < b.due; });
-    if (due == catch_up_queue_.end() || due->due > now) {
-      const auto until = due == catch_up_queue_.end() ? now + std::chrono::hours{1} : due->due;
-      clock_->wait_until(catch_up_cv_, lock, until);
-      continue;
-    }
-    PendingCatchUp pending = std::move(*due);
-    catch_up_queue_.erase(due);
-    const std::shared_ptr<Entry> entry = pending.entry.lock();
-    if (!entry) continue;
-    lock.unlock();
+std::unique_ptr<detail::CatchUpQueue> Scheduler::Impl::make_catch_up_queue() {
+  if (!options_.fleet.state) return nullptr;
+  auto attempt = [this](const std::shared_ptr<Entry>& entry, nanoseconds backoff) {
     const CatchUpOutcome outcome = catch_up(entry, nanoseconds::max());
     if (!outcome.done && !outcome.quiet) {  // not an event: logged whatever log_events says
       log(LogLevel::warning, fmt::format("entry \"{}\": catch-up failed, retried in {}: {}", entry->identity.key,
-                                         format_duration(pending.backoff), outcome.error));
+                                         format_duration(backoff), outcome.error));
     }
-    lock.lock();
-    if (outcome.done || entry->removed.load()) continue;
-    pending.due = clock_->steady_now() + pending.backoff;
-    pending.backoff = std::min(2 * pending.backoff, max_retry);
-    catch_up_queue_.push_back(std::move(pending));
-  }
+    return outcome.done || entry->removed.load();
+  };
+  return std::make_unique<detail::CatchUpQueue>(clock_, std::move(attempt), first_retry, max_retry);
 }
 
 void Scheduler::Impl::note_unled(const Fire& fire) {

@@ -85,9 +85,9 @@ void Scheduler::Impl::start_locked() {
   workers_.reserve(options_.limits.max_concurrent);
   for (const auto& slot : slots_) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
   watchdog_thread_ = std::thread([this] { watchdog_main(); });
-  if (options_.fleet.state) {
+  if (catch_up_queue_) {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
-    catch_up_thread_ = std::thread([this] { catch_up_main(); });
+    catch_up_queue_->start();
   }
   if (controls_on() || registry_on()) upkeep_thread_ = std::thread([this] { upkeep_main(); });
   loop_thread_ = std::thread([this] { loop_main(); });
@@ -105,11 +105,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     if (state_ == State::running) state_ = State::stopping;
   }
   loop_cv_.notify_all();
-  {
-    std::lock_guard guard(catch_up_mutex_);
-    catch_up_stopping_ = true;
-  }
-  catch_up_cv_.notify_all();
+  if (catch_up_queue_) catch_up_queue_->stop();
   stop_controls();                  // no new polls
   if (controls_) controls_->stop();  // and no trigger taken, by a poll still going either
   {
@@ -158,7 +154,7 @@ void Scheduler::Impl::join_threads_once() {
   watchdog_cv_.notify_all();
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
   if (loop_thread_.joinable()) loop_thread_.join();
-  if (catch_up_thread_.joinable()) catch_up_thread_.join();
+  if (catch_up_queue_) catch_up_queue_->join();
   // The runs ended: the registry no longer needs this replica's record
   // (it listed them while they ran), and the fleet need not wait for it to expire.
   stop_upkeep();

@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/scheduler/catch_up_queue.h"
 #include "core/scheduler/entry.h"
 #include "core/support/describe_exception.h"
 #include "core/scheduler/event_bus.h"
@@ -44,18 +45,18 @@ namespace fleetcron {
 ///
 /// Locks, and the only orders in which one is taken while another is held
 /// (any other nesting is a bug):
-///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, catch_up_mutex_, controls_mutex_,
+///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, CatchUpQueue::mutex_, controls_mutex_,
 ///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
 ///   LeadershipGuard::liveness_mutex -> liveness_mutex_
 ///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
-///   mutex_                 -> catch_up_mutex_ (start() queueing the entries' catch-ups)
+///   mutex_                 -> CatchUpQueue::mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
 ///   FleetControls::poll_mutex_ -> mutex_, RunQueue::mutex_, registry_mutex_, the EventBus's lock (a poll)
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
 ///                          -> mutex_, RunQueue::mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
-///   catch_up_mutex_        -> the Clock's own lock
+///   CatchUpQueue::mutex_   -> the Clock's own lock
 /// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
 /// liveness_mutex_ are leaves. No
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
@@ -175,9 +176,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// A fire of the loop skipped with no lease held here: the entry's
   /// catch-up reaches up to its instant (queued again if it had completed).
   void note_unled(const detail::Fire& fire);
-  /// The catch-up thread: catches up the entries handed to it, retrying
-  /// each failure after a backoff (1 s doubling to 30 s).
-  void catch_up_main();
+  /// The catch-up thread's queue: catches up the entries handed to it,
+  /// retrying each failure after a backoff (1 s doubling to 30 s); null
+  /// without a fleet state.
+  std::unique_ptr<detail::CatchUpQueue> make_catch_up_queue();
   /// Fleet-wide controls: a component (FleetControls) that sees the
   /// scheduler through ControlsHost (upkeep.cpp); null without them.
   [[nodiscard]] bool controls_on() const;
@@ -439,17 +441,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   std::atomic<bool> resigned_{false};
 
-  // ---- the catch-up thread (catch_up.cpp), when there is a fleet state
-  struct PendingCatchUp {
-    std::weak_ptr<detail::Entry> entry;
-    Clock::SteadyTime due;
-    std::chrono::nanoseconds backoff;
-  };
-  std::mutex catch_up_mutex_;  // guards catch_up_queue_, catch_up_stopping_
-  std::condition_variable catch_up_cv_;
-  std::vector<PendingCatchUp> catch_up_queue_;
-  bool catch_up_stopping_ = false;
-  std::thread catch_up_thread_;
+  // ---- the catch-up thread (CatchUpQueue), when there is a fleet state
+  std::unique_ptr<detail::CatchUpQueue> catch_up_queue_;  // its own state and lock
 
   // ---- the fleet controls, and the upkeep thread (upkeep.cpp), with a fleet state and options.fleet.controls or .registry
   std::shared_ptr<ControlsHost> controls_host_;      // what controls_ sees of this scheduler

@@ -1,0 +1,60 @@
+// Internal: the entries waiting for their catch-up, and the thread that
+// catches them up, retrying each failure after a backoff (a component of
+// the scheduler with its own state and lock).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/scheduler/entry.h"
+#include "fleetcron/clock.h"
+
+namespace fleetcron::detail {
+
+class CatchUpQueue {
+ public:
+  /// One catch-up of the entry; true when nothing is left to retry (done,
+  /// or the entry removed). `backoff` is how long a retry waits.
+  using Attempt = std::function<bool(const std::shared_ptr<Entry>& entry, std::chrono::nanoseconds backoff)>;
+
+  /// The first retry waits `first_retry`, each next one twice as long, at most `max_retry`.
+  CatchUpQueue(std::shared_ptr<Clock> clock, Attempt attempt, std::chrono::nanoseconds first_retry,
+               std::chrono::nanoseconds max_retry);
+  ~CatchUpQueue();
+  CatchUpQueue(const CatchUpQueue&) = delete;
+  CatchUpQueue& operator=(const CatchUpQueue&) = delete;
+
+  /// Queues the entry's catch-up, due now (before start(): when it starts).
+  void add(const std::shared_ptr<Entry>& entry);
+  /// Starts the thread.
+  void start();
+  /// No attempt starts from here on (one under way ends as it does).
+  void stop();
+  /// Waits for the thread (after stop()).
+  void join();
+
+ private:
+  struct Pending {
+    std::weak_ptr<Entry> entry;
+    Clock::SteadyTime due;
+    std::chrono::nanoseconds backoff;
+  };
+  void main();
+
+  const std::shared_ptr<Clock> clock_;
+  const Attempt attempt_;
+  const std::chrono::nanoseconds first_retry_;
+  const std::chrono::nanoseconds max_retry_;
+  std::mutex mutex_;  // guards queue_, stopping_; a leaf but for the clock's own lock
+  std::condition_variable cv_;
+  std::vector<Pending> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fleetcron::detail
