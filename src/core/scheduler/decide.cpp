@@ -70,7 +70,7 @@ Election Scheduler::Impl::elect() {
   if (!options_.elector) return election;
   // Stepped down after failing claims: not leading here, whatever an
   // elector without a background renewer would answer.
-  if (clock_->steady_now().time_since_epoch().count() < stepped_down_until_.load(std::memory_order_relaxed)) {
+  if (fitness_.stepped_down()) {
     election.refused = SkipReason::not_leader;
     return election;
   }
@@ -240,33 +240,15 @@ bool Scheduler::Impl::term_lost_locked(std::uint64_t term) const {
 
 void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
   const bool failed = claim.status == ClaimResult::Status::error || claim.status == ClaimResult::Status::clock_skew;
-  if (!failed) {
-    claims_failing_since_.store(0, std::memory_order_relaxed);
-    return;
-  }
-  const auto now = clock_->steady_now().time_since_epoch().count();
-  // While stepped down, failures in flight from before do not count: the
-  // next window starts with the first failure after the hold.
-  if (now < stepped_down_until_.load(std::memory_order_relaxed)) return;
-  // Failures must be continuous: one older than the bound (a transient
-  // error an hour ago) starts a new window instead of extending the old one.
-  const auto previous = claims_last_failure_.exchange(now, std::memory_order_relaxed);
-  if (previous != 0 && now - previous > claim_failure_step_down.count()) {
-    claims_failing_since_.store(now, std::memory_order_relaxed);
-    return;
-  }
-  Clock::SteadyTime::rep since = 0;
-  if (claims_failing_since_.compare_exchange_strong(since, now, std::memory_order_relaxed)) return;  // the first
-  const std::chrono::nanoseconds failing_for{now - since};
-  if (failing_for < claim_failure_step_down || now < stepped_down_until_.load(std::memory_order_relaxed)) return;
-  if (!claims_failing_since_.compare_exchange_strong(since, 0, std::memory_order_relaxed)) return;  // another worker did
-  stepped_down_until_.store(now + step_down_hold.count(), std::memory_order_relaxed);
+  const std::optional<std::chrono::nanoseconds> failing_for = fitness_.note_claim(failed);
+  if (!failing_for) return;
+  constexpr std::chrono::nanoseconds step_down_hold = detail::LeaderFitness::step_down_hold;
   if (options_.log_events) {
     log(LogLevel::error, fmt::format("leading, but every claim failed for {} (last: {}): stepping down, out of the "
                                      "election for {}, so a replica that can claim leads",
-                                     format_duration(failing_for), claim.error, format_duration(step_down_hold)));
+                                     format_duration(*failing_for), claim.error, format_duration(step_down_hold)));
   }
-  publish(LeadershipStepDownEvent{failing_for, step_down_hold, claim.error});
+  publish(LeadershipStepDownEvent{*failing_for, step_down_hold, claim.error});
 }
 
 }  // namespace fleetcron

@@ -14,27 +14,13 @@ using detail::Fire;
 using detail::Run;
 
 bool Scheduler::Impl::fit_to_lead() const {
-  const auto now = clock_->steady_now().time_since_epoch().count();
-  if (!loop_alive() || now < stepped_down_until_.load(std::memory_order_relaxed)) return false;
+  if (!fitness_.loop_alive() || fitness_.stepped_down()) return false;
   // A replica refused by the registry would hold the lease and run nothing.
   if (registry_on()) {
     const auto verdict = registry_verdict();
     if (verdict && !verdict->empty()) return false;
   }
   return true;
-}
-
-bool Scheduler::Impl::loop_alive() const {
-  const std::uint64_t passes = loop_passes_.load(std::memory_order_relaxed);
-  const auto now = clock_->steady_now();
-  std::lock_guard guard(liveness_mutex_);
-  if (passes != seen_passes_) {
-    seen_passes_ = passes;
-    stale_since_.reset();
-    return true;
-  }
-  if (!stale_since_) stale_since_ = now;  // no pass since the last look: suspect, from now
-  return now - *stale_since_ < liveness_bound;
 }
 
 bool Scheduler::Impl::controls_on() const { return options_.fleet.state && options_.fleet.controls; }

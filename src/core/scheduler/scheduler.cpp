@@ -471,7 +471,7 @@ void Scheduler::Impl::loop_main() {
     // Steady before wall: if the clock moves in between, the sleep below
     // comes out short (a harmless early wake), never long.
     const auto steady = clock_->steady_now();
-    loop_passes_.fetch_add(1, std::memory_order_relaxed);
+    fitness_.note_loop_pass();
     const Instant now = clock_->now();
     collect_due(now, fires, events, warnings);
     if (!fires.empty() || !events.empty() || !warnings.empty()) {
@@ -487,7 +487,7 @@ void Scheduler::Impl::loop_main() {
       lock.lock();
       continue;  // time moved while we were out; look again
     }
-    auto sleep = max_loop_sleep;
+    auto sleep = detail::LeaderFitness::max_loop_sleep;
     if (!heap_.empty()) sleep = std::min(sleep, std::chrono::nanoseconds{heap_.front().at - now});
     if (sleep > std::chrono::nanoseconds::zero()) clock_->wait_until(loop_cv_, lock, steady + sleep);
   }

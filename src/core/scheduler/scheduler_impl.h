@@ -29,6 +29,7 @@
 #include "core/scheduler/fire_queue.h"
 #include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/run_queue.h"
+#include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/ledger_writer.h"
 #include "core/scheduler/missed_fires.h"
 #include "core/scheduler/run_state.h"
@@ -48,7 +49,7 @@ namespace fleetcron {
 ///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, CatchUpQueue::mutex_, controls_mutex_,
 ///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
-///   LeadershipGuard::liveness_mutex -> liveness_mutex_
+///   LeadershipGuard::liveness_mutex -> LeaderFitness::liveness_mutex_, registry_mutex_
 ///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> CatchUpQueue::mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
@@ -58,7 +59,7 @@ namespace fleetcron {
 ///                             queueing its fires), the Clock's and the EventBus's locks
 ///   CatchUpQueue::mutex_   -> the Clock's own lock
 /// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
-/// liveness_mutex_ are leaves. No
+/// LeaderFitness::liveness_mutex_ are leaves. No
 /// scheduler lock is held while user code runs (jobs, claimers, electors,
 /// observers, the recorder, the logger), except that Schedule::next() runs
 /// under mutex_, and that an entry's CursorTracking::busy is held across
@@ -99,11 +100,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// What Elector::set_liveness() reports: the loop passes, and this
   /// replica is not stepping down after its leader-gated claims kept failing.
   bool fit_to_lead() const;
-  /// False once the loop has not passed for liveness_bound since a look
-  /// found it without a new pass. Two looks, not one timestamp: after a
-  /// pause (SIGSTOP) or a jump of a virtual clock every thread resumes at
-  /// once, and the elector's thread may look before the loop has run.
-  bool loop_alive() const;
   void join_threads_once();
   void detach_elector();
   /// Detaches and resigns the elector, once (stop(), drain() and the join).
@@ -160,8 +156,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void report_skip(const detail::Fire& fire, SkipReason reason, std::string error);
   void report_cancel(const detail::Fire& fire, std::string cause, CancelReason reason);
   void on_leadership_lost(std::uint64_t term);
-  /// Tracks the answers to leader-gated claims (both mode); steps down when
-  /// errors and clock-skew refusals last claim_failure_step_down.
+  /// Tracks the answers to leader-gated claims (both mode) in fitness_;
+  /// reports a step-down when errors and clock-skew refusals last
+  /// LeaderFitness::claim_failure_step_down.
   void note_leader_claim(const ClaimResult& claim);
   bool term_lost_locked(std::uint64_t term) const;
 
@@ -376,21 +373,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::size_t stale_heap_items_ = 0;
   std::thread loop_thread_;
   void loop_main();
-  /// The loop re-reads the wall clock at least this often, so a wall-clock
-  /// step is noticed within a second even when nothing is due.
-  static constexpr std::chrono::nanoseconds max_loop_sleep = std::chrono::seconds{1};
-  /// The loop is alive while it passes at least this often (three sleeps).
-  static constexpr std::chrono::nanoseconds liveness_bound = 3 * max_loop_sleep;
-  /// The loop's passes; it passes at least every max_loop_sleep while running.
-  std::atomic<std::uint64_t> loop_passes_{0};
-  mutable std::mutex liveness_mutex_;  // guards seen_passes_, stale_since_
-  mutable std::uint64_t seen_passes_ = 0;
-  mutable std::optional<Clock::SteadyTime> stale_since_;
-  std::atomic<Clock::SteadyTime::rep> claims_failing_since_{0};  // 0: the latest answer was a real one
-  std::atomic<Clock::SteadyTime::rep> claims_last_failure_{0};
-  std::atomic<Clock::SteadyTime::rep> stepped_down_until_{0};
-  static constexpr std::chrono::nanoseconds claim_failure_step_down = std::chrono::seconds{5};
-  static constexpr std::chrono::nanoseconds step_down_hold = std::chrono::seconds{30};
+  /// Whether the loop passes and the replica is not stepping down.
+  detail::LeaderFitness fitness_{clock_};
   /// Pops due entries, applies the missed-fire policy, plans next fires.
   void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
                    std::vector<std::string>& warnings);

@@ -1,0 +1,148 @@
+// The scheduler's components that own their state, each on its own: the
+// leader fitness (loop liveness, step-down after failing claims) and the
+// catch-up queue (retries with a doubling backoff). On a virtual clock.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/scheduler/catch_up_queue.h"
+#include "core/scheduler/leader_fitness.h"
+#include "fleetcron/clock.h"
+
+namespace fleetcron::detail {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::nanoseconds;
+
+Instant t0() { return Instant{std::chrono::hours{24 * 365 * 50}}; }
+
+TEST(LeaderFitness, TheLoopIsAliveUntilALookFindsItStillForTheBound) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  LeaderFitness fitness(clock);
+  EXPECT_TRUE(fitness.loop_alive());  // suspect from this look on
+  clock->advance(LeaderFitness::liveness_bound - 1ns);
+  EXPECT_TRUE(fitness.loop_alive());
+  clock->advance(1ns);
+  EXPECT_FALSE(fitness.loop_alive());
+  fitness.note_loop_pass();
+  EXPECT_TRUE(fitness.loop_alive());
+  // A pause: the first look after it finds no pass yet and only suspects.
+  clock->advance(1h);
+  EXPECT_TRUE(fitness.loop_alive());
+}
+
+TEST(LeaderFitness, ClaimsFailingForTheBoundStepTheReplicaDownOnceForTheHold) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  LeaderFitness fitness(clock);
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);  // the window opens
+  clock->advance(4s);
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);
+  clock->advance(1s);
+  EXPECT_EQ(fitness.note_claim(true), std::optional<nanoseconds>(5s));
+  EXPECT_TRUE(fitness.stepped_down());
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);  // in flight from before: not counted
+  clock->advance(LeaderFitness::step_down_hold - 1ns);
+  EXPECT_TRUE(fitness.stepped_down());
+  clock->advance(1ns);
+  EXPECT_FALSE(fitness.stepped_down());
+}
+
+TEST(LeaderFitness, AnAnswerOrAGapLongerThanTheBoundStartsANewWindow) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  LeaderFitness fitness(clock);
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);
+  clock->advance(4s);
+  EXPECT_EQ(fitness.note_claim(false), std::nullopt);  // a real answer
+  clock->advance(4s);
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);  // a new window from here
+  clock->advance(LeaderFitness::claim_failure_step_down + 1s);  // no failure in between: not continuous
+  EXPECT_EQ(fitness.note_claim(true), std::nullopt);
+  EXPECT_FALSE(fitness.stepped_down());
+  clock->advance(5s);
+  EXPECT_EQ(fitness.note_claim(true), std::optional<nanoseconds>(5s));
+}
+
+/// Records the catch-up attempts; settles at the `settle_at`-th.
+class Attempts {
+ public:
+  explicit Attempts(int settle_at) : settle_at_(settle_at) {}
+  bool attempt(nanoseconds backoff) {
+    std::lock_guard guard(mutex_);
+    backoffs_.push_back(backoff);
+    cv_.notify_all();
+    return static_cast<int>(backoffs_.size()) >= settle_at_;
+  }
+  /// Waits (at most a minute, then fails) for the n-th attempt.
+  bool wait_for(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, 60s, [&] { return backoffs_.size() >= n; });
+  }
+  std::vector<nanoseconds> backoffs() {
+    std::lock_guard guard(mutex_);
+    return backoffs_;
+  }
+
+ private:
+  const int settle_at_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<nanoseconds> backoffs_;
+};
+
+/// Waits until the queue's thread sleeps towards `deadline`.
+void wait_for_deadline(const VirtualClock& clock, Clock::SteadyTime deadline) {
+  for (int i = 0; i < 600000 && clock.next_deadline() != deadline; ++i) std::this_thread::sleep_for(100us);
+  ASSERT_EQ(clock.next_deadline(), std::optional(deadline));
+}
+
+TEST(CatchUpQueue, AFailedCatchUpIsRetriedAfterABackoffThatDoublesUpToTheMost) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  Attempts attempts(4);
+  CatchUpQueue queue(
+      clock, [&](const std::shared_ptr<Entry>&, nanoseconds backoff) { return attempts.attempt(backoff); }, 1s, 3s);
+  auto entry = std::make_shared<Entry>();
+  queue.add(entry);  // before start(): due when it starts
+  const auto start = clock->steady_now();
+  queue.start();
+  ASSERT_TRUE(attempts.wait_for(1));
+  wait_for_deadline(*clock, start + 1s);
+  clock->advance(1s);
+  ASSERT_TRUE(attempts.wait_for(2));
+  wait_for_deadline(*clock, start + 3s);
+  clock->advance(2s);
+  ASSERT_TRUE(attempts.wait_for(3));
+  wait_for_deadline(*clock, start + 6s);  // 4 s capped at 3 s
+  clock->advance(3s);
+  ASSERT_TRUE(attempts.wait_for(4));
+  EXPECT_EQ(attempts.backoffs(), (std::vector<nanoseconds>{1s, 2s, 3s, 3s}));
+  wait_for_deadline(*clock, start + 6s + 1h);  // settled: nothing left but the idle wait
+  queue.stop();
+  queue.join();
+}
+
+TEST(CatchUpQueue, AnEntryGoneOrAStoppedQueueIsNotAttempted) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  Attempts attempts(1);
+  CatchUpQueue queue(
+      clock, [&](const std::shared_ptr<Entry>&, nanoseconds backoff) { return attempts.attempt(backoff); }, 1s, 30s);
+  queue.add(std::make_shared<Entry>());  // freed at once: only a weak reference is queued
+  auto kept = std::make_shared<Entry>();
+  queue.add(kept);
+  const auto start = clock->steady_now();
+  queue.start();
+  ASSERT_TRUE(attempts.wait_for(1));
+  wait_for_deadline(*clock, start + 1h);
+  queue.stop();
+  queue.add(kept);  // after stop(): dropped
+  queue.join();
+  EXPECT_EQ(attempts.backoffs().size(), 1U);
+}
+
+}  // namespace
+}  // namespace fleetcron::detail
