@@ -37,14 +37,20 @@ bool Scheduler::Impl::fleet_overlap_applies(const Fire& fire) const {
 
 bool Scheduler::Impl::enter_fleet_overlap(const Fire& fire, detail::Run& run, detail::WorkerSlot& slot,
                                           const FireContext& context) {
-  AloneRun alone{RunningFire{fire.entry->identity.key, context.fire_key, context.scheduled_at, context.fence,
-                             cursor_instant(clock_->now()), context.recovery, false},
-                 &run, &slot};
+  detail::RegistryMembership::AloneRun alone{
+      RunningFire{fire.entry->identity.key, context.fire_key, context.scheduled_at, context.fence,
+                  cursor_instant(clock_->now()), context.recovery, false},
+      {}};
+  alone.written = [&] {  // the heartbeats list it from here, with the start written
+    std::lock_guard guard(slot.mutex);
+    run.awaiting_fleet = false;
+    run.started_at = alone.fire.started_at;
+  };
   const auto recheck = std::min<std::chrono::nanoseconds>(queue_recheck_interval, options_.fleet.registry_heartbeat_interval);
   bool waiting = false;
   for (;;) {
     alone.fire.started_at = cursor_instant(clock_->now());
-    ReplicaAnnounce answer = announce(&alone);
+    ReplicaAnnounce answer = membership_->announce(&alone);
     if (answer.status == ReplicaAnnounce::Status::accepted || answer.status == ReplicaAnnounce::Status::refused) {
       if (waiting) log(LogLevel::info, fmt::format("fire {} starts: the previous run of its job ended", context.fire_key));
       return true;

@@ -34,15 +34,10 @@ void Scheduler::Impl::start() {
   // fleet's (its coordinated fires wait for the verdict), a job the fleet
   // paused stays paused across a restart, and triggers waiting are taken
   // (queued for the workers).
-  if (registry_on()) {
-    {
-      std::lock_guard guard(registry_mutex_);
-      started_at_ = clock_->now();
-      registry_started_ = true;
-      settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
-    }
-    announce();
-    catalogue_if_due();
+  if (membership_) {
+    membership_->start();
+    membership_->announce();
+    membership_->catalogue_if_due();
   }
   if (controls_) controls_->poll();
   std::lock_guard guard(mutex_);
@@ -145,7 +140,7 @@ void Scheduler::Impl::join_threads_once() {
   // (it listed them while they ran), and the fleet need not wait for it to expire.
   stop_upkeep();
   if (upkeep_thread_.joinable()) upkeep_thread_.join();
-  withdraw_once();
+  if (membership_) membership_->withdraw_once();
   resign_once();
   if (ledger_) ledger_->stop();  // after the last fire's record
   events_.flush_and_stop();

@@ -154,7 +154,7 @@ void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, Ru
   if (alone && (run.stop.stop_requested() || entry.removed.load() || entry.paused.load())) {
     // It may have waited (overlap=queue): listed, it is unlisted at once.
     listing.end();
-    announce_unlisted();
+    membership_->announce_unlisted();
     if (entry.removed.load()) return cancel_run(fire, registration, "entry removed", CancelReason::entry_removed);
     if (entry.paused.load()) return cancel_run(fire, registration, "entry paused", CancelReason::entry_paused);
     return cancel_run(fire, registration, "stopped before the job started", CancelReason::stopped_before_start);
@@ -171,7 +171,7 @@ void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, Ru
   registration.end();
   if (alone) {  // the fleet learns that the job is free before anyone learns that it ended
     listing.end();
-    announce_unlisted();
+    membership_->announce_unlisted();
   }
   finish_run(entry, fire, context, std::move(outcome), started_at, duration);
   overlap.release();

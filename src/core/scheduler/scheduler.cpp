@@ -73,6 +73,7 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   slots_.reserve(options_.limits.max_concurrent);
   for (std::size_t i = 0; i < options_.limits.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
   controls_ = make_controls();
+  membership_ = make_membership();
   catch_up_queue_ = make_catch_up_queue();
 }
 

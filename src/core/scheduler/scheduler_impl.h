@@ -32,6 +32,7 @@
 #include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/ledger_writer.h"
 #include "core/scheduler/missed_fires.h"
+#include "core/scheduler/registry_membership.h"
 #include "core/scheduler/run_state.h"
 #include "fleetcron/scheduler.h"
 #include "fleetcron/store_clock.h"
@@ -49,11 +50,11 @@ namespace fleetcron {
 ///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, CatchUpQueue::mutex_, controls_mutex_,
 ///                             CursorTracking::busy (joining threads that take them)
 ///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
-///   LeadershipGuard::liveness_mutex -> LeaderFitness::liveness_mutex_, registry_mutex_
+///   LeadershipGuard::liveness_mutex -> LeaderFitness::liveness_mutex_, RegistryMembership::mutex_
 ///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
 ///   mutex_                 -> CatchUpQueue::mutex_ (start() queueing the entries' catch-ups)
 ///   controls_mutex_        -> the Clock's own lock
-///   FleetControls::poll_mutex_ -> mutex_, RunQueue::mutex_, registry_mutex_, the EventBus's lock (a poll)
+///   FleetControls::poll_mutex_ -> mutex_, RunQueue::mutex_, RegistryMembership::mutex_, the EventBus's lock (a poll)
 ///   CursorTracking::busy (a flag held like a lock, across one catch-up)
 ///                          -> mutex_, RunQueue::mutex_, runs_mutex_ (reading the schedule, claiming and
 ///                             queueing its fires), the Clock's and the EventBus's locks
@@ -187,45 +188,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   void upkeep_main();
   void stop_controls();
   void stop_upkeep();
-  /// The replica registry (registry.cpp): announce() writes this replica's
-  /// record and takes the verdict on its settings (false: the store
-  /// failed); settings_refusal() says why coordinated fires are refused
-  /// here, empty when they are not.
+  /// The replica registry: a component (RegistryMembership) that sees the
+  /// scheduler through RegistryHost (registry.cpp); null without it.
   [[nodiscard]] bool registry_on() const;
-  [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
+  class RegistryHost;
+  std::unique_ptr<detail::RegistryMembership> make_membership();
+  /// Why coordinated fires are refused here, empty when they are not.
+  [[nodiscard]] std::string settings_refusal();
+  /// The refusal, "" when accepted (or no registry), nullopt when accepted
+  /// longer ago than a record lives.
+  [[nodiscard]] std::optional<std::string> registry_verdict() const;
   /// The store's clock (StoreClock), or this replica's without a fleet state.
   [[nodiscard]] Instant fleet_now();
-  /// A run to be written into this replica's record only if no other
-  /// replica lists a run of its job (fleet-wide overlap).
-  struct AloneRun {
-    RunningFire fire;
-    detail::Run* run = nullptr;
-    detail::WorkerSlot* slot = nullptr;
-  };
-  [[nodiscard]] ReplicaAnnounce ask_registry(const AloneRun* alone, FleetState::ExpiredRecords expired);
-  /// Whether an announcement asked at `now` may judge the records that
-  /// expired (announce_mutex_), and the bookkeeping of one answered or failed.
-  [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;
-  void note_answered(Clock::SteadyTime now, bool answered);
-  /// Announces the replica (and `alone` with it, if given); the answer as
-  /// applied: `busy` leaves the verdict as it was.
-  ReplicaAnnounce announce(const AloneRun* alone = nullptr);
-  /// announce()'s bookkeeping of the registry's answer, registry_mutex_
-  /// held: what to log (`notes`) and the settings refusal that stands now.
-  std::string take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
-                          std::vector<std::pair<LogLevel, std::string>>& notes);
-  /// After a run was unlisted (RunListing::end()): makes sure an
-  /// announcement that no longer lists it reached the store. Runs that end
-  /// together share one (a group commit): an announcement begun after this
-  /// run was unlisted, and written, covers it.
-  void announce_unlisted();
-  [[nodiscard]] std::string settings_refusal();
-  /// The refusal, "" when accepted, nullopt when accepted longer ago than a record lives.
-  [[nodiscard]] std::optional<std::string> registry_verdict() const;
-  void withdraw_once();
-  /// Writes this replica's jobs into the fleet's catalogue when they
-  /// changed since it last did, or an hour passed (the upkeep thread's).
-  void catalogue_if_due();
   /// A run's job starts: listed in the registry from the next announcement,
   /// or, `awaiting_fleet`, once enter_fleet_overlap() wrote it.
   void note_running(detail::Run& run, detail::WorkerSlot& slot, const FireContext& context, bool awaiting_fleet);
@@ -439,56 +413,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::thread upkeep_thread_;
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
-  // Lock order: announce_mutex_ (held across the store call), then mutex_,
-  // a worker's slot mutex or registry_mutex_, one at a time; registry_mutex_
-  // is a leaf (fit_to_lead() takes it under the elector's liveness mutex).
+  std::shared_ptr<RegistryHost> registry_host_;              // what membership_ sees of this scheduler
+  std::unique_ptr<detail::RegistryMembership> membership_;  // its own state and locks
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
-  std::mutex announce_mutex_;  // held across an announcement
-  /// Unlisted runs waiting for an announcement (tickets, announce_unlisted());
-  /// announce_covered_ (announce_mutex_) is the last ticket a written one covered.
-  std::atomic<std::uint64_t> announce_requested_{0};
-  std::uint64_t announce_covered_ = 0;
-  /// When this replica's last announcement was answered (none since one
-  /// failed), and since when they have been answered with no failure and
-  /// no gap longer than 1.5 heartbeats (announce_mutex_): until it has been
-  /// in touch for a record's life it keeps the records that expired
-  /// meanwhile (they may have been cut off with it) rather than report
-  /// their runs lost.
-  std::optional<Clock::SteadyTime> answered_at_;
-  Clock::SteadyTime in_touch_since_{};
-  mutable std::mutex registry_mutex_;  // guards the members below
-  Instant started_at_{};
-  std::atomic<bool> registry_started_{false};  // start() ran: withdraw_once() has a record to remove
-  std::string settings_refusal_;  // empty: accepted
-  std::optional<Clock::SteadyTime> verified_at_;  // the last accepted announcement
-  std::vector<std::string> reported_other_jobs_;
-  std::uint64_t others_jobs_fingerprint_ = 0;  // registry_mutex_: the last answer's (0: none yet)
-  /// Records of this replica's id with another start that announcements
-  /// replaced (announce_mutex_): a dead predecessor's, whose runs are
-  /// reported lost once the record would have expired, unless it is
-  /// written again before — then a live twin runs under this id
-  /// (twin_refusal_).
-  std::vector<ReplicaRecord> same_id_pending_;
-  /// Set (announce_mutex_) when this replica is the younger of two live
-  /// processes with one replica id: it claims nothing from then on.
-  std::string twin_refusal_;
-  /// Sorts the same-id records out of `answer.expired` (see same_id_pending_);
-  /// returns the records to report lost now.
-  std::vector<ReplicaRecord> sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
-                                              std::vector<std::pair<LogLevel, std::string>>& notes);
-  std::atomic<bool> withdrawn_{false};
   // A job started since the last announcement: the flag spares the hot
   // path the mutex once set; runs_unlisted_ (controls_mutex_) wakes upkeep.
   std::atomic<bool> runs_unlisted_flag_{false};
-  std::optional<std::uint64_t> catalogued_digest_;  // the upkeep thread's (start() before it runs)
-  std::optional<Clock::SteadyTime> catalogued_at_;
-  /// Counted when this replica's registry record was gone (the store lost
-  /// its data): catalogue_if_due() writes the catalogue at once, until a
-  /// write covers the last count (recatalogued_, the upkeep thread's).
-  std::atomic<std::uint64_t> recatalogue_requests_{0};
-  std::uint64_t recatalogued_ = 0;
-  bool announced_before_ = false;  // registry_mutex_
-  bool announce_failed_ = false;   // registry_mutex_: since the last answered one
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -88,10 +88,10 @@ void Scheduler::Impl::upkeep_main() {
     lock.unlock();
     if (announcing) {
       // A failed announcement is tried again sooner: a fifth of the period.
-      const bool answered = announce().status != ReplicaAnnounce::Status::error;
+      const bool answered = membership_->announce().status != ReplicaAnnounce::Status::error;
       last_announce = now;
       next_announce = now + (answered ? heartbeat : heartbeat / 5);
-      if (answered) catalogue_if_due();
+      if (answered) membership_->catalogue_if_due();
     }
     if (now >= poll_at) {
       controls_->poll();

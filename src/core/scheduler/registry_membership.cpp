@@ -1,0 +1,316 @@
+// This replica in the fleet's replica registry (docs/fleet-state.md#replica-registry):
+// announced every registry_heartbeat_interval by the upkeep thread; the
+// answer says whether its coordinated fires may be claimed here.
+#include "core/scheduler/registry_membership.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/support/describe_exception.h"
+#include "fleetcron/duration.h"
+#include "fleetcron/rfc3339.h"
+
+namespace fleetcron::detail {
+
+namespace {
+
+// A record lives this many heartbeats: two may be lost before it goes.
+constexpr int record_heartbeats = 3;
+// How often an accepted replica mentions its jobs in the catalogue when
+// they did not change: well within catalogue_keep_for.
+constexpr std::chrono::hours catalogue_refresh{1};
+
+std::string describe(const std::vector<SettingDifference>& differences) {
+  std::string out;
+  for (const auto& d : differences) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} is {} here, {} in the fleet", d.name, d.here.empty() ? "unset" : d.here,
+                       d.fleet.empty() ? "unset" : d.fleet);
+  }
+  return out;
+}
+
+std::string refusal_of(const ReplicaAnnounce& answer) {
+  const ReplicaAnnouncement& fleet = answer.reference->replica;
+  return fmt::format("this replica's settings differ from the fleet's, those of replica {} on {} (started {}): {}; "
+                     "it claims nothing until they match, or until no replica with those settings is left",
+                     fleet.replica_id, fleet.host.empty() ? "an unnamed host" : fleet.host,
+                     format_rfc3339(fleet.started), describe(answer.differences));
+}
+
+}  // namespace
+
+RegistryMembership::RegistryMembership(Host& host, const FleetOptions& fleet, std::shared_ptr<Clock> clock)
+    : host_(host),
+      state_(fleet.state),
+      announcement_([&] {
+        ReplicaAnnouncement record = fleet.replica;
+        record.replica_id = fleet.replica_id;
+        return record;
+      }()),
+      heartbeat_(fleet.registry_heartbeat_interval),
+      clock_(std::move(clock)) {}
+
+void RegistryMembership::start() {
+  std::lock_guard guard(mutex_);
+  started_at_ = clock_->now();
+  started_ = true;
+  settings_refusal_ = "this replica has not announced itself in the fleet's replica registry yet";
+}
+
+std::chrono::nanoseconds RegistryMembership::replica_ttl() const {
+  return record_heartbeats * heartbeat_;
+}
+
+std::optional<std::string> RegistryMembership::verdict() const {
+  std::lock_guard guard(mutex_);
+  if (!settings_refusal_.empty()) return settings_refusal_;
+  if (verified_at_ && clock_->steady_now() - *verified_at_ < replica_ttl()) return std::string();
+  return std::nullopt;
+}
+
+std::string RegistryMembership::settings_refusal() {
+  if (auto standing = verdict()) return std::move(*standing);
+  // Accepted longer ago than a record lives (the upkeep thread is late or
+  // failing, or the clock jumped): asked again, here and now.
+  announce();
+  return verdict().value_or("this replica's settings are not verified against the fleet's: no announcement "
+                            "was accepted while its last record lived");
+}
+
+// Touch with the store is lost by any failed announcement, or by a gap
+// between answered ones longer than 1.5 heartbeats (a pause, a late
+// thread): an outage long enough to expire a record (2 heartbeats less the
+// retry, more where failures wait out timeouts) fails at least one of this
+// replica's announcements, whatever their phase.
+FleetState::ExpiredRecords RegistryMembership::expired_records_at(Clock::SteadyTime now) const {
+  const auto gap = heartbeat_ * 3 / 2;
+  const bool in_touch = answered_at_ && now - *answered_at_ <= gap && now - in_touch_since_ >= replica_ttl();
+  return in_touch ? FleetState::ExpiredRecords::report : FleetState::ExpiredRecords::keep;
+}
+
+void RegistryMembership::note_answered(Clock::SteadyTime now, bool answered) {
+  if (!answered) {
+    answered_at_.reset();
+    return;
+  }
+  if (!answered_at_ || now - *answered_at_ > heartbeat_ * 3 / 2) in_touch_since_ = now;
+  answered_at_ = now;
+}
+
+ReplicaAnnounce RegistryMembership::ask(const AloneRun* alone, FleetState::ExpiredRecords expired) {
+  ReplicaAnnouncement me = announcement_;
+  me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
+  {
+    std::lock_guard guard(mutex_);
+    me.started = started_at_;
+  }
+  me.runs = host_.running_fires();
+  if (alone != nullptr) {  // first: a record too large loses its last runs
+    if (me.runs.size() == max_listed_runs) me.runs.pop_back();  // one not listed alone, if any
+    me.runs.insert(me.runs.begin(), alone->fire);
+  }
+  try {
+    return state_->announce_replica(me, host_.fleet_now(), replica_ttl(),
+                                    alone != nullptr ? std::string_view(alone->fire.job_key) : "", expired);
+  } catch (...) {
+    return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, describe_exception(std::current_exception())};
+  }
+}
+
+ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
+  std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
+  // The record's life starts before the request: trusted no longer than it lives.
+  const auto now = clock_->steady_now();
+  // Before the runs are read: every run unlisted by now is left out.
+  const std::uint64_t covers = announce_requested_.load();
+  ReplicaAnnounce answer = ask(alone, expired_records_at(now));
+  note_answered(now, answer.status != ReplicaAnnounce::Status::error);
+  if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
+  if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
+  if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
+    // Written: the heartbeats list it from here (none came between, serial).
+    alone->written();
+  }
+  Notes notes;
+  std::vector<ReplicaRecord> lost;
+  if (answer.status != ReplicaAnnounce::Status::error) {
+    Instant my_start{};
+    {
+      std::lock_guard guard(mutex_);
+      my_start = started_at_;
+    }
+    lost = sort_out_same_id(answer, my_start, notes);
+  }
+  {
+    std::lock_guard guard(mutex_);
+    std::string refusal = take_answer(answer, now, notes);
+    if (refusal != settings_refusal_) {
+      notes.emplace_back(refusal.empty() ? LogLevel::info : LogLevel::error,
+                         refusal.empty() ? std::string("replica registry: this replica's settings are the fleet's; "
+                                                       "it claims its fires")
+                                         : "replica registry: " + refusal);
+      settings_refusal_ = std::move(refusal);
+    }
+  }
+  serial.unlock();  // reporting may take store round trips, and re-runs ask for the verdict
+  for (const auto& [level, note] : notes) host_.log(level, note);
+  if (!lost.empty()) host_.report_lost(lost);
+  return answer;
+}
+
+std::string RegistryMembership::take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
+                                         Notes& notes) {
+  std::string refusal;
+  if (answer.status == ReplicaAnnounce::Status::error) {
+    announce_failed_ = true;
+    notes.emplace_back(LogLevel::warning, "replica registry: announcing this replica failed: " + answer.error);
+    // Trusted as long as the last accepted record lives; then unverified.
+    const bool fresh = verified_at_ && now - *verified_at_ < replica_ttl();
+    refusal = fresh ? settings_refusal_
+                    : fmt::format("this replica's settings are not verified against the fleet's (the replica "
+                                  "registry failed: {}); it claims nothing until they are",
+                                  answer.error);
+  } else {
+    if (announced_before_ && !answer.found_own) {
+      notes.emplace_back(LogLevel::warning,
+                         "replica registry: this replica's record was gone (the store lost its data, or this "
+                         "replica was away longer than its record lives): its jobs are catalogued again now");
+      ++recatalogue_requests_;
+    } else if (announce_failed_) {
+      // The failed one may have been written (its answer lost) into a
+      // store that had lost its data: this one then finds its record.
+      ++recatalogue_requests_;
+    }
+    announce_failed_ = false;
+    announced_before_ = true;
+    if (!answer.replaced.empty()) notes.emplace_back(LogLevel::error, "replica registry: replaced: " + answer.replaced);
+    if (answer.status == ReplicaAnnounce::Status::accepted) verified_at_ = now;
+    if (answer.status == ReplicaAnnounce::Status::refused) refusal = refusal_of(answer);
+    if (!twin_refusal_.empty()) refusal = twin_refusal_;
+    if (answer.other_jobs != reported_other_jobs_) {
+      notes.emplace_back(answer.other_jobs.empty() ? LogLevel::info : LogLevel::warning,
+                         answer.other_jobs.empty()
+                             ? std::string("replica registry: every live replica runs this replica's jobs again")
+                             : fmt::format("replica registry: {} run other jobs (keys or schedules) than this "
+                                           "replica: reported, not refused (a rolling deploy?)",
+                                           fmt::join(answer.other_jobs, ", ")));
+      reported_other_jobs_ = answer.other_jobs;
+    }
+    if (answer.others_jobs_fingerprint != others_jobs_fingerprint_) {
+      // Another replica's jobs changed: it may have marked removed a job
+      // this one still runs, which mentioning ours again unmarks.
+      if (others_jobs_fingerprint_ != 0) ++recatalogue_requests_;
+      others_jobs_fingerprint_ = answer.others_jobs_fingerprint;
+    }
+  }
+  return refusal;
+}
+
+std::vector<ReplicaRecord> RegistryMembership::sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
+                                                               Notes& notes) {
+  std::vector<ReplicaRecord> lost, same_id;
+  for (auto& record : answer.expired) {
+    (record.replica.replica_id == announcement_.replica_id ? same_id : lost).push_back(record);
+  }
+  const auto started_as = [](const ReplicaRecord& r) {
+    return [&r](const ReplicaRecord& other) { return other.replica.started == r.replica.started; };
+  };
+  for (const auto& record : same_id) {
+    const auto pending = std::find_if(same_id_pending_.begin(), same_id_pending_.end(), started_as(record));
+    if (pending == same_id_pending_.end()) {
+      same_id_pending_.push_back(record);
+      continue;
+    }
+    // Replaced before and written again since: a live process, not a
+    // predecessor. The younger of the two gives way.
+    const bool rewritten = record.beat > pending->beat;
+    *pending = record;
+    if (rewritten && record.replica.started < my_start && twin_refusal_.empty()) {
+      twin_refusal_ = fmt::format("another live process runs as replica \"{}\" (on {}, pid {}, started {}), "
+                                  "before this one: this one claims nothing; give each replica its own --replica-id",
+                                  announcement_.replica_id, record.replica.host, record.replica.pid,
+                                  format_rfc3339(record.replica.started));
+      notes.emplace_back(LogLevel::error, "replica registry: " + twin_refusal_);
+    }
+  }
+  // Not written again while it would have lived: dead, its runs lost.
+  const Instant now = host_.fleet_now();
+  for (auto it = same_id_pending_.begin(); it != same_id_pending_.end();) {
+    const bool seen_now = std::any_of(same_id.begin(), same_id.end(), started_as(*it));
+    if (seen_now || now < it->expires_at) {
+      ++it;
+      continue;
+    }
+    lost.push_back(*it);
+    it = same_id_pending_.erase(it);
+  }
+  answer.expired = lost;
+  return lost;
+}
+
+void RegistryMembership::announce_unlisted() {
+  const std::uint64_t ticket = announce_requested_.fetch_add(1) + 1;
+  {
+    // Waits for the announcement under way, if any: the runs that ended
+    // while it was asked queue here, and the first of them announces for all.
+    std::lock_guard serial(announce_mutex_);
+    if (announce_covered_ >= ticket) return;
+  }
+  announce();
+}
+
+void RegistryMembership::catalogue_if_due() {
+  const auto steady = clock_->steady_now();
+  const Instant now = host_.fleet_now();
+  // The digest first: jobs read after it are as new or newer, so a change
+  // in between is written again next time, never left out.
+  const std::uint64_t digest = host_.jobs_digest();
+  const bool fresh = catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh;
+  const std::uint64_t requests = recatalogue_requests_.load();
+  if (fresh && requests == recatalogued_) return;
+  const std::vector<CataloguedJob> jobs = host_.catalogued_jobs(now);
+  // Only what the fleet runs: a refused replica's jobs may be another deploy's.
+  if (verdict() != std::string()) return;
+  ControlChange answer;
+  try {
+    answer = state_->catalogue_jobs(jobs, now, announcement_.replica_id);
+  } catch (...) {
+    answer = {ControlChange::Status::error, {}, describe_exception(std::current_exception())};
+  }
+  if (answer.status == ControlChange::Status::error) {
+    host_.log(LogLevel::warning, "job catalogue: this replica's jobs were not written (tried again at its next "
+                           "announcement): " + answer.error);
+    return;
+  }
+  catalogued_digest_ = digest;
+  catalogued_at_ = steady;
+  recatalogued_ = requests;
+}
+
+void RegistryMembership::withdraw_once() {
+  // Never started: never announced, nothing to remove.
+  {
+    std::lock_guard guard(mutex_);
+    if (!started_) return;
+  }
+  if (withdrawn_.exchange(true)) return;
+  ControlChange answer;
+  // Tried twice: a record left behind lists the runs this replica had, and
+  // they are reported lost when it expires.
+  for (int attempt = 0; attempt < 2 && answer.status == ControlChange::Status::error; ++attempt) {
+    try {
+      answer = state_->withdraw_replica(announcement_.replica_id, host_.fleet_now());
+    } catch (...) {
+      answer = {ControlChange::Status::error, {}, describe_exception(std::current_exception())};
+    }
+  }
+  if (answer.status == ControlChange::Status::error) {
+    host_.log(LogLevel::warning, fmt::format("replica registry: this replica's record was not removed ({}); it expires in {}",
+                                       answer.error, format_duration(replica_ttl())));
+  }
+}
+
+}  // namespace fleetcron::detail
