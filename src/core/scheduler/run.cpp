@@ -405,10 +405,10 @@ void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const Fir
   // first run since its last announcement wakes it.
   if (registry_on() && !runs_unlisted_flag_.exchange(true, std::memory_order_relaxed)) {
     {
-      std::lock_guard guard(controls_mutex_);
+      std::lock_guard guard(upkeep_mutex_);
       runs_unlisted_ = true;
     }
-    controls_cv_.notify_one();
+    upkeep_cv_.notify_one();
   }
 }
 

@@ -39,34 +39,23 @@
 
 namespace fleetcron {
 
-/// The scheduler's state and its threads: the loop (scheduler.cpp), the
-/// workers (dispatch.cpp) over the run queue (RunQueue, a component with
-/// its own state and lock), the claim path (decide.cpp), the runs and the
-/// timeout watchdog (run.cpp), start and stop (lifecycle.cpp); the event
-/// bus and the ledger writer are components too.
+/// The scheduler's state and its threads: the entry table and the loop
+/// (scheduler.cpp), the workers (dispatch.cpp) over the run queue, the
+/// claim path (decide.cpp), the runs and the timeout watchdog (run.cpp),
+/// the catch-ups (catch_up.cpp), start and stop (lifecycle.cpp). Its
+/// components own their state and lock: RunQueue, EventBus, LedgerWriter,
+/// CatchUpQueue, FleetControls, RegistryMembership, LeaderFitness.
 ///
-/// Locks, and the only orders in which one is taken while another is held
-/// (any other nesting is a bug):
-///   join_mutex_            -> mutex_, runs_mutex_, RunQueue::mutex_, WorkerSlot::mutex, CatchUpQueue::mutex_, controls_mutex_,
-///                             CursorTracking::busy (joining threads that take them)
-///   LeadershipGuard::mutex -> runs_mutex_, WorkerSlot::mutex (a lost-leadership callback)
-///   LeadershipGuard::liveness_mutex -> LeaderFitness::liveness_mutex_, RegistryMembership::mutex_
-///   mutex_, RunQueue::mutex_, runs_mutex_ -> the Clock's own lock (VirtualClock)
-///   mutex_                 -> CatchUpQueue::mutex_ (start() queueing the entries' catch-ups)
-///   controls_mutex_        -> the Clock's own lock
-///   FleetControls::poll_mutex_ -> mutex_, RunQueue::mutex_, RegistryMembership::mutex_, the EventBus's lock (a poll)
-///   CursorTracking::busy (a flag held like a lock, across one catch-up)
-///                          -> mutex_, RunQueue::mutex_, runs_mutex_ (reading the schedule, claiming and
-///                             queueing its fires), the Clock's and the EventBus's locks
-///   CatchUpQueue::mutex_   -> the Clock's own lock
-/// Entry::overlap_mutex, CursorTracking::mutex, random_mutex_ and
-/// LeaderFitness::liveness_mutex_ are leaves. No
-/// scheduler lock is held while user code runs (jobs, claimers, electors,
-/// observers, the recorder, the logger), except that Schedule::next() runs
-/// under mutex_, and that an entry's CursorTracking::busy is held across
-/// its catch-up's calls (elector, fleet state, claimer, recorder, logger):
-/// it keeps the entry's own fires from passing its cursor meanwhile, and
-/// a fire waits for it at most catch_up_wait.
+/// Lock order: a lock is taken only while holding locks to its left in
+///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < runs_mutex_ < WorkerSlot::mutex < the leaves
+///   (upkeep_mutex_, random_mutex_, Entry::overlap_mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+/// No scheduler lock is held while user code runs (jobs, claimers,
+/// electors, observers, the recorder, the logger), except that
+/// Schedule::next() runs under mutex_, and that an entry's
+/// CursorTracking::busy (a flag held like a lock) is held across its
+/// catch-up's calls (elector, fleet state, claimer, recorder, logger): it
+/// keeps the entry's own fires from passing its cursor meanwhile, and a
+/// fire waits for it at most catch_up_wait.
 class FLEETCRON_LOCAL Scheduler::Impl {
  public:
   explicit Impl(SchedulerOptions options);
@@ -405,8 +394,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   // ---- the fleet controls, and the upkeep thread (upkeep.cpp), with a fleet state and options.fleet.controls or .registry
   std::shared_ptr<ControlsHost> controls_host_;      // what controls_ sees of this scheduler
   std::unique_ptr<detail::FleetControls> controls_;  // its own state and lock
-  std::mutex controls_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
-  std::condition_variable controls_cv_;
+  std::mutex upkeep_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
+  std::condition_variable upkeep_cv_;
   bool controls_stopping_ = false;  // no more polls: stop() began
   bool upkeep_stopping_ = false;    // the thread leaves: the runs ended (join_threads_once())
   bool runs_unlisted_ = false;
@@ -417,7 +406,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::unique_ptr<detail::RegistryMembership> membership_;  // its own state and locks
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
   // A job started since the last announcement: the flag spares the hot
-  // path the mutex once set; runs_unlisted_ (controls_mutex_) wakes upkeep.
+  // path the mutex once set; runs_unlisted_ (upkeep_mutex_) wakes upkeep.
   std::atomic<bool> runs_unlisted_flag_{false};
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing

@@ -70,14 +70,14 @@ void Scheduler::Impl::upkeep_main() {
   auto next_poll = controls_on() ? start + options_.fleet.control_poll_interval : never;
   auto next_announce = registry_on() ? start + heartbeat : never;
   auto last_announce = start;
-  std::unique_lock lock(controls_mutex_);
+  std::unique_lock lock(upkeep_mutex_);
   while (!upkeep_stopping_) {
     const auto now = clock_->steady_now();
     const auto announce_at = runs_unlisted_ ? std::min(next_announce, last_announce + early) : next_announce;
     const auto poll_at = controls_stopping_ ? never : next_poll;
     const auto due = std::min(announce_at, poll_at);
     if (now < due) {  // woken early (a run started, a stop): look again
-      clock_->wait_until(controls_cv_, lock, std::min(due, now + std::chrono::hours{1}));
+      clock_->wait_until(upkeep_cv_, lock, std::min(due, now + std::chrono::hours{1}));
       continue;
     }
     const bool announcing = now >= announce_at;
@@ -103,18 +103,18 @@ void Scheduler::Impl::upkeep_main() {
 
 void Scheduler::Impl::stop_upkeep() {
   {
-    std::lock_guard guard(controls_mutex_);
+    std::lock_guard guard(upkeep_mutex_);
     upkeep_stopping_ = true;
   }
-  controls_cv_.notify_all();
+  upkeep_cv_.notify_all();
 }
 
 void Scheduler::Impl::stop_controls() {
   {
-    std::lock_guard guard(controls_mutex_);
+    std::lock_guard guard(upkeep_mutex_);
     controls_stopping_ = true;
   }
-  controls_cv_.notify_all();
+  upkeep_cv_.notify_all();
 }
 
 }  // namespace fleetcron
