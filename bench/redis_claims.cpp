@@ -170,13 +170,13 @@ double end_to_end(const std::string& uri, std::size_t fires, FleetStateUse use) 
     options.clock = clock;
     if (with_cursors) {
       states.push_back(std::make_shared<CountingFleetState>(std::make_shared<redis::FleetState>(
-          std::make_shared<redis::Client>(redis::parse_uri(uri)), redis::FleetStateOptions{.fleet_prefix = prefix + "fleet:"})));
+          std::make_shared<redis::Client>(redis::parse_uri(uri).connection), redis::FleetStateOptions{.fleet_prefix = prefix + "fleet:"})));
       options.fleet.state = states.back();
       options.fleet.ledger = with_ledger;
     }
     options.recorder = decided;
     options.limits.max_queued = fires;
-    options.claimer = std::make_shared<redis::Claimer>(std::make_shared<redis::Client>(redis::parse_uri(uri)),
+    options.claimer = std::make_shared<redis::Claimer>(std::make_shared<redis::Client>(redis::parse_uri(uri).connection),
                                                        redis::ClaimerOptions{.claim_prefix = prefix});
     auto scheduler = std::make_unique<Scheduler>(options);
     for (std::size_t i = 0; i < fires; ++i) {
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   const std::size_t fires = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 10'000;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 10;
   try {
-    auto client = std::make_shared<redis::Client>(redis::parse_uri(uri));
+    auto client = std::make_shared<redis::Client>(redis::parse_uri(uri).connection);
     client->ping();
     batch_path(client, fires, rounds);
     latency(client, std::max(rounds * 200, 100));

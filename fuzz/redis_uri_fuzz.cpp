@@ -10,7 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view uri(reinterpret_cast<const char*>(data), size);  // NOLINT: libFuzzer's bytes
   try {
-    const auto options = fleetcron::redis::parse_uri(uri);
+    const auto options = fleetcron::redis::parse_uri(uri).connection;
     fleetcron::redis::validate(options);  // whatever parses is valid
     // describe() must not depend on the password's content.
     auto masked = options;

@@ -408,7 +408,7 @@ bool is_redis_uri(std::string_view uri) noexcept {
          uri.starts_with("rediss-sentinel://") || uri.starts_with("unix:");
 }
 
-ClientOptions parse_uri(std::string_view uri, ClientOptions base) { return UriParser(uri, std::move(base)).parse(); }
+UriOptions parse_uri(std::string_view uri, ClientOptions base) { return {UriParser(uri, std::move(base)).parse()}; }
 
 void validate_sentinels(const ClientOptions& options) {
   if (options.sentinels.empty()) {

@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::shared_ptr<Client> shared_client() { return std::make_shared<Client>(parse_uri(test::shared_redis_uri())); }
+std::shared_ptr<Client> shared_client() { return std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection); }
 
 std::string invalid_message(const std::function<void()>& construct) {
   try {
@@ -184,7 +184,7 @@ TEST(RedisDiagnostics, AnswerClockOffsetAndThePolicyOfTheRealServer) {
   EXPECT_TRUE(diagnostics->missing_schema().empty()) << "Redis has no schema";
   EXPECT_FALSE(make_diagnostics(client)->clock_offset()) << "no claimer (leader mode): nothing measures";
   EXPECT_THROW((void)make_diagnostics(nullptr), std::invalid_argument);
-  const auto down = make_diagnostics(std::make_shared<Client>(parse_uri("redis://127.0.0.1:1/0")));
+  const auto down = make_diagnostics(std::make_shared<Client>(parse_uri("redis://127.0.0.1:1/0").connection));
   EXPECT_THROW(down->ping(), BackendError);
   const auto unanswered = down->check_config();
   ASSERT_TRUE(unanswered);
@@ -194,7 +194,7 @@ TEST(RedisDiagnostics, AnswerClockOffsetAndThePolicyOfTheRealServer) {
 
 TEST(RedisClaimer, ScriptFlushKeepsClaimsAnEmptyRestartIsAStoreReset) {
   test::RedisServer server;  // private: SCRIPT FLUSH and the restart would disturb other tests
-  ClientOptions options = parse_uri(server.uri());
+  ClientOptions options = parse_uri(server.uri()).connection;
   options.reconnect_backoff_initial = 1ms;
   options.reconnect_backoff_max = 1ms;
   auto client = std::make_shared<Client>(options);
@@ -319,7 +319,7 @@ TEST(RedisClaimer, TwoClaimersFindingOneResetAgreeOnTheEpoch) {
 
 TEST(RedisClaimer, RefusedScriptLoadIsAnErrorResult) {
   test::RedisServer server(test::RedisServer::Options{.password = "p4ss", .extra_args = {}});
-  Claimer claimer(std::make_shared<Client>(parse_uri(server.uri())));  // no password
+  Claimer claimer(std::make_shared<Client>(parse_uri(server.uri()).connection));  // no password
   const auto result = claimer.claim("k@2026-01-01T00:00:00Z");
   EXPECT_EQ(result.status, ClaimResult::Status::error);
   // NOAUTH, or (the call has more than ten arguments) Redis's refusal of
@@ -331,7 +331,7 @@ TEST(RedisClaimer, RefusedScriptLoadIsAnErrorResult) {
 
 TEST(RedisClaimer, FailuresAreErrorResultsNamingTheServerNotExceptions) {
   const auto port = test::free_port();
-  auto client = std::make_shared<Client>(parse_uri("redis://:pw@127.0.0.1:" + std::to_string(port)));
+  auto client = std::make_shared<Client>(parse_uri("redis://:pw@127.0.0.1:" + std::to_string(port)).connection);
   Claimer claimer(client);
   const auto result = claimer.claim("k@2026-01-01T00:00:00Z");
   EXPECT_EQ(result.status, ClaimResult::Status::error);

@@ -25,7 +25,7 @@ std::shared_ptr<Client> connect(const std::string& uri, std::chrono::millisecond
   ClientOptions base;
   base.request_timeout = timeout;
   base.connect_timeout = timeout;
-  return std::make_shared<Client>(parse_uri(uri, base));
+  return std::make_shared<Client>(parse_uri(uri, base).connection);
 }
 
 TEST(RedisClient, CommandsRepliesAndPipelines) {
@@ -55,7 +55,7 @@ TEST(RedisClient, CommandsRepliesAndPipelines) {
 }
 
 TEST(RedisClient, PoolIsSafeUnderConcurrentCallers) {
-  ClientOptions options = parse_uri(test::shared_redis_uri());
+  ClientOptions options = parse_uri(test::shared_redis_uri()).connection;
   options.pool_size = 3;
   Client client(options);
   const std::string key = test::unique_prefix() + "counter";
@@ -193,7 +193,7 @@ TEST(RedisClient, SlowServerTimesOutWithinTheCommandTimeoutAndRecovers) {
 
 TEST(RedisClient, ReconnectsAfterAServerRestart) {
   RedisServer server;
-  ClientOptions options = parse_uri(server.uri());
+  ClientOptions options = parse_uri(server.uri()).connection;
   options.reconnect_backoff_initial = 1ms;
   options.reconnect_backoff_max = 1ms;
   Client client(options);

@@ -21,7 +21,7 @@ std::shared_ptr<Client> client_for(const std::string& uri, std::chrono::millisec
   ClientOptions base;
   base.request_timeout = timeout;
   base.connect_timeout = timeout;
-  return std::make_shared<Client>(parse_uri(uri, base));
+  return std::make_shared<Client>(parse_uri(uri, base).connection);
 }
 
 TEST(RedisElector, OptionsAndIdentity) {

@@ -20,7 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   FleetState state(client, {.fleet_prefix = test::unique_prefix() + "fleet:"});
   const std::string key = state.cursor_key("job");
   ASSERT_EQ(client->impl().command({"SET", key, "not a cursor"}).text, "OK");
@@ -36,7 +36,7 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
 }
 
 TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {
-  auto client = std::make_shared<Client>(parse_uri("redis://127.0.0.1:1"));
+  auto client = std::make_shared<Client>(parse_uri("redis://127.0.0.1:1").connection);
   FleetState state(client);
   const Instant at = test::real_now();
   const CursorRead read = state.read_cursor("job");
@@ -47,7 +47,7 @@ TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {
 }
 
 TEST(RedisFleetState, OptionsAreCheckedAndKeysLiveUnderTheFleetPrefix) {
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   EXPECT_THROW(FleetState(nullptr), std::invalid_argument);
   EXPECT_THROW(FleetState(client, {.fleet_prefix = ""}), std::invalid_argument);
   FleetState state(client);
@@ -62,7 +62,7 @@ TEST(RedisFleetState, ACursorFromBeforeARestartCatchesNothingUp) {
   const auto dir = std::filesystem::temp_directory_path() / ("fleetcron-cursor-epoch-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   test::RedisServer server({.password = "", .extra_args = {"--dir", dir.string(), "--appendonly", "yes"}});
-  ClientOptions options = parse_uri(server.uri());
+  ClientOptions options = parse_uri(server.uri()).connection;
   options.reconnect_backoff_initial = 1ms;
   options.reconnect_backoff_max = 1ms;
   auto client = std::make_shared<Client>(options);

@@ -15,7 +15,7 @@ namespace fleetcron::redis {
 namespace {
 
 TEST(RedisInspection, ReadsTheLeaseHolderTermAndExpiry) {
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   const std::string key = test::unique_prefix() + "leader";
   EXPECT_FALSE(read_lease(*client, key).holder);
   Elector elector(client, {.leader_key = key});
@@ -30,7 +30,7 @@ TEST(RedisInspection, ReadsTheLeaseHolderTermAndExpiry) {
 }
 
 TEST(RedisInspection, ScansTheClaimsUnderAPrefixTakenLiterally) {
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   // Glob characters in the prefix are literal: the decoy matches the
   // prefix read as a pattern ([b] is "b"), not as text.
   const std::string prefix = test::unique_prefix() + "a[b]*?:";
@@ -53,7 +53,7 @@ TEST(RedisInspection, ScansTheClaimsUnderAPrefixTakenLiterally) {
 
 TEST(RedisInspection, AnErrorReplyIsABackendErrorNamingTheServer) {
   test::RedisServer server({.password = "s3cret"});
-  auto client = std::make_shared<Client>(parse_uri(server.uri()));
+  auto client = std::make_shared<Client>(parse_uri(server.uri()).connection);
   try {
     (void)read_lease(*client, "cron:leader");
     FAIL() << "no error";

@@ -40,7 +40,7 @@ class RedisFleet final : public ContractFleet {
     redis::ClientOptions base;
     base.request_timeout = 1000ms;
     base.connect_timeout = 1000ms;
-    return std::make_shared<redis::Client>(redis::parse_uri(uri_, base));
+    return std::make_shared<redis::Client>(redis::parse_uri(uri_, base).connection);
   }
   static constexpr std::chrono::nanoseconds lease_ttl_ = std::chrono::seconds{2};
   std::unique_ptr<RedisServer> server_;
@@ -61,7 +61,7 @@ class RedisStateFleet final : public FleetStateFleet {
  public:
   RedisStateFleet() : prefix_(unique_prefix() + "fleet:") {}
   std::shared_ptr<FleetState> replica() override {
-    auto client = std::make_shared<redis::Client>(redis::parse_uri(shared_redis_uri()));
+    auto client = std::make_shared<redis::Client>(redis::parse_uri(shared_redis_uri()).connection);
     return std::make_shared<redis::FleetState>(client, redis::FleetStateOptions{.fleet_prefix = prefix_});
   }
   std::chrono::nanoseconds short_keep_for() const override { return 3s; }  // margins of 750 ms around the expiry

@@ -135,7 +135,7 @@ std::string unique_prefix() {
 }
 
 void seed_store_epoch(const std::string& uri, const std::string& claim_prefix) {
-  redis::Client client(redis::parse_uri(uri));
+  redis::Client client(redis::parse_uri(uri).connection);
   const std::string info = client.impl().command({"INFO", "replication"}).text;
   const auto at = info.find("master_replid:");
   if (at == std::string::npos) throw std::runtime_error("INFO replication has no master_replid");

@@ -42,7 +42,7 @@ TEST(RedisScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncrea
   test::seed_store_epoch(test::shared_redis_uri(), prefix);  // not about resets
   // 100 jobs x 10 instants = 1,000 fires per replica.
   test::ReplicaFleet fleet(3, 100, clock, [&](std::size_t) {
-    return std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
+    return std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection),
                                      ClaimerOptions{.claim_prefix = prefix, .clock = clock});
   });
   ASSERT_TRUE(fleet.advance(10));
@@ -54,7 +54,7 @@ TEST(RedisScheduler, ThreeReplicasRunEachOfThousandsOfFiresExactlyOnceWithIncrea
 
 TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
   const std::string prefix = test::unique_prefix();
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   auto clock = std::make_shared<VirtualClock>(parse_rfc3339("2026-01-02T15:04:00Z"));
   // Wall time far from the server's: the skew guard is opened wide for this
   // test, and the claim TTL with it (the guard must stay below TTL/2).
@@ -80,7 +80,7 @@ TEST(RedisScheduler, AClaimWrittenByLibtnbCronMakesTheSchedulerSkipThatFire) {
 
 TEST(RedisScheduler, RedisStoppedMidRunSkipsEveryFireWithClaimErrorThenRecovers) {
   test::RedisServer server;
-  ClientOptions client_options = parse_uri(server.uri());
+  ClientOptions client_options = parse_uri(server.uri()).connection;
   client_options.request_timeout = 500ms;
   client_options.connect_timeout = 500ms;
   client_options.reconnect_backoff_initial = 1ms;
@@ -141,7 +141,7 @@ TEST(RedisScheduler, ClockSkewSkipsWithItsOwnReason) {
   SchedulerOptions options;
   options.clock = clock;
   options.recorder = tally;
-  options.claimer = std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri())),
+  options.claimer = std::make_shared<Claimer>(std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection),
                                               ClaimerOptions{.claim_prefix = prefix, .clock = clock});
   Scheduler scheduler(options);
   scheduler.add("* * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "k"});
@@ -156,7 +156,7 @@ TEST(RedisScheduler, ClockSkewSkipsWithItsOwnReason) {
 
 TEST(RedisScheduler, LeaderGatedRunsAreFencedByTheTermAndStopResigns) {
   const std::string key = test::unique_prefix() + "leader";
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   auto clock = std::make_shared<VirtualClock>(real_now());
   auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key});
   auto tally = std::make_shared<Tally>();
@@ -181,7 +181,7 @@ TEST(RedisScheduler, LeaderGatedRunsAreFencedByTheTermAndStopResigns) {
 // with no keep-alive left, and the fleet had no leader for a whole TTL.
 TEST(RedisScheduler, ADrainingLeaderStaysResignedAndAnotherLeadsWithinASecond) {
   const std::string key = test::unique_prefix() + "leader";
-  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()));
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   auto clock = std::make_shared<VirtualClock>(real_now());
   auto elector = std::make_shared<Elector>(client, ElectorOptions{.leader_key = key, .lease = {.keep_alive = true}});
   ASSERT_TRUE(eventually_leader(*elector));

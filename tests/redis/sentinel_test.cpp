@@ -88,7 +88,7 @@ class SentinelFleet {
 
 TEST(RedisSentinel, TheSentinelsNameThePrimaryAndWritesReachIt) {
   SentinelFleet fleet;
-  Client client(parse_uri(fleet.uri()));
+  Client client(parse_uri(fleet.uri()).connection);
   client.impl().command({"SET", "where", "primary"});
   Client primary(SentinelFleet::direct(fleet.primary().port()));
   EXPECT_EQ(primary.impl().command({"GET", "where"}).text, "primary");
@@ -99,7 +99,7 @@ TEST(RedisSentinel, TheSentinelsNameThePrimaryAndWritesReachIt) {
 TEST(RedisSentinel, WithoutAnAnswerEverySentinelIsNamed) {
   SentinelFleet fleet;
   {
-    Client client(parse_uri(fleet.uri("nosuch")));
+    Client client(parse_uri(fleet.uri("nosuch")).connection);
     try {
       client.ping();
       FAIL() << "connected";
@@ -114,7 +114,7 @@ TEST(RedisSentinel, WithoutAnAnswerEverySentinelIsNamed) {
     }
   }
   for (const auto& sentinel : fleet.sentinels()) sentinel->stop();
-  Client client(parse_uri(fleet.uri()));
+  Client client(parse_uri(fleet.uri()).connection);
   try {
     client.ping();
     FAIL() << "connected";
@@ -125,7 +125,7 @@ TEST(RedisSentinel, WithoutAnAnswerEverySentinelIsNamed) {
 
 TEST(RedisSentinel, AKilledPrimaryIsFollowedToThePromotedReplica) {
   SentinelFleet fleet;
-  auto options = parse_uri(fleet.uri());
+  auto options = parse_uri(fleet.uri()).connection;
   options.reconnect_backoff_max = 200ms;
   auto client = std::make_shared<Client>(options);
   const std::string prefix = test::unique_prefix();
@@ -171,7 +171,7 @@ bool succeeds(const std::function<void()>& call) {
 
 TEST(RedisSentinel, AManualFailoverIsFollowed) {
   SentinelFleet fleet;
-  auto options = parse_uri(fleet.uri());
+  auto options = parse_uri(fleet.uri()).connection;
   options.pool_size = 1;
   options.reconnect_backoff_max = 200ms;
   Client client(options);
@@ -192,7 +192,7 @@ TEST(RedisSentinel, AManualFailoverIsFollowed) {
 
 TEST(RedisSentinel, APrimaryThatBecameAReplicaAnswersReadonlyAndLeavesThePool) {
   SentinelFleet fleet;
-  auto options = parse_uri(fleet.uri());
+  auto options = parse_uri(fleet.uri()).connection;
   options.pool_size = 1;
   options.reconnect_backoff_initial = 1ms;
   options.reconnect_backoff_max = 1ms;

@@ -9,44 +9,44 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(RedisUri, HostPortDatabaseAndUserinfo) {
-  const auto plain = parse_uri("redis://localhost");
+  const auto plain = parse_uri("redis://localhost").connection;
   EXPECT_EQ(plain.host, "localhost");
   EXPECT_EQ(plain.port, 6379);
   EXPECT_EQ(plain.database, 0);
   EXPECT_TRUE(plain.password.empty());
 
-  const auto full = parse_uri("redis://alice:s%40cret@10.0.0.5:6380/3");
+  const auto full = parse_uri("redis://alice:s%40cret@10.0.0.5:6380/3").connection;
   EXPECT_EQ(full.user, "alice");
   EXPECT_EQ(full.password, "s@cret");
   EXPECT_EQ(full.host, "10.0.0.5");
   EXPECT_EQ(full.port, 6380);
   EXPECT_EQ(full.database, 3);
 
-  const auto password_only = parse_uri("redis://:hunter2@h");
+  const auto password_only = parse_uri("redis://:hunter2@h").connection;
   EXPECT_EQ(password_only.user, "");
   EXPECT_EQ(password_only.password, "hunter2");
-  const auto lone_word = parse_uri("redis://hunter2@h");  // redis-cli: a lone word is the password
+  const auto lone_word = parse_uri("redis://hunter2@h").connection;  // redis-cli: a lone word is the password
   EXPECT_EQ(lone_word.user, "");
   EXPECT_EQ(lone_word.password, "hunter2");
 
-  const auto at_in_path = parse_uri("unix:///run/redis@main.sock");  // '@' after the first '/' is in the path
+  const auto at_in_path = parse_uri("unix:///run/redis@main.sock").connection;  // '@' after the first '/' is in the path
   EXPECT_EQ(at_in_path.unix_socket, "/run/redis@main.sock");
   EXPECT_TRUE(at_in_path.password.empty());
 
-  const auto ipv6 = parse_uri("redis://[::1]:7000/");
+  const auto ipv6 = parse_uri("redis://[::1]:7000/").connection;
   EXPECT_EQ(ipv6.host, "::1");
   EXPECT_EQ(ipv6.port, 7000);
   EXPECT_EQ(describe(ipv6), "redis://[::1]:7000/0");
 }
 
 TEST(RedisUri, UnixSocketsAndQueryOptions) {
-  const auto socket = parse_uri("unix:/run/redis.sock?db=2&command_timeout=250ms");
+  const auto socket = parse_uri("unix:/run/redis.sock?db=2&command_timeout=250ms").connection;
   EXPECT_EQ(socket.unix_socket, "/run/redis.sock");
   EXPECT_EQ(socket.database, 2);
   EXPECT_EQ(socket.request_timeout, 250ms);
   EXPECT_EQ(describe(socket), "unix:/run/redis.sock?db=2");
 
-  const auto with_user = parse_uri("unix://bob:pw@/tmp/r.sock?pool_size=8&connect_timeout=2s");
+  const auto with_user = parse_uri("unix://bob:pw@/tmp/r.sock?pool_size=8&connect_timeout=2s").connection;
   EXPECT_EQ(with_user.unix_socket, "/tmp/r.sock");
   EXPECT_EQ(with_user.user, "bob");
   EXPECT_EQ(with_user.password, "pw");
@@ -56,13 +56,13 @@ TEST(RedisUri, UnixSocketsAndQueryOptions) {
 
   ClientOptions base;
   base.request_timeout = 3s;
-  EXPECT_EQ(parse_uri("redis://h", base).request_timeout, 3s);  // the base fills what the URI leaves out
+  EXPECT_EQ(parse_uri("redis://h", base).connection.request_timeout, 3s);  // the base fills what the URI leaves out
 }
 
 TEST(RedisUri, TlsSchemeAndOptions) {
   const auto tls = parse_uri(
       "rediss://u:pw@cache.example:6380/2?tls_ca_file=/etc/ca.pem&tls_cert_file=/c.pem&tls_key_file=/k.pem"
-      "&tls_server_name=redis.internal");
+      "&tls_server_name=redis.internal").connection;
   EXPECT_TRUE(tls.tls);
   EXPECT_TRUE(tls.tls_verify);
   EXPECT_EQ(tls.tls_ca_file, "/etc/ca.pem");
@@ -70,10 +70,10 @@ TEST(RedisUri, TlsSchemeAndOptions) {
   EXPECT_EQ(tls.tls_key_file, "/k.pem");
   EXPECT_EQ(tls.tls_server_name, "redis.internal");
   EXPECT_EQ(describe(tls), "rediss://u:***@cache.example:6380/2");
-  EXPECT_FALSE(parse_uri("redis://h").tls);
+  EXPECT_FALSE(parse_uri("redis://h").connection.tls);
 
   // Turning verification off is explicit, and shows in every message.
-  const auto unverified = parse_uri("rediss://h?tls_verify=false&tls_ca_dir=/etc/ssl/certs");
+  const auto unverified = parse_uri("rediss://h?tls_verify=false&tls_ca_dir=/etc/ssl/certs").connection;
   EXPECT_FALSE(unverified.tls_verify);
   EXPECT_EQ(unverified.tls_ca_dir, "/etc/ssl/certs");
   EXPECT_EQ(describe(unverified), "rediss://h:6379/0?tls_verify=false");
@@ -92,7 +92,7 @@ TEST(RedisUri, TlsSchemeAndOptions) {
 
 TEST(RedisUri, SentinelsMasterAndTheirOwnCredentials) {
   const auto options = parse_uri(
-      "redis-sentinel://:primary-secret@10.0.0.1,10.0.0.2:26380,[::1]:5000/fleet/3?sentinel_password=s3&sentinel_user=sen");
+      "redis-sentinel://:primary-secret@10.0.0.1,10.0.0.2:26380,[::1]:5000/fleet/3?sentinel_password=s3&sentinel_user=sen").connection;
   ASSERT_EQ(options.sentinels.size(), 3u);
   EXPECT_EQ(options.sentinels[0].host, "10.0.0.1");
   EXPECT_EQ(options.sentinels[0].port, 26379);
@@ -106,7 +106,7 @@ TEST(RedisUri, SentinelsMasterAndTheirOwnCredentials) {
   EXPECT_EQ(options.sentinel_password, "s3");
   EXPECT_FALSE(options.tls);
   EXPECT_EQ(describe(options), "redis-sentinel://:***@10.0.0.1:26379,10.0.0.2:26380,[::1]:5000/fleet/3");
-  const auto tls = parse_uri("rediss-sentinel://s1/fleet?tls_ca_file=/ca.pem");
+  const auto tls = parse_uri("rediss-sentinel://s1/fleet?tls_ca_file=/ca.pem").connection;
   EXPECT_TRUE(tls.tls);
   EXPECT_EQ(tls.database, 0);
   EXPECT_EQ(describe(tls), "rediss-sentinel://s1:26379/fleet/0");

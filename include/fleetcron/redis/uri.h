@@ -10,6 +10,13 @@
 
 namespace fleetcron::redis {
 
+/// What a Redis URI says: how to connect. The same shape as
+/// nats::UriOptions and postgres::UriOptions (a Redis URI sets no names:
+/// key prefixes are the claimer's and fleet state's options).
+struct FLEETCRON_API UriOptions {
+  ClientOptions connection;
+};
+
 /// Parses
 ///   redis://[user[:password]@]host[:port][/db][?option=value&...]
 ///   rediss://… (the same, over TLS)
@@ -24,10 +31,11 @@ namespace fleetcron::redis {
 /// tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name
 /// and tls_verify (true|false; see ClientOptions); with a sentinel scheme
 /// also sentinel_user and sentinel_password (the userinfo is the
-/// primary's; a sentinel's port defaults to 26379). Throws UriError.
+/// primary's; a sentinel's port defaults to 26379). Throws UriError naming
+/// the part, the URI shown with its secrets as "***".
+[[nodiscard]] FLEETCRON_API UriOptions parse_uri(std::string_view uri, ClientOptions base = {});
+
 /// True if `uri` has one of the schemes parse_uri() reads.
 [[nodiscard]] FLEETCRON_API bool is_redis_uri(std::string_view uri) noexcept;
-
-[[nodiscard]] FLEETCRON_API ClientOptions parse_uri(std::string_view uri, ClientOptions base = {});
 
 }  // namespace fleetcron::redis

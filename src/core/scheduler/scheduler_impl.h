@@ -49,6 +49,7 @@ namespace fleetcron {
 /// Lock order: a lock is taken only while holding locks to its left in
 ///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < runs_mutex_ < WorkerSlot::mutex < the leaves
 ///   (upkeep_mutex_, random_mutex_, Entry::overlap_mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+/// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
 /// electors, observers, the recorder, the logger), except that
 /// Schedule::next() runs under mutex_, and that an entry's
@@ -388,9 +389,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   std::atomic<bool> resigned_{false};
 
-  // ---- the catch-up thread (CatchUpQueue), when there is a fleet state
-  std::unique_ptr<detail::CatchUpQueue> catch_up_queue_;  // its own state and lock
-
   // ---- the fleet controls, and the upkeep thread (upkeep.cpp), with a fleet state and options.fleet.controls or .registry
   std::shared_ptr<ControlsHost> controls_host_;      // what controls_ sees of this scheduler
   std::unique_ptr<detail::FleetControls> controls_;  // its own state and lock
@@ -414,6 +412,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   // ---- randomness for jitter
   std::mutex random_mutex_;  // guards random_
   std::mt19937_64 random_;
+
+  // ---- the catch-up thread (CatchUpQueue), when there is a fleet state.
+  // Last: destroyed first, its thread stopped and joined before any member
+  // a catch-up uses is gone (were it not joined yet: join_threads_once()
+  // skips the join on its own thread, a stop() from a catch-up's callback).
+  std::unique_ptr<detail::CatchUpQueue> catch_up_queue_;  // its own state and lock
 };
 
 namespace detail {

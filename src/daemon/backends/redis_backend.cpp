@@ -25,7 +25,7 @@ namespace {
 /// The coordinator URI's options, with the password from
 /// Settings::coordinator_password when one was given that way.
 redis::ClientOptions client_options(const Settings& settings) {
-  redis::ClientOptions options = redis::parse_uri(settings.coordinator);
+  redis::ClientOptions options = redis::parse_uri(settings.coordinator).connection;
   if (!settings.coordinator_password.empty()) options.password = settings.coordinator_password;
   return options;
 }

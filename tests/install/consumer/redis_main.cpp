@@ -6,11 +6,11 @@
 #include <iostream>
 
 int main() {
-  const auto options = fleetcron::redis::parse_uri("redis://cron:secret@127.0.0.1:6380/2");
+  const auto options = fleetcron::redis::parse_uri("redis://cron:secret@127.0.0.1:6380/2").connection;
   auto client = std::make_shared<fleetcron::redis::Client>(options);
   fleetcron::redis::Claimer claimer(client);  // does not connect
   try {
-    fleetcron::redis::Client nowhere(fleetcron::redis::parse_uri("redis://127.0.0.1:1"));
+    fleetcron::redis::Client nowhere(fleetcron::redis::parse_uri("redis://127.0.0.1:1").connection);
     nowhere.ping();
     return 1;
   } catch (const fleetcron::ConnectError&) {
