@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fleetcron/api.h"
+#include "fleetcron/backend/fleet_documents.h"
 #include "fleetcron/fire_record.h"
 #include "fleetcron/job_catalogue.h"
 #include "fleetcron/job_controls.h"
@@ -144,12 +145,15 @@ struct FLEETCRON_API LedgerRead {
 };
 
 /// Where a fleet keeps its state. Implementations: MemoryFleetState (one
-/// process); the Redis and NATS ones follow (docs/fleet-state.md). Every
+/// process), redis::, nats:: and postgres::FleetState (docs/fleet-state.md).
+/// A backend implements the cursor and ledger operations below and the two
+/// document primitives of FleetDocuments (backend/fleet_documents.h);
+/// the controls, registry and catalogue are written once, over those. Every
 /// call is thread-safe, bounded in time, and answers with a result, never
 /// an exception for a store failure.
-class FLEETCRON_API FleetState {
+class FLEETCRON_API FleetState : public FleetDocuments {
  public:
-  virtual ~FleetState() = default;
+  ~FleetState() override = default;
 
   /// The job's cursor.
   [[nodiscard]] virtual CursorRead read_cursor(std::string_view job_key) = 0;
@@ -212,7 +216,8 @@ class FLEETCRON_API FleetState {
 
   // ---- fleet-wide controls (job_controls.h) --------------------------
   // One document holds them all; each change is a compare-and-swap of it
-  // through the document primitives below, so every backend shares these rules.
+  // through the document primitives (backend/fleet_documents.h), so every
+  // backend shares these rules.
   // `now` is the store's clock as the caller knows it (StoreClock::now():
   // never one replica's own clock, docs/fleet-state.md "One clock"):
   // triggers that expired by then are left out (and dropped at the next
@@ -282,42 +287,9 @@ class FLEETCRON_API FleetState {
   /// The jobs mentioned within catalogue_keep_for before `now`, by key.
   [[nodiscard]] CatalogueRead read_catalogue(Instant now);
 
-  // ---- the documents a backend keeps whole ---------------------------
-  /// The fleet-wide documents: each is read whole and replaced by a
-  /// compare-and-swap, so the rules above are written once, for every backend.
-  enum class Document {
-    controls,  ///< format_job_controls(); kept until replaced
-    registry,  ///< format_replica_registry(); lives `keep_for` after its last write
-    catalogue,  ///< format_job_catalogue(); lives `keep_for` after its last write
-  };
-  /// A document as the backend keeps it.
-  struct FLEETCRON_API StoredDocument {
-    enum class Status { found, absent, error };
-    Status status = Status::absent;
-    std::string text = {};
-    std::uint64_t revision = 0;  ///< the backend's version of it, where it has one (NATS)
-    std::string error = {};
-  };
-  struct FLEETCRON_API DocumentReplace {
-    enum class Status { written, conflict, error };
-    Status status = Status::error;
-    std::string error = {};
-  };
-  /// The primitives, for backends: the document, and its replacement by
-  /// `text` only if it is still `seen` (absent: still absent); `conflict`
-  /// if another writer came first. The document then lives at least
-  /// `keep_for` (0: until it is replaced; a backend whose expiry is per
-  /// store, as NATS's per bucket, keeps it that long).
-  [[nodiscard]] virtual StoredDocument load_document(Document which) = 0;
-  [[nodiscard]] virtual DocumentReplace replace_document(Document which, const StoredDocument& seen,
-                                                         const std::string& text, std::chrono::nanoseconds keep_for) = 0;
-
  protected:
   FleetState() = default;
 };
-
-/// The name of a document in the stores: "controls", "replicas" or "jobs".
-[[nodiscard]] FLEETCRON_API std::string_view to_string(FleetState::Document which) noexcept;
 
 /// `at` rounded down to the microsecond: what a cursor keeps.
 [[nodiscard]] FLEETCRON_API Instant cursor_instant(Instant at) noexcept;

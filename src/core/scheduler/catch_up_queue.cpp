@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/support/assert.h"
+
 namespace fleetcron::detail {
 
 CatchUpQueue::CatchUpQueue(std::shared_ptr<Clock> clock, Attempt attempt, std::chrono::nanoseconds first_retry,
                            std::chrono::nanoseconds max_retry)
-    : clock_(std::move(clock)), attempt_(std::move(attempt)), first_retry_(first_retry), max_retry_(max_retry) {}
+    : clock_(std::move(clock)), attempt_(std::move(attempt)), first_retry_(first_retry), max_retry_(max_retry) {
+  FLEETCRON_ASSERT(first_retry_ > std::chrono::nanoseconds::zero() && max_retry_ >= first_retry_);
+}
 
 CatchUpQueue::~CatchUpQueue() {
   stop();
@@ -58,6 +62,7 @@ void CatchUpQueue::main() {
     if (settled) continue;
     pending.due = clock_->steady_now() + pending.backoff;
     pending.backoff = std::min(2 * pending.backoff, max_retry_);
+    FLEETCRON_ASSERT(pending.backoff >= first_retry_ && pending.backoff <= max_retry_);
     queue_.push_back(std::move(pending));
   }
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "core/support/assert.h"
 #include "core/support/describe_exception.h"
 #include "fleetcron/duration.h"
 #include "fleetcron/rfc3339.h"
@@ -130,6 +131,7 @@ ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
   note_answered(now, answer.status != ReplicaAnnounce::Status::error);
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
+  FLEETCRON_ASSERT(announce_covered_ <= announce_requested_.load());  // no announcement covers a run not yet unlisted
   if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
     // Written: the heartbeats list it from here (none came between, serial).
     alone->written();
