@@ -45,11 +45,11 @@ class ControlledFleet {
     return *replicas_.back();
   }
 
-  /// Lets each replica's controls thread read the controls once more, and
+  /// Lets each replica's upkeep thread read the controls once more, and
   /// waits until every replica shows the job `paused`.
   void poll_until_paused(bool paused) {
-    // Each replica's loop, watchdog, catch-up and controls threads wait on
-    // the clock: the controls threads' next look is then 1 s away.
+    // Each replica's loop, watchdog, catch-up and upkeep threads wait on
+    // the clock: the upkeep threads' next look is then 1 s away.
     h_.settle(4 * replicas_.size());
     h_.clock->advance(1s);
     ASSERT_TRUE(Harness::eventually([&] {
@@ -141,7 +141,7 @@ TEST(SchedulerControls, AResumeAfterARestartDuringAPauseReplaysNothing) {
   Scheduler& restarted = fleet.add_replica();
   EXPECT_TRUE(restarted.entries().front().paused);
   ASSERT_EQ(fleet.state().set_paused("job", false, "operator", h.clock->now()).status, ControlChange::Status::changed);
-  h.settle(Harness::idle_waiters + 2);  // its loop, watchdog, catch-up and controls threads
+  h.settle(Harness::idle_waiters + 2);  // its loop, watchdog, catch-up and upkeep threads
   h.clock->advance(1s);
   ASSERT_TRUE(Harness::eventually([&] { return !restarted.entries().front().paused; }));
   h.advance(60s, 1, [&] { return fleet.scheduled() == 2; });  // the next instant, on time
@@ -190,7 +190,7 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
   const ControlsRead read = fleet.state().read_controls(h.clock->now() - 10s);
   ASSERT_EQ(read.status, ControlsRead::Status::found) << read.error;
   EXPECT_TRUE(read.jobs.empty()) << "dropped from the document, not only filtered";
-  // Written by the reporter's ledger writer, off its upkeep thread.
+  // Written by the reporter's ledger writer, on the ledger's thread.
   ASSERT_TRUE(ledger_reaches(fleet.state(), "nobody-runs-it",
                              [](const std::vector<FireRecord>& records) { return !records.empty(); }));
   const std::vector<FireRecord> records = ledger_of(fleet.state(), "nobody-runs-it");
@@ -438,7 +438,7 @@ TEST(SchedulerControls, UnreadableControlsAreLoggedOnceAndChangeNothing) {
   state->failing = true;
   for (int i = 0; i < 3; ++i) {
     h.clock->advance(1s);
-    h.settle(Harness::idle_waiters + 2);  // and the catch-up and controls threads
+    h.settle(Harness::idle_waiters + 2);  // and the catch-up and upkeep threads
   }
   EXPECT_TRUE(replica.entries().front().paused) << "an outage resumes nothing";
   {

@@ -444,7 +444,7 @@ TEST(SchedulerRegistry, ARunWhoseRunnerStopsAnnouncingIsReportedLostOnce) {
   EXPECT_EQ(lost.fire_key, "job@2026-01-01T00:01:00Z");
   EXPECT_EQ(lost.replica_id, "replica-1");
   EXPECT_TRUE(reporter.logged("fire job@2026-01-01T00:01:00Z lost: its runner, replica replica-1 on host-1"));
-  // The reporter's ledger writer records the loss off its upkeep thread.
+  // The reporter's ledger writer records the loss on the ledger's thread.
   ASSERT_TRUE(ledger_reaches(fleet.state(), "job", [](const std::vector<FireRecord>& records) {
     return !records.empty() && records.front().fate == FireFate::lost;
   }));

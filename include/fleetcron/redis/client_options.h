@@ -18,7 +18,7 @@ struct FLEETCRON_API SentinelAddress {
   std::uint16_t port = 26379;
 };
 
-/// Where and how to connect. Build it by hand or with parse_uri().
+/// Where and how to connect. Build it by hand or with parse_uri(uri).connection.
 struct FLEETCRON_API ClientOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;

@@ -55,7 +55,8 @@ std::string Scheduler::Impl::rerun_lost(const RunningFire& run) {
   }
   if (run.manual) return "a manual run (trigger it again)";
   if (!settings.claimer && !settings.leader_gated) return "the entry is not coordinated (each replica runs its own fires)";
-  // The verdict as it stands: never an announcement from here (announce() reports).
+  // The verdict as it stands: never an announcement from here (this runs
+  // inside RegistryMembership::announce()'s report, through RegistryHost).
   if (auto verdict = registry_verdict(); !verdict || !verdict->empty()) {
     return verdict ? *verdict : std::string("this replica's settings are not verified");
   }

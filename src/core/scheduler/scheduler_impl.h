@@ -48,7 +48,7 @@ namespace fleetcron {
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
 ///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < runs_mutex_ < WorkerSlot::mutex < the leaves
-///   (upkeep_mutex_, random_mutex_, Entry::overlap_mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+///   (upkeep_mutex_, random_mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
 /// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
 /// electors, observers, the recorder, the logger), except that
@@ -415,7 +415,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- the catch-up thread (CatchUpQueue), when there is a fleet state.
   // Last: destroyed first, its thread stopped and joined before any member
-  // a catch-up uses is gone (were it not joined yet: join_threads_once()
+  // a catch-up uses is gone (were it not joined yet: CatchUpQueue::join()
   // skips the join on its own thread, a stop() from a catch-up's callback).
   std::unique_ptr<detail::CatchUpQueue> catch_up_queue_;  // its own state and lock
 };

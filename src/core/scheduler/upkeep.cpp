@@ -1,7 +1,7 @@
 // The upkeep thread, with a fleet state and its controls or registry on:
 // polls the fleet's controls (FleetControls) and announces the replica
-// (registry.cpp), each on its period; and the controls' view of the
-// scheduler (ControlsHost).
+// and writes its catalogue (RegistryMembership), each on its period; and
+// the controls' view of the scheduler (ControlsHost).
 #include <fmt/format.h>
 
 #include "core/scheduler/scheduler_impl.h"
