@@ -1,18 +1,23 @@
 // The scheduler's components that own their state, each on its own: the
-// leader fitness (loop liveness, step-down after failing claims) and the
-// catch-up queue (retries with a doubling backoff). On a virtual clock.
+// leader fitness (loop liveness, step-down after failing claims), the
+// catch-up queue (retries with a doubling backoff) and the fleet controls
+// (pauses and triggers, through a host that stands for the scheduler). On
+// a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/scheduler/catch_up_queue.h"
+#include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/leader_fitness.h"
 #include "fleetcron/clock.h"
+#include "fleetcron/memory_fleet_state.h"
 
 namespace fleetcron::detail {
 namespace {
@@ -170,6 +175,116 @@ TEST(CatchUpQueue, AnEntryGoneBeforeItsTurnIsNotAttempted) {
   queue.stop();
   queue.join();
   EXPECT_EQ(attempts.backoffs().size(), 1U);
+}
+
+
+/// The scheduler as FleetControls sees it: one entry table, and a record
+/// of what the controls asked of it.
+class RecordingHost final : public FleetControls::Host, private FleetControls::EntryTable {
+ public:
+  explicit RecordingHost(std::shared_ptr<VirtualClock> clock) : clock_(std::move(clock)) {}
+  std::shared_ptr<Entry> add(const std::string& key, EntryId id) {
+    auto entry = std::make_shared<Entry>();
+    entry->identity.id = id;
+    entry->identity.key = key;
+    entries_.push_back(entry);
+    return entry;
+  }
+
+  Instant fleet_now() override { return clock_->now(); }
+  void with_entries(const std::function<void(EntryTable&)>& apply) override { apply(*this); }
+  std::string queue_manual(const std::shared_ptr<Entry>& entry, Instant scheduled_at) override {
+    queued.emplace_back(entry->identity.key, scheduled_at);
+    return {};
+  }
+  std::string settings_refusal() override { return refusal; }
+  void publish(Event) override {}
+  void log(LogLevel level, const std::string& message) override {
+    if (level == LogLevel::warning) warnings.push_back(message);
+  }
+
+  std::vector<std::pair<std::string, bool>> pauses;  // key, paused
+  std::vector<std::pair<std::string, Instant>> queued;  // key, scheduled instant
+  std::vector<std::string> warnings;
+  std::string refusal;
+
+ private:
+  std::shared_ptr<Entry> find(const std::string& job_key) const override {
+    for (const auto& entry : entries_) {
+      if (entry->identity.key == job_key) return entry;
+    }
+    return nullptr;
+  }
+  void set_paused(const std::shared_ptr<Entry>& entry, bool paused, std::vector<Event>&) override {
+    pauses.emplace_back(entry->identity.key, paused);
+  }
+
+  std::shared_ptr<VirtualClock> clock_;
+  std::vector<std::shared_ptr<Entry>> entries_;
+};
+
+struct ControlsFixture {
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>(t0());
+  std::shared_ptr<MemoryFleetState> store = std::make_shared<MemoryFleetState>(clock);
+  RecordingHost host{clock};
+  FleetControls controls{host, store, "replica-a", clock};
+};
+
+TEST(FleetControls, APauseIsAppliedOnceAndItsResumeUndoesIt) {
+  ControlsFixture f;
+  f.host.add("job", 1);
+  ASSERT_EQ(f.store->set_paused("job", true, "operator", f.clock->now()).status, ControlChange::Status::changed);
+  f.controls.poll();
+  f.controls.poll();  // nothing changed: nothing applied again
+  ASSERT_EQ(f.host.pauses, (std::vector<std::pair<std::string, bool>>{{"job", true}}));
+  f.clock->advance(1s);
+  ASSERT_EQ(f.store->set_paused("job", false, "operator", f.clock->now()).status, ControlChange::Status::changed);
+  f.controls.poll();
+  EXPECT_EQ(f.host.pauses, (std::vector<std::pair<std::string, bool>>{{"job", true}, {"job", false}}));
+  EXPECT_TRUE(f.host.warnings.empty());
+}
+
+TEST(FleetControls, ATriggerIsTakenOnceAndQueuedAsAManualFireAtItsRequest) {
+  ControlsFixture f;
+  f.host.add("job", 1);
+  const Instant requested_at = f.clock->now();
+  const ControlChange requested = f.store->request_trigger("job", "operator", requested_at);
+  ASSERT_EQ(requested.status, ControlChange::Status::changed) << requested.error;
+  f.controls.poll();
+  f.clock->advance(1s);
+  f.controls.poll();
+  ASSERT_EQ(f.host.queued, (std::vector<std::pair<std::string, Instant>>{{"job", requested_at}}));
+  const ControlsRead read = f.store->read_controls(f.clock->now());
+  ASSERT_EQ(read.taken.size(), 1U);
+  EXPECT_EQ(read.taken[0].trigger.id, requested.trigger_id);
+  EXPECT_EQ(read.taken[0].trigger.requested_by, "replica-a") << "the tombstone names the taker";
+}
+
+TEST(FleetControls, NoTriggerIsTakenAfterStopOrWhileTheSettingsAreRefused) {
+  ControlsFixture f;
+  f.host.add("job", 1);
+  ASSERT_EQ(f.store->request_trigger("job", "operator", f.clock->now()).status, ControlChange::Status::changed);
+  f.host.refusal = "this replica's settings differ from the fleet's";
+  f.controls.poll();
+  EXPECT_TRUE(f.host.queued.empty());
+  f.host.refusal.clear();
+  f.controls.stop();
+  f.controls.poll();
+  EXPECT_TRUE(f.host.queued.empty());
+  const ControlsRead read = f.store->read_controls(f.clock->now());
+  ASSERT_EQ(read.jobs.size(), 1U);
+  EXPECT_EQ(read.jobs[0].triggers.size(), 1U) << "left in the store for another replica";
+}
+
+TEST(FleetControls, AJobNotRunHereIsLeftAlone) {
+  ControlsFixture f;
+  f.host.add("other", 1);
+  ASSERT_EQ(f.store->request_trigger("job", "operator", f.clock->now()).status, ControlChange::Status::changed);
+  ASSERT_EQ(f.store->set_paused("job", true, "operator", f.clock->now()).status, ControlChange::Status::changed);
+  f.controls.poll();
+  EXPECT_TRUE(f.host.queued.empty());
+  EXPECT_TRUE(f.host.pauses.empty());
+  EXPECT_EQ(f.store->read_controls(f.clock->now()).jobs.at(0).triggers.size(), 1U);
 }
 
 }  // namespace
