@@ -16,11 +16,8 @@ using detail::Run;
 bool Scheduler::Impl::fit_to_lead() const {
   if (!fitness_.loop_alive() || fitness_.stepped_down()) return false;
   // A replica refused by the registry would hold the lease and run nothing.
-  if (registry_on()) {
-    const auto verdict = registry_verdict();
-    if (verdict && !verdict->empty()) return false;
-  }
-  return true;
+  const auto verdict = registry_verdict();
+  return !verdict || verdict->empty();
 }
 
 bool Scheduler::Impl::controls_on() const { return options_.fleet.state && options_.fleet.controls; }
@@ -87,8 +84,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   }
   loop_cv_.notify_all();
   if (catch_up_queue_) catch_up_queue_->stop();
-  stop_controls();                  // no new polls
-  if (controls_) controls_->stop();  // and no trigger taken, by a poll still going either
+  stop_controls();  // no new polls, and no trigger taken by a poll still going
   {
     std::lock_guard guard(join_mutex_);
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();

@@ -101,13 +101,10 @@ void RegistryMembership::note_answered(Clock::SteadyTime now, bool answered) {
   answered_at_ = now;
 }
 
-ReplicaAnnounce RegistryMembership::ask(const AloneRun* alone, FleetState::ExpiredRecords expired) {
+ReplicaAnnounce RegistryMembership::ask(const AloneRun* alone, Instant my_start, FleetState::ExpiredRecords expired) {
   ReplicaAnnouncement me = announcement_;
   me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
-  {
-    std::lock_guard guard(mutex_);
-    me.started = started_at_;
-  }
+  me.started = my_start;
   me.runs = host_.running_fires();
   if (alone != nullptr) {  // first: a record too large loses its last runs
     if (me.runs.size() == max_listed_runs) me.runs.pop_back();  // one not listed alone, if any
@@ -127,7 +124,12 @@ ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
   const auto now = clock_->steady_now();
   // Before the runs are read: every run unlisted by now is left out.
   const std::uint64_t covers = announce_requested_.load();
-  ReplicaAnnounce answer = ask(alone, expired_records_at(now));
+  Instant my_start{};
+  {
+    std::lock_guard guard(mutex_);
+    my_start = started_at_;
+  }
+  ReplicaAnnounce answer = ask(alone, my_start, expired_records_at(now));
   note_answered(now, answer.status != ReplicaAnnounce::Status::error);
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
@@ -138,14 +140,7 @@ ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
   }
   Notes notes;
   std::vector<ReplicaRecord> lost;
-  if (answer.status != ReplicaAnnounce::Status::error) {
-    Instant my_start{};
-    {
-      std::lock_guard guard(mutex_);
-      my_start = started_at_;
-    }
-    lost = sort_out_same_id(answer, my_start, notes);
-  }
+  if (answer.status != ReplicaAnnounce::Status::error) lost = sort_out_same_id(answer, my_start, notes);
   {
     std::lock_guard guard(mutex_);
     std::string refusal = take_answer(answer, now, notes);
@@ -163,8 +158,7 @@ ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
   return answer;
 }
 
-std::string RegistryMembership::take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now,
-                                         Notes& notes) {
+std::string RegistryMembership::take_answer(const ReplicaAnnounce& answer, Clock::SteadyTime now, Notes& notes) {
   std::string refusal;
   if (answer.status == ReplicaAnnounce::Status::error) {
     announce_failed_ = true;
@@ -212,7 +206,7 @@ std::string RegistryMembership::take_answer(const ReplicaAnnounce& answer, Clock
 }
 
 std::vector<ReplicaRecord> RegistryMembership::sort_out_same_id(ReplicaAnnounce& answer, Instant my_start,
-                                                               Notes& notes) {
+                                                                Notes& notes) {
   std::vector<ReplicaRecord> lost, same_id;
   for (auto& record : answer.expired) {
     (record.replica.replica_id == announcement_.replica_id ? same_id : lost).push_back(record);

@@ -87,7 +87,8 @@ class RegistryMembership {
 
  private:
   using Notes = std::vector<std::pair<LogLevel, std::string>>;
-  [[nodiscard]] ReplicaAnnounce ask(const AloneRun* alone, FleetState::ExpiredRecords expired);
+  /// Writes the record: this start's, with the host's digest and runs.
+  [[nodiscard]] ReplicaAnnounce ask(const AloneRun* alone, Instant my_start, FleetState::ExpiredRecords expired);
   /// Whether an announcement asked at `now` may judge the records that
   /// expired, and the bookkeeping of one answered or failed.
   [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;

@@ -176,6 +176,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The upkeep thread (upkeep.cpp), with controls or the registry on:
   /// polls the controls and announces the replica, each on its period.
   void upkeep_main();
+  /// No more polls, and no trigger taken by one under way (waits for it).
   void stop_controls();
   void stop_upkeep();
   /// The replica registry: a component (RegistryMembership) that sees the

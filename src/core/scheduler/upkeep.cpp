@@ -115,6 +115,7 @@ void Scheduler::Impl::stop_controls() {
     controls_stopping_ = true;
   }
   upkeep_cv_.notify_all();
+  if (controls_) controls_->stop();
 }
 
 }  // namespace fleetcron
