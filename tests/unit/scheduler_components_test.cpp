@@ -1,8 +1,8 @@
 // The scheduler's components that own their state, each on its own: the
 // leader fitness (loop liveness, step-down after failing claims), the
-// catch-up queue (retries with a doubling backoff) and the fleet controls
-// (pauses and triggers, through a host that stands for the scheduler). On
-// a virtual clock.
+// catch-up queue (retries with a doubling backoff), the fleet controls
+// (pauses and triggers, through a host that stands for the scheduler) and
+// the runs in progress (timeouts, stops, lost terms). On a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +16,7 @@
 #include "core/scheduler/catch_up_queue.h"
 #include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/leader_fitness.h"
+#include "core/scheduler/runs_in_progress.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/memory_fleet_state.h"
 
@@ -285,6 +286,99 @@ TEST(FleetControls, AJobNotRunHereIsLeftAlone) {
   EXPECT_TRUE(f.host.queued.empty());
   EXPECT_TRUE(f.host.pauses.empty());
   EXPECT_EQ(f.store->read_controls(f.clock->now()).jobs.at(0).triggers.size(), 1U);
+}
+
+TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  RunsInProgress runs(clock, 1);
+  runs.start_watchdog();
+  WorkerSlot& slot = *runs.slots()[0];
+  detail::Run run;
+  ASSERT_FALSE(runs.register_run(run, slot));
+  const auto start = clock->steady_now();
+  runs.start_timeout(run, detail::Run::Deadline::run, start + 5s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 5s));
+  clock->advance(5s - 1ns);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 5s));
+  EXPECT_FALSE(run.stop.stop_requested());
+  clock->advance(1ns);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 6s));  // acted, and idle again
+  EXPECT_TRUE(run.stop.stop_requested());
+  EXPECT_TRUE(run.timed_out.load());
+  EXPECT_FALSE(run.attempt_timed_out.load());
+  runs.unregister_run(run, slot);  // the watchdog took it: nothing left to withdraw
+  EXPECT_EQ(slot.run, nullptr);
+  runs.close();
+}
+
+TEST(RunsInProgress, AnAttemptsDeadlineStopsTheAttemptOnlyAndAWithdrawnOneNothing) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  RunsInProgress runs(clock, 1);
+  runs.start_watchdog();
+  WorkerSlot& slot = *runs.slots()[0];
+  detail::Run run;
+  ASSERT_FALSE(runs.register_run(run, slot));
+  const auto start = clock->steady_now();
+  std::stop_source first;
+  runs.set_attempt_stop(run, first);
+  runs.start_timeout(run, detail::Run::Deadline::attempt, start + 2s);
+  runs.end_timeout(run, detail::Run::Deadline::attempt);  // the attempt ended in time
+  EXPECT_FALSE(run.attempt_stop.stop_possible()) << "forgotten with its deadline";
+  std::stop_source second;
+  runs.set_attempt_stop(run, second);
+  runs.start_timeout(run, detail::Run::Deadline::attempt, start + 3s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 3s));  // not 2 s: the first one was withdrawn
+  clock->advance(3s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 4s));
+  EXPECT_FALSE(first.stop_requested());
+  EXPECT_TRUE(second.stop_requested());
+  EXPECT_TRUE(run.attempt_timed_out.load());
+  EXPECT_FALSE(run.stop.stop_requested());
+  EXPECT_FALSE(run.timed_out.load());
+  runs.end_timeout(run, detail::Run::Deadline::attempt);
+  runs.unregister_run(run, slot);
+  runs.close();
+}
+
+TEST(RunsInProgress, ARunRegisteringAfterAStopBeganIsRefusedAndStopsReachRegisteredRuns) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  RunsInProgress runs(clock, 3);
+  detail::Run early;
+  early.entry_id = 1;
+  ASSERT_FALSE(runs.register_run(early, *runs.slots()[0]));
+  detail::Run other;
+  other.entry_id = 2;
+  ASSERT_FALSE(runs.register_run(other, *runs.slots()[1]));
+  runs.request_stop_where([](const detail::Run& run) { return run.entry_id == 1; }, true);
+  EXPECT_TRUE(early.stop.stop_requested());
+  EXPECT_TRUE(early.timed_out.load());
+  EXPECT_FALSE(other.stop.stop_requested());
+  runs.begin_stopping();
+  EXPECT_FALSE(runs.open());
+  detail::Run late;
+  EXPECT_TRUE(runs.register_run(late, *runs.slots()[2]));
+  runs.request_stop_where([](const detail::Run&) { return true; }, false);
+  EXPECT_TRUE(other.stop.stop_requested());
+  EXPECT_FALSE(other.timed_out.load());
+  EXPECT_TRUE(late.stop.stop_requested()) << "found by the scan, as it registered first";
+  runs.close();
+  runs.begin_stopping();  // only forward: a later stop leaves it closed
+  EXPECT_FALSE(runs.open());
+  runs.unregister_run(early, *runs.slots()[0]);
+  runs.unregister_run(other, *runs.slots()[1]);
+  runs.unregister_run(late, *runs.slots()[2]);
+}
+
+TEST(RunsInProgress, OnlyTheLastLostTermsAreRemembered) {
+  RunsInProgress runs(std::make_shared<VirtualClock>(t0()), 1);
+  for (std::uint64_t term = 1; term <= RunsInProgress::max_lost_terms; ++term) runs.note_term_lost(term);
+  runs.note_term_lost(1);  // known: evicts nothing
+  EXPECT_TRUE(runs.term_lost(1));
+  runs.note_term_lost(RunsInProgress::max_lost_terms + 1);
+  EXPECT_FALSE(runs.term_lost(1)) << "the oldest is forgotten";
+  EXPECT_TRUE(runs.term_lost(2));
+  EXPECT_TRUE(runs.term_lost(RunsInProgress::max_lost_terms + 1));
+  EXPECT_FALSE(runs.term_lost(0)) << "not every term below the highest: NATS terms restart with a bucket";
 }
 
 }  // namespace

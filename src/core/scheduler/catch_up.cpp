@@ -184,7 +184,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
     const std::optional<CatchUpPlan> plan = plan_catch_up(*entry, *seen);
     if (!plan) break;
     // Won now, the range would be cancelled: leave it to whoever runs.
-    if (entry->removed.load() || runs_state_.load() != RunsState::open) return {false, "stopping", true};
+    if (entry->removed.load() || !runs_.open()) return {false, "stopping", true};
     CatchUpClaim answer = guarded([&] {
       return options_.fleet.state->claim_catch_up(key, seen, plan->missed.last_missed, plan->digest,
                                                   nanoseconds{tracking.keep_for}, options_.fleet.replica_id);

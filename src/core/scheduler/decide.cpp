@@ -97,15 +97,14 @@ void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
   const bool claims = std::any_of(fires.begin(), fires.end(), [](const Fire& f) { return f.entry->settings->claimer; });
   bool stopping = false;
   if (claims || election.grant.leader_gated) {
-    std::lock_guard guard(runs_mutex_);
     // Lost since the election: refuse before claiming, not after.
-    if (!refused && election.grant.leader_gated && term_lost_locked(election.grant.term)) {
+    if (!refused && election.grant.leader_gated && runs_.term_lost(election.grant.term)) {
       refused = SkipReason::not_leader;
       error = fmt::format("leadership of term {} was lost", election.grant.term);
     }
     // stop() came while these fires were out of the queue: claiming now
     // would take them from the other replicas only to cancel them here.
-    stopping = runs_state_ != RunsState::open;
+    stopping = !runs_.open();
   }
   const Instant now = claims ? clock_->now() : Instant{};
   // Coordinated fires only: one replica alone cannot run a fire twice.
@@ -223,19 +222,9 @@ void Scheduler::Impl::report_cancel(const Fire& fire, std::string cause, CancelR
 
 void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
   log(LogLevel::warning, fmt::format("leadership of term {} lost", term));
-  {
-    std::lock_guard guard(runs_mutex_);
-    if (!term_lost_locked(term)) {
-      if (lost_terms_.size() == max_lost_terms) lost_terms_.pop_front();
-      lost_terms_.push_back(term);
-    }
-  }
+  runs_.note_term_lost(term);
   if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
-  request_stop_where([term](const detail::Run& run) { return run.leader_gated && run.term <= term; }, false);
-}
-
-bool Scheduler::Impl::term_lost_locked(std::uint64_t term) const {
-  return std::find(lost_terms_.begin(), lost_terms_.end(), term) != lost_terms_.end();
+  runs_.request_stop_where([term](const detail::Run& run) { return run.leader_gated && run.term <= term; }, false);
 }
 
 void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {

@@ -61,8 +61,8 @@ void Scheduler::Impl::start_locked() {
   }
   state_ = State::running;
   workers_.reserve(options_.limits.max_concurrent);
-  for (const auto& slot : slots_) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
-  watchdog_thread_ = std::thread([this] { watchdog_main(); });
+  for (const auto& slot : runs_.slots()) workers_.emplace_back([this, worker = slot.get()] { worker_main(*worker); });
+  runs_.start_watchdog();
   if (catch_up_queue_) {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
     catch_up_queue_->start();
@@ -105,13 +105,8 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
     report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
     if (fire.outcome) fire.outcome->set(RunOutcome{RunStatus::cancelled, 0, "scheduler stopped"});
   }
-  {
-    std::lock_guard guard(runs_mutex_);
-    // Only forward: a second stop() must not take `closed` (the watchdog
-    // leaving, during another stopper's join) back to `stopping`.
-    if (runs_state_ == RunsState::open) runs_state_ = RunsState::stopping;  // runs registering from now on stop at once
-  }
-  request_stop_where([](const Run&) { return true; }, false);
+  runs_.begin_stopping();  // runs registering from now on stop at once
+  runs_.request_stop_where([](const Run&) { return true; }, false);
   const bool all_finished = run_queue_.wait_finished(self, *clock_, deadline);
   if (!all_finished || on_worker) return all_finished;
   join_threads_once();
@@ -124,12 +119,7 @@ void Scheduler::Impl::join_threads_once() {
   for (auto& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
-  {
-    std::lock_guard guard(runs_mutex_);
-    runs_state_ = RunsState::closed;
-  }
-  watchdog_cv_.notify_all();
-  if (watchdog_thread_.joinable()) watchdog_thread_.join();
+  runs_.close();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (catch_up_queue_) catch_up_queue_->join();
   // The runs ended: the registry no longer needs this replica's record

@@ -16,7 +16,7 @@ using detail::Entry;
 
 std::vector<RunningFire> Scheduler::Impl::running_fires() {
   std::vector<RunningFire> alone, runs;
-  for (const auto& slot : slots_) {
+  for (const auto& slot : runs_.slots()) {
     std::lock_guard guard(slot->mutex);
     const FireContext* context = slot->run && !slot->run->awaiting_fleet ? slot->run->context : nullptr;
     if (context == nullptr || !context->entry || context->entry->key.empty()) continue;

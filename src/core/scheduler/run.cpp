@@ -1,6 +1,6 @@
 // Runs: from a worker's fire to its end — registration, the claim path of
-// a fire not decided in a batch, the job with its retries, the events —
-// plus the timeout watchdog and the stop requests that reach runs.
+// a fire not decided in a batch, the job with its retries and timeouts
+// (watched by RunsInProgress), the events.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -62,7 +62,7 @@ class Scheduler::Impl::RunRegistration {
   void end() {
     if (ended_) return;
     ended_ = true;
-    impl_.unregister_run(run_, slot_);
+    impl_.runs_.unregister_run(run_, slot_);
   }
 
  private:
@@ -104,7 +104,7 @@ void Scheduler::Impl::execute(Fire& fire, detail::WorkerSlot& slot) {
   const NextInChain next_in_chain(*this, std::move(fire.chain));
   Run run;
   run.entry_id = entry.identity.id;
-  const bool stopping = register_run(run, slot);
+  const bool stopping = runs_.register_run(run, slot);
   RunRegistration registration(*this, run, slot);
   if (stopping) return cancel_run(fire, registration, "scheduler stopped", CancelReason::scheduler_stopped);
   if (entry.removed.load()) return cancel_run(fire, registration, "entry removed", CancelReason::entry_removed);
@@ -165,7 +165,7 @@ void Scheduler::Impl::run_job(Fire& fire, Run& run, detail::WorkerSlot& slot, Ru
   const bool measured = timed || events_.active();
   const auto started = measured ? clock_->steady_now() : Clock::SteadyTime{};
   const Instant started_at = events_.active() ? clock_->now() : Instant{};
-  if (timed) start_timeout(run, Run::Deadline::run, started + entry.settings->timeout);
+  if (timed) runs_.start_timeout(run, Run::Deadline::run, started + entry.settings->timeout);
   RunOutcome outcome = run_attempts(entry, run, context);
   const auto duration = measured ? clock_->steady_now() - started : std::chrono::nanoseconds::zero();
   registration.end();
@@ -250,12 +250,7 @@ bool Scheduler::Impl::hold_term(const Fire& fire, Run& run, detail::WorkerSlot& 
   // Then look (lost between is_leader() and here): on_leadership_lost()
   // records the term, then scans the slots, so it finds this run or we
   // find the term.
-  bool lost = false;
-  {
-    std::lock_guard guard(runs_mutex_);
-    lost = term_lost_locked(fire.grant.term);
-  }
-  if (!lost) return true;
+  if (!runs_.term_lost(fire.grant.term)) return true;
   note_unled(fire);
   report_skip(fire, SkipReason::not_leader, fmt::format("leadership of term {} was lost", fire.grant.term));
   return false;
@@ -349,11 +344,8 @@ std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, co
   // a stop of the run reaches it through the callback.
   run.attempt_timed_out.store(false);
   std::stop_source attempt;
-  {
-    std::lock_guard guard(runs_mutex_);
-    run.attempt_stop = attempt;
-  }
-  start_timeout(run, Run::Deadline::attempt, clock_->steady_now() + attempt_timeout);
+  runs_.set_attempt_stop(run, attempt);
+  runs_.start_timeout(run, Run::Deadline::attempt, clock_->steady_now() + attempt_timeout);
   {
     std::stop_callback forward(run.stop.get_token(), [&attempt] { attempt.request_stop(); });
     try {
@@ -362,7 +354,7 @@ std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, co
       error = std::current_exception();
     }
   }
-  end_timeout(run, Run::Deadline::attempt);
+  runs_.end_timeout(run, Run::Deadline::attempt);
   return error;
 }
 
@@ -389,7 +381,7 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
   if (fire.outcome) fire.outcome->set(std::move(outcome));
 }
 
-// ---- registration, timeouts and stop requests ------------------------------
+// ---- the registry's listing ------------------------------------------------
 
 void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const FireContext& context,
                                    bool awaiting_fleet) {
@@ -410,86 +402,6 @@ void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const Fir
     }
     upkeep_cv_.notify_one();
   }
-}
-
-bool Scheduler::Impl::register_run(Run& run, detail::WorkerSlot& slot) {
-  {
-    std::lock_guard guard(slot.mutex);
-    slot.run = &run;
-  }
-  return runs_state_.load() != RunsState::open;
-}
-
-void Scheduler::Impl::unregister_run(Run& run, detail::WorkerSlot& slot) {
-  {
-    std::lock_guard guard(slot.mutex);
-    slot.run = nullptr;
-  }
-  end_timeout(run, Run::Deadline::run);
-}
-
-void Scheduler::Impl::start_timeout(Run& run, Run::Deadline deadline, Clock::SteadyTime at) {
-  const auto index = static_cast<std::size_t>(deadline);
-  {
-    std::lock_guard guard(runs_mutex_);
-    run.deadline_at[index] = at;
-    timeouts_.emplace(at, detail::Timeout{&run, deadline});
-  }
-  run.registered[index] = true;
-  watchdog_cv_.notify_one();
-}
-
-void Scheduler::Impl::end_timeout(Run& run, Run::Deadline deadline) {
-  const auto index = static_cast<std::size_t>(deadline);
-  if (!run.registered[index]) return;  // the common case: nothing to search
-  run.registered[index] = false;
-  std::lock_guard guard(runs_mutex_);
-  if (deadline == Run::Deadline::attempt) run.attempt_stop = std::stop_source{std::nostopstate};
-  if (!run.deadline_at[index]) return;  // the watchdog took it (the timeout fired)
-  auto [first, last] = timeouts_.equal_range(*run.deadline_at[index]);
-  for (auto it = first; it != last; ++it) {
-    if (it->second.run == &run && it->second.deadline == deadline) {
-      timeouts_.erase(it);
-      break;
-    }
-  }
-  run.deadline_at[index].reset();
-}
-
-void Scheduler::Impl::watchdog_main() {
-  std::unique_lock lock(runs_mutex_);
-  while (runs_state_ != RunsState::closed) {
-    const auto now = clock_->steady_now();
-    if (!timeouts_.empty() && timeouts_.begin()->first <= now) {
-      // The run is alive while its item is here: end_timeout() takes it
-      // out under this lock.
-      const detail::Timeout due = timeouts_.begin()->second;
-      timeouts_.erase(timeouts_.begin());
-      Run& run = *due.run;
-      run.deadline_at[static_cast<std::size_t>(due.deadline)].reset();
-      const bool whole_run = due.deadline == Run::Deadline::run;
-      (whole_run ? run.timed_out : run.attempt_timed_out).store(true);
-      std::stop_source stop = whole_run ? run.stop : run.attempt_stop;  // the run may end once we unlock
-      lock.unlock();
-      stop.request_stop();
-      lock.lock();
-      continue;
-    }
-    const auto deadline = timeouts_.empty() ? now + std::chrono::seconds{1} : timeouts_.begin()->first;
-    clock_->wait_until(watchdog_cv_, lock, deadline);
-  }
-}
-
-void Scheduler::Impl::request_stop_where(const std::function<bool(const Run&)>& match, bool mark_timed_out) {
-  std::vector<std::stop_source> matched;
-  for (const auto& slot : slots_) {
-    std::lock_guard guard(slot->mutex);
-    if (slot->run == nullptr || !match(*slot->run)) continue;
-    if (mark_timed_out) slot->run->timed_out.store(true);
-    matched.push_back(slot->run->stop);
-  }
-  // Outside the lock: request_stop() runs the jobs' stop callbacks.
-  for (auto& stop : matched) stop.request_stop();
 }
 
 // ---- waiting and randomness -----------------------------------------------------

@@ -51,9 +51,9 @@ struct Run {
   /// The run's two deadlines: its timeout and the current attempt's.
   enum class Deadline : std::uint8_t { run, attempt };
   /// The current attempt's own stop source, when the entry has an attempt
-  /// timeout (guarded by runs_mutex_: the watchdog requests it).
+  /// timeout (guarded by RunsInProgress::mutex_: the watchdog requests it).
   std::stop_source attempt_stop{std::nostopstate};
-  // Each deadline's item in timeouts_ (runs_mutex_), until the watchdog
+  // Each deadline's item in the watchdog's queue (RunsInProgress::mutex_), until it
   // takes it or the run withdraws it; `registered`: the run's thread only.
   std::array<std::optional<Clock::SteadyTime>, 2> deadline_at;
   std::array<bool, 2> registered{false, false};

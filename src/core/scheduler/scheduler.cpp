@@ -65,13 +65,12 @@ Scheduler::Impl::Impl(SchedulerOptions options)
                   : nullptr),
       events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
       run_queue_(options_.limits.max_concurrent, options_.limits.max_queued, batch_rule()),
+      runs_(options_.clock, options_.limits.max_concurrent),
       random_(initial_seed(options_.random_seed)) {
   parse_options_.zone = options_.zone;
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
   EntryOptions defaults;
   default_settings_ = detail::resolve(options_, defaults);
-  slots_.reserve(options_.limits.max_concurrent);
-  for (std::size_t i = 0; i < options_.limits.max_concurrent; ++i) slots_.push_back(std::make_unique<detail::WorkerSlot>());
   controls_ = make_controls();
   membership_ = make_membership();
   catch_up_queue_ = make_catch_up_queue();
@@ -267,7 +266,7 @@ void Scheduler::Impl::remove(EntryId id) {
     ++entry->generation;
     compact_heap();
   }
-  request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
+  runs_.request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
   write_tombstone(*entry);
 }
 

@@ -34,6 +34,7 @@
 #include "core/scheduler/missed_fires.h"
 #include "core/scheduler/registry_membership.h"
 #include "core/scheduler/run_state.h"
+#include "core/scheduler/runs_in_progress.h"
 #include "fleetcron/scheduler.h"
 #include "fleetcron/store_clock.h"
 
@@ -41,13 +42,14 @@ namespace fleetcron {
 
 /// The scheduler's state and its threads: the entry table and the loop
 /// (scheduler.cpp), the workers (dispatch.cpp) over the run queue, the
-/// claim path (decide.cpp), the runs and the timeout watchdog (run.cpp),
+/// claim path (decide.cpp), the runs (run.cpp),
 /// the catch-ups (catch_up.cpp), start and stop (lifecycle.cpp). Its
 /// components own their state and lock: RunQueue, EventBus, LedgerWriter,
-/// CatchUpQueue, FleetControls, RegistryMembership, LeaderFitness.
+/// CatchUpQueue, FleetControls, RegistryMembership, LeaderFitness,
+/// RunsInProgress.
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
-///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < runs_mutex_ < WorkerSlot::mutex < the leaves
+///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < RunsInProgress::mutex_ < WorkerSlot::mutex < the leaves
 ///   (upkeep_mutex_, random_mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
 /// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
@@ -151,7 +153,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// reports a step-down when errors and clock-skew refusals last
   /// LeaderFitness::claim_failure_step_down.
   void note_leader_claim(const ClaimResult& claim);
-  bool term_lost_locked(std::uint64_t term) const;
 
   // ---- the fleet state's cursors and catch-up (catch_up.cpp)
   /// Gives a keyed entry its cursor tracking when the scheduler has a
@@ -291,24 +292,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
                   Instant started_at, std::chrono::nanoseconds duration);
   /// Runs the job, retrying as the entry says; the outcome of its last attempt.
   RunOutcome run_attempts(const detail::Entry& entry, detail::Run& run, FireContext& context);
-  /// Registers the run; true if the scheduler is stopping (the run must
-  /// not start). Register first, then look at the entry's flags: remove()
-  /// and stop() set theirs before scanning the runs, so a run is either
-  /// found by the scan or sees the flag — never neither.
-  bool register_run(detail::Run& run, detail::WorkerSlot& slot);
-  void unregister_run(detail::Run& run, detail::WorkerSlot& slot);
-  /// Registers one of the run's deadlines with the watchdog.
-  void start_timeout(detail::Run& run, detail::Run::Deadline deadline, Clock::SteadyTime at);
-  /// Withdraws it, if the watchdog has not taken it (runs_mutex_ taken here).
-  void end_timeout(detail::Run& run, detail::Run::Deadline deadline);
   /// One attempt of the job, with its own stop source when the entry has
   /// an attempt timeout; the job's exception, if it threw.
   std::exception_ptr run_attempt(const detail::Entry& entry, detail::Run& run, const FireContext& context);
   /// The overlap check of an automatic fire (settings->overlap not allow).
   enum class OverlapCheck { entered, skip, stopped };
   static OverlapCheck enter_overlap(const detail::Entry& entry, std::stop_token stop);
-  void watchdog_main();
-  void request_stop_where(const std::function<bool(const detail::Run&)>& match, bool mark_timed_out);
   /// Sleeps `duration` on the clock; false if `stop` was requested first.
   bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);
   std::chrono::nanoseconds random_below(std::chrono::nanoseconds bound);
@@ -352,28 +341,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   // ---- run queue and workers
   detail::RunQueue run_queue_;  // its own lock (RunQueue::mutex_)
   std::vector<std::thread> workers_;
-
-  // ---- runs in progress and the timeout watchdog
-  /// What the runs' side of a stop has reached (one state, runs_mutex_).
-  enum class RunsState {
-    open,      // runs register and run
-    stopping,  // stop(): runs registering from now on are cancelled at once
-    closed,    // the watchdog leaves
-  };
-  std::mutex runs_mutex_;  // guards timeouts_, runs_state_ (written), lost_terms_, Run::deadline_at and attempt_stop
-  std::condition_variable watchdog_cv_;
-  std::vector<std::unique_ptr<detail::WorkerSlot>> slots_;  // one per worker, made by the constructor
-  std::multimap<Clock::SteadyTime, detail::Timeout> timeouts_;
-  // Read without the lock by a registering run: stop() writes it, then
-  // scans the slots, so a run either is found or sees the state.
-  std::atomic<RunsState> runs_state_{RunsState::open};
-  // The leadership terms reported lost, newest last (at most
-  // max_lost_terms): only these are refused. Not "every term up to the
-  // highest": NATS terms are revisions, and a recreated bucket starts
-  // again at 1, below every term lost before it.
-  std::deque<std::uint64_t> lost_terms_;
-  static constexpr std::size_t max_lost_terms = 64;
-  std::thread watchdog_thread_;
+  /// The runs in progress (a slot per worker), the timeout watchdog and
+  /// the leadership terms lost: its own state and lock.
+  detail::RunsInProgress runs_;
 
   // ---- shutdown: one thread joins; the elector callback never outlives us
   std::mutex join_mutex_;  // guards the joins and joined_
