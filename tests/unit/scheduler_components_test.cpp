@@ -1,8 +1,9 @@
 // The scheduler's components that own their state, each on its own: the
-// leader fitness (loop liveness, step-down after failing claims), the
-// catch-up queue (retries with a doubling backoff), the fleet controls
-// (pauses and triggers, through a host that stands for the scheduler) and
-// the runs in progress (timeouts, stops, lost terms). On a virtual clock.
+// loop's heap of next instants, the leader fitness (loop liveness,
+// step-down after failing claims), the catch-up queue (retries with a
+// doubling backoff), the fleet controls (pauses and triggers, through a
+// host that stands for the scheduler) and the runs in progress (timeouts,
+// stops, lost terms). On a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/scheduler/catch_up_queue.h"
+#include "core/scheduler/entry_heap.h"
 #include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/runs_in_progress.h"
@@ -379,6 +381,85 @@ TEST(RunsInProgress, OnlyTheLastLostTermsAreRemembered) {
   EXPECT_TRUE(runs.term_lost(2));
   EXPECT_TRUE(runs.term_lost(RunsInProgress::max_lost_terms + 1));
   EXPECT_FALSE(runs.term_lost(0)) << "not every term below the highest: NATS terms restart with a bucket";
+}
+
+/// An entry whose next instant is `at` seconds after t0().
+std::shared_ptr<Entry> entry_at(EntryId id, int at) {
+  auto entry = std::make_shared<Entry>();
+  entry->identity.id = id;
+  entry->next = t0() + std::chrono::seconds{at};
+  return entry;
+}
+
+TEST(EntryHeap, TheEarliestIsDueFirstAndARescheduledTopTakesItsNewPlace) {
+  EntryHeap heap;
+  std::vector<std::shared_ptr<Entry>> entries{entry_at(1, 3), entry_at(2, 1), entry_at(3, 2)};
+  std::vector<Event> events;
+  for (const auto& entry : entries) heap.push(entry, &events);
+  EXPECT_EQ(events.size(), 3U);
+  EXPECT_EQ(heap.earliest(), std::optional(t0() + 1s));
+  EXPECT_EQ(heap.due(t0()), nullptr);
+  std::vector<EntryId> order;
+  for (int second = 1; second <= 6; ++second) {
+    while (HeapItem* due = heap.due(t0() + std::chrono::seconds{second})) {
+      order.push_back(due->entry->identity.id);
+      Entry& entry = *due->entry;
+      entry.next = entry.identity.id == 2 && entry.next < t0() + 4s ? t0() + 4s : Entry::no_instant;
+      heap.reschedule_top(nullptr);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<EntryId>{2, 3, 1, 2}));
+  EXPECT_EQ(heap.size(), 0U) << "an entry with no next instant leaves the heap";
+}
+
+TEST(EntryHeap, StaleItemsAreSkippedAndDroppedOnceTheyOutnumberTheLiveOnes) {
+  EntryHeap heap;
+  std::vector<std::shared_ptr<Entry>> entries;
+  for (EntryId id = 1; id <= 4; ++id) {
+    entries.push_back(entry_at(id, static_cast<int>(id)));
+    heap.push(entries.back(), nullptr);
+  }
+  heap.retire(*entries[0]);  // updated: its item is stale, its new one pushed
+  entries[0]->next = t0() + 10s;
+  heap.push(entries[0], nullptr);
+  heap.retire(*entries[1]);  // removed
+  entries[1]->removed.store(true);
+  heap.compact();
+  EXPECT_EQ(heap.size(), 5U) << "2 stale of 5: kept";
+  heap.retire(*entries[2]);  // paused
+  entries[2]->paused.store(true);
+  heap.compact();
+  EXPECT_EQ(heap.size(), 2U) << "3 stale of 5: dropped";
+  EXPECT_EQ(heap.stale_count(), 0U);
+  HeapItem* due = heap.due(t0() + 4s);
+  ASSERT_NE(due, nullptr);
+  EXPECT_EQ(due->entry->identity.id, 4U);
+  heap.push(entry_at(5, 1), nullptr);
+  heap.retire(*entries[3]);
+  EXPECT_EQ(heap.stale_count(), 1U);
+  due = heap.due(t0() + 4s);
+  ASSERT_NE(due, nullptr);
+  EXPECT_EQ(due->entry->identity.id, 5U);
+  due->entry->next = Entry::no_instant;
+  heap.reschedule_top(nullptr);
+  EXPECT_EQ(heap.due(t0() + 9s), nullptr) << "entry 4's stale item is dropped on the way";
+  EXPECT_EQ(heap.stale_count(), 0U);
+  EXPECT_EQ(heap.earliest(), std::optional(t0() + 10s));
+}
+
+TEST(EntryHeap, APausedEntryOrOneWithoutANextInstantIsNotPushed) {
+  EntryHeap heap;
+  auto paused = entry_at(1, 1);
+  paused->paused.store(true);
+  auto done = entry_at(2, 1);
+  done->next = Entry::no_instant;
+  std::vector<Event> events;
+  heap.push(paused, &events);
+  heap.push(done, &events);
+  EXPECT_EQ(heap.size(), 0U);
+  EXPECT_TRUE(events.empty());
+  heap.retire(*paused);
+  EXPECT_EQ(heap.stale_count(), 0U) << "it had no item to make stale";
 }
 
 }  // namespace

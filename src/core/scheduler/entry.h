@@ -74,7 +74,7 @@ struct CursorTracking {
 /// control block); `prev`, written by the workers, is kept apart from them.
 struct Entry {
   Instant next = no_instant;
-  std::uint64_t generation = 0;  // bumped by update/pause/resume/remove: stale heap items are dropped
+  std::uint64_t generation = 0;  // moved by EntryHeap::retire() (update/pause/resume/remove): its item goes stale
   std::shared_ptr<const EntrySettings> settings;
   std::atomic<bool> paused{false};  // written under mutex_; read by workers without it
   std::atomic<bool> removed{false};
@@ -92,14 +92,6 @@ struct Entry {
 
   [[nodiscard]] static EntryRef ref(const std::shared_ptr<Entry>& entry) { return {entry, &entry->identity}; }
   static constexpr Instant no_instant = Instant::min();
-};
-
-struct HeapItem {
-  Instant at;
-  std::uint64_t generation;
-  std::shared_ptr<Entry> entry;
-  // std::push_heap builds a max-heap: "greater" puts the earliest on top.
-  friend bool operator<(const HeapItem& a, const HeapItem& b) { return a.at > b.at; }
 };
 
 }  // namespace fleetcron::detail

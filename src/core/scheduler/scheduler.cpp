@@ -18,7 +18,6 @@ namespace fleetcron {
 using detail::Entry;
 using detail::Fire;
 using detail::FireKind;
-using detail::HeapItem;
 
 namespace {
 
@@ -34,11 +33,6 @@ std::optional<Instant> optional_instant(const std::atomic<Instant::rep>& t) {
   return optional_instant(Instant{std::chrono::nanoseconds{t.load(std::memory_order_relaxed)}});
 }
 
-// Whether the entry has a live item in the heap (so invalidating it makes
-// one stale item).
-bool has_heap_item(const Entry& entry) {
-  return entry.next != Entry::no_instant && !entry.paused.load(std::memory_order_relaxed);
-}
 
 std::uint64_t initial_seed(std::uint64_t seed) {
   if (seed != 0) return seed;
@@ -195,58 +189,13 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
       ledger_->track(entry->identity.key, resolved.ledger_retention, resolved.claimer || resolved.leader_gated);
     }
     entries_.emplace(id, entry);
-    push_heap(entry, events_.active() ? &events : nullptr);
+    heap_.push(entry, events_.active() ? &events : nullptr);
     running = state_ == State::running;
   }
   if (running) queue_catch_up(entry);  // else start() does
   loop_cv_.notify_one();
   for (auto& event : events) publish(std::move(event));
   return id;
-}
-
-void Scheduler::Impl::push_heap(std::shared_ptr<Entry> entry, std::vector<Event>* events) {
-  if (entry->next == Entry::no_instant || entry->paused.load(std::memory_order_relaxed)) return;
-  if (events) events->push_back(ScheduledEvent{Entry::ref(entry), entry->next});
-  const Instant at = entry->next;
-  const std::uint64_t generation = entry->generation;
-  heap_.push_back(HeapItem{at, generation, std::move(entry)});
-  std::push_heap(heap_.begin(), heap_.end());
-}
-
-void Scheduler::Impl::reschedule_top(std::vector<Event>* events) {
-  HeapItem& top = heap_.front();
-  const Entry& entry = *top.entry;
-  if (entry.next == Entry::no_instant || entry.paused.load(std::memory_order_relaxed)) {
-    std::pop_heap(heap_.begin(), heap_.end());
-    heap_.pop_back();
-    return;
-  }
-  if (events) events->push_back(ScheduledEvent{Entry::ref(top.entry), entry.next});
-  // Replace the top and sift it down: half the work of a pop and a push.
-  top.at = entry.next;
-  top.generation = entry.generation;
-  HeapItem item = std::move(top);
-  std::size_t hole = 0;
-  const std::size_t size = heap_.size();
-  for (std::size_t child = 1; child < size; child = 2 * hole + 1) {
-    if (child + 1 < size && heap_[child + 1].at < heap_[child].at) ++child;
-    if (!(heap_[child].at < item.at)) break;
-    heap_[hole] = std::move(heap_[child]);
-    hole = child;
-  }
-  heap_[hole] = std::move(item);
-}
-
-void Scheduler::Impl::compact_heap() {
-  // Stale items (from update/pause/remove) are normally dropped when they
-  // reach the top; rebuild once they outnumber live ones (a removed entry's
-  // job and captures live until then).
-  if (stale_heap_items_ == 0 || stale_heap_items_ <= heap_.size() / 2) return;
-  std::erase_if(heap_, [](const HeapItem& item) {
-    return item.generation != item.entry->generation || item.entry->removed.load(std::memory_order_relaxed);
-  });
-  std::make_heap(heap_.begin(), heap_.end());
-  stale_heap_items_ = 0;
 }
 
 void Scheduler::Impl::remove(EntryId id) {
@@ -261,10 +210,9 @@ void Scheduler::Impl::remove(EntryId id) {
     entries_.erase(it);
     if (!entry->identity.key.empty()) keys_.erase(entry->identity.key);
     toggle_jobs_digest(*entry);
+    heap_.retire(*entry);
     entry->removed.store(true);
-    if (has_heap_item(*entry)) ++stale_heap_items_;
-    ++entry->generation;
-    compact_heap();
+    heap_.compact();
   }
   runs_.request_stop_where([id](const detail::Run& run) { return run.entry_id == id; }, false);
   write_tombstone(*entry);
@@ -288,15 +236,14 @@ void Scheduler::Impl::set_paused(EntryId id, bool paused) {
 
 void Scheduler::Impl::set_paused_locked(const std::shared_ptr<Entry>& entry, bool paused, std::vector<Event>& events) {
   if (entry->paused == paused) return;
-  if (has_heap_item(*entry)) ++stale_heap_items_;
+  heap_.retire(*entry);
   entry->paused = paused;
-  ++entry->generation;
   if (!paused) {
     // Resume from now: nothing missed while paused is replayed.
     entry->next = entry->schedule->next(clock_->now()).value_or(Entry::no_instant);
-    push_heap(entry, events_.active() ? &events : nullptr);
+    heap_.push(entry, events_.active() ? &events : nullptr);
   }
-  compact_heap();
+  heap_.compact();
 }
 
 void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
@@ -312,16 +259,15 @@ void Scheduler::Impl::update(EntryId id, SchedulePtr schedule) {
       throw SchedulerError(SchedulerError::Code::entry_not_found, fmt::format("update: no entry {}", id));
     }
     Entry& entry = *it->second;
-    if (has_heap_item(entry)) ++stale_heap_items_;
+    heap_.retire(entry);
     toggle_jobs_digest(entry);
     entry.schedule = std::move(schedule);
     toggle_jobs_digest(entry);
-    ++entry.generation;
     const Instant now = clock_->now();
     entry.next = entry.schedule->next(now).value_or(Entry::no_instant);
     refresh_cursor_settings(entry, now);
-    push_heap(it->second, events_.active() ? &events : nullptr);
-    compact_heap();
+    heap_.push(it->second, events_.active() ? &events : nullptr);
+    heap_.compact();
   }
   loop_cv_.notify_one();
   for (auto& event : events) publish(std::move(event));
@@ -424,16 +370,11 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
   const bool want_events = events_.active();
   // Hand fires to the workers in batches, so the first jobs of a large
   // simultaneous burst start while the loop is still planning the rest.
-  while (!heap_.empty() && heap_.front().at <= now && fires.size() < loop_batch) {
-    HeapItem& item = heap_.front();
+  while (fires.size() < loop_batch) {
+    detail::HeapItem* due = heap_.due(now);
+    if (due == nullptr) break;
+    const detail::HeapItem& item = *due;
     Entry& entry = *item.entry;
-    if (item.generation != entry.generation || entry.removed.load(std::memory_order_relaxed) ||
-        entry.paused.load(std::memory_order_relaxed)) {
-      std::pop_heap(heap_.begin(), heap_.end());
-      heap_.pop_back();
-      if (stale_heap_items_ > 0) --stale_heap_items_;
-      continue;
-    }
     const Instant scheduled = item.at;
     const auto lateness = now - scheduled;
     if (lateness <= options_.missed_tolerance) {
@@ -458,7 +399,7 @@ void Scheduler::Impl::collect_due(Instant now, std::vector<Fire>& fires, std::ve
                                        plan.runs.size()));
       }
     }
-    reschedule_top(want_events ? &events : nullptr);
+    heap_.reschedule_top(want_events ? &events : nullptr);
   }
 }
 
@@ -488,7 +429,7 @@ void Scheduler::Impl::loop_main() {
       continue;  // time moved while we were out; look again
     }
     auto sleep = detail::LeaderFitness::max_loop_sleep;
-    if (!heap_.empty()) sleep = std::min(sleep, std::chrono::nanoseconds{heap_.front().at - now});
+    if (const auto earliest = heap_.earliest()) sleep = std::min(sleep, std::chrono::nanoseconds{*earliest - now});
     if (sleep > std::chrono::nanoseconds::zero()) clock_->wait_until(loop_cv_, lock, steady + sleep);
   }
 }

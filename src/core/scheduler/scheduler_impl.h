@@ -23,6 +23,7 @@
 
 #include "core/scheduler/catch_up_queue.h"
 #include "core/scheduler/entry.h"
+#include "core/scheduler/entry_heap.h"
 #include "core/support/describe_exception.h"
 #include "core/scheduler/event_bus.h"
 #include "core/scheduler/fire.h"
@@ -317,14 +318,13 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   // ---- entries and the loop
   enum class State { created, running, stopping, stopped };
-  mutable std::mutex mutex_;  // guards entries_, keys_, heap_, state_, next_id_, and Entry's mutable fields
+  mutable std::mutex mutex_;  // guards entries_, keys_, heap_, state_, next_id_, jobs_digest_, and Entry's mutable fields
   std::condition_variable loop_cv_;
   State state_ = State::created;
   EntryId next_id_ = 1;
   std::unordered_map<EntryId, std::shared_ptr<detail::Entry>> entries_;
   std::unordered_map<std::string, EntryId> keys_;
-  std::vector<detail::HeapItem> heap_;
-  std::size_t stale_heap_items_ = 0;
+  detail::EntryHeap heap_;  // the entries' next instants, for the loop
   std::thread loop_thread_;
   void loop_main();
   /// Whether the loop passes and the replica is not stepping down.
@@ -332,11 +332,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Pops due entries, applies the missed-fire policy, plans next fires.
   void collect_due(Instant now, std::vector<detail::Fire>& fires, std::vector<Event>& events,
                    std::vector<std::string>& warnings);
-  void push_heap(std::shared_ptr<detail::Entry> entry, std::vector<Event>* events);
-  /// After a fire of the heap's top entry: moves the top to the entry's
-  /// next instant, or pops it when there is none.
-  void reschedule_top(std::vector<Event>* events);
-  void compact_heap();
 
   // ---- run queue and workers
   detail::RunQueue run_queue_;  // its own lock (RunQueue::mutex_)
