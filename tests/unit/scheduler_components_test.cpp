@@ -2,8 +2,9 @@
 // loop's heap of next instants, the leader fitness (loop liveness,
 // step-down after failing claims), the catch-up queue (retries with a
 // doubling backoff), the fleet controls (pauses and triggers, through a
-// host that stands for the scheduler) and the runs in progress (timeouts,
-// stops, lost terms). On a virtual clock.
+// host that stands for the scheduler), the upkeep thread that polls them
+// and announces the replica, and the runs in progress (timeouts, stops,
+// lost terms). On a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,6 +18,8 @@
 #include "core/scheduler/catch_up_queue.h"
 #include "core/scheduler/entry_heap.h"
 #include "core/scheduler/fleet_controls.h"
+#include "core/scheduler/fleet_upkeep.h"
+#include "core/scheduler/registry_membership.h"
 #include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/runs_in_progress.h"
 #include "fleetcron/clock.h"
@@ -460,6 +463,79 @@ TEST(EntryHeap, APausedEntryOrOneWithoutANextInstantIsNotPushed) {
   EXPECT_TRUE(events.empty());
   heap.retire(*paused);
   EXPECT_EQ(heap.stale_count(), 0U) << "it had no item to make stale";
+}
+
+/// The scheduler as the registry sees it, counting the announcements (each
+/// reads the runs once) and when they came.
+class AnnouncementsHost final : public RegistryMembership::Host {
+ public:
+  explicit AnnouncementsHost(std::shared_ptr<VirtualClock> clock) : clock_(std::move(clock)) {}
+  Instant fleet_now() override { return clock_->now(); }
+  std::uint64_t jobs_digest() override { return 0; }
+  std::vector<CataloguedJob> catalogued_jobs(Instant) override { return {}; }
+  std::vector<RunningFire> running_fires() override {
+    std::lock_guard guard(mutex_);
+    at_.push_back(clock_->steady_now());
+    return {};
+  }
+  void report_lost(const std::vector<ReplicaRecord>&) override {}
+  void log(LogLevel, const std::string&) override {}
+  std::vector<Clock::SteadyTime> announced_at() {
+    std::lock_guard guard(mutex_);
+    return at_;
+  }
+
+ private:
+  std::shared_ptr<VirtualClock> clock_;
+  std::mutex mutex_;
+  std::vector<Clock::SteadyTime> at_;
+};
+
+TEST(FleetUpkeep, AnnouncesEveryHeartbeatAndWithinASecondOfARunsStart) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  AnnouncementsHost host(clock);
+  FleetOptions fleet;
+  fleet.state = std::make_shared<MemoryFleetState>(clock);
+  fleet.replica_id = "replica-a";
+  fleet.registry_heartbeat_interval = 10s;
+  RegistryMembership membership(host, fleet, clock);
+  membership.start();
+  FleetUpkeep upkeep(clock, nullptr, 0s, &membership, fleet.registry_heartbeat_interval);
+  const auto start = clock->steady_now();
+  upkeep.start();
+  ASSERT_TRUE(reaches_deadline(*clock, start + 10s));
+  clock->advance(10s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 20s));
+  upkeep.note_run_started();
+  upkeep.note_run_started();  // one wake for the runs since the last announcement
+  ASSERT_TRUE(reaches_deadline(*clock, start + 11s));
+  clock->advance(1s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 21s));
+  clock->advance(10s);
+  ASSERT_TRUE(reaches_deadline(*clock, start + 31s));
+  upkeep.stop();
+  EXPECT_EQ(host.announced_at(), (std::vector<Clock::SteadyTime>{start + 10s, start + 11s, start + 21s}));
+}
+
+TEST(FleetUpkeep, PollsTheControlsOnTheirPeriodUntilPollsStop) {
+  ControlsFixture f;
+  f.host.add("job", 1);
+  FleetUpkeep upkeep(f.clock, &f.controls, 5s, nullptr, 0s);
+  const auto start = f.clock->steady_now();
+  upkeep.start();
+  ASSERT_EQ(f.store->request_trigger("job", "operator", f.clock->now()).status, ControlChange::Status::changed);
+  ASSERT_TRUE(reaches_deadline(*f.clock, start + 5s));
+  EXPECT_TRUE(f.host.queued.empty());
+  f.clock->advance(5s);
+  ASSERT_TRUE(reaches_deadline(*f.clock, start + 10s));
+  EXPECT_EQ(f.host.queued.size(), 1U);
+  upkeep.stop_polls();
+  ASSERT_TRUE(reaches_deadline(*f.clock, start + 5s + 1h)) << "nothing left to do but the idle wait";
+  ASSERT_EQ(f.store->request_trigger("job", "operator", f.clock->now()).status, ControlChange::Status::changed);
+  f.clock->advance(1h);
+  ASSERT_TRUE(reaches_deadline(*f.clock, start + 5s + 2h));
+  EXPECT_EQ(f.host.queued.size(), 1U) << "no poll after stop_polls()";
+  upkeep.stop();
 }
 
 }  // namespace

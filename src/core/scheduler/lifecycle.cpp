@@ -67,7 +67,7 @@ void Scheduler::Impl::start_locked() {
     for (const auto& [id, entry] : entries_) queue_catch_up(entry);
     catch_up_queue_->start();
   }
-  if (controls_on() || registry_on()) upkeep_thread_ = std::thread([this] { upkeep_main(); });
+  if (upkeep_) upkeep_->start();
   loop_thread_ = std::thread([this] { loop_main(); });
 }
 
@@ -84,7 +84,7 @@ bool Scheduler::Impl::stop(Clock::SteadyTime deadline, bool drain_first) {
   }
   loop_cv_.notify_all();
   if (catch_up_queue_) catch_up_queue_->stop();
-  stop_controls();  // no new polls, and no trigger taken by a poll still going
+  if (upkeep_) upkeep_->stop_polls();  // no new polls, and no trigger taken by a poll still going
   {
     std::lock_guard guard(join_mutex_);
     if (loop_thread_.joinable() && loop_thread_.get_id() != std::this_thread::get_id()) loop_thread_.join();
@@ -124,8 +124,7 @@ void Scheduler::Impl::join_threads_once() {
   if (catch_up_queue_) catch_up_queue_->join();
   // The runs ended: the registry no longer needs this replica's record
   // (it listed them while they ran), and the fleet need not wait for it to expire.
-  stop_upkeep();
-  if (upkeep_thread_.joinable()) upkeep_thread_.join();
+  if (upkeep_) upkeep_->stop();
   if (membership_) membership_->withdraw_once();
   resign_once();
   if (ledger_) ledger_->stop();  // after the last fire's record

@@ -393,15 +393,8 @@ void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const Fir
     run.alone = awaiting_fleet;
   }
   if (awaiting_fleet) return;  // enter_fleet_overlap() writes it
-  // The upkeep thread lists it within a second (upkeep_main()); only the
-  // first run since its last announcement wakes it.
-  if (registry_on() && !runs_unlisted_flag_.exchange(true, std::memory_order_relaxed)) {
-    {
-      std::lock_guard guard(upkeep_mutex_);
-      runs_unlisted_ = true;
-    }
-    upkeep_cv_.notify_one();
-  }
+  // The upkeep thread lists it within a second.
+  if (registry_on()) upkeep_->note_run_started();
 }
 
 // ---- waiting and randomness -----------------------------------------------------

@@ -67,6 +67,10 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   default_settings_ = detail::resolve(options_, defaults);
   controls_ = make_controls();
   membership_ = make_membership();
+  if (controls_ || membership_) {
+    upkeep_ = std::make_unique<detail::FleetUpkeep>(clock_, controls_.get(), options_.fleet.control_poll_interval,
+                                                    membership_.get(), options_.fleet.registry_heartbeat_interval);
+  }
   catch_up_queue_ = make_catch_up_queue();
 }
 

@@ -29,6 +29,7 @@
 #include "core/scheduler/fire.h"
 #include "core/scheduler/fire_queue.h"
 #include "core/scheduler/fleet_controls.h"
+#include "core/scheduler/fleet_upkeep.h"
 #include "core/scheduler/run_queue.h"
 #include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/ledger_writer.h"
@@ -43,15 +44,15 @@ namespace fleetcron {
 
 /// The scheduler's state and its threads: the entry table and the loop
 /// (scheduler.cpp), the workers (dispatch.cpp) over the run queue, the
-/// claim path (decide.cpp), the runs (run.cpp),
-/// the catch-ups (catch_up.cpp), start and stop (lifecycle.cpp). Its
+/// claim path (decide.cpp), the runs (run.cpp), the catch-ups
+/// (catch_up.cpp), start and stop (lifecycle.cpp). Its
 /// components own their state and lock: RunQueue, EventBus, LedgerWriter,
-/// CatchUpQueue, FleetControls, RegistryMembership, LeaderFitness,
-/// RunsInProgress.
+/// CatchUpQueue, FleetControls, RegistryMembership, FleetUpkeep,
+/// LeaderFitness, RunsInProgress; the loop's EntryHeap is guarded by mutex_.
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
 ///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < RunsInProgress::mutex_ < WorkerSlot::mutex < the leaves
-///   (upkeep_mutex_, random_mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+///   (FleetUpkeep::mutex_, random_mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
 /// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
 /// electors, observers, the recorder, the logger), except that
@@ -175,12 +176,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   [[nodiscard]] bool controls_on() const;
   class ControlsHost;
   std::unique_ptr<detail::FleetControls> make_controls();
-  /// The upkeep thread (upkeep.cpp), with controls or the registry on:
-  /// polls the controls and announces the replica, each on its period.
-  void upkeep_main();
-  /// No more polls, and no trigger taken by one under way (waits for it).
-  void stop_controls();
-  void stop_upkeep();
   /// The replica registry: a component (RegistryMembership) that sees the
   /// scheduler through RegistryHost (registry.cpp); null without it.
   [[nodiscard]] bool registry_on() const;
@@ -355,23 +350,18 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::shared_ptr<LeadershipGuard> leadership_guard_ = std::make_shared<LeadershipGuard>();
   std::atomic<bool> resigned_{false};
 
-  // ---- the fleet controls, and the upkeep thread (upkeep.cpp), with a fleet state and options.fleet.controls or .registry
+  // ---- the fleet controls (upkeep.cpp), with a fleet state and options.fleet.controls
   std::shared_ptr<ControlsHost> controls_host_;      // what controls_ sees of this scheduler
   std::unique_ptr<detail::FleetControls> controls_;  // its own state and lock
-  std::mutex upkeep_mutex_;  // guards controls_stopping_, upkeep_stopping_, runs_unlisted_
-  std::condition_variable upkeep_cv_;
-  bool controls_stopping_ = false;  // no more polls: stop() began
-  bool upkeep_stopping_ = false;    // the thread leaves: the runs ended (join_threads_once())
-  bool runs_unlisted_ = false;
-  std::thread upkeep_thread_;
 
   // ---- the replica registry (registry.cpp, lost_runs.cpp)
   std::shared_ptr<RegistryHost> registry_host_;              // what membership_ sees of this scheduler
   std::unique_ptr<detail::RegistryMembership> membership_;  // its own state and locks
   std::uint64_t jobs_digest_ = 0;  // guarded by mutex_: the keyed entries' keys and schedules
-  // A job started since the last announcement: the flag spares the hot
-  // path the mutex once set; runs_unlisted_ (upkeep_mutex_) wakes upkeep.
-  std::atomic<bool> runs_unlisted_flag_{false};
+  /// The upkeep thread, with the controls or the registry on: polls the
+  /// one, announces the other (its own thread and lock); null without both.
+  /// After them: destroyed, and its thread joined, before they are.
+  std::unique_ptr<detail::FleetUpkeep> upkeep_;
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 

@@ -1,7 +1,5 @@
-// The upkeep thread, with a fleet state and its controls or registry on:
-// polls the fleet's controls (FleetControls) and announces the replica
-// and writes its catalogue (RegistryMembership), each on its period; and
-// the controls' view of the scheduler (ControlsHost).
+// The fleet controls' view of the scheduler (ControlsHost); the upkeep
+// thread that polls them is FleetUpkeep's.
 #include <fmt/format.h>
 
 #include "core/scheduler/scheduler_impl.h"
@@ -57,65 +55,6 @@ std::unique_ptr<detail::FleetControls> Scheduler::Impl::make_controls() {
   controls_host_ = std::make_unique<ControlsHost>(*this);
   return std::make_unique<detail::FleetControls>(*controls_host_, options_.fleet.state, options_.fleet.replica_id,
                                                  clock_);
-}
-
-void Scheduler::Impl::upkeep_main() {
-  using std::chrono::nanoseconds;
-  const auto never = Clock::SteadyTime::max();
-  const nanoseconds heartbeat = options_.fleet.registry_heartbeat_interval;
-  // A run that started is listed within a second (at most one extra
-  // announcement a second), so a death soon after its start still shows.
-  const nanoseconds early = std::min<nanoseconds>(std::chrono::seconds{1}, heartbeat);
-  const auto start = clock_->steady_now();
-  auto next_poll = controls_on() ? start + options_.fleet.control_poll_interval : never;
-  auto next_announce = registry_on() ? start + heartbeat : never;
-  auto last_announce = start;
-  std::unique_lock lock(upkeep_mutex_);
-  while (!upkeep_stopping_) {
-    const auto now = clock_->steady_now();
-    const auto announce_at = runs_unlisted_ ? std::min(next_announce, last_announce + early) : next_announce;
-    const auto poll_at = controls_stopping_ ? never : next_poll;
-    const auto due = std::min(announce_at, poll_at);
-    if (now < due) {  // woken early (a run started, a stop): look again
-      clock_->wait_until(upkeep_cv_, lock, std::min(due, now + std::chrono::hours{1}));
-      continue;
-    }
-    const bool announcing = now >= announce_at;
-    if (announcing) {  // the runs started from here on are listed next time
-      runs_unlisted_ = false;
-      runs_unlisted_flag_.store(false, std::memory_order_relaxed);
-    }
-    lock.unlock();
-    if (announcing) {
-      // A failed announcement is tried again sooner: a fifth of the period.
-      const bool answered = membership_->announce().status != ReplicaAnnounce::Status::error;
-      last_announce = now;
-      next_announce = now + (answered ? heartbeat : heartbeat / 5);
-      if (answered) membership_->catalogue_if_due();
-    }
-    if (now >= poll_at) {
-      controls_->poll();
-      next_poll = now + options_.fleet.control_poll_interval;
-    }
-    lock.lock();
-  }
-}
-
-void Scheduler::Impl::stop_upkeep() {
-  {
-    std::lock_guard guard(upkeep_mutex_);
-    upkeep_stopping_ = true;
-  }
-  upkeep_cv_.notify_all();
-}
-
-void Scheduler::Impl::stop_controls() {
-  {
-    std::lock_guard guard(upkeep_mutex_);
-    controls_stopping_ = true;
-  }
-  upkeep_cv_.notify_all();
-  if (controls_) controls_->stop();
 }
 
 }  // namespace fleetcron
