@@ -3,8 +3,8 @@
 // step-down after failing claims), the catch-up queue (retries with a
 // doubling backoff), the fleet controls (pauses and triggers, through a
 // host that stands for the scheduler), the upkeep thread that polls them
-// and announces the replica, and the runs in progress (timeouts, stops,
-// lost terms). On a virtual clock.
+// and announces the replica, the runs in progress (timeouts, stops, lost
+// terms) and the random delays (jitter, retry backoff). On a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,6 +21,7 @@
 #include "core/scheduler/fleet_upkeep.h"
 #include "core/scheduler/registry_membership.h"
 #include "core/scheduler/leader_fitness.h"
+#include "core/scheduler/random_delays.h"
 #include "core/scheduler/runs_in_progress.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/memory_fleet_state.h"
@@ -536,6 +537,46 @@ TEST(FleetUpkeep, PollsTheControlsOnTheirPeriodUntilPollsStop) {
   ASSERT_TRUE(reaches_deadline(*f.clock, start + 5s + 2h));
   EXPECT_EQ(f.host.queued.size(), 1U) << "no poll after stop_polls()";
   upkeep.stop();
+}
+
+TEST(RandomDelays, JitterStaysBelowItsBoundAndASeedRepeatsItsDelays) {
+  RandomDelays edges(0);  // a random seed
+  EXPECT_EQ(edges.below(0ns), 0ns);
+  EXPECT_EQ(edges.below(-1s), 0ns);
+  EXPECT_EQ(edges.below(1ns), 0ns);
+  RandomDelays delays(7);
+  RandomDelays same(7);
+  bool varied = false;
+  nanoseconds first{};
+  for (int i = 0; i < 1000; ++i) {
+    const nanoseconds drawn = delays.below(10s);
+    EXPECT_GE(drawn, 0ns);
+    EXPECT_LT(drawn, 10s);
+    EXPECT_EQ(drawn, same.below(10s));
+    if (i == 0) first = drawn;
+    varied = varied || drawn != first;
+  }
+  EXPECT_TRUE(varied);
+}
+
+TEST(RandomDelays, ARetryWaitsLongerEachTimeUpToTheMostAndSpreadsByItsFraction) {
+  RandomDelays delays(7);
+  RetryPolicy retry;
+  retry.initial_delay = 1s;
+  retry.multiplier = 2.0;
+  retry.max_delay = 5s;
+  std::vector<nanoseconds> waits;
+  for (int failed = 1; failed <= 5; ++failed) waits.push_back(delays.retry_delay(retry, failed));
+  EXPECT_EQ(waits, (std::vector<nanoseconds>{1s, 2s, 4s, 5s, 5s}));
+  retry.jitter_fraction = 0.5;
+  bool spread = false;
+  for (int i = 0; i < 1000; ++i) {
+    const nanoseconds wait = delays.retry_delay(retry, 2);
+    EXPECT_GE(wait, 1s);
+    EXPECT_LE(wait, 3s);
+    spread = spread || wait != 2s;
+  }
+  EXPECT_TRUE(spread);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // (watched by RunsInProgress), the events.
 #include <fmt/format.h>
 
-#include <cmath>
 
 #include "fleetcron/duration.h"
 
@@ -200,7 +199,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
     return false;
   }
   if (settings.jitter > std::chrono::nanoseconds::zero()) {
-    if (!sleep_for(random_below(settings.jitter), run.stop.get_token())) {
+    if (!sleep_for(random_.below(settings.jitter), run.stop.get_token())) {
       report_cancel(fire, "stopped during jitter", CancelReason::stopped_before_start);
       return false;
     }
@@ -302,7 +301,7 @@ RunOutcome Scheduler::Impl::run_attempts(const Entry& entry, Run& run, FireConte
     }
     if (outcome.status == RunStatus::succeeded || attempt >= max_attempts) return outcome;
     if (retries_paused(entry, context, outcome)) return outcome;
-    const auto delay = retry_delay(*settings.retry, attempt);
+    const auto delay = random_.retry_delay(*settings.retry, attempt);
     if (options_.log_events) {
       log(LogLevel::warning, fmt::format("fire {} attempt {} {}: {}; retrying in {}", context.fire_key, attempt,
                                          to_string(outcome.status), outcome.error, format_duration(delay)));
@@ -397,28 +396,10 @@ void Scheduler::Impl::note_running(Run& run, detail::WorkerSlot& slot, const Fir
   if (registry_on()) upkeep_->note_run_started();
 }
 
-// ---- waiting and randomness -----------------------------------------------------
+// ---- waiting -----------------------------------------------------
 
 bool Scheduler::Impl::sleep_for(std::chrono::nanoseconds duration, std::stop_token stop) {
   return fleetcron::sleep_for(*clock_, duration, std::move(stop));
-}
-
-std::chrono::nanoseconds Scheduler::Impl::random_below(std::chrono::nanoseconds bound) {
-  if (bound <= std::chrono::nanoseconds::zero()) return std::chrono::nanoseconds::zero();
-  std::lock_guard guard(random_mutex_);
-  std::uniform_int_distribution<std::int64_t> pick(0, bound.count() - 1);
-  return std::chrono::nanoseconds{pick(random_)};
-}
-
-std::chrono::nanoseconds Scheduler::Impl::retry_delay(const RetryPolicy& retry, int failed_attempts) {
-  double delay = static_cast<double>(retry.initial_delay.count()) * std::pow(retry.multiplier, failed_attempts - 1);
-  delay = std::min(delay, static_cast<double>(retry.max_delay.count()));
-  if (retry.jitter_fraction > 0) {
-    std::lock_guard guard(random_mutex_);
-    std::uniform_real_distribution<double> spread(-retry.jitter_fraction, retry.jitter_fraction);
-    delay += delay * spread(random_);
-  }
-  return std::chrono::nanoseconds{static_cast<std::int64_t>(std::max(0.0, delay))};
 }
 
 }  // namespace fleetcron

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 
-
 #include "core/scheduler/missed_fires.h"
 #include "core/scheduler/scheduler_impl.h"
 #include "fleetcron/duration.h"
@@ -33,13 +32,6 @@ std::optional<Instant> optional_instant(const std::atomic<Instant::rep>& t) {
   return optional_instant(Instant{std::chrono::nanoseconds{t.load(std::memory_order_relaxed)}});
 }
 
-
-std::uint64_t initial_seed(std::uint64_t seed) {
-  if (seed != 0) return seed;
-  std::random_device device;
-  return (std::uint64_t{device()} << 32) ^ device();
-}
-
 SchedulerOptions validated(SchedulerOptions options) {
   detail::validate(options);
   return options;
@@ -60,7 +52,7 @@ Scheduler::Impl::Impl(SchedulerOptions options)
       events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
       run_queue_(options_.limits.max_concurrent, options_.limits.max_queued, batch_rule()),
       runs_(options_.clock, options_.limits.max_concurrent),
-      random_(initial_seed(options_.random_seed)) {
+      random_(options_.random_seed) {
   parse_options_.zone = options_.zone;
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
   EntryOptions defaults;

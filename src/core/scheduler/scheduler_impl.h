@@ -12,7 +12,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -34,6 +33,7 @@
 #include "core/scheduler/leader_fitness.h"
 #include "core/scheduler/ledger_writer.h"
 #include "core/scheduler/missed_fires.h"
+#include "core/scheduler/random_delays.h"
 #include "core/scheduler/registry_membership.h"
 #include "core/scheduler/run_state.h"
 #include "core/scheduler/runs_in_progress.h"
@@ -52,7 +52,7 @@ namespace fleetcron {
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
 ///   join_mutex_ < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < RunsInProgress::mutex_ < WorkerSlot::mutex < the leaves
-///   (FleetUpkeep::mutex_, random_mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+///   (FleetUpkeep::mutex_, RandomDelays::mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
 /// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
 /// electors, observers, the recorder, the logger), except that
@@ -296,8 +296,6 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   static OverlapCheck enter_overlap(const detail::Entry& entry, std::stop_token stop);
   /// Sleeps `duration` on the clock; false if `stop` was requested first.
   bool sleep_for(std::chrono::nanoseconds duration, std::stop_token stop);
-  std::chrono::nanoseconds random_below(std::chrono::nanoseconds bound);
-  std::chrono::nanoseconds retry_delay(const RetryPolicy& retry, int failed_attempts);
 
   void publish(Event event);
   void log(LogLevel level, const std::string& message) const;
@@ -365,9 +363,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
 
   std::shared_ptr<const detail::EntrySettings> default_settings_;  // shared by entries that set nothing
 
-  // ---- randomness for jitter
-  std::mutex random_mutex_;  // guards random_
-  std::mt19937_64 random_;
+  // ---- jitter and retry backoff (its own lock, a leaf)
+  detail::RandomDelays random_;
 
   // ---- the catch-up thread (CatchUpQueue), when there is a fleet state.
   // Last: destroyed first, its thread stopped and joined before any member
