@@ -1,21 +1,26 @@
 // The scheduler's components that own their state, each on its own: the
-// loop's heap of next instants, the leader fitness (loop liveness,
-// step-down after failing claims), the catch-up queue (retries with a
-// doubling backoff), the fleet controls (pauses and triggers, through a
-// host that stands for the scheduler), the upkeep thread that polls them
-// and announces the replica, the runs in progress (timeouts, stops, lost
-// terms) and the random delays (jitter, retry backoff). On a virtual clock.
+// claim path (elect, screen, claim), the loop's heap of next instants, the
+// leader fitness (loop liveness, step-down after failing claims), the
+// catch-up queue (retries with a doubling backoff), the fleet controls
+// (pauses and triggers, through a host that stands for the scheduler), the
+// upkeep thread that polls them and announces the replica, the runs in
+// progress (timeouts, stops, lost terms) and the random delays (jitter,
+// retry backoff). On a virtual clock.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/scheduler/catch_up_queue.h"
+#include "core/scheduler/claim_path.h"
 #include "core/scheduler/entry_heap.h"
 #include "core/scheduler/fleet_controls.h"
 #include "core/scheduler/fleet_upkeep.h"
@@ -577,6 +582,187 @@ TEST(RandomDelays, ARetryWaitsLongerEachTimeUpToTheMostAndSpreadsByItsFraction) 
     spread = spread || wait != 2s;
   }
   EXPECT_TRUE(spread);
+}
+
+/// The scheduler as the claim path sees it: records the reports.
+class ClaimRecordingHost final : public ClaimPath::Host {
+ public:
+  std::string settings_refusal() override { return refusal; }
+  std::string catch_up_pending(const Fire&) override { return pending; }
+  void note_unled(const Fire& fire) override { unled.push_back(fire.entry->identity.key); }
+  void report_skip(const Fire& fire, SkipReason reason, std::string error) override {
+    skips.push_back({fire.entry->identity.key, reason, std::move(error)});
+  }
+  void report_cancel(const Fire& fire, std::string, CancelReason reason) override {
+    cancels.emplace_back(fire.entry->identity.key, reason);
+  }
+  void publish(Event) override {}
+  void log(LogLevel, const std::string&) override {}
+
+  struct Skip {
+    std::string key;
+    SkipReason reason;
+    std::string error;
+  };
+  std::string refusal;
+  std::string pending;
+  std::vector<std::string> unled;
+  std::vector<Skip> skips;
+  std::vector<std::pair<std::string, CancelReason>> cancels;
+};
+
+/// Answers what it is told, in one round trip per call; or throws.
+class ScriptedClaimer final : public Claimer {
+ public:
+  ClaimResult claim(std::string_view key) override { return claim_batch(std::vector<std::string>{std::string(key)}).at(0); }
+  std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override {
+    ++round_trips;
+    if (!error.empty()) throw std::runtime_error(error);
+    std::vector<ClaimResult> results;
+    for (const auto& key : keys) {
+      if (taken.contains(key)) {
+        results.push_back(ClaimResult::taken());
+      } else {
+        results.push_back(ClaimResult::claimed(++fence));
+      }
+    }
+    if (short_answer && !results.empty()) results.pop_back();
+    return results;
+  }
+  std::chrono::nanoseconds dedup_window() const override { return window; }
+
+  std::set<std::string> taken;
+  std::string error;
+  bool short_answer = false;
+  std::chrono::nanoseconds window = 1min;
+  std::uint64_t fence = 100;
+  int round_trips = 0;
+};
+
+class ScriptedElector final : public Elector {
+ public:
+  Leadership is_leader() override { return answer; }
+  Leadership answer = Leadership::follower();
+};
+
+struct ClaimFixture {
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>(t0());
+  ClaimRecordingHost host;
+  std::shared_ptr<ScriptedClaimer> claimer = std::make_shared<ScriptedClaimer>();
+  std::shared_ptr<ScriptedElector> elector = std::make_shared<ScriptedElector>();
+  LeaderFitness fitness{clock};
+  RunsInProgress runs{clock, 1};
+
+  ClaimPath path(bool with_elector) {
+    return ClaimPath(host, {with_elector ? elector : nullptr, true, false}, clock, fitness, runs);
+  }
+  Fire fire(const std::string& key, bool leader_gated, Instant at) {
+    auto entry = std::make_shared<Entry>();
+    entry->identity.key = key;
+    auto settings = std::make_shared<EntrySettings>();
+    settings->claimer = claimer;
+    settings->leader_gated = leader_gated;
+    entry->settings = settings;
+    return Fire{entry, at};
+  }
+};
+
+TEST(ClaimPath, OneRoundTripGrantsEachFireItsFenceOrSkipsItAsAlreadyClaimed) {
+  ClaimFixture f;
+  ClaimPath path = f.path(false);
+  std::vector<Fire> fires{f.fire("a", false, t0()), f.fire("b", false, t0()), f.fire("c", false, t0())};
+  f.claimer->taken.insert(fire_key("b", t0()));
+  path.screen(fires, path.elect());
+  for (const Fire& fire : fires) EXPECT_EQ(fire.state, FireState::claiming);
+  path.claim(fires);
+  EXPECT_EQ(f.claimer->round_trips, 1);
+  EXPECT_EQ(fires[0].state, FireState::granted);
+  EXPECT_EQ(fires[0].grant.fence, 101U);
+  EXPECT_TRUE(ClaimPath::claimed(fires[0]));
+  EXPECT_EQ(fires[1].state, FireState::dropped);
+  EXPECT_EQ(fires[2].grant.fence, 102U);
+  ASSERT_EQ(f.host.skips.size(), 1U);
+  EXPECT_EQ(f.host.skips[0].key, "b");
+  EXPECT_EQ(f.host.skips[0].reason, SkipReason::already_claimed);
+}
+
+TEST(ClaimPath, AClaimerThatThrowsOrAnswersShortFailsEveryFire) {
+  for (const bool throws : {true, false}) {
+    ClaimFixture f;
+    ClaimPath path = f.path(false);
+    if (throws) f.claimer->error = "connection reset";
+    f.claimer->short_answer = !throws;
+    std::vector<Fire> fires{f.fire("a", false, t0()), f.fire("b", false, t0())};
+    path.screen(fires, path.elect());
+    path.claim(fires);
+    ASSERT_EQ(f.host.skips.size(), 2U);
+    for (const auto& skip : f.host.skips) {
+      EXPECT_EQ(skip.reason, SkipReason::claim_error);
+      EXPECT_NE(skip.error.find(throws ? "connection reset" : "returned 1 results for 2"), std::string::npos) << skip.error;
+    }
+    EXPECT_FALSE(ClaimPath::claimed(fires[0]));
+  }
+}
+
+TEST(ClaimPath, AFollowersFiresAreSkippedAndReachedByTheCatchUpAndALostTermIsRefused) {
+  ClaimFixture f;
+  ClaimPath path = f.path(true);
+  std::vector<Fire> fires{f.fire("a", true, t0())};
+  path.screen(fires, path.elect());
+  ASSERT_EQ(f.host.skips.size(), 1U);
+  EXPECT_EQ(f.host.skips[0].reason, SkipReason::not_leader);
+  EXPECT_EQ(f.host.unled, std::vector<std::string>{"a"});
+  f.elector->answer = Leadership::leader(5);
+  const Election election = path.elect();
+  ASSERT_FALSE(election.refused);
+  EXPECT_EQ(path.leadership_changed(election.grant), "");
+  f.runs.note_term_lost(5);  // lost between the election and the claim
+  fires = {f.fire("b", true, t0())};
+  path.screen(fires, election);
+  ASSERT_EQ(f.host.skips.size(), 2U);
+  EXPECT_EQ(f.host.skips[1].error, "leadership of term 5 was lost");
+  f.elector->answer = Leadership::leader(6);
+  EXPECT_NE(path.leadership_changed(election.grant).find("changed during the jitter (5 to 6)"), std::string::npos);
+  EXPECT_EQ(f.claimer->round_trips, 0);
+}
+
+TEST(ClaimPath, AFireOlderThanTheDedupWindowIsSkippedAsStaleUnlessItIsARecovery) {
+  ClaimFixture f;
+  ClaimPath path = f.path(false);
+  const Instant old = f.clock->now() - f.claimer->window - 1s;
+  std::vector<Fire> fires{f.fire("a", false, old), f.fire("b", false, old)};
+  fires[1].kind = FireKind::recovery;
+  fires[1].recovery = 1;
+  EXPECT_FALSE(path.staleness_now(fires[0]).empty());
+  EXPECT_TRUE(path.beyond_window(fires[1]));
+  path.screen(fires, path.elect());
+  path.claim(fires);
+  ASSERT_EQ(f.host.skips.size(), 1U);
+  EXPECT_EQ(f.host.skips[0].reason, SkipReason::stale);
+  EXPECT_EQ(fires[1].state, FireState::granted) << "a lost run's re-run is claimed under its own key";
+  EXPECT_EQ(ClaimPath::claim_key(fires[1]), fire_key("b", old) + "#recover1");
+}
+
+TEST(ClaimPath, RefusedSettingsAPendingCatchUpAndAStopEachKeepAFireFromItsClaim) {
+  ClaimFixture f;
+  ClaimPath path = f.path(false);
+  std::vector<Fire> fires{f.fire("a", false, t0())};
+  f.host.refusal = "this replica's settings differ from the fleet's";
+  path.screen(fires, path.elect());
+  f.host.refusal.clear();
+  f.host.pending = "its catch-up is under way";
+  fires = {f.fire("b", false, t0())};
+  path.screen(fires, path.elect());
+  f.host.pending.clear();
+  f.runs.begin_stopping();
+  fires = {f.fire("c", false, t0())};
+  path.screen(fires, path.elect());
+  ASSERT_EQ(f.host.skips.size(), 2U);
+  EXPECT_EQ(f.host.skips[0].reason, SkipReason::fleet_settings);
+  EXPECT_EQ(f.host.skips[1].reason, SkipReason::claim_error);
+  ASSERT_EQ(f.host.cancels.size(), 1U);
+  EXPECT_EQ(f.host.cancels[0], std::make_pair(std::string("c"), CancelReason::scheduler_stopped));
+  EXPECT_EQ(f.claimer->round_trips, 0);
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   if (tracking.caught_up.load() || entry->removed.load()) return {true, {}, false};
   if (entry->paused.load()) return {false, "the entry is paused", true};
   if (std::string refusal = settings_refusal(); !refusal.empty()) return {false, std::move(refusal), true};
-  const detail::Election election = elect();
+  const detail::Election election = claims_->elect();
   if (election.refused) {
     return {false, election.error.empty() ? std::string(to_string(*election.refused)) : election.error,
             *election.refused == SkipReason::not_leader};
@@ -269,7 +269,7 @@ void Scheduler::Impl::run_catch_up(const std::shared_ptr<Entry>& entry, const Jo
   }
   // Claimed like any fire (the dedup window aside): an instant young
   // enough for a replica's loop to reach late is then run once either way.
-  if (entry->settings->claimer) claim(fires);
+  if (entry->settings->claimer) claims_->claim(fires);
   std::erase_if(fires, [](const Fire& f) { return f.state != FireState::granted; });
   // Reported with what is left to run here: an instant whose claim another
   // replica won, or that failed, has its own record; so has each run's end.
@@ -350,7 +350,7 @@ void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
     Fire& fire = *moving[i];
     const CursorAdvance& advance = answers[i];
     if (advance.status == CursorAdvance::Status::error) {
-      const bool was_claimed = claimed(fire);
+      const bool was_claimed = detail::ClaimPath::claimed(fire);
       fire.state = FireState::dropped;
       report_skip(fire, SkipReason::claim_error,
                   fmt::format("{}the fleet state's cursor could not be advanced, so the fire does not run (fail "
@@ -360,8 +360,8 @@ void Scheduler::Impl::advance_cursors(std::span<Fire> fires) {
     }
     // Advanced after its window (a pause between the claim and here): a
     // catch-up that read the cursor before this advance may run it too.
-    if (claimed(fire) && !beyond_window(fire)) {
-      if (std::string stale = staleness_now(fire); !stale.empty()) {
+    if (detail::ClaimPath::claimed(fire) && !claims_->beyond_window(fire)) {
+      if (std::string stale = claims_->staleness_now(fire); !stale.empty()) {
         fire.state = FireState::dropped;
         report_skip(fire, SkipReason::stale, "claimed, but its cursor advanced too late: " + stale);
         continue;

@@ -1,210 +1,42 @@
-// The claim path: whether an automatic fire runs on this replica. Every
-// one passes through screen() and claim(), alone (a batch of one, from
-// run.cpp's decide()) or in a claim batch (dispatch.cpp's decide_batch()).
-// Any backend error skips the fire: fail closed.
+// The claim path as the scheduler hosts it: the ClaimHost adapter through
+// which ClaimPath (claim_path.cpp) sees the scheduler, the reports of a
+// skipped or cancelled fire, and the elector's report of a lost term.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <stdexcept>
-
-#include "core/scheduler/ledger_records.h"
 #include "core/scheduler/scheduler_impl.h"
-#include "fleetcron/duration.h"
 
 namespace fleetcron {
 
-using detail::Election;
 using detail::Entry;
 using detail::Fire;
-using detail::FireKind;
-using detail::FireState;
-using detail::Grant;
 
-namespace {
-
-// Why a fire this old must not be claimed; empty if it may be.
-std::string staleness(Instant now, Instant scheduled_at, const Claimer& claimer) {
-  const auto age = now - scheduled_at;
-  const auto window = claimer.dedup_window();
-  if (age <= window) return {};
-  return fmt::format("the fire is {} old, beyond the claimer's dedup window of {}: another replica's claim on it may have "
-                     "expired, so claiming it could run it twice",
-                     format_duration(age), format_duration(window));
-}
-
-SkipReason skip_reason_of(ClaimResult::Status status) {
-  switch (status) {
-    case ClaimResult::Status::already_claimed: return SkipReason::already_claimed;
-    case ClaimResult::Status::clock_skew: return SkipReason::clock_skew;
-    case ClaimResult::Status::store_reset: return SkipReason::store_reset;
-    case ClaimResult::Status::claimed:  // not a skip; callers do not ask
-    case ClaimResult::Status::error: break;
+/// The scheduler as the claim path sees it: the registry's verdict, the
+/// entries' catch-ups, the reports, events and log.
+class Scheduler::Impl::ClaimHost final : public detail::ClaimPath::Host {
+ public:
+  explicit ClaimHost(Impl& impl) : impl_(impl) {}
+  std::string settings_refusal() override { return impl_.settings_refusal(); }
+  std::string catch_up_pending(const Fire& fire) override { return impl_.catch_up_pending(fire); }
+  void note_unled(const Fire& fire) override { impl_.note_unled(fire); }
+  void report_skip(const Fire& fire, SkipReason reason, std::string error) override {
+    impl_.report_skip(fire, reason, std::move(error));
   }
-  return SkipReason::claim_error;
-}
-
-// One round trip: claim() for a single key, claim_batch() for more. A
-// throw or a wrong number of answers fails every key (fail closed).
-std::vector<ClaimResult> ask_claimer(Claimer& claimer, const std::vector<std::string>& keys) {
-  std::vector<ClaimResult> results;
-  try {
-    if (keys.size() == 1) {
-      results.push_back(claimer.claim(keys.front()));
-    } else {
-      results = claimer.claim_batch(keys);
-    }
-    if (results.size() != keys.size()) {
-      throw std::runtime_error(fmt::format("claim_batch returned {} results for {} fire keys", results.size(),
-                                           keys.size()));
-    }
-  } catch (...) {
-    results.assign(keys.size(), ClaimResult::failed(detail::describe_exception(std::current_exception())));
+  void report_cancel(const Fire& fire, std::string cause, CancelReason reason) override {
+    impl_.report_cancel(fire, std::move(cause), reason);
   }
-  return results;
-}
+  void publish(Event event) override { impl_.publish(std::move(event)); }
+  void log(LogLevel level, const std::string& message) override { impl_.log(level, message); }
 
-}  // namespace
+ private:
+  Impl& impl_;
+};
 
-Election Scheduler::Impl::elect() {
-  Election election;
-  if (!options_.elector) return election;
-  // Stepped down after failing claims: not leading here, whatever an
-  // elector without a background renewer would answer.
-  if (fitness_.stepped_down()) {
-    election.refused = SkipReason::not_leader;
-    return election;
-  }
-  Leadership leadership;
-  try {
-    leadership = options_.elector->is_leader();
-  } catch (...) {
-    leadership = Leadership::failed(detail::describe_exception(std::current_exception()));
-  }
-  switch (leadership.status) {
-    case Leadership::Status::error:
-      election.refused = SkipReason::election_error;
-      election.error = std::move(leadership.error);
-      break;
-    case Leadership::Status::follower: election.refused = SkipReason::not_leader; break;
-    case Leadership::Status::leader: election.grant = Grant{true, leadership.term, leadership.term}; break;
-  }
-  return election;
-}
-
-void Scheduler::Impl::screen(std::span<Fire> fires, const Election& election) {
-  std::optional<SkipReason> refused = election.refused;
-  std::string error = election.error;
-  const bool claims = std::any_of(fires.begin(), fires.end(), [](const Fire& f) { return f.entry->settings->claimer; });
-  bool stopping = false;
-  if (claims || election.grant.leader_gated) {
-    // Lost since the election: refuse before claiming, not after.
-    if (!refused && election.grant.leader_gated && runs_.term_lost(election.grant.term)) {
-      refused = SkipReason::not_leader;
-      error = fmt::format("leadership of term {} was lost", election.grant.term);
-    }
-    // stop() came while these fires were out of the queue: claiming now
-    // would take them from the other replicas only to cancel them here.
-    stopping = !runs_.open();
-  }
-  const Instant now = claims ? clock_->now() : Instant{};
-  // Coordinated fires only: one replica alone cannot run a fire twice.
-  const std::string refusal = claims || election.grant.leader_gated ? settings_refusal() : std::string();
-  for (Fire& fire : fires) {
-    const Entry& entry = *fire.entry;
-    fire.state = FireState::dropped;
-    if (entry.removed.load()) {
-      report_cancel(fire, "entry removed", CancelReason::entry_removed);
-    } else if (entry.paused.load()) {
-      report_cancel(fire, "entry paused", CancelReason::entry_paused);
-    } else if (options_.elector && !entry.settings->leader_gated && !entry.settings->claimer) {
-      fire.grant = Grant{};  // EntryScope::replica: this replica's own, whoever leads
-      fire.state = FireState::granted;
-    } else if (refused) {
-      note_unled(fire);
-      report_skip(fire, *refused, error);
-    } else if (!refusal.empty() && (entry.settings->claimer || election.grant.leader_gated)) {
-      report_skip(fire, SkipReason::fleet_settings, refusal);
-    } else if (std::string pending = catch_up_pending(fire); !pending.empty()) {
-      report_skip(fire, SkipReason::claim_error, std::move(pending));
-    } else if (!entry.settings->claimer) {
-      fire.grant = election.grant;
-      fire.state = FireState::granted;
-    } else if (std::string stale = fire.kind == FireKind::recovery ? std::string() : staleness(now, fire.scheduled_at, *entry.settings->claimer);
-               !stale.empty()) {
-      report_skip(fire, SkipReason::stale, std::move(stale));
-    } else if (stopping) {
-      report_cancel(fire, "scheduler stopped", CancelReason::scheduler_stopped);
-    } else {
-      fire.grant = election.grant;
-      fire.state = FireState::claiming;
-    }
-  }
-}
-
-void Scheduler::Impl::claim(std::span<Fire> fires) {
-  std::vector<std::string> keys;
-  for (const Fire& fire : fires) {
-    if (fire.state == FireState::claiming) keys.push_back(claim_key(fire));
-  }
-  if (keys.empty()) return;
-  const auto first = std::find_if(fires.begin(), fires.end(), [](const Fire& f) { return f.state == FireState::claiming; });
-  Claimer& claimer = *first->entry->settings->claimer;
-  std::vector<ClaimResult> results = ask_claimer(claimer, keys);
-  const Instant answered = clock_->now();
-  std::size_t k = 0;
-  for (Fire& fire : fires) {
-    if (fire.state != FireState::claiming) continue;
-    ClaimResult& result = results[k++];
-    fire.state = FireState::dropped;
-    if (fire.grant.leader_gated) note_leader_claim(result);
-    if (result.status != ClaimResult::Status::claimed) {
-      report_skip(fire, skip_reason_of(result.status), std::move(result.error));
-      continue;
-    }
-    // Checked again on the answer: a claim written after the window (a
-    // slow store, a pause between the check and the request) may sit
-    // beside an expired one. The fire is lost, never run twice.
-    std::string stale = beyond_window(fire) ? std::string() : staleness(answered, fire.scheduled_at, claimer);
-    if (!stale.empty()) {
-      report_skip(fire, SkipReason::stale, "claimed, but " + stale);
-      continue;
-    }
-    fire.grant.fence = result.fence;
-    fire.state = FireState::granted;
-  }
-}
-
-std::string Scheduler::Impl::staleness_now(const Fire& fire) const {
-  const auto& claimer = fire.entry->settings->claimer;
-  if (!claimer) return {};
-  return staleness(clock_->now(), fire.scheduled_at, *claimer);
-}
-
-bool Scheduler::Impl::beyond_window(const Fire& fire) const {
-  // A re-run of a lost run is claimed once under its own key, found by the
-  // one replica whose announcement dropped the lost runner's record.
-  return (fire.catch_up() && options_.fleet.catch_up_beyond_dedup_window) || fire.kind == FireKind::recovery;
-}
-
-std::string Scheduler::Impl::claim_key(const Fire& fire) {
-  return detail::recovery_fire_key(fire_key(fire.entry->identity.key, fire.scheduled_at), fire.recovery);
-}
-
-bool Scheduler::Impl::claimed(const Fire& fire) {
-  return !fire.manual() && fire.state == FireState::granted && fire.entry->settings->claimer != nullptr;
-}
-
-std::string Scheduler::Impl::leadership_changed(const Grant& granted) {
-  if (!granted.leader_gated) return {};
-  const Election now = elect();
-  if (now.refused) {
-    return fmt::format("leader of term {} at the scheduled instant, not after the jitter ({}{}{})", granted.term,
-                       to_string(*now.refused), now.error.empty() ? "" : ": ", now.error);
-  }
-  if (now.grant.term != granted.term) {
-    return fmt::format("the leadership term changed during the jitter ({} to {})", granted.term, now.grant.term);
-  }
-  return {};
+std::unique_ptr<detail::ClaimPath> Scheduler::Impl::make_claim_path() {
+  claim_host_ = std::make_shared<ClaimHost>(*this);
+  return std::make_unique<detail::ClaimPath>(
+      *claim_host_,
+      detail::ClaimPath::Settings{options_.elector, options_.fleet.catch_up_beyond_dedup_window, options_.log_events},
+      clock_, fitness_, runs_);
 }
 
 void Scheduler::Impl::report_skip(const Fire& fire, SkipReason reason, std::string error) {
@@ -217,7 +49,8 @@ void Scheduler::Impl::report_skip(const Fire& fire, SkipReason reason, std::stri
 }
 
 void Scheduler::Impl::report_cancel(const Fire& fire, std::string cause, CancelReason reason) {
-  publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, std::move(cause), reason, claimed(fire)});
+  publish(CancelledFireEvent{Entry::ref(fire.entry), fire.scheduled_at, std::move(cause), reason,
+                             detail::ClaimPath::claimed(fire)});
 }
 
 void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
@@ -225,19 +58,6 @@ void Scheduler::Impl::on_leadership_lost(std::uint64_t term) {
   runs_.note_term_lost(term);
   if (options_.on_leadership_lost != LeadershipLossPolicy::cancel) return;
   runs_.request_stop_where([term](const detail::Run& run) { return run.leader_gated && run.term <= term; }, false);
-}
-
-void Scheduler::Impl::note_leader_claim(const ClaimResult& claim) {
-  const bool failed = claim.status == ClaimResult::Status::error || claim.status == ClaimResult::Status::clock_skew;
-  const std::optional<std::chrono::nanoseconds> failing_for = fitness_.note_claim(failed);
-  if (!failing_for) return;
-  constexpr std::chrono::nanoseconds step_down_hold = detail::LeaderFitness::step_down_hold;
-  if (options_.log_events) {
-    log(LogLevel::error, fmt::format("leading, but every claim failed for {} (last: {}): stepping down, out of the "
-                                     "election for {}, so a replica that can claim leads",
-                                     format_duration(*failing_for), claim.error, format_duration(step_down_hold)));
-  }
-  publish(LeadershipStepDownEvent{*failing_for, step_down_hold, claim.error});
 }
 
 }  // namespace fleetcron

@@ -78,10 +78,10 @@ detail::RunQueue::BatchRule Scheduler::Impl::batch_rule() {
   // A fire already too old to claim is left to a worker of its own, which
   // skips it at once: it must not hold a reserved worker.
   return detail::RunQueue::BatchRule{
-      [this](const Fire& first) { return batchable(first) && staleness_now(first).empty(); },
+      [this](const Fire& first) { return batchable(first) && claims_->staleness_now(first).empty(); },
       [this](const Fire& first, const Fire& next) {
         return batchable(next) && next.entry->settings->claimer == first.entry->settings->claimer &&
-               staleness_now(next).empty();
+               claims_->staleness_now(next).empty();
       },
       claim_batch_limit};
 }
@@ -103,9 +103,9 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   };
   // One election for the whole batch: the fires are due together, and a
   // round trip per fire would multiply an outage's timeouts.
-  screen(batch, elect());
+  claims_->screen(batch, claims_->elect());
   release_unwanted();
-  claim(batch);
+  claims_->claim(batch);
   advance_cursors(batch);
   release_unwanted();
   std::erase_if(batch, [](const Fire& f) { return f.state == FireState::dropped; });

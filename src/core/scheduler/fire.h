@@ -44,7 +44,7 @@ struct Election {
   Grant grant;
 };
 
-/// Where a fire is on the claim path (decide.cpp).
+/// Where a fire is on the claim path (ClaimPath).
 enum class FireState : std::uint8_t {
   queued,    // not decided yet
   claiming,  // screened: its claimer is asked next

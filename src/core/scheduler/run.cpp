@@ -181,7 +181,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   if (fire.state == FireState::granted) {
     // Its worker was reserved, so it starts at once; should it still be
     // older than the window here (a pause), it is lost, not run twice.
-    std::string stale = beyond_window(fire) ? std::string() : staleness_now(fire);
+    std::string stale = claims_->beyond_window(fire) ? std::string() : claims_->staleness_now(fire);
     if (!stale.empty()) {
       report_skip(fire, SkipReason::stale, "claimed, but it could not start in time: " + stale);
       return false;
@@ -192,7 +192,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
   // Leadership is decided at the scheduled instant, not after this
   // replica's own jitter (a handover inside the jitter window would run the
   // fire twice or never), and must hold with the same term after it.
-  detail::Election election = settings.leader_gated ? elect() : detail::Election{};
+  detail::Election election = settings.leader_gated ? claims_->elect() : detail::Election{};
   if (election.refused) {
     note_unled(fire);
     report_skip(fire, *election.refused, std::move(election.error));
@@ -203,7 +203,7 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
       report_cancel(fire, "stopped during jitter", CancelReason::stopped_before_start);
       return false;
     }
-    if (std::string changed = leadership_changed(election.grant); !changed.empty()) {
+    if (std::string changed = claims_->leadership_changed(election.grant); !changed.empty()) {
       note_unled(fire);
       report_skip(fire, SkipReason::not_leader, std::move(changed));
       return false;
@@ -218,8 +218,8 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
     return false;
   }
   const std::span<Fire> alone(&fire, 1);
-  screen(alone, election);
-  claim(alone);
+  claims_->screen(alone, election);
+  claims_->claim(alone);
   advance_cursors(alone);
   return fire.state == FireState::granted;
 }

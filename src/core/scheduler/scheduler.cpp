@@ -57,6 +57,7 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   parse_options_.seconds = options_.seconds_field ? SecondsField::optional : SecondsField::none;
   EntryOptions defaults;
   default_settings_ = detail::resolve(options_, defaults);
+  claims_ = make_claim_path();
   controls_ = make_controls();
   membership_ = make_membership();
   if (controls_ || membership_) {

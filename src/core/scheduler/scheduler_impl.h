@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/scheduler/catch_up_queue.h"
+#include "core/scheduler/claim_path.h"
 #include "core/scheduler/entry.h"
 #include "core/scheduler/entry_heap.h"
 #include "core/support/describe_exception.h"
@@ -44,10 +45,10 @@ namespace fleetcron {
 
 /// The scheduler's state and its threads: the entry table and the loop
 /// (scheduler.cpp), the workers (dispatch.cpp) over the run queue, the
-/// claim path (decide.cpp), the runs (run.cpp), the catch-ups
+/// claim path (ClaimPath), the runs (run.cpp), the catch-ups
 /// (catch_up.cpp), start and stop (lifecycle.cpp). Its
 /// components own their state and lock: RunQueue, EventBus, LedgerWriter,
-/// CatchUpQueue, FleetControls, RegistryMembership, FleetUpkeep,
+/// ClaimPath, CatchUpQueue, FleetControls, RegistryMembership, FleetUpkeep,
 /// LeaderFitness, RunsInProgress; the loop's EntryHeap is guarded by mutex_.
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
@@ -122,39 +123,13 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The most fires decided by one claim_batch() call.
   static constexpr std::size_t claim_batch_limit = 1024;
 
-  // ---- the claim path (decide.cpp): every automatic fire passes here,
-  // alone (a batch of one) or in a claim batch.
-  /// Asks the elector, if any.
-  detail::Election elect();
-  /// The claim path's first step: drops (and reports) the fires that must
-  /// not be claimed — refused by `election`, of a lost term, of a removed
-  /// or paused entry, the scheduler stopping, older than the dedup window.
-  /// The others become `claiming`, or `granted` when they have no claimer.
-  void screen(std::span<detail::Fire> fires, const detail::Election& election);
-  /// The second step: one claim round trip for the `claiming` fires (all
-  /// of one claimer); each becomes `granted` with its fence, or `dropped`.
-  void claim(std::span<detail::Fire> fires);
-  /// Why the fire is already too old to claim (older than its claimer's
-  /// dedup window); empty if it is not, or has no claimer.
-  std::string staleness_now(const detail::Fire& fire) const;
-  /// Whether the fire is a catch-up's that may be older than the dedup
-  /// window (SchedulerOptions::catch_up_beyond_dedup_window).
-  bool beyond_window(const detail::Fire& fire) const;
-  /// The key its claimer is asked for: the fire key, and "#recover<n>" for
-  /// the n-th re-run of a lost run.
-  static std::string claim_key(const detail::Fire& fire);
-  /// Whether a claimer granted the fire to this replica.
-  static bool claimed(const detail::Fire& fire);
-  /// Empty if the elector still says leader of `granted.term` (or the fire
-  /// was not leader-gated); otherwise why the fire must be skipped.
-  std::string leadership_changed(const detail::Grant& granted);
+  // ---- the claim path (ClaimPath, claim_path.cpp; hosted in decide.cpp):
+  // every automatic fire passes through claims_->screen() and ->claim().
+  class ClaimHost;
+  std::unique_ptr<detail::ClaimPath> make_claim_path();
   void report_skip(const detail::Fire& fire, SkipReason reason, std::string error);
   void report_cancel(const detail::Fire& fire, std::string cause, CancelReason reason);
   void on_leadership_lost(std::uint64_t term);
-  /// Tracks the answers to leader-gated claims (both mode) in fitness_;
-  /// reports a step-down when errors and clock-skew refusals last
-  /// LeaderFitness::claim_failure_step_down.
-  void note_leader_claim(const ClaimResult& claim);
 
   // ---- the fleet state's cursors and catch-up (catch_up.cpp)
   /// Gives a keyed entry its cursor tracking when the scheduler has a
@@ -332,6 +307,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The runs in progress (a slot per worker), the timeout watchdog and
   /// the leadership terms lost: its own state and lock.
   detail::RunsInProgress runs_;
+  /// Elect, screen, claim (lock-free: the elector, the claimers and the
+  /// runs' and fitness's own locks); made by the constructor.
+  std::shared_ptr<ClaimHost> claim_host_;  // what claims_ sees of this scheduler
+  std::unique_ptr<detail::ClaimPath> claims_;
 
   // ---- shutdown: one thread joins; the elector callback never outlives us
   std::mutex join_mutex_;  // guards the joins and joined_
