@@ -299,14 +299,21 @@ TEST(FleetControls, AJobNotRunHereIsLeftAlone) {
   EXPECT_EQ(f.store->read_controls(f.clock->now()).jobs.at(0).triggers.size(), 1U);
 }
 
-TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
-  auto clock = std::make_shared<VirtualClock>(t0());
-  RunsInProgress runs(clock, 1);
-  runs.start_watchdog();
+/// One run registered on a watchdog that runs, on a virtual clock.
+struct WatchedRun {
+  std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>(t0());
+  RunsInProgress runs{clock, 1};
   WorkerSlot& slot = *runs.slots()[0];
   detail::Run run;
-  ASSERT_FALSE(runs.register_run(run, slot));
-  const auto start = clock->steady_now();
+  const Clock::SteadyTime start = clock->steady_now();
+  bool refused = runs.register_run(run, slot);
+  WatchedRun() { runs.start_watchdog(); }
+};
+
+TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
+  WatchedRun w;
+  ASSERT_FALSE(w.refused);
+  auto& [clock, runs, slot, run, start, refused] = w;
   runs.start_timeout(run, detail::Run::Deadline::run, start + 5s);
   ASSERT_TRUE(reaches_deadline(*clock, start + 5s));
   clock->advance(5s - 1ns);
@@ -323,13 +330,9 @@ TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
 }
 
 TEST(RunsInProgress, AnAttemptsDeadlineStopsTheAttemptOnlyAndAWithdrawnOneNothing) {
-  auto clock = std::make_shared<VirtualClock>(t0());
-  RunsInProgress runs(clock, 1);
-  runs.start_watchdog();
-  WorkerSlot& slot = *runs.slots()[0];
-  detail::Run run;
-  ASSERT_FALSE(runs.register_run(run, slot));
-  const auto start = clock->steady_now();
+  WatchedRun w;
+  ASSERT_FALSE(w.refused);
+  auto& [clock, runs, slot, run, start, refused] = w;
   std::stop_source first;
   runs.set_attempt_stop(run, first);
   runs.start_timeout(run, detail::Run::Deadline::attempt, start + 2s);
