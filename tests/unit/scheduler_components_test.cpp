@@ -302,9 +302,9 @@ TEST(FleetControls, AJobNotRunHereIsLeftAlone) {
 /// One run registered on a watchdog that runs, on a virtual clock.
 struct WatchedRun {
   std::shared_ptr<VirtualClock> clock = std::make_shared<VirtualClock>(t0());
+  detail::Run run;  // before runs: outlives the watchdog, even after a failed assertion
   RunsInProgress runs{clock, 1};
   WorkerSlot& slot = *runs.slots()[0];
-  detail::Run run;
   const Clock::SteadyTime start = clock->steady_now();
   bool refused = runs.register_run(run, slot);
   WatchedRun() { runs.start_watchdog(); }
@@ -313,7 +313,7 @@ struct WatchedRun {
 TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
   WatchedRun w;
   ASSERT_FALSE(w.refused);
-  auto& [clock, runs, slot, run, start, refused] = w;
+  auto& [clock, run, runs, slot, start, refused] = w;
   runs.start_timeout(run, detail::Run::Deadline::run, start + 5s);
   ASSERT_TRUE(reaches_deadline(*clock, start + 5s));
   clock->advance(5s - 1ns);
@@ -332,7 +332,7 @@ TEST(RunsInProgress, ARunPastItsDeadlineIsStoppedAndMarkedTimedOut) {
 TEST(RunsInProgress, AnAttemptsDeadlineStopsTheAttemptOnlyAndAWithdrawnOneNothing) {
   WatchedRun w;
   ASSERT_FALSE(w.refused);
-  auto& [clock, runs, slot, run, start, refused] = w;
+  auto& [clock, run, runs, slot, start, refused] = w;
   std::stop_source first;
   runs.set_attempt_stop(run, first);
   runs.start_timeout(run, detail::Run::Deadline::attempt, start + 2s);
@@ -376,8 +376,6 @@ TEST(RunsInProgress, ARunRegisteringAfterAStopBeganIsRefusedAndStopsReachRegiste
   EXPECT_FALSE(other.timed_out.load());
   EXPECT_TRUE(late.stop.stop_requested()) << "found by the scan, as it registered first";
   runs.close();
-  runs.begin_stopping();  // only forward: a later stop leaves it closed
-  EXPECT_FALSE(runs.open());
   runs.unregister_run(early, *runs.slots()[0]);
   runs.unregister_run(other, *runs.slots()[1]);
   runs.unregister_run(late, *runs.slots()[2]);
@@ -516,7 +514,7 @@ TEST(FleetUpkeep, AnnouncesEveryHeartbeatAndWithinASecondOfARunsStart) {
   clock->advance(10s);
   ASSERT_TRUE(reaches_deadline(*clock, start + 20s));
   upkeep.note_run_started();
-  upkeep.note_run_started();  // one wake for the runs since the last announcement
+  upkeep.note_run_started();  // a second run before the announcement: still one
   ASSERT_TRUE(reaches_deadline(*clock, start + 11s));
   clock->advance(1s);
   ASSERT_TRUE(reaches_deadline(*clock, start + 21s));

@@ -25,7 +25,6 @@ FleetUpkeep::FleetUpkeep(std::shared_ptr<Clock> clock, FleetControls* controls,
 FleetUpkeep::~FleetUpkeep() { stop(); }
 
 void FleetUpkeep::start() {
-  std::lock_guard guard(join_mutex_);
   FLEETCRON_ASSERT(!thread_.joinable());
   thread_ = std::thread([this] { main(); });
 }

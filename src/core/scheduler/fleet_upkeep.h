@@ -34,8 +34,8 @@ class FleetUpkeep {
   FleetUpkeep& operator=(const FleetUpkeep&) = delete;
   ~FleetUpkeep();  // stop()
 
-  /// Starts the thread; the first poll and announcement come one period
-  /// after this.
+  /// Starts the thread, once, before stop(); the first poll and
+  /// announcement come one period after this.
   void start();
   /// A run started: it is listed by an announcement within
   /// run_listed_within. Lock-free once noted since the last announcement.

@@ -40,7 +40,6 @@ void RunsInProgress::begin_stopping() {
 }
 
 void RunsInProgress::start_watchdog() {
-  std::lock_guard guard(join_mutex_);
   FLEETCRON_ASSERT(!watchdog_thread_.joinable());
   watchdog_thread_ = std::thread([this] { watchdog_main(); });
 }

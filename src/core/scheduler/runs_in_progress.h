@@ -52,7 +52,7 @@ class RunsInProgress {
   void begin_stopping();
 
   /// The watchdog: requests the stop of a run (or of its current attempt)
-  /// whose deadline passed, marking it timed out.
+  /// whose deadline passed, marking it timed out. Once, before close().
   void start_watchdog();
   /// The watchdog leaves, and is joined. Idempotent.
   void close();
@@ -91,7 +91,7 @@ class RunsInProgress {
   // scans the slots, so a run either is found or sees the state.
   std::atomic<State> state_{State::open};
   std::deque<std::uint64_t> lost_terms_;
-  std::mutex join_mutex_;  // close() from two stoppers joins once
+  std::mutex join_mutex_;  // close() from two stoppers joins once (a leaf but for the join)
   std::thread watchdog_thread_;
 };
 

@@ -1,6 +1,6 @@
 // The scheduler: its public face, the entries and the loop. Start and stop
 // are in lifecycle.cpp, the workers in dispatch.cpp, the claim path in
-// decide.cpp, the runs in run.cpp.
+// claim_path.cpp (ClaimPath), the runs in run.cpp.
 #include "fleetcron/scheduler.h"
 
 #include <fmt/format.h>

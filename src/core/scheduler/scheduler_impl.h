@@ -5,10 +5,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -307,8 +305,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// The runs in progress (a slot per worker), the timeout watchdog and
   /// the leadership terms lost: its own state and lock.
   detail::RunsInProgress runs_;
-  /// Elect, screen, claim (lock-free: the elector, the claimers and the
-  /// runs' and fitness's own locks); made by the constructor.
+  /// Elect, screen, claim (it takes no scheduler lock); made by the
+  /// constructor.
   std::shared_ptr<ClaimHost> claim_host_;  // what claims_ sees of this scheduler
   std::unique_ptr<detail::ClaimPath> claims_;
 
