@@ -748,6 +748,58 @@ TEST(SchedulerRegistry, OverlapSkipHoldsAcrossReplicas) {
   EXPECT_EQ(job.most, 1);
 }
 
+// Fires of overlap=skip jobs due together are claimed in one batch when
+// their overlap is checked fleet-wide; the job whose previous run still
+// goes on here is claimed, then skipped (as every replica would skip it).
+TEST(SchedulerRegistry, SkipJobsDueTogetherAreClaimedInOneBatch) {
+  class Recorder final : public Claimer {
+   public:
+    explicit Recorder(std::shared_ptr<Clock> clock) : inner(std::move(clock), 10min) {}
+    ClaimResult claim(std::string_view key) override {
+      ++alone;
+      return inner.claim(key);
+    }
+    std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override {
+      batched += keys.size();
+      return inner.claim_batch(keys);
+    }
+    MemoryClaimer inner;
+    std::atomic<std::size_t> alone{0}, batched{0};
+  };
+  Harness h;
+  LongJob job;
+  const ReleaseOnExit releaser{job.release};
+  auto claimer = std::make_shared<Recorder>(h.clock);
+  auto options = h.options();
+  options.claimer = claimer;
+  options.fleet.state = std::make_shared<MemoryFleetState>(h.clock);
+  options.fleet.registry_heartbeat_interval = 50s;
+  options.fleet.replica.settings = {{"claim_ttl", "10m"}, {"mode", "claim"}};
+  options.limits.max_concurrent = 64;
+  Scheduler s(options);
+  constexpr int jobs = 20;
+  for (int i = 0; i < jobs; ++i) {
+    s.add("* * * * *", i == 0 ? job.job() : Job([](const FireContext&, std::stop_token) {}),
+          EntryOptions{.key = fmt::format("k{}", i), .overlap = OverlapPolicy::skip});
+  }
+  s.start();
+  h.settle(waiters_per_replica);
+  h.clock->advance(60s);  // 0:01: every job runs; k0 goes on
+  ASSERT_TRUE(Harness::eventually([&] { return h.completed() == jobs - 1 && job.starts == 1; }));
+  h.settle(waiters_per_replica);
+  h.clock->advance(60s);  // 0:02: k0's fire is claimed with the others, then skipped
+  ASSERT_TRUE(Harness::eventually([&] { return h.completed() == 2 * (jobs - 1) && h.log->count<SkippedFireEvent>() == 1; }));
+  const auto skips = h.log->all<SkippedFireEvent>();
+  EXPECT_EQ(skips.front().reason, SkipReason::overlap);
+  EXPECT_TRUE(skips.front().fire_key.starts_with("k0@")) << skips.front().fire_key;
+  EXPECT_EQ(job.starts, 1);
+  EXPECT_EQ(claimer->batched + claimer->alone, 2u * jobs);
+  // The loop queues due fires together: a handful of batches, not a claim per fire.
+  EXPECT_LE(claimer->alone, 4u);
+  job.release = true;
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 /// 0:01 one of `a` and `b` runs the job; 0:02 the runner waits before
 /// its claim (locally), the other claims, then waits on the clock for it.
 void until_one_waits(Harness& h, RegistryFleet& fleet, LongJob& job, Replica& a, Replica& b) {

@@ -187,7 +187,8 @@ bool Scheduler::Impl::decide(Fire& fire, Run& run, detail::WorkerSlot& slot, Ove
       return false;
     }
     if (!hold_term(fire, run, slot)) return false;
-    return !fire.catch_up() || pass_overlap(fire, run, overlap);  // a batch's fires allow overlap
+    // A batch's fires allow overlap, or skip fleet-wide (scheduler.cpp's add()).
+    return pass_overlap(fire, run, overlap);
   }
   // Leadership is decided at the scheduled instant, not after this
   // replica's own jitter (a handover inside the jitter window would run the

@@ -154,10 +154,13 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
   entry->schedule = std::move(schedule);
   const auto& resolved = *entry->settings;
   if (resolved.overlap != OverlapPolicy::allow) entry->overlap = std::make_unique<detail::OverlapState>();
-  // Jitter and overlap come between the election and the claim, fire by
-  // fire (run.cpp's decide()).
+  // Jitter and a waiting overlap come between the election and the claim,
+  // fire by fire (run.cpp's decide()). A fire of an overlap=skip job whose
+  // overlap is fleet-wide may be claimed first and skipped after: every
+  // replica would skip it while the previous run goes on, wherever it runs.
+  const bool skips_fleet_wide = resolved.overlap == OverlapPolicy::skip && registry_on() && !options.key.empty();
   entry->batchable = resolved.claimer && resolved.jitter <= std::chrono::nanoseconds::zero() &&
-                     resolved.overlap == OverlapPolicy::allow;
+                     (resolved.overlap == OverlapPolicy::allow || skips_fleet_wide);
   const Instant now = clock_->now();
   std::vector<Event> events;
   EntryId id = 0;
