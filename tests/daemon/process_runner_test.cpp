@@ -192,9 +192,16 @@ TEST(ProcessRunner, StandardInputDirectoryAndAccount) {
   s.working_directory = dir;
   const bool root = geteuid() == 0;
   if (root) s.run_as = resolve_run_as("nobody");
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
   Output output;
   const auto result = run_command(s, {}, output.sink());
   ASSERT_TRUE(result.succeeded()) << result.describe();
+  // The child shares the daemon's memory until its exec (vfork): its
+  // switch to the user is its own, never the daemon's.
+  EXPECT_EQ(geteuid(), uid);
+  EXPECT_EQ(getegid(), gid);
+  std::thread([&] { EXPECT_EQ(geteuid(), uid); }).join();
   ASSERT_EQ(output.lines.size(), 5u);
   EXPECT_EQ(output.lines[0], "stdout: first line");
   EXPECT_EQ(output.lines[1], "stdout: second line");
