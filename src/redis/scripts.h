@@ -205,33 +205,38 @@ return {1, record}
 // in µs) and its records (a hash: fire key -> record). ARGV: fire key,
 // instant µs, record, its rank, keep count, keep-for µs, keep-for ms.
 // Writes the record unless the one kept for the fire key ranks as high
-// (the rank is the record's first field), then trims the ledger to the
-// newest keep count and to keep-for before its newest instant (or before
-// the server's TIME, if that is earlier: a record dated ahead by a
-// replica's clock deletes nothing), and sets both keys to expire. Returns
-// 1 when written, 0 when outranked.
+// (the rank is the record's first field). A fire already in the ledger
+// (its running record, then its outcome) keeps its place and the keys'
+// life: its record alone is replaced. A new fire's record is added, the
+// ledger trimmed to the newest keep count and to keep-for before its
+// newest instant (or before the server's TIME, if that is earlier: a
+// record dated ahead by a replica's clock deletes nothing) — looked at
+// only when its size or its oldest record says there is something to
+// trim — and both keys set to expire. Returns 1 when written, 0 when
+// outranked.
 inline constexpr const char* record_fire_script = R"lua(
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
-local written = 0
 if existing then
   local rank = string.match(existing, '^(%d+) ')
   if not rank then return redis.error_reply('NOTRECORD the ledger holds something other than a fire record') end
-  if tonumber(rank) < tonumber(ARGV[4]) then written = 1 end
-else
-  written = 1
-end
-if written == 1 then
+  if tonumber(rank) >= tonumber(ARGV[4]) then return 0 end
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  return 1
+end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local count = redis.call('ZCARD', KEYS[1])
+local keep = tonumber(ARGV[5])
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if count > keep or tonumber(oldest[2]) < tonumber(newest[2]) - tonumber(ARGV[6]) then
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local oldest = math.min(tonumber(newest[2]), now_us) - tonumber(ARGV[6])
-  local doomed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', oldest))
-  local count = redis.call('ZCARD', KEYS[1]) - #doomed
-  local keep = tonumber(ARGV[5])
-  if count > keep then
-    local extra = redis.call('ZRANGE', KEYS[1], #doomed, #doomed + count - keep - 1)
+  local cutoff = math.min(tonumber(newest[2]), now_us) - tonumber(ARGV[6])
+  local doomed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', cutoff))
+  local left = count - #doomed
+  if left > keep then
+    local extra = redis.call('ZRANGE', KEYS[1], #doomed, #doomed + left - keep - 1)
     for _, member in ipairs(extra) do doomed[#doomed + 1] = member end
   end
   for i = 1, #doomed, 1000 do
@@ -242,7 +247,7 @@ if written == 1 then
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 redis.call('PEXPIRE', KEYS[2], ARGV[7])
-return written
+return 1
 )lua";
 
 // KEYS: the ledger's index and records. ARGV: how many. Returns the newest

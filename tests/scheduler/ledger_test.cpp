@@ -19,6 +19,8 @@ class ControlledLedger final : public ForwardingFleetState {
   using ForwardingFleetState::ForwardingFleetState;
   std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override {
     ++calls;
+    records += writes.size();
+    for (const auto& write : writes) running += write.record.fate == FireFate::running ? 1 : 0;
     {
       std::unique_lock lock(mutex);
       cv.wait(lock, [&] { return !blocked; });
@@ -40,6 +42,7 @@ class ControlledLedger final : public ForwardingFleetState {
 
   std::atomic<bool> failing{false};
   std::atomic<int> calls{0};
+  std::atomic<std::size_t> records{0}, running{0};  // given to record_fires, and of them `running`
   std::mutex mutex;
   std::condition_variable cv;
   bool blocked = false;
@@ -242,6 +245,37 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   h.settle(Harness::idle_waiters + 3);
   h.clock->advance(1s);
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::succeeded; }));
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
+// A run's running record queued with its outcome is not written: the
+// outcome replaces it in the store anyway, so one write leaves the same ledger.
+TEST(SchedulerLedger, ARunningRecordQueuedWithItsOutcomeIsNotWritten) {
+  Harness h;
+  auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
+  state->blocked = true;
+  auto options = h.options();
+  options.fleet.state = state;
+  options.fleet.catch_up_reach = 0ns;
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);  // coordinated: their runs are recorded running
+  Scheduler s(options);
+  std::atomic<bool> release{false};
+  s.add("1 * * * *", [&](const FireContext&, std::stop_token) {
+    while (!release.load()) std::this_thread::yield();
+  }, EntryOptions{.key = "a"});
+  s.add("2 * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "b"});
+  s.start();
+  h.clock->advance(60s);  // 0:01: a starts; the writer holds its running record in the blocked store
+  ASSERT_TRUE(Harness::eventually([&] { return state->calls == 1; }));
+  h.advance(60s, 1, [&] { return h.completed() == 1; });  // 0:02: b runs, its two records queue
+  release = true;
+  ASSERT_TRUE(Harness::eventually([&] { return h.completed() == 2; }));  // a's outcome queues
+  state->unblock();
+  for (const char* key : {"a", "b"}) {
+    ASSERT_TRUE(ledger_reaches(*state, key, [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::succeeded; }));
+  }
+  EXPECT_EQ(state->records, 3u);  // of four: b's running record went with its outcome
+  EXPECT_EQ(state->running, 1u);  // a's, which the writer held
   EXPECT_TRUE(s.stop(h.soon()));
 }
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "core/scheduler/ledger_records.h"
@@ -15,6 +17,32 @@ namespace {
 
 constexpr std::chrono::seconds first_retry{1};
 constexpr std::chrono::seconds last_retry{30};
+
+// Drops from `writes` each record that a later one of the same fire
+// outranks (a run's `running` record queued with its outcome): the store
+// would keep the outranking one anyway, so one write gives the same
+// ledger. Of equal ranks the first stays, as in the store. Returns how
+// many it dropped.
+std::size_t drop_superseded(std::vector<LedgerWrite>& writes) {
+  std::unordered_map<std::string_view, std::size_t> best;  // fire key -> index of its highest record
+  std::vector<bool> superseded(writes.size(), false);
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const auto [it, first] = best.try_emplace(writes[i].record.fire_key, i);
+    if (first) continue;
+    const bool outranks = ledger_rank(writes[i].record) > ledger_rank(writes[it->second].record);
+    superseded[outranks ? it->second : i] = true;
+    if (outranks) it->second = i;
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    if (superseded[i]) continue;
+    if (kept != i) writes[kept] = std::move(writes[i]);
+    ++kept;
+  }
+  const std::size_t dropped = writes.size() - kept;
+  writes.resize(kept);
+  return dropped;
+}
 
 }  // namespace
 
@@ -243,6 +271,7 @@ void LedgerWriter::run() {
       pending.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
+    written_ += drop_superseded(pending);  // counted as written: their successor is
     lock.unlock();  // the logger may be slow: never under the lock on_event() takes
     if (dropped_now != 0) {
       log(LogLevel::warning, fmt::format("ledger: queue full ({} records): {} records dropped, {} in all", capacity_,
