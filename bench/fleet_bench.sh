@@ -19,7 +19,8 @@
 #   bench/fleet_bench.sh BUILD_DIR redis|postgres|nats [REPLICAS] [JOBS] [SECONDS] [MODE]
 #
 # Defaults: 3 replicas, 1,000 jobs, a 20 s window, claim mode. EVERY
-# (default 100) and BURST (default min(JOBS/2, 10000)) are environment
+# (default 100), BURST (default min(JOBS/2, 10000)) and MAX_CONCURRENT
+# (each daemon's --max-concurrent, default 64: the daemon's) are environment
 # variables. FLEET_BENCH_SWEEP=1 runs R in 1 3 10 × J in 1000 10000 100000
 # and prints one line per point (long: about 20 minutes). Not in CI; CI
 # runs a smoke size (tests/daemon: fleet_bench_smoke).
@@ -85,7 +86,7 @@ validate_ms=$((($(date +%s%N) - validate_started) / 1000000))
 
 for ((r = 0; r < replicas; r++)); do
   "$binary" run --seconds "$work/jobs.cron" --coordinator "$uri" --coordination "$mode" --replica-id "bench$r" \
-    --log-format json --max-concurrent 4096 --keep-succeeded 0 --output-dir none >"$work/replica$r.log" 2>&1 &
+    --log-format json --max-concurrent "${MAX_CONCURRENT:-64}" --keep-succeeded 0 --output-dir none >"$work/replica$r.log" 2>&1 &
   daemon_pids+=($!)
   echo "$(date +%s%N) $r" >>"$work/spawned"
 done
