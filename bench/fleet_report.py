@@ -85,7 +85,9 @@ def store_work(args, before, after, fires):
         cpu = (living + reaped + own) / ticks
         return "PostgreSQL transactions", (after["transactions"] - before["transactions"]) / fires, cpu * 1e6 / fires, ""
     cpu = (after["store_cpu_ticks"] - before["store_cpu_ticks"]) / ticks
-    return "JetStream API calls", (after["jetstream_api"] - before["jetstream_api"]) / fires, cpu * 1e6 / fires, ""
+    api = (after["jetstream_api"] - before["jetstream_api"]) / fires
+    return ("NATS messages in (requests and publishes)", (after["messages_in"] - before["messages_in"]) / fires,
+            cpu * 1e6 / fires, f"JetStream API calls {api:.2f}")
 
 
 def report(args):

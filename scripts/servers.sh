@@ -105,11 +105,16 @@ start_redis_tls() {
 
 # Starts nats-server with JetStream and its own store directory on a random
 # port; sets FLEETCRON_TEST_NATS_URL. The server writes its port to a file
-# named after its PID, which proves the port is ours.
+# named after its PID, which proves the port is ours. NATS_MONITOR=1: also
+# its monitoring endpoint, on loopback port $nats_monitor_port.
 start_nats() {
-  local pid ports_file url
+  local pid ports_file url monitor=()
   mkdir -p "$server_dir/nats-ports" "$server_dir/nats-store"
-  nats-server -js -a 127.0.0.1 -p -1 -sd "$server_dir/nats-store" --ports_file_dir "$server_dir/nats-ports" \
+  if [[ ${NATS_MONITOR:-} == 1 ]]; then
+    nats_monitor_port=$(pick_port)
+    monitor=(-m "$nats_monitor_port")
+  fi
+  nats-server -js -a 127.0.0.1 -p -1 "${monitor[@]}" -sd "$server_dir/nats-store" --ports_file_dir "$server_dir/nats-ports" \
     >"$server_dir/nats.log" 2>&1 &
   pid=$!
   ports_file="$server_dir/nats-ports/nats-server_$pid.ports"
