@@ -22,9 +22,10 @@
 # Defaults: 3 replicas, 1,000 jobs, a 20 s window, claim mode. EVERY
 # (default 100), BURST (default min(JOBS/2, 10000)) and MAX_CONCURRENT
 # (each daemon's --max-concurrent, default 64: the daemon's) are environment
-# variables. FLEET_BENCH_SWEEP=1 runs R in 1 3 10 × J in 1000 10000 100000
-# and prints one line per point (long: about 20 minutes). Not in CI; CI
-# runs a smoke size (tests/daemon: fleet_bench_smoke).
+# variables. FLEET_BENCH_SWEEP=1 runs R in $SWEEP_REPLICAS (1 3 10) × J in
+# $SWEEP_JOBS (1000 10000: a daemon takes at most 10,000 jobs today) and
+# prints one line per point (about 8 minutes per backend). Not in CI; CI
+# runs a smoke size (scripts/test.sh's benchmark phase). docs/scale.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: fleet_bench.sh BUILD_DIR redis|postgres|nats [REPLICAS] [JOBS] [SECONDS] [MODE]}
@@ -41,8 +42,8 @@ burst=${BURST:-$((jobs / 2 < 10000 ? jobs / 2 : 10000))}
 ((every + burst <= jobs)) || { echo "EVERY ($every) + BURST ($burst) exceed JOBS ($jobs)" >&2; exit 2; }
 
 if [[ ${FLEET_BENCH_SWEEP:-} == 1 ]]; then
-  for r in 1 3 10; do
-    for j in 1000 10000 100000; do
+  for r in ${SWEEP_REPLICAS:-1 3 10}; do
+    for j in ${SWEEP_JOBS:-1000 10000}; do
       FLEET_BENCH_SWEEP= FLEET_BENCH_LINE=1 bash "$0" "$build" "$backend" "$r" "$j" "$window" "$mode" | grep '^point'
     done
   done
@@ -152,7 +153,7 @@ case $backend in
   redis) port=${uri##*:}; port=${port%%/*}
     reference=$(redis-benchmark -p "$port" -t set -n 200000 -P 16 -q | tr '\r' '\n' | grep -o 'SET: [0-9.]* requests' | grep -o '[0-9.]*' | head -1)
     echo "reference: redis-benchmark -t set -n 200000 -P 16: $reference SETs/s"
-    claims=$("$build/bench/redis_claims" "$uri" 10000 5 | grep -o 'median [0-9]* claims/s' | grep -o '[0-9]*')
+    claims=$("$build/bench/redis_claims" "$uri" "${CLAIMS:-10000}" 5 | grep -o 'median [0-9]* claims/s' | grep -o '[0-9]*')
     echo "claims: redis_claims batch path with the ledger's records: $claims claims/s"
     awk -v c="$claims" -v r="$reference" 'BEGIN { printf "ratio: claims/s / redis-benchmark -P 16 SETs/s = %.3f\n", c / r }' ;;
   postgres) echo "reference: bench/postgres_bench.sh $build (pgbench running the reference's claim)" ;;

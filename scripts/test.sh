@@ -223,6 +223,8 @@ benchmarks() {
   bash bench/redis_bench.sh build/gcc 2000 2
   bash bench/postgres_bench.sh build/gcc 2000 2 1
   bash bench/nats_bench.sh build/gcc 2000 2
+  # Three daemons, 300 jobs: every burst fire started, none twice (docs/scale.md).
+  EVERY=20 BURST=100 CLAIMS=2000 bash bench/fleet_bench.sh build/gcc redis 3 300 8
 }
 
 asan_build() {

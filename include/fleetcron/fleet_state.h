@@ -269,6 +269,14 @@ class FLEETCRON_API FleetState : public FleetDocuments {
   [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
                                                  std::chrono::nanoseconds ttl, std::string_view alone_job = {},
                                                  ExpiredRecords expired = ExpiredRecords::report);
+  /// The same with several jobs alone at once (runs starting together,
+  /// one compare-and-swap): a job another live replica runs is left out
+  /// of the record — its runs with it — and named in `busy_jobs`; the
+  /// record is written unless every one is busy (the answer is then
+  /// `busy`, with the first one's busy_on and busy_run, nothing written).
+  [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
+                                                 std::chrono::nanoseconds ttl,
+                                                 std::span<const std::string_view> alone_jobs, ExpiredRecords expired);
   /// The live replicas (records not expired at `now`), oldest first.
   [[nodiscard]] RegistryRead read_replicas(Instant now);
   /// Removes the replica's record (a clean stop): `unchanged` if none was there.

@@ -106,6 +106,15 @@ struct FLEETCRON_API ReplicaAnnounce {
   /// busy: the replica listing a run of the job, and that run.
   std::string busy_on = {};
   std::optional<RunningFire> busy_run = {};
+  /// Of several jobs asked alone at once: those another live replica
+  /// runs, left out of the record written (each with busy_on and busy_run
+  /// set, status busy). Empty when none was, or one job was asked.
+  struct BusyJob {
+    std::string job_key;
+    std::string busy_on;
+    RunningFire busy_run;
+  };
+  std::vector<BusyJob> busy_jobs = {};
   /// A hash of the other live replicas' ids and jobs digests: it changes
   /// when one of them changes its jobs (a reload), even among other_jobs.
   std::uint64_t others_jobs_fingerprint = 0;

@@ -80,6 +80,39 @@ TEST_P(FleetStateContract, AnAnnouncementAloneWithAJobIsBusyWhileAnotherReplicaR
   EXPECT_EQ(back.busy_on, "b");
 }
 
+// Several jobs alone in one announcement (runs starting together): a job
+// another live record lists is answered busy and left out with its run;
+// the others are written. When every one is busy, nothing is.
+TEST_P(FleetStateContract, SeveralJobsAloneAtOnceWriteTheFreeOnesAndNameTheBusy) {
+  using Status = ReplicaAnnounce::Status;
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const Instant now = real_now();
+  ReplicaAnnouncement runner = replica("a", "30s", now);
+  runner.runs = {RunningFire{"busy", "busy@1", now, 7, now, 0, false}};
+  EXPECT_EQ(status_of(a->announce_replica(runner, now, ttl, "busy")), Status::accepted);
+  ReplicaAnnouncement next = replica("b", "30s", now);
+  next.runs = {RunningFire{"free", "free@2", now, 8, now, 0, false}, RunningFire{"busy", "busy@2", now, 9, now, 0, false}};
+  const std::vector<std::string_view> both{"free", "busy"};
+  const ReplicaAnnounce answer = b->announce_replica(next, now + 1s, ttl, both, FleetState::ExpiredRecords::report);
+  EXPECT_EQ(status_of(answer), Status::accepted);
+  ASSERT_EQ(answer.busy_jobs.size(), 1u);
+  EXPECT_EQ(answer.busy_jobs.front().job_key, "busy");
+  EXPECT_EQ(answer.busy_jobs.front().busy_on, "a");
+  EXPECT_EQ(answer.busy_jobs.front().busy_run.fire_key, "busy@1");
+  std::vector<std::string> listed;
+  for (const auto& record : b->read_replicas(now + 1s).replicas) {
+    for (const auto& run : record.replica.runs) listed.push_back(record.replica.replica_id + ":" + run.fire_key);
+  }
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, (std::vector<std::string>{"a:busy@1", "b:free@2"}));
+  const ReplicaAnnounce refused = a->announce_replica(replica("c", "30s", now), now + 2s, ttl, both,  // both run elsewhere
+                                                      FleetState::ExpiredRecords::report);
+  EXPECT_EQ(refused.status, Status::busy) << "both run elsewhere: " << refused.error;
+  EXPECT_EQ(refused.busy_jobs.size(), 2u);
+  EXPECT_EQ(ids(*a, now + 2s), (std::vector<std::string>{"a+", "b+"})) << "nothing written";
+}
+
 TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefused) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();

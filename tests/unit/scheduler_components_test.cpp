@@ -6,8 +6,10 @@
 // upkeep thread that polls them and announces the replica, the runs in
 // progress (timeouts, stops, lost terms) and the random delays (jitter,
 // retry backoff). On a virtual clock.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -30,6 +32,8 @@
 #include "core/scheduler/runs_in_progress.h"
 #include "fleetcron/clock.h"
 #include "fleetcron/memory_fleet_state.h"
+#include "support/eventually.h"
+#include "support/forwarding_fleet_state.h"
 
 namespace fleetcron::detail {
 namespace {
@@ -522,6 +526,90 @@ TEST(FleetUpkeep, AnnouncesEveryHeartbeatAndWithinASecondOfARunsStart) {
   ASSERT_TRUE(reaches_deadline(*clock, start + 31s));
   upkeep.stop();
   EXPECT_EQ(host.announced_at(), (std::vector<Clock::SteadyTime>{start + 10s, start + 11s, start + 21s}));
+}
+
+/// A fleet state whose registry reads wait while `closed` is set.
+class GatedRegistry final : public fleetcron::test::ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  StoredDocument load_document(Document which) override {
+    if (which == Document::registry) {
+      std::unique_lock lock(mutex);
+      ++entered;
+      cv.notify_all();
+      cv.wait(lock, [&] { return !closed; });
+    }
+    return inner_->load_document(which);
+  }
+  void open() {
+    {
+      std::lock_guard guard(mutex);
+      closed = false;
+    }
+    cv.notify_all();
+  }
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool closed = true;
+  int entered = 0;
+};
+
+// Runs starting together are announced alone in one announcement: those
+// that queued behind the one under way go in the next, together; a job
+// another replica runs is answered busy and left out, the others written.
+TEST(RegistryMembership, RunsStartingTogetherShareOneAnnouncementAlone) {
+  auto clock = std::make_shared<VirtualClock>(t0());
+  auto memory = std::make_shared<MemoryFleetState>(clock);
+  ReplicaAnnouncement other;
+  other.replica_id = "replica-b";
+  other.started = clock->now();
+  other.runs = {RunningFire{"j3", "j3@1", clock->now(), 1, clock->now(), 0, false}};
+  ASSERT_EQ(memory->announce_replica(other, clock->now(), 30s).status, ReplicaAnnounce::Status::accepted);
+  auto gated = std::make_shared<GatedRegistry>(memory);
+  AnnouncementsHost host(clock);
+  FleetOptions fleet;
+  fleet.state = gated;
+  fleet.replica_id = "replica-a";
+  fleet.registry_heartbeat_interval = 10s;
+  RegistryMembership membership(host, fleet, clock);
+  membership.start();
+  constexpr int runs = 6;
+  std::vector<RegistryMembership::AloneRun> alone(runs);
+  std::vector<ReplicaAnnounce> answers(runs);
+  std::atomic<int> written{0};
+  for (int i = 0; i < runs; ++i) {
+    const std::string job = fmt::format("j{}", i);
+    alone[static_cast<std::size_t>(i)] = {RunningFire{job, job + "@2", clock->now(), 2, clock->now(), 0, false},
+                                          [&] { ++written; }};
+  }
+  std::vector<std::thread> threads;
+  const auto announce = [&](int i) {
+    threads.emplace_back([&, i] { answers[static_cast<std::size_t>(i)] = membership.announce_alone(alone[static_cast<std::size_t>(i)]); });
+  };
+  announce(0);  // in the store, held at the gate
+  {
+    std::unique_lock lock(gated->mutex);
+    ASSERT_TRUE(gated->cv.wait_for(lock, 10s, [&] { return gated->entered == 1; }));
+  }
+  for (int i = 1; i < runs; ++i) announce(i);  // queue behind it
+  ASSERT_TRUE(fleetcron::test::eventually([&] { return membership.alone_waiting() == runs - 1; }));
+  gated->open();
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(host.announced_at().size(), 2U) << "one for j0, one for the five that queued";
+  for (int i = 0; i < runs; ++i) {
+    const auto expected = i == 3 ? ReplicaAnnounce::Status::busy : ReplicaAnnounce::Status::accepted;
+    EXPECT_EQ(answers[static_cast<std::size_t>(i)].status, expected) << i << ": " << answers[static_cast<std::size_t>(i)].error;
+  }
+  EXPECT_EQ(answers[3].busy_on, "replica-b");
+  ASSERT_TRUE(answers[3].busy_run);
+  EXPECT_EQ(answers[3].busy_run->fire_key, "j3@1");
+  EXPECT_EQ(written, runs - 1);
+  std::set<std::string> listed;
+  for (const auto& record : memory->read_replicas(clock->now()).replicas) {
+    if (record.replica.replica_id != "replica-a") continue;
+    for (const auto& run : record.replica.runs) listed.insert(run.job_key);
+  }
+  EXPECT_EQ(listed, (std::set<std::string>{"j1", "j2", "j4", "j5"})) << "the second record: the four it wrote";
 }
 
 TEST(FleetUpkeep, PollsTheControlsOnTheirPeriodUntilPollsStop) {

@@ -239,6 +239,25 @@ std::optional<ReplicaAnnounce> running_elsewhere(const std::vector<ReplicaRecord
   return std::nullopt;
 }
 
+// Of `jobs`, those a live record lists a run of — and, when the expired
+// records are kept, an expired record of another replica.
+std::vector<ReplicaAnnounce::BusyJob> busy_alone(const Records& records, std::string_view replica_id,
+                                                 std::span<const std::string_view> jobs, bool keep) {
+  std::vector<ReplicaRecord> others;
+  if (keep) {  // but for an earlier process of this replica: dead, reported by the caller
+    for (const auto& r : records.expired) {
+      if (r.replica.replica_id != replica_id) others.push_back(r);
+    }
+  }
+  std::vector<ReplicaAnnounce::BusyJob> busy;
+  for (const std::string_view job : jobs) {
+    auto found = running_elsewhere(records.live, job);
+    if (!found) found = running_elsewhere(others, job);
+    if (found) busy.push_back({std::string(job), std::move(found->busy_on), std::move(*found->busy_run)});
+  }
+  return busy;
+}
+
 }  // namespace
 
 void check_replica_announcement(const ReplicaAnnouncement& replica) {
@@ -330,6 +349,13 @@ std::optional<std::vector<ReplicaRecord>> parse_replica_registry(std::string_vie
 ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
                                              std::chrono::nanoseconds ttl, std::string_view alone_job,
                                              ExpiredRecords expired) {
+  const std::span<const std::string_view> alone(&alone_job, alone_job.empty() ? 0 : 1);
+  return announce_replica(announced, now, ttl, alone, expired);
+}
+
+ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announced, Instant now,
+                                             std::chrono::nanoseconds ttl,
+                                             std::span<const std::string_view> alone_jobs, ExpiredRecords expired) {
   check_replica_announcement(announced);
   // As the store keeps it (microseconds): its own earlier record is recognised by its start.
   ReplicaAnnouncement replica = announced;
@@ -358,22 +384,23 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         if (!records) return std::nullopt;
         const OwnRecord own_before = take_own(*records, replica);
         const bool keep = expired == ExpiredRecords::keep;
-        auto busy = running_elsewhere(records->live, alone_job);
-        if (!busy && keep) {  // but for an earlier process of this replica: dead, reported below
-          std::vector<ReplicaRecord> others;
-          for (const auto& r : records->expired) {
-            if (r.replica.replica_id != replica.replica_id) others.push_back(r);
-          }
-          busy = running_elsewhere(others, alone_job);
-        }
-        if (busy) {
-          answer = std::move(*busy);
+        ReplicaAnnouncement written_replica = replica;
+        std::vector<ReplicaAnnounce::BusyJob> busy = busy_alone(*records, replica.replica_id, alone_jobs, keep);
+        if (!busy.empty() && busy.size() == alone_jobs.size()) {
+          answer = ReplicaAnnounce{ReplicaAnnounce::Status::busy};
+          answer.busy_on = busy.front().busy_on;
+          answer.busy_run = busy.front().busy_run;
+          if (alone_jobs.size() > 1) answer.busy_jobs = std::move(busy);
           return std::nullopt;
         }
-        answer = verdict(replica, own_before.accepted, records->live, now, ttl);
+        std::erase_if(written_replica.runs, [&](const RunningFire& run) {
+          return std::any_of(busy.begin(), busy.end(), [&](const auto& b) { return b.job_key == run.job_key; });
+        });
+        answer = verdict(written_replica, own_before.accepted, records->live, now, ttl);
         answer.found_own = own_before.found;
         answer.replaced = std::move(replaced);
-        ReplicaRecord own{replica, cursor_instant(now), cursor_instant(now + ttl),
+        answer.busy_jobs = std::move(busy);
+        ReplicaRecord own{std::move(written_replica), cursor_instant(now), cursor_instant(now + ttl),
                           answer.status == ReplicaAnnounce::Status::accepted};
         fit_record(own);
         std::vector<ReplicaRecord> written = std::move(records->live);

@@ -50,7 +50,7 @@ bool Scheduler::Impl::enter_fleet_overlap(const Fire& fire, detail::Run& run, de
   bool waiting = false;
   for (;;) {
     alone.fire.started_at = cursor_instant(clock_->now());
-    ReplicaAnnounce answer = membership_->announce(&alone);
+    ReplicaAnnounce answer = membership_->announce_alone(alone);
     if (answer.status == ReplicaAnnounce::Status::accepted || answer.status == ReplicaAnnounce::Status::refused) {
       if (waiting) log(LogLevel::info, fmt::format("fire {} starts: the previous run of its job ended", context.fire_key));
       return true;

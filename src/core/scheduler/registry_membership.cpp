@@ -101,25 +101,84 @@ void RegistryMembership::note_answered(Clock::SteadyTime now, bool answered) {
   answered_at_ = now;
 }
 
-ReplicaAnnounce RegistryMembership::ask(const AloneRun* alone, Instant my_start, FleetState::ExpiredRecords expired) {
+ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, Instant my_start,
+                                        FleetState::ExpiredRecords expired) {
   ReplicaAnnouncement me = announcement_;
   me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
   me.started = my_start;
   me.runs = host_.running_fires();
-  if (alone != nullptr) {  // first: a record too large loses its last runs
-    if (me.runs.size() == max_listed_runs) me.runs.pop_back();  // one not listed alone, if any
-    me.runs.insert(me.runs.begin(), alone->fire);
+  std::vector<std::string_view> alone_jobs;
+  if (!group.empty()) {  // first: a record too large loses its last runs (not listed alone)
+    FLEETCRON_ASSERT(group.size() <= max_listed_runs);
+    if (me.runs.size() > max_listed_runs - group.size()) me.runs.resize(max_listed_runs - group.size());
+    std::vector<RunningFire> alone;
+    for (const AloneRequest* request : group) {
+      alone.push_back(request->run->fire);
+      alone_jobs.push_back(request->run->fire.job_key);
+    }
+    me.runs.insert(me.runs.begin(), alone.begin(), alone.end());
   }
   try {
-    return state_->announce_replica(me, host_.fleet_now(), replica_ttl(),
-                                    alone != nullptr ? std::string_view(alone->fire.job_key) : "", expired);
+    return state_->announce_replica(me, host_.fleet_now(), replica_ttl(), alone_jobs, expired);
   } catch (...) {
     return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, describe_exception(std::current_exception())};
   }
 }
 
-ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
+namespace {
+
+/// What one run of a group announced alone learns of the answer.
+ReplicaAnnounce answer_for(const ReplicaAnnounce& answer, std::string_view job_key) {
+  ReplicaAnnounce own{answer.status};
+  own.error = answer.error;
+  if (answer.status == ReplicaAnnounce::Status::busy && answer.busy_jobs.empty()) {
+    own.busy_on = answer.busy_on;
+    own.busy_run = answer.busy_run;
+    return own;
+  }
+  for (const auto& busy : answer.busy_jobs) {
+    if (busy.job_key != job_key) continue;
+    own.status = ReplicaAnnounce::Status::busy;
+    own.busy_on = busy.busy_on;
+    own.busy_run = busy.busy_run;
+  }
+  return own;
+}
+
+}  // namespace
+
+ReplicaAnnounce RegistryMembership::announce() {
   std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
+  return announce(serial, {});
+}
+
+ReplicaAnnounce RegistryMembership::announce_alone(const AloneRun& alone) {
+  AloneRequest request{&alone, std::nullopt};
+  {
+    std::lock_guard guard(alone_mutex_);
+    alone_waiting_.push_back(&request);
+  }
+  std::unique_lock serial(announce_mutex_);
+  // The announcement before this one took it: answered (under serial).
+  if (request.answer) return std::move(*request.answer);
+  std::vector<AloneRequest*> group{&request};
+  {
+    std::lock_guard guard(alone_mutex_);
+    std::erase(alone_waiting_, &request);
+    const std::size_t taken = std::min(alone_waiting_.size(), max_listed_runs - 1);
+    group.insert(group.end(), alone_waiting_.begin(), alone_waiting_.begin() + static_cast<std::ptrdiff_t>(taken));
+    alone_waiting_.erase(alone_waiting_.begin(), alone_waiting_.begin() + static_cast<std::ptrdiff_t>(taken));
+  }
+  (void)announce(serial, group);
+  return std::move(*request.answer);
+}
+
+std::size_t RegistryMembership::alone_waiting() const {
+  std::lock_guard guard(alone_mutex_);
+  return alone_waiting_.size();
+}
+
+ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group) {
   // The record's life starts before the request: trusted no longer than it lives.
   const auto now = clock_->steady_now();
   // Before the runs are read: every run unlisted by now is left out.
@@ -129,15 +188,17 @@ ReplicaAnnounce RegistryMembership::announce(const AloneRun* alone) {
     std::lock_guard guard(mutex_);
     my_start = started_at_;
   }
-  ReplicaAnnounce answer = ask(alone, my_start, expired_records_at(now));
+  ReplicaAnnounce answer = ask(group, my_start, expired_records_at(now));
   note_answered(now, answer.status != ReplicaAnnounce::Status::error);
+  for (AloneRequest* request : group) {
+    request->answer = answer_for(answer, request->run->fire.job_key);
+    // Written: the heartbeats list it from here (none came between, serial).
+    const auto status = request->answer->status;
+    if (status != ReplicaAnnounce::Status::error && status != ReplicaAnnounce::Status::busy) request->run->written();
+  }
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
   FLEETCRON_ASSERT(announce_covered_ <= announce_requested_.load());  // no announcement covers a run not yet unlisted
-  if (alone != nullptr && answer.status != ReplicaAnnounce::Status::error) {
-    // Written: the heartbeats list it from here (none came between, serial).
-    alone->written();
-  }
   Notes notes;
   std::vector<ReplicaRecord> lost;
   if (answer.status != ReplicaAnnounce::Status::error) lost = sort_out_same_id(answer, my_start, notes);

@@ -65,10 +65,16 @@ class RegistryMembership {
   [[nodiscard]] std::chrono::nanoseconds replica_ttl() const;
   /// Before the first announcement: this start's time, and unverified.
   void start();
-  /// Writes this replica's record (and `alone` first in its runs) and
-  /// takes the verdict; `busy` (another replica lists a run of the alone
-  /// run's job) leaves the verdict as it was.
-  ReplicaAnnounce announce(const AloneRun* alone = nullptr);
+  /// Writes this replica's record and takes the verdict.
+  ReplicaAnnounce announce();
+  /// The same with `alone` first in its runs, unless another replica lists
+  /// a run of its job: then its answer is `busy`, and the verdict stays as
+  /// it was. Runs that start together share one announcement (a group
+  /// commit): a caller whose run the announcement under way did not take
+  /// announces every run waiting by then, at most max_listed_runs.
+  ReplicaAnnounce announce_alone(const AloneRun& alone);
+  /// How many runs wait to be announced alone (none taken by an announcement yet).
+  [[nodiscard]] std::size_t alone_waiting() const;
   /// After a run was unlisted: makes sure an announcement that no longer
   /// lists it reached the store. Runs that end together share one (a group
   /// commit): an announcement begun after this run was unlisted covers it.
@@ -87,8 +93,17 @@ class RegistryMembership {
 
  private:
   using Notes = std::vector<std::pair<LogLevel, std::string>>;
+  /// A run waiting to be announced alone, and its answer once it was.
+  struct AloneRequest {
+    const AloneRun* run;
+    std::optional<ReplicaAnnounce> answer;
+  };
+  /// One announcement (`serial` holds announce_mutex_; released before
+  /// the reports), for the runs of `group` too: each gets its answer.
+  ReplicaAnnounce announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group);
   /// Writes the record: this start's, with the host's digest and runs.
-  [[nodiscard]] ReplicaAnnounce ask(const AloneRun* alone, Instant my_start, FleetState::ExpiredRecords expired);
+  [[nodiscard]] ReplicaAnnounce ask(std::span<AloneRequest* const> group, Instant my_start,
+                                    FleetState::ExpiredRecords expired);
   /// Whether an announcement asked at `now` may judge the records that
   /// expired, and the bookkeeping of one answered or failed.
   [[nodiscard]] FleetState::ExpiredRecords expired_records_at(Clock::SteadyTime now) const;
@@ -105,6 +120,8 @@ class RegistryMembership {
   const std::chrono::nanoseconds heartbeat_;
   const std::shared_ptr<Clock> clock_;
 
+  mutable std::mutex alone_mutex_;  // guards alone_waiting_ alone; taken after announce_mutex_, if both
+  std::vector<AloneRequest*> alone_waiting_;  // not yet taken by an announcement
   std::mutex announce_mutex_;  // held across an announcement; guards the members down to mutex_
   /// Unlisted runs waiting for an announcement (tickets, announce_unlisted());
   /// announce_covered_ is the last ticket a written one covered.
