@@ -167,24 +167,41 @@ CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant insta
 }
 
 std::vector<CursorAdvance> FleetState::advance_cursors(std::span<const CursorAdvanceRequest> requests) {
-  std::vector<std::size_t> key_counts(requests.size(), 1);
-  std::vector<std::vector<std::string>> calls;
-  calls.reserve(requests.size());
+  std::vector<std::string> keys, args;
+  keys.reserve(requests.size());
+  args.reserve(3 * requests.size());
   for (const auto& request : requests) {
     check_cursor_arguments(request.job_key, request.keep_for);
-    calls.push_back({impl_->cursor_key(request.job_key), std::to_string(micros_of(request.instant)),
-                     std::to_string(request.schedule_digest), keep_ms(request.keep_for)});
+    keys.push_back(impl_->cursor_key(request.job_key));
+    args.push_back(std::to_string(micros_of(request.instant)));
+    args.push_back(std::to_string(request.schedule_digest));
+    args.push_back(keep_ms(request.keep_for));
   }
   std::vector<CursorAdvance> answers;
   answers.reserve(requests.size());
-  std::vector<Reply> replies;
+  if (requests.empty()) return answers;
+  Reply reply;
   try {
-    replies = impl_->client_->impl().eval_pipeline(advance_script(), key_counts, calls);
+    reply = impl_->client_->impl().eval(advance_script(), keys, args);  // one call for the batch
   } catch (const std::exception& e) {
     answers.assign(requests.size(), CursorAdvance{CursorAdvance::Status::error, std::nullopt, e.what()});
     return answers;
   }
-  for (std::size_t i = 0; i < requests.size(); ++i) answers.push_back(impl_->advanced(requests[i].job_key, replies[i]));
+  if (reply.type != Reply::Type::array || reply.elements.size() != requests.size()) {
+    const std::string error = reply.is_error() ? fmt::format("{}: {}", impl_->client_->describe(), reply.text)
+                                               : fmt::format("{}: the cursor script answered {} for {} cursors",
+                                                             impl_->client_->describe(), to_string(reply.type),
+                                                             requests.size());
+    answers.assign(requests.size(), CursorAdvance{CursorAdvance::Status::error, std::nullopt, error});
+    return answers;
+  }
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    Reply& one = reply.elements[i];
+    const bool refused = one.type == Reply::Type::array && one.elements.size() == 2 &&
+                         one.elements[0].type == Reply::Type::integer && one.elements[0].integer == -1;
+    if (refused) one = Reply{Reply::Type::error, fmt::format("{}: {}", keys[i], one.elements[1].text), 0, {}};
+    answers.push_back(impl_->advanced(requests[i].job_key, one));
+  }
   return answers;
 }
 

@@ -140,24 +140,42 @@ return 0
 // to 2^53 µs, the year 2255). A key holding anything else is refused
 // (NOTCURSOR), never overwritten.
 
-// KEYS: the cursor. ARGV: instant µs, digest, keep ms. Returns {1, new
-// value} if the cursor moved, {0, value} if it was already there or past it
-// (its expiry is refreshed either way).
+// KEYS: the cursors of a claim batch's jobs. ARGV: three per cursor: the
+// instant µs, the schedule digest, keep ms. Moves each cursor forward to
+// its instant (a maximum: never back), with a version one higher and the
+// store's epoch. Returns one answer per cursor: {1, new value} if it
+// moved, {0, value} if it was already there or past it (its expiry is
+// refreshed either way), {-1, error} if the key holds something other
+// than a cursor (left as it is). One call for the batch: the epoch is read
+// once.
 inline constexpr const char* advance_cursor_script = FLEETCRON_EPOCH_LUA R"lua(
-local current = redis.call('GET', KEYS[1])
-local version = 0
-if current then
-  local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+ ?%x*$')
-  if not at then return redis.error_reply('NOTCURSOR the key holds something other than a cursor') end
-  if tonumber(at) >= tonumber(ARGV[1]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return {0, current}
+local epoch = nil
+local out = {}
+for i = 1, #KEYS do
+  local instant, digest, keep = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
+  local current = redis.call('GET', KEYS[i])
+  local version, done = 0, false
+  if current then
+    local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+ ?%x*$')
+    if not at then
+      out[i] = {-1, 'NOTCURSOR the key holds something other than a cursor'}
+      done = true
+    elseif tonumber(at) >= tonumber(instant) then
+      redis.call('PEXPIRE', KEYS[i], keep)
+      out[i] = {0, current}
+      done = true
+    else
+      version = tonumber(written)
+    end
   end
-  version = tonumber(written)
+  if not done then
+    if epoch == nil then epoch = store_epoch() end
+    local value = with_epoch(instant .. ' ' .. digest .. ' ' .. string.format('%.0f', version + 1) .. ' -', epoch)
+    redis.call('SET', KEYS[i], value, 'PX', keep)
+    out[i] = {1, value}
+  end
 end
-local value = with_epoch(ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. string.format('%.0f', version + 1) .. ' -', store_epoch())
-redis.call('SET', KEYS[1], value, 'PX', ARGV[3])
-return {1, value}
+return out
 )lua";
 
 // KEYS: the cursor. ARGV: the cursor read, as stored ('' when it was

@@ -31,6 +31,16 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
   const CursorAdvance advance = state.advance_cursor("job", at, 1, 1h);
   ASSERT_EQ(advance.status, CursorAdvance::Status::error);
   EXPECT_NE(advance.error.find("NOTCURSOR"), std::string::npos) << advance.error;
+  // In a claim batch (one script call), the other cursors still move.
+  const std::vector<CursorAdvanceRequest> batch{{"before", at, 1, 1h}, {"job", at, 1, 1h}, {"after", at, 1, 1h}};
+  const std::vector<CursorAdvance> answers = state.advance_cursors(batch);
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].status, CursorAdvance::Status::moved) << answers[0].error;
+  EXPECT_EQ(answers[1].status, CursorAdvance::Status::error);
+  EXPECT_NE(answers[1].error.find(key), std::string::npos) << answers[1].error;
+  EXPECT_NE(answers[1].error.find("NOTCURSOR"), std::string::npos) << answers[1].error;
+  EXPECT_EQ(answers[2].status, CursorAdvance::Status::moved) << answers[2].error;
+  EXPECT_EQ(state.advance_cursors(batch)[0].status, CursorAdvance::Status::already_past);
   EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
   EXPECT_EQ(client->impl().command({"GET", key}).text, "not a cursor");  // nothing overwrote it
 }
