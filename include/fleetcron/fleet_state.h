@@ -270,10 +270,12 @@ class FLEETCRON_API FleetState : public FleetDocuments {
                                                  std::chrono::nanoseconds ttl, std::string_view alone_job = {},
                                                  ExpiredRecords expired = ExpiredRecords::report);
   /// The same with several jobs alone at once (runs starting together,
-  /// one compare-and-swap): a job another live replica runs is left out
-  /// of the record — its runs with it — and named in `busy_jobs`; the
-  /// record is written unless every one is busy (the answer is then
-  /// `busy`, with the first one's busy_on and busy_run, nothing written).
+  /// one compare-and-swap; each job's run listed first in `replica.runs`):
+  /// a job another live replica runs is named in `busy_jobs` and its run
+  /// left out of the record; a run that did not fit in the record is
+  /// named in `unlisted_jobs`; the record is written unless every job is
+  /// busy (the answer is then `busy`, with the first one's busy_on and
+  /// busy_run, nothing written).
   [[nodiscard]] ReplicaAnnounce announce_replica(const ReplicaAnnouncement& replica, Instant now,
                                                  std::chrono::nanoseconds ttl,
                                                  std::span<const std::string_view> alone_jobs, ExpiredRecords expired);

@@ -115,6 +115,10 @@ struct FLEETCRON_API ReplicaAnnounce {
     RunningFire busy_run;
   };
   std::vector<BusyJob> busy_jobs = {};
+  /// Of several jobs asked alone at once: those whose run did not fit in
+  /// the record (max_replica_record_bytes: the runs listed first stay),
+  /// left out of it like the busy ones, but not known to be busy.
+  std::vector<std::string> unlisted_jobs = {};
   /// A hash of the other live replicas' ids and jobs digests: it changes
   /// when one of them changes its jobs (a reload), even among other_jobs.
   std::uint64_t others_jobs_fingerprint = 0;

@@ -153,9 +153,12 @@ local epoch = nil
 local out = {}
 for i = 1, #KEYS do
   local instant, digest, keep = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
-  local current = redis.call('GET', KEYS[i])
+  local current = redis.pcall('GET', KEYS[i])  -- a key of another type fails its own cursor alone
   local version, done = 0, false
-  if current then
+  if type(current) == 'table' and current.err then
+    out[i] = {-1, 'NOTCURSOR the key holds something other than a cursor (' .. current.err .. ')'}
+    done = true
+  elseif current then
     local at, written = string.match(current, '^(%-?%d+) %d+ (%d+) %S+ ?%x*$')
     if not at then
       out[i] = {-1, 'NOTCURSOR the key holds something other than a cursor'}

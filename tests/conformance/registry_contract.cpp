@@ -113,6 +113,29 @@ TEST_P(FleetStateContract, SeveralJobsAloneAtOnceWriteTheFreeOnesAndNameTheBusy)
   EXPECT_EQ(ids(*a, now + 2s), (std::vector<std::string>{"a+", "b+"})) << "nothing written";
 }
 
+// Runs asked alone that do not fit in the record (16 KiB: about five with
+// 1 KiB keys and 2 KiB fire keys) are named unlisted, not written: the
+// ones listed first are.
+TEST_P(FleetStateContract, RunsAskedAloneBeyondTheRecordsBytesAreNamedUnlisted) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const Instant now = real_now();
+  ReplicaAnnouncement many = replica("a", "30s", now);
+  std::vector<std::string> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(std::string(1000, static_cast<char>('a' + i)));
+  for (const auto& job : jobs) many.runs.push_back(RunningFire{job, job + std::string(1000, '@'), now, 1, now, 0, false});
+  const std::vector<std::string_view> alone(jobs.begin(), jobs.end());
+  const ReplicaAnnounce answer = a->announce_replica(many, now, ttl, alone, FleetState::ExpiredRecords::report);
+  EXPECT_EQ(status_of(answer), ReplicaAnnounce::Status::accepted);
+  ASSERT_FALSE(answer.unlisted_jobs.empty());
+  const RegistryRead read = a->read_replicas(now);
+  ASSERT_EQ(read.replicas.size(), 1u);
+  const auto& listed = read.replicas.front().replica.runs;
+  EXPECT_EQ(listed.size() + answer.unlisted_jobs.size(), jobs.size());
+  for (std::size_t i = 0; i < listed.size(); ++i) EXPECT_EQ(listed[i].job_key, jobs[i]) << "the first ones";
+  EXPECT_EQ(answer.unlisted_jobs.front(), jobs[listed.size()]);
+}
+
 TEST_P(FleetStateContract, TheFirstReplicasSettingsAreTheFleetsAndOthersAreRefused) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica(), c = fleet->replica();

@@ -198,7 +198,8 @@ TEST(ProcessRunner, StandardInputDirectoryAndAccount) {
   const auto result = run_command(s, {}, output.sink());
   ASSERT_TRUE(result.succeeded()) << result.describe();
   // The child shares the daemon's memory until its exec (vfork): its
-  // switch to the user is its own, never the daemon's.
+  // switch to the user must never reach the daemon's threads (glibc's
+  // setuid() would signal them, from their list in the shared memory).
   EXPECT_EQ(geteuid(), uid);
   EXPECT_EQ(getegid(), gid);
   std::thread([&] { EXPECT_EQ(geteuid(), uid); }).join();

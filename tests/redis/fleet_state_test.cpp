@@ -41,6 +41,17 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
   EXPECT_NE(answers[1].error.find("NOTCURSOR"), std::string::npos) << answers[1].error;
   EXPECT_EQ(answers[2].status, CursorAdvance::Status::moved) << answers[2].error;
   EXPECT_EQ(state.advance_cursors(batch)[0].status, CursorAdvance::Status::already_past);
+  // A key of another type too (Redis would abort the whole script on WRONGTYPE).
+  ASSERT_EQ(client->impl().command({"DEL", key}).type, Reply::Type::integer);
+  ASSERT_EQ(client->impl().command({"HSET", key, "field", "value"}).integer, 1);
+  const std::vector<CursorAdvance> typed = state.advance_cursors(batch);
+  ASSERT_EQ(typed.size(), 3u);
+  EXPECT_EQ(typed[0].status, CursorAdvance::Status::already_past) << typed[0].error;
+  EXPECT_EQ(typed[1].status, CursorAdvance::Status::error);
+  EXPECT_NE(typed[1].error.find("NOTCURSOR"), std::string::npos) << typed[1].error;
+  EXPECT_EQ(typed[2].status, CursorAdvance::Status::already_past) << typed[2].error;
+  ASSERT_EQ(client->impl().command({"DEL", key}).integer, 1);
+  ASSERT_EQ(client->impl().command({"SET", key, "not a cursor"}).text, "OK");
   EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
   EXPECT_EQ(client->impl().command({"GET", key}).text, "not a cursor");  // nothing overwrote it
 }

@@ -393,9 +393,11 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
           if (alone_jobs.size() > 1) answer.busy_jobs = std::move(busy);
           return std::nullopt;
         }
-        std::erase_if(written_replica.runs, [&](const RunningFire& run) {
-          return std::any_of(busy.begin(), busy.end(), [&](const auto& b) { return b.job_key == run.job_key; });
-        });
+        for (const auto& b : busy) {  // the run asked alone (its job's first listed), not others of the job
+          const auto run = std::find_if(written_replica.runs.begin(), written_replica.runs.end(),
+                                        [&](const RunningFire& r) { return r.job_key == b.job_key; });
+          if (run != written_replica.runs.end()) written_replica.runs.erase(run);
+        }
         answer = verdict(written_replica, own_before.accepted, records->live, now, ttl);
         answer.found_own = own_before.found;
         answer.replaced = std::move(replaced);
@@ -403,6 +405,13 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         ReplicaRecord own{std::move(written_replica), cursor_instant(now), cursor_instant(now + ttl),
                           answer.status == ReplicaAnnounce::Status::accepted};
         fit_record(own);
+        for (const std::string_view job : alone_jobs) {
+          const bool is_busy = std::any_of(answer.busy_jobs.begin(), answer.busy_jobs.end(),
+                                           [&](const auto& b) { return b.job_key == job; });
+          const bool listed = std::any_of(own.replica.runs.begin(), own.replica.runs.end(),
+                                          [&](const RunningFire& r) { return r.job_key == job; });
+          if (!is_busy && !listed) answer.unlisted_jobs.emplace_back(job);
+        }
         std::vector<ReplicaRecord> written = std::move(records->live);
         for (ReplicaRecord& gone : records->expired) {
           // Kept for a caller in touch with the store to judge; an earlier

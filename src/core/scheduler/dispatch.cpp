@@ -86,6 +86,23 @@ detail::RunQueue::BatchRule Scheduler::Impl::batch_rule() {
       claim_batch_limit};
 }
 
+void Scheduler::Impl::skip_busy_here(std::vector<Fire>& batch) {
+  // A look, not an entry (the worker that runs the fire enters after the
+  // claim): a replica whose previous run of the job still goes leaves the
+  // fire to the others, unclaimed, as a fire decided alone does. Its run
+  // may be unlisted in the registry already, ending: another replica then
+  // runs the fire, where this one would have claimed it and skipped it.
+  for (Fire& fire : batch) {
+    if (fire.state == FireState::dropped || !fire.entry->overlap || fire.catch_up()) continue;  // catch-up: after
+    {
+      std::lock_guard guard(fire.entry->overlap->mutex);
+      if (fire.entry->overlap->active == 0) continue;
+    }
+    report_skip(fire, SkipReason::overlap, "the previous run is still going");
+    fire.state = FireState::dropped;
+  }
+}
+
 bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   const std::size_t taken = batch.size();
   batch.insert(batch.begin(), std::move(fire));
@@ -104,6 +121,7 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   // One election for the whole batch: the fires are due together, and a
   // round trip per fire would multiply an outage's timeouts.
   claims_->screen(batch, claims_->elect());
+  skip_busy_here(batch);
   release_unwanted();
   claims_->claim(batch);
   advance_cursors(batch);

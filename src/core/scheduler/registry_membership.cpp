@@ -101,24 +101,26 @@ void RegistryMembership::note_answered(Clock::SteadyTime now, bool answered) {
   answered_at_ = now;
 }
 
-ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, Instant my_start,
+ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, std::size_t& listed, Instant my_start,
                                         FleetState::ExpiredRecords expired) {
-  ReplicaAnnouncement me = announcement_;
-  me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
-  me.started = my_start;
-  me.runs = host_.running_fires();
-  std::vector<std::string_view> alone_jobs;
-  if (!group.empty()) {  // first: a record too large loses its last runs (not listed alone)
-    FLEETCRON_ASSERT(group.size() <= max_listed_runs);
-    if (me.runs.size() > max_listed_runs - group.size()) me.runs.resize(max_listed_runs - group.size());
+  listed = 0;
+  try {
+    ReplicaAnnouncement me = announcement_;
+    me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
+    me.started = my_start;
+    me.runs = host_.running_fires();
+    // The group's runs first, as many as the record's runs leave room for
+    // (at least one: a record too large loses its last runs, not listed alone).
+    const std::size_t room = max_listed_runs - std::min(max_listed_runs, me.runs.size());
+    listed = std::min(group.size(), std::max<std::size_t>(room, 1));
+    if (me.runs.size() > max_listed_runs - listed) me.runs.resize(max_listed_runs - listed);
+    std::vector<std::string_view> alone_jobs;
     std::vector<RunningFire> alone;
-    for (const AloneRequest* request : group) {
-      alone.push_back(request->run->fire);
-      alone_jobs.push_back(request->run->fire.job_key);
+    for (std::size_t i = 0; i < listed; ++i) {
+      alone.push_back(group[i]->run->fire);
+      alone_jobs.push_back(group[i]->run->fire.job_key);
     }
     me.runs.insert(me.runs.begin(), alone.begin(), alone.end());
-  }
-  try {
     return state_->announce_replica(me, host_.fleet_now(), replica_ttl(), alone_jobs, expired);
   } catch (...) {
     return {ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, describe_exception(std::current_exception())};
@@ -127,8 +129,12 @@ ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, In
 
 namespace {
 
-/// What one run of a group announced alone learns of the answer.
-ReplicaAnnounce answer_for(const ReplicaAnnounce& answer, std::string_view job_key) {
+/// What one run of a group announced alone learns of the answer: nothing
+/// if its run did not fit in the record.
+std::optional<ReplicaAnnounce> answer_for(const ReplicaAnnounce& answer, std::string_view job_key) {
+  if (std::find(answer.unlisted_jobs.begin(), answer.unlisted_jobs.end(), job_key) != answer.unlisted_jobs.end()) {
+    return std::nullopt;
+  }
   ReplicaAnnounce own{answer.status};
   own.error = answer.error;
   if (answer.status == ReplicaAnnounce::Status::busy && answer.busy_jobs.empty()) {
@@ -149,28 +155,57 @@ ReplicaAnnounce answer_for(const ReplicaAnnounce& answer, std::string_view job_k
 
 ReplicaAnnounce RegistryMembership::announce() {
   std::unique_lock serial(announce_mutex_);  // answers are applied in the order they were asked
-  return announce(serial, {});
+  std::vector<std::optional<ReplicaAnnounce>> none;
+  return announce(serial, {}, none);
 }
 
 ReplicaAnnounce RegistryMembership::announce_alone(const AloneRun& alone) {
   AloneRequest request{&alone, std::nullopt};
-  {
-    std::lock_guard guard(alone_mutex_);
-    alone_waiting_.push_back(&request);
+  std::unique_lock lock(alone_mutex_);
+  alone_waiting_.push_back(&request);
+  for (;;) {
+    // Answered by a group's leader, or the lead is free: this one takes it.
+    alone_cv_.wait(lock, [&] { return request.answer || !alone_led_; });
+    if (request.answer) return std::move(*request.answer);
+    alone_led_ = true;
+    lock.unlock();
+    lead_alone(request);
+    lock.lock();
   }
+}
+
+void RegistryMembership::lead_alone(AloneRequest& own) {
   std::unique_lock serial(announce_mutex_);
-  // The announcement before this one took it: answered (under serial).
-  if (request.answer) return std::move(*request.answer);
-  std::vector<AloneRequest*> group{&request};
+  std::vector<AloneRequest*> group{&own};
   {
     std::lock_guard guard(alone_mutex_);
-    std::erase(alone_waiting_, &request);
+    std::erase(alone_waiting_, &own);
     const std::size_t taken = std::min(alone_waiting_.size(), max_listed_runs - 1);
     group.insert(group.end(), alone_waiting_.begin(), alone_waiting_.begin() + static_cast<std::ptrdiff_t>(taken));
     alone_waiting_.erase(alone_waiting_.begin(), alone_waiting_.begin() + static_cast<std::ptrdiff_t>(taken));
   }
-  (void)announce(serial, group);
-  return std::move(*request.answer);
+  std::vector<std::optional<ReplicaAnnounce>> answers(group.size());
+  try {
+    (void)announce(serial, group, answers);
+  } catch (...) {
+    for (auto& answer : answers) {
+      if (!answer) answer = ReplicaAnnounce{ReplicaAnnounce::Status::error, {}, {}, {}, {}, {}, describe_exception(std::current_exception())};
+    }
+  }
+  {
+    std::lock_guard guard(alone_mutex_);
+    std::vector<AloneRequest*> unlisted;  // in the next group, first
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (answers[i]) {
+        group[i]->answer = std::move(answers[i]);
+      } else {
+        unlisted.push_back(group[i]);
+      }
+    }
+    alone_waiting_.insert(alone_waiting_.begin(), unlisted.begin(), unlisted.end());
+    alone_led_ = false;
+  }
+  alone_cv_.notify_all();  // each request is its waiter's from here
 }
 
 std::size_t RegistryMembership::alone_waiting() const {
@@ -178,7 +213,8 @@ std::size_t RegistryMembership::alone_waiting() const {
   return alone_waiting_.size();
 }
 
-ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group) {
+ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group,
+                                             std::vector<std::optional<ReplicaAnnounce>>& answers) {
   // The record's life starts before the request: trusted no longer than it lives.
   const auto now = clock_->steady_now();
   // Before the runs are read: every run unlisted by now is left out.
@@ -188,13 +224,15 @@ ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& seria
     std::lock_guard guard(mutex_);
     my_start = started_at_;
   }
-  ReplicaAnnounce answer = ask(group, my_start, expired_records_at(now));
+  std::size_t listed = 0;
+  ReplicaAnnounce answer = ask(group, listed, my_start, expired_records_at(now));
   note_answered(now, answer.status != ReplicaAnnounce::Status::error);
-  for (AloneRequest* request : group) {
-    request->answer = answer_for(answer, request->run->fire.job_key);
+  for (std::size_t i = 0; i < listed; ++i) {
+    answers[i] = answer_for(answer, group[i]->run->fire.job_key);
+    if (!answers[i]) continue;
     // Written: the heartbeats list it from here (none came between, serial).
-    const auto status = request->answer->status;
-    if (status != ReplicaAnnounce::Status::error && status != ReplicaAnnounce::Status::busy) request->run->written();
+    const auto status = answers[i]->status;
+    if (status != ReplicaAnnounce::Status::error && status != ReplicaAnnounce::Status::busy) group[i]->run->written();
   }
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
   if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -93,16 +94,23 @@ class RegistryMembership {
 
  private:
   using Notes = std::vector<std::pair<LogLevel, std::string>>;
-  /// A run waiting to be announced alone, and its answer once it was.
+  /// A run waiting to be announced alone, and its answer once it was
+  /// (set under alone_mutex_; the leader never touches it after).
   struct AloneRequest {
     const AloneRun* run;
     std::optional<ReplicaAnnounce> answer;
   };
   /// One announcement (`serial` holds announce_mutex_; released before
-  /// the reports), for the runs of `group` too: each gets its answer.
-  ReplicaAnnounce announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group);
-  /// Writes the record: this start's, with the host's digest and runs.
-  [[nodiscard]] ReplicaAnnounce ask(std::span<AloneRequest* const> group, Instant my_start,
+  /// the reports), for the runs of `group` too: `answers` gets one per
+  /// request, empty for a run it could not list (the record's 64 runs or
+  /// its bytes were full: that run's caller leads the next group).
+  ReplicaAnnounce announce(std::unique_lock<std::mutex>& serial, std::span<AloneRequest* const> group,
+                           std::vector<std::optional<ReplicaAnnounce>>& answers);
+  /// Leads one group, its own request first; publishes the answers.
+  void lead_alone(AloneRequest& own);
+  /// Writes the record: this start's, with the host's digest and runs, and
+  /// the first `listed` (set here: those that fit) of the group's runs first.
+  [[nodiscard]] ReplicaAnnounce ask(std::span<AloneRequest* const> group, std::size_t& listed, Instant my_start,
                                     FleetState::ExpiredRecords expired);
   /// Whether an announcement asked at `now` may judge the records that
   /// expired, and the bookkeeping of one answered or failed.
@@ -120,8 +128,10 @@ class RegistryMembership {
   const std::chrono::nanoseconds heartbeat_;
   const std::shared_ptr<Clock> clock_;
 
-  mutable std::mutex alone_mutex_;  // guards alone_waiting_ alone; taken after announce_mutex_, if both
+  mutable std::mutex alone_mutex_;  // guards the three below and the requests' answers; taken after announce_mutex_, if both
+  std::condition_variable alone_cv_;  // an answer, or the lead, became free
   std::vector<AloneRequest*> alone_waiting_;  // not yet taken by an announcement
+  bool alone_led_ = false;  // a caller leads a group now
   std::mutex announce_mutex_;  // held across an announcement; guards the members down to mutex_
   /// Unlisted runs waiting for an announcement (tickets, announce_unlisted());
   /// announce_covered_ is the last ticket a written one covered.

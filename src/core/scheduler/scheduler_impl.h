@@ -111,6 +111,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// Whether a fire may share a claim round trip with the fires due with
   /// it: automatic, queued, with a claimer, no jitter, overlap allowed.
   static bool batchable(const detail::Fire& fire);
+  /// Drops (skipped `overlap`) the fires of a claim batch whose job runs here now.
+  void skip_busy_here(std::vector<detail::Fire>& batch);
   /// The run queue's rule for claim batches: batchable fires of one
   /// claimer, none already too old to claim.
   detail::RunQueue::BatchRule batch_rule();

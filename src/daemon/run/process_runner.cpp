@@ -220,8 +220,9 @@ constexpr const char* child_steps[] = {"setpgid", "dup2", "setgroups", "setgid",
   if (plan.report > 3) close_range(3, static_cast<unsigned>(plan.report) - 1, 0);
   close_range(static_cast<unsigned>(plan.report) + 1, ~0U, 0);
   if (plan.run_as != nullptr) {
-    // The raw system calls: glibc's wrappers would change the credentials
-    // of every thread of the process, which here are the daemon's.
+    // The raw system calls: glibc's wrappers signal every thread of the
+    // process to change its credentials too, and the thread list they read
+    // here is the daemon's (shared memory until the exec).
     if (syscall(SYS_setgroups, plan.run_as->groups.size(), plan.run_as->groups.data()) != 0) child_fail(plan, 2);
     if (syscall(SYS_setgid, plan.run_as->gid) != 0) child_fail(plan, 3);
     if (syscall(SYS_setuid, plan.run_as->uid) != 0) child_fail(plan, 4);
