@@ -55,6 +55,14 @@ void add_job(Scheduler& s) {
   s.add("* * * * *", [](const FireContext&, std::stop_token) {}, entry);
 }
 
+/// The harness's options with `state` as the fleet state (its ledger), and no catch-up.
+SchedulerOptions ledger_options(Harness& h, std::shared_ptr<FleetState> state) {
+  auto options = h.options();
+  options.fleet.state = std::move(state);
+  options.fleet.catch_up_reach = 0ns;
+  return options;
+}
+
 /// Whether the scheduler logged a line containing `needle`.
 bool logged(Harness& h, std::string_view needle) {
   std::lock_guard guard(h.messages_mutex);
@@ -229,9 +237,7 @@ TEST(SchedulerLedger, RecordsWaitOutAStoreOutageAndAreWrittenAfter) {
   Harness h;
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
   state->failing = true;
-  auto options = h.options();
-  options.fleet.state = state;
-  options.fleet.catch_up_reach = 0ns;
+  auto options = ledger_options(h, state);
   Scheduler s(options);
   add_job(s);
   s.start();
@@ -254,9 +260,7 @@ TEST(SchedulerLedger, ARunningRecordQueuedWithItsOutcomeIsNotWritten) {
   Harness h;
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
   state->blocked = true;
-  auto options = h.options();
-  options.fleet.state = state;
-  options.fleet.catch_up_reach = 0ns;
+  auto options = ledger_options(h, state);
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);  // coordinated: their runs are recorded running
   Scheduler s(options);
   std::atomic<bool> release{false};
@@ -283,9 +287,7 @@ TEST(SchedulerLedger, AFullQueueDropsCountsAndLogsNeverBlocksTheScheduler) {
   Harness h;
   auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
   state->blocked = true;
-  auto options = h.options();
-  options.fleet.state = state;
-  options.fleet.catch_up_reach = 0ns;
+  auto options = ledger_options(h, state);
   options.limits.ledger_queue = 1;
   Scheduler s(options);
   add_job(s);
@@ -316,9 +318,7 @@ TEST(SchedulerLedger, LedgerOffOrNoKeyWritesNothing) {
 TEST(SchedulerLedger, AnEntrysOwnRetentionBoundsItsLedger) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
-  auto options = h.options();
-  options.fleet.state = state;
-  options.fleet.catch_up_reach = 0ns;
+  auto options = ledger_options(h, state);
   Scheduler s(options);
   EntryOptions entry;
   entry.key = "job";
