@@ -387,7 +387,8 @@ ReplicaAnnounce FleetState::announce_replica(const ReplicaAnnouncement& announce
         ReplicaAnnouncement written_replica = replica;
         std::vector<ReplicaAnnounce::BusyJob> busy = busy_alone(*records, replica.replica_id, alone_jobs, keep);
         if (!busy.empty() && busy.size() == alone_jobs.size()) {
-          answer = ReplicaAnnounce{ReplicaAnnounce::Status::busy};
+          answer = ReplicaAnnounce{};
+          answer.status = ReplicaAnnounce::Status::busy;
           answer.busy_on = busy.front().busy_on;
           answer.busy_run = busy.front().busy_run;
           if (alone_jobs.size() > 1) answer.busy_jobs = std::move(busy);

@@ -135,7 +135,8 @@ std::optional<ReplicaAnnounce> answer_for(const ReplicaAnnounce& answer, std::st
   if (std::find(answer.unlisted_jobs.begin(), answer.unlisted_jobs.end(), job_key) != answer.unlisted_jobs.end()) {
     return std::nullopt;
   }
-  ReplicaAnnounce own{answer.status};
+  ReplicaAnnounce own;
+  own.status = answer.status;
   own.error = answer.error;
   if (answer.status == ReplicaAnnounce::Status::busy && answer.busy_jobs.empty()) {
     own.busy_on = answer.busy_on;
