@@ -1,4 +1,5 @@
 // The per-job metrics' text (job_metrics.h): what an alert reads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "daemon/observe/job_metrics.h"
@@ -17,6 +18,33 @@ FireRecord run(std::string job, FireFate fate, Instant at) {
   record.fate = fate;
   record.started_at = at;
   return record;
+}
+
+// --job-metrics failing: only the jobs to act on; none: nothing at all.
+TEST(JobMetrics, FailingKeepsTheJobsToActOnAndNoneRendersNothing) {
+  const Instant at = test::at("2026-12-01T03:00:00Z");
+  FleetView view;
+  const auto job = [&](std::string key, std::optional<FireFate> last, std::size_t lost, bool paused) {
+    JobView j;
+    j.key = std::move(key);
+    if (last) j.last_run = run(j.key, *last, at);
+    j.lost = lost;
+    if (paused) j.control = JobControl{.job_key = j.key, .paused = true};
+    return j;
+  };
+  view.jobs = {job("ok", FireFate::succeeded, 0, false), job("failed", FireFate::failed, 0, false),
+               job("timed-out", FireFate::timed_out, 0, false), job("lost", FireFate::lost, 0, false),
+               job("lost-before", FireFate::succeeded, 1, false), job("paused", std::nullopt, 0, true),
+               job("fresh", std::nullopt, 0, false)};
+  const std::string failing = render_job_metrics(view, JobMetricsScope::failing);
+  for (const char* kept : {"failed", "timed-out", "lost", "lost-before", "paused"}) {
+    EXPECT_NE(failing.find(fmt::format("fleetcron_job_paused{{job=\"{}\"}}", kept)), std::string::npos) << kept;
+  }
+  for (const char* dropped : {"ok", "fresh"}) {
+    EXPECT_EQ(failing.find(fmt::format("job=\"{}\"", dropped)), std::string::npos) << dropped;
+  }
+  EXPECT_LT(failing.size(), render_job_metrics(view).size());
+  EXPECT_EQ(render_job_metrics(view, JobMetricsScope::none), "");
 }
 
 TEST(JobMetrics, EachJobHasItsSeriesWithEscapedLabels) {

@@ -174,6 +174,19 @@ const std::array table{
                   if (format != "text" && format != "json") throw std::invalid_argument("expected text or json");
                   s.log_format = format == "json" ? LogFormat::json : LogFormat::text;
                 })},
+    SettingSpec{"job_metrics", "--job-metrics", "WHICH", "", "all", "all, failing, none", "Daemon",
+                "Which jobs /metrics has fleetcron_job_* series for: every job (about 240 bytes a job per scrape), "
+                "those to act on (newest run failed, timed out or lost; lost fires; paused), or none (the fleet "
+                "state is then not read for them)",
+                FLEETCRON_SET({
+                  const std::string& which = text(in);
+                  if (which != "all" && which != "failing" && which != "none") {
+                    throw std::invalid_argument("expected all, failing or none");
+                  }
+                  s.job_metrics = which == "all"       ? JobMetricsScope::all
+                                  : which == "failing" ? JobMetricsScope::failing
+                                                       : JobMetricsScope::none;
+                })},
     SettingSpec{"shutdown_grace", "--shutdown-grace", "D", "", "30s", "positive", "Daemon",
                 "How long SIGTERM lets runs finish", FLEETCRON_SET(s.shutdown_grace = positive_duration(in))},
     SettingSpec{"store_wait", "--store-wait", "D", "", "5m", "0 (for ever) or positive", "Daemon",

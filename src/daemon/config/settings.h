@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/config/crontab_format.h"
+#include "daemon/observe/job_metrics_scope.h"
 #include "fleetcron/error.h"
 #include "fleetcron/redis/claimer.h"
 
@@ -99,6 +100,8 @@ struct Settings {
   /// token the API's writes need; empty: the API is read-only.
   std::string api_token_file;
   LogFormat log_format = LogFormat::text;
+  /// Which jobs have fleetcron_job_* series on /metrics (--job-metrics).
+  JobMetricsScope job_metrics = JobMetricsScope::all;
   std::chrono::nanoseconds shutdown_grace = std::chrono::seconds{30};
   /// How long `run` waits for a store that has not answered since the
   /// start before it exits 1 (0: for ever); an outage after the first

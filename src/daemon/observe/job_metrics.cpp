@@ -35,7 +35,21 @@ std::string label_value(std::string_view text) {
   return out;
 }
 
-std::string render_job_metrics(const FleetView& view) {
+bool job_needs_attention(const JobView& job) {
+  const bool failed = job.last_run && (job.last_run->fate == FireFate::failed ||
+                                       job.last_run->fate == FireFate::timed_out || job.last_run->fate == FireFate::lost);
+  return failed || job.lost > 0 || (job.control && job.control->paused);
+}
+
+std::string render_job_metrics(const FleetView& all_jobs, JobMetricsScope scope) {
+  if (scope == JobMetricsScope::none) return {};
+  FleetView kept;
+  if (scope == JobMetricsScope::failing) {
+    for (const auto& job : all_jobs.jobs) {
+      if (job_needs_attention(job)) kept.jobs.push_back(job);
+    }
+  }
+  const FleetView& view = scope == JobMetricsScope::failing ? kept : all_jobs;
   std::string out;
   gauge(out, view, "fleetcron_job_last_success_timestamp_seconds",
         "Scheduled instant of the job's newest successful run in the ledger (its newest 100 records).",

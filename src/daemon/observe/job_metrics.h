@@ -8,14 +8,18 @@
 #include <string>
 
 #include "daemon/observe/fleet_view.h"
+#include "daemon/observe/job_metrics_scope.h"
 
 namespace fleetcron::daemon {
 
 inline constexpr std::chrono::seconds job_metrics_interval{15};
 
-/// The fleetcron_job_* series of `view` in the Prometheus text format,
-/// with their HELP and TYPE lines.
-[[nodiscard]] std::string render_job_metrics(const FleetView& view);
+/// Whether `job` is one to act on (JobMetricsScope::failing).
+[[nodiscard]] bool job_needs_attention(const JobView& job);
+
+/// The fleetcron_job_* series of `view`'s jobs in `scope`, in the
+/// Prometheus text format, with their HELP and TYPE lines.
+[[nodiscard]] std::string render_job_metrics(const FleetView& view, JobMetricsScope scope = JobMetricsScope::all);
 
 /// `text` as a Prometheus label value: backslash, quote and newline escaped.
 [[nodiscard]] std::string label_value(std::string_view text);

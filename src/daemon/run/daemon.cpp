@@ -168,7 +168,7 @@ void Daemon::start_threads(const std::string& replica_id) {
                                std::chrono::duration_cast<std::chrono::milliseconds>(worst).count(),
                                std::chrono::duration_cast<std::chrono::seconds>(window).count()));
       });
-  if (!settings_.http.empty() && coordination_.fleet_state) {
+  if (!settings_.http.empty() && coordination_.fleet_state && settings_.job_metrics != JobMetricsScope::none) {
     job_metrics_ = std::thread([this] { job_metrics_loop(); });
   }
 }
@@ -290,7 +290,7 @@ void Daemon::job_metrics_loop() {
     lock.unlock();
     try {
       const Instant at = store_clock.now();
-      metrics_.fleet_jobs(render_job_metrics(read_fleet_view(*coordination_.fleet_state, at)),
+      metrics_.fleet_jobs(render_job_metrics(read_fleet_view(*coordination_.fleet_state, at), settings_.job_metrics),
                           std::chrono::duration<double>(at.time_since_epoch()).count());
       if (failing) log_.write("info", "job-metrics", "the fleet state is readable again");
       failing = false;
