@@ -25,10 +25,12 @@ source "$(dirname "$0")/../support/e2e_fleet.sh"
   echo "* * * * * *  echo \"\$FLEETCRON_FIRE_KEY \$REPLICA\" >> $journal"
 } >"$work/jobs.cron"
 
-metrics_port=$(pick_port)
+metrics_port=$(pick_port) failing_port=$(pick_port) none_port=$(pick_port)
 for r in 0 1 2; do
   extra=()
   ((r == 0)) && extra=(--metrics "127.0.0.1:$metrics_port")
+  ((r == 1)) && extra=(--metrics "127.0.0.1:$failing_port" --job-metrics failing)
+  ((r == 2)) && extra=(--metrics "127.0.0.1:$none_port" --job-metrics none)
   REPLICA=$r "$binary" run --seconds "$work/jobs.cron" --coordinator "$coordinator" --claim-ttl 5s \
     --shutdown-grace 5s "${extra[@]}" >"$work/replica-$r.log" 2>&1 &
   daemon_pids[$r]=$!
@@ -71,6 +73,14 @@ grep -q '^fleetcron_job_interval_seconds{job="tick"} 1$' "$work/metrics" || fail
 grep -q '^fleetcron_job_interval_seconds{job="nightly"} 86400$' "$work/metrics" || fail "metrics: $(grep job_interval "$work/metrics")"
 success=$(sed -n 's/^fleetcron_job_last_success_timestamp_seconds{job="tick"} //p' "$work/metrics")
 (( ${success%.*} > $(date +%s) - 30 )) || fail "tick's last success at $success"
+# --job-metrics failing: the paused job, not the succeeding one; none: no job at all.
+failing_metrics() { curl -sf "http://127.0.0.1:$failing_port/metrics" >"$work/failing" && grep -q '^fleetcron_job_paused{job="nightly"} 1$' "$work/failing"; }
+deadline=$((SECONDS + 25))
+until failing_metrics; do ((SECONDS < deadline)) || fail "--job-metrics failing: $(grep job_ "$work/failing")"; sleep 0.5; done
+! grep -q 'job="tick"' "$work/failing" || fail "--job-metrics failing lists tick: $(grep 'job="tick"' "$work/failing")"
+curl -sf "http://127.0.0.1:$none_port/metrics" >"$work/none" || fail "no /metrics on replica 2"
+! grep -q '^fleetcron_job_.*{job=' "$work/none" || fail "--job-metrics none: $(grep '{job=' "$work/none")"
+! grep -q '^fleetcron_job_metrics_refreshed_timestamp_seconds ' "$work/none" || fail "--job-metrics none read the fleet state"
 
 for r in 0 1 2; do kill -TERM "${daemon_pids[$r]}"; done
 for r in 0 1 2; do wait "${daemon_pids[$r]}" || fail "replica $r exited non-zero on SIGTERM"; done
