@@ -156,8 +156,8 @@ EntryId Scheduler::Impl::add(SchedulePtr schedule, Job job, EntryOptions options
   if (resolved.overlap != OverlapPolicy::allow) entry->overlap = std::make_unique<detail::OverlapState>();
   // Jitter and a waiting overlap come between the election and the claim,
   // fire by fire (run.cpp's decide()). A fire of an overlap=skip job whose
-  // overlap is fleet-wide may be claimed first and skipped after: every
-  // replica would skip it while the previous run goes on, wherever it runs.
+  // overlap is fleet-wide joins a claim batch: its local overlap is looked
+  // at before the claim (dispatch.cpp's skip_busy_here()) and entered after.
   const bool skips_fleet_wide = resolved.overlap == OverlapPolicy::skip && registry_on() && !options.key.empty();
   entry->batchable = resolved.claimer && resolved.jitter <= std::chrono::nanoseconds::zero() &&
                      (resolved.overlap == OverlapPolicy::allow || skips_fleet_wide);

@@ -109,7 +109,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// another) as cancelled (stopping) or rejected, and drops them.
   void drop_chain(detail::Fire& fire, bool stopping);
   /// Whether a fire may share a claim round trip with the fires due with
-  /// it: automatic, queued, with a claimer, no jitter, overlap allowed.
+  /// it: automatic, queued, with a claimer, no jitter, overlap allowed or
+  /// skipped fleet-wide (Entry::batchable).
   static bool batchable(const detail::Fire& fire);
   /// Drops (skipped `overlap`) the fires of a claim batch whose job runs here now.
   void skip_busy_here(std::vector<detail::Fire>& batch);
