@@ -140,8 +140,8 @@ class CountingFleetState final : public FleetState {
     return results;
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
-  StoredDocument load_document(Document which) override { return inner_->load_document(which); }
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  StoredDocument load_document(DocumentId which) override { return inner_->load_document(which); }
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {
     return inner_->replace_document(which, seen, text, keep_for);
   }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -43,11 +44,18 @@ struct FLEETCRON_API CatalogueRead {
   std::string error = {};
 };
 
-/// Bounds of the catalogue: jobs, the document's size (under NATS's
-/// default max_payload of 1 MiB), and how long a job no replica mentions
-/// again stays (replicas mention theirs every hour and when they change).
-inline constexpr std::size_t max_catalogued_jobs = 10'000;
+/// Bounds of the catalogue: jobs, each of its parts' size (under NATS's
+/// default max_payload of 1 MiB; FleetDocuments::catalogue_parts parts,
+/// so about 9 MiB in all once keys spread, about 100 bytes a job), and how
+/// long a job no replica mentions again stays (replicas mention theirs
+/// every hour and when they change).
+inline constexpr std::size_t max_catalogued_jobs = 100'000;
 inline constexpr std::size_t max_catalogue_bytes = 900 * 1024;
 inline constexpr std::chrono::nanoseconds catalogue_keep_for = std::chrono::hours{48};
+
+/// The catalogue part that keeps `job_key`'s line: a 64-bit FNV-1a hash
+/// of the key, modulo FleetDocuments::catalogue_parts (stable across
+/// releases and platforms: every replica must agree).
+[[nodiscard]] FLEETCRON_API std::uint32_t catalogue_part(std::string_view job_key) noexcept;
 
 }  // namespace fleetcron

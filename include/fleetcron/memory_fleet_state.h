@@ -41,8 +41,8 @@ class FLEETCRON_API MemoryFleetState final : public FleetState {
 
   /// A document expires `keep_for` after its replacement on the clock's
   /// steady time (never for 0).
-  [[nodiscard]] StoredDocument load_document(Document which) override;
-  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  [[nodiscard]] StoredDocument load_document(DocumentId which) override;
+  [[nodiscard]] DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
 
   /// Live (unexpired) ledgers right now.

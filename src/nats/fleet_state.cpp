@@ -306,7 +306,7 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
   return {LedgerRead::Status::found, std::move(records), {}};
 }
 
-std::string FleetState::document_key(Document which) { return std::string(to_string(which)); }
+std::string FleetState::document_key(DocumentId which) { return document_name(which); }
 
 std::optional<Instant> FleetState::store_now() {
   try {
@@ -320,14 +320,14 @@ std::optional<Instant> FleetState::store_now() {
   }
 }
 
-FleetState::StoredDocument FleetState::load_document(Document which) {
+FleetState::StoredDocument FleetState::load_document(DocumentId which) {
   Impl::Fetched fetched = impl_->fetch(document_key(which));
   if (!fetched.error.empty()) return {StoredDocument::Status::error, {}, 0, std::move(fetched.error)};
   if (!fetched.entry) return {StoredDocument::Status::absent, {}, 0, {}};
   return {StoredDocument::Status::found, std::move(fetched.entry->value), fetched.entry->revision, {}};
 }
 
-FleetState::DocumentReplace FleetState::replace_document(Document which, const StoredDocument& seen,
+FleetState::DocumentReplace FleetState::replace_document(DocumentId which, const StoredDocument& seen,
                                                          const std::string& text, std::chrono::nanoseconds) {
   const std::string key = document_key(which);
   std::optional<Entry> entry;

@@ -288,9 +288,9 @@ std::optional<Instant> FleetState::store_now() {
   }
 }
 
-FleetState::StoredDocument FleetState::load_document(Document which) {
+FleetState::StoredDocument FleetState::load_document(DocumentId which) {
   try {
-    const detail::Rows rows = impl_->connection->pool().exec(impl_->load, {std::string(to_string(which))});
+    const detail::Rows rows = impl_->connection->pool().exec(impl_->load, {document_name(which)});
     if (rows.empty()) return {StoredDocument::Status::absent, {}, 0, {}};
     return {StoredDocument::Status::found, rows.text(0, 0), std::stoull(rows.text(0, 1)), {}};
   } catch (const std::exception& e) {
@@ -298,10 +298,10 @@ FleetState::StoredDocument FleetState::load_document(Document which) {
   }
 }
 
-FleetState::DocumentReplace FleetState::replace_document(Document which, const StoredDocument& seen,
+FleetState::DocumentReplace FleetState::replace_document(DocumentId which, const StoredDocument& seen,
                                                          const std::string& text, std::chrono::nanoseconds keep_for) {
   try {
-    detail::Params params{std::string(to_string(which)), text, micros_text(keep_for)};
+    detail::Params params{document_name(which), text, micros_text(keep_for)};
     const bool found = seen.status == StoredDocument::Status::found;
     if (found) params.insert(params.end(), {std::to_string(seen.revision), seen.text});
     const detail::Rows rows =

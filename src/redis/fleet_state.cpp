@@ -284,8 +284,8 @@ LedgerRead FleetState::read_fires(std::string_view job_key, std::size_t limit) {
 
 std::string FleetState::ledger_key(std::string_view job_key) const { return impl_->ledger_index_key(job_key); }
 
-std::string FleetState::document_key(Document which) const {
-  return impl_->options_.fleet_prefix + std::string(to_string(which));
+std::string FleetState::document_key(DocumentId which) const {
+  return impl_->options_.fleet_prefix + document_name(which);
 }
 
 std::optional<Instant> FleetState::store_now() {
@@ -299,7 +299,7 @@ std::optional<Instant> FleetState::store_now() {
   }
 }
 
-FleetState::StoredDocument FleetState::load_document(Document which) {
+FleetState::StoredDocument FleetState::load_document(DocumentId which) {
   const std::string key = document_key(which);
   Reply reply;
   try {
@@ -316,7 +316,7 @@ FleetState::StoredDocument FleetState::load_document(Document which) {
   return {StoredDocument::Status::found, std::move(reply.text), 0, {}};
 }
 
-FleetState::DocumentReplace FleetState::replace_document(Document which, const StoredDocument& seen,
+FleetState::DocumentReplace FleetState::replace_document(DocumentId which, const StoredDocument& seen,
                                                          const std::string& text, std::chrono::nanoseconds keep_for) {
   const std::array<std::string, 1> keys{document_key(which)};
   const bool present = seen.status == StoredDocument::Status::found;
@@ -333,7 +333,7 @@ FleetState::DocumentReplace FleetState::replace_document(Document which, const S
   }
   if (reply.type != Reply::Type::integer) {
     return {DocumentReplace::Status::error,
-            fmt::format("{}: the {} script answered {}", impl_->client_->describe(), to_string(which),
+            fmt::format("{}: the {} script answered {}", impl_->client_->describe(), document_name(which),
                         reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
   }
   return {reply.integer == 1 ? DocumentReplace::Status::written : DocumentReplace::Status::conflict, {}};

@@ -1,6 +1,8 @@
 // The replica registry's part of the fleet-state contract
 // (docs/fleet-state.md#replica-registry), instantiated for every backend
 // with the rest of FleetStateContract.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "conformance/fleet_state_contract.h"
+#include "fleetcron/backend/record_formats.h"
 #include "support/time.h"
 
 namespace fleetcron::test {
@@ -347,6 +350,64 @@ TEST_P(FleetStateContract, TheCatalogueMarksAJobItsReplicaDroppedAsRemoved) {
   ASSERT_EQ(b->catalogue_jobs(std::span(report_on_b).last(1), now + 3min).status, ControlChange::Status::changed);
   read = a->read_catalogue(now + 3min);
   EXPECT_FALSE(read.jobs[1].removed.has_value());
+}
+
+// 100,000 jobs with realistic names: the catalogue spreads them over its
+// parts, none past the bound each store takes (NATS: 1 MiB a value), and
+// reads them all back; one more job is refused, naming the limit, and
+// nothing is written.
+TEST_P(FleetStateContract, TheCatalogueHoldsAHundredThousandJobsInPartsAStoreTakes) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const Instant now = cursor_instant(real_now());
+  std::vector<CataloguedJob> jobs;
+  for (std::size_t i = 0; i < max_catalogued_jobs; ++i) {
+    jobs.push_back({fmt::format("customer-{:06} nightly export", i), fmt::format("{} {} * * *", i % 60, i % 24),
+                    "Europe/Paris", false, now, "web-1-4242-3fa9c1"});
+  }
+  ASSERT_EQ(a->catalogue_jobs(jobs, now, "web-1-4242-3fa9c1").status, ControlChange::Status::changed);
+  std::size_t parts_used = 0;
+  for (std::uint32_t part = 0; part < FleetState::catalogue_parts; ++part) {
+    const auto stored = a->load_document({FleetState::Document::catalogue, part});
+    ASSERT_NE(stored.status, FleetState::StoredDocument::Status::error) << stored.error;
+    EXPECT_LE(stored.text.size(), max_catalogue_bytes) << document_name({FleetState::Document::catalogue, part});
+    parts_used += static_cast<std::size_t>(!stored.text.empty());
+  }
+  EXPECT_EQ(parts_used, FleetState::catalogue_parts);
+  const CatalogueRead read = a->read_catalogue(now);
+  ASSERT_EQ(read.status, CatalogueRead::Status::found) << read.error;
+  ASSERT_EQ(read.jobs.size(), jobs.size());
+  EXPECT_EQ(read.jobs.front(), jobs.front());
+  EXPECT_EQ(read.jobs.back(), jobs.back());
+  // Another replica's one more job: past the limit, refused whole.
+  auto b = fleet->replica();
+  const std::vector<CataloguedJob> one_more{{"one more", "* * * * *", "UTC", false, now + 1s, "b"}};
+  const ControlChange refused = b->catalogue_jobs(one_more, now + 1s, "b");
+  ASSERT_EQ(refused.status, ControlChange::Status::error);
+  EXPECT_EQ(refused.error, "the job catalogue would hold 100001 jobs, more than the limit of 100000");
+  EXPECT_EQ(a->read_catalogue(now + 1s).jobs.size(), jobs.size());
+}
+
+// A release before 0.3 keeps the whole catalogue in the key "jobs", the
+// part 0: a job both it and a newer replica mention is read as the newer
+// mention says, wherever it is.
+TEST_P(FleetStateContract, AJobInTwoPartsIsReadAsItsNewerMention) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica();
+  const Instant now = cursor_instant(real_now());
+  std::string key = "report";
+  while (catalogue_part(key) == 0) key += "+";
+  const std::vector<CataloguedJob> newer{{key, "0 9 * * *", "UTC", false, now + 1min, "new"}};
+  ASSERT_EQ(a->catalogue_jobs(newer, now + 1min, "new").status, ControlChange::Status::changed);
+  const CataloguedJob older{key, "0 8 * * *", "UTC", false, now, "old"};
+  const FleetState::DocumentId zero{FleetState::Document::catalogue, 0};
+  ASSERT_EQ(a->replace_document(zero, a->load_document(zero), format_job_catalogue(std::span(&older, 1)), 0ns).status,
+            FleetState::DocumentReplace::Status::written);
+  EXPECT_EQ(a->read_catalogue(now + 1min).jobs, newer);
+  const CataloguedJob newest{key, "0 7 * * *", "UTC", false, now + 2min, "old"};
+  ASSERT_EQ(a->replace_document(zero, a->load_document(zero), format_job_catalogue(std::span(&newest, 1)), 0ns).status,
+            FleetState::DocumentReplace::Status::written);
+  EXPECT_EQ(a->read_catalogue(now + 2min).jobs, std::vector<CataloguedJob>{newest});
 }
 
 }  // namespace fleetcron::test

@@ -222,7 +222,7 @@ TEST(SchedulerControls, ATriggerThatExpiresUntakenLeavesOneRecordAndALogLine) {
 class LostControlsAnswer final : public ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {
     const DocumentReplace answer = ForwardingFleetState::replace_document(which, seen, text, keep_for);
     if (which != Document::controls || answer.status != DocumentReplace::Status::written || !lose_next.exchange(false)) {
@@ -231,7 +231,7 @@ class LostControlsAnswer final : public ForwardingFleetState {
     if (unreadable_after) failing_loads = 1;
     return {DocumentReplace::Status::error, "timeout (applied)"};
   }
-  StoredDocument load_document(Document which) override {
+  StoredDocument load_document(DocumentId which) override {
     if (which == Document::controls && failing_loads > 0) {
       --failing_loads;
       return {StoredDocument::Status::error, {}, 0, "timeout"};
@@ -421,7 +421,7 @@ TEST(SchedulerControls, ARequestSentAgainAfterItsTriggerRanRunsNothing) {
 class UnreadableControls final : public ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  StoredDocument load_document(Document which) override {
+  StoredDocument load_document(DocumentId which) override {
     if (failing && which == Document::controls) return {StoredDocument::Status::error, {}, 0, "store down"};
     return ForwardingFleetState::load_document(which);
   }

@@ -163,7 +163,7 @@ struct LongJob {
 class FailingRegistry final : public ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  StoredDocument load_document(Document which) override {
+  StoredDocument load_document(DocumentId which) override {
     if (failing && which == Document::registry) return {StoredDocument::Status::error, {}, 0, "registry down"};
     return ForwardingFleetState::load_document(which);
   }
@@ -176,8 +176,8 @@ class FailingRegistry final : public ForwardingFleetState {
 class LosableDocuments final : public test::ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  StoredDocument load_document(Document which) override { return documents()->load_document(which); }
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  StoredDocument load_document(DocumentId which) override { return documents()->load_document(which); }
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {
     return documents()->replace_document(which, seen, text, keep_for);
   }
@@ -893,7 +893,7 @@ TEST(SchedulerRegistry, ADarkRunnerBlocksItsJobAtMostItsRecordsLife) {
 class GatedRegistry final : public ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {
     if (which == Document::registry) {
       std::unique_lock lock(mutex);

@@ -194,8 +194,8 @@ class World {
   /// The store's verdict on one fleet-state call of `inc`.
   FleetCall fleet_call(Incarnation& inc, FleetCallKind kind);
   /// The fleet-wide documents as the store keeps them.
-  FleetState::StoredDocument load_document(FleetState::Document which);
-  FleetState::DocumentReplace replace_document(FleetState::Document which, const FleetState::StoredDocument& seen,
+  FleetState::StoredDocument load_document(FleetState::DocumentId which);
+  FleetState::DocumentReplace replace_document(FleetState::DocumentId which, const FleetState::StoredDocument& seen,
                                                const std::string& text);
   /// A replica's log line: what it says of triggers is kept.
   void note_log(const std::shared_ptr<Incarnation>& inc, std::string_view line);
@@ -283,7 +283,7 @@ class World {
     std::optional<std::string> text;
     std::uint64_t revision = 0;
   };
-  std::array<StoredDocument, 3> documents_;
+  std::array<StoredDocument, FleetState::document_slots> documents_;  // by FleetState::slot()
   std::uint64_t document_revisions_ = 0;
   struct DocumentWrite {
     nanoseconds at;
@@ -374,12 +374,12 @@ class SimFleetState final : public FleetState {
     if (!call.apply) return LedgerRead{LedgerRead::Status::error, {}, call.error};
     return store_->read_fires(job, limit);
   }
-  StoredDocument load_document(Document which) override {
+  StoredDocument load_document(DocumentId which) override {
     const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::read);
     if (!call.apply) return StoredDocument{StoredDocument::Status::error, {}, 0, call.error};
     return world_.load_document(which);
   }
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    nanoseconds) override {
     const FleetCall call = world_.fleet_call(*inc_, FleetCallKind::document);
     if (!call.apply) return DocumentReplace{DocumentReplace::Status::error, call.error};
@@ -449,17 +449,17 @@ FleetCall World::fleet_call(Incarnation& inc, FleetCallKind kind) {
   return FleetCall{};
 }
 
-FleetState::StoredDocument World::load_document(FleetState::Document which) {
+FleetState::StoredDocument World::load_document(FleetState::DocumentId which) {
   std::lock_guard guard(mutex_);
-  const StoredDocument& document = documents_.at(static_cast<std::size_t>(which));
+  const StoredDocument& document = documents_.at(FleetState::slot(which));
   if (!document.text) return {FleetState::StoredDocument::Status::absent, {}, document.revision, {}};
   return {FleetState::StoredDocument::Status::found, *document.text, document.revision, {}};
 }
 
-FleetState::DocumentReplace World::replace_document(FleetState::Document which, const FleetState::StoredDocument& seen,
+FleetState::DocumentReplace World::replace_document(FleetState::DocumentId which, const FleetState::StoredDocument& seen,
                                                     const std::string& text) {
   std::lock_guard guard(mutex_);
-  const auto index = static_cast<std::size_t>(which);
+  const auto index = FleetState::slot(which);
   StoredDocument& document = documents_.at(index);
   const bool present = seen.status == FleetState::StoredDocument::Status::found;
   if (seen.revision != document.revision || present != document.text.has_value()) {
@@ -938,11 +938,11 @@ void World::lose_documents_locked(nanoseconds lost) {
 void World::probe_catalogue(nanoseconds wiped, std::vector<int> running_at_wipe) {
   std::lock_guard guard(mutex_);
   Outcome::CatalogueProbe probe{wiped, now_, 0, {}};
-  const auto& text = documents_.at(static_cast<std::size_t>(FleetState::Document::catalogue)).text;
-  if (const auto jobs = text ? parse_job_catalogue(*text) : std::nullopt) {
-    for (const SimJob& job : sim_jobs()) {
-      probe.listed += static_cast<std::size_t>(std::any_of(jobs->begin(), jobs->end(), [&](const CataloguedJob& j) { return j.job_key == job.key; }));
-    }
+  for (const SimJob& job : sim_jobs()) {
+    const auto& text = documents_.at(FleetState::slot({FleetState::Document::catalogue, catalogue_part(job.key)})).text;
+    const auto jobs = text ? parse_job_catalogue(*text) : std::nullopt;
+    probe.listed += static_cast<std::size_t>(
+        jobs && std::any_of(jobs->begin(), jobs->end(), [&](const CataloguedJob& j) { return j.job_key == job.key; }));
   }
   for (const auto& [from, to] : outcome_.outages) {
     if (from < now_ && to > wiped) probe.excuse = "a store outage in between";

@@ -26,8 +26,8 @@ class ForwardingFleetState : public FleetState {
   }
   LedgerRead read_fires(std::string_view job, std::size_t limit) override { return inner_->read_fires(job, limit); }
   std::optional<Instant> store_now() override { return inner_->store_now(); }
-  StoredDocument load_document(Document which) override { return inner_->load_document(which); }
-  DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  StoredDocument load_document(DocumentId which) override { return inner_->load_document(which); }
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                    std::chrono::nanoseconds keep_for) override {
     return inner_->replace_document(which, seen, text, keep_for);
   }

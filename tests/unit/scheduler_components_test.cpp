@@ -532,7 +532,7 @@ TEST(FleetUpkeep, AnnouncesEveryHeartbeatAndWithinASecondOfARunsStart) {
 class GatedRegistry final : public fleetcron::test::ForwardingFleetState {
  public:
   using ForwardingFleetState::ForwardingFleetState;
-  StoredDocument load_document(Document which) override {
+  StoredDocument load_document(DocumentId which) override {
     if (which == Document::registry) {
       std::unique_lock lock(mutex);
       ++entered;

@@ -66,12 +66,12 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// The server's timestamp of a write to the key "clock" (a put and a
   /// get: two round trips).
   [[nodiscard]] std::optional<Instant> store_now() override;
-  [[nodiscard]] StoredDocument load_document(Document which) override;
+  [[nodiscard]] StoredDocument load_document(DocumentId which) override;
   /// `keep_for` does not apply: a document lives the bucket's TTL.
-  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  [[nodiscard]] DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
   /// The key holding a document: "controls", "replicas" or "jobs".
-  [[nodiscard]] static std::string document_key(Document which);
+  [[nodiscard]] static std::string document_key(DocumentId which);
 
   /// The key holding `job_key`'s ledger.
   [[nodiscard]] static std::string ledger_key(std::string_view job_key);

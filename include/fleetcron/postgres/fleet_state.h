@@ -43,8 +43,8 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
   /// The server's clock_timestamp().
   [[nodiscard]] std::optional<Instant> store_now() override;
-  [[nodiscard]] StoredDocument load_document(Document which) override;
-  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  [[nodiscard]] StoredDocument load_document(DocumentId which) override;
+  [[nodiscard]] DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
 

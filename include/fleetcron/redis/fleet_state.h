@@ -56,9 +56,9 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
 
   /// The server's TIME.
   [[nodiscard]] std::optional<Instant> store_now() override;
-  [[nodiscard]] StoredDocument load_document(Document which) override;
+  [[nodiscard]] StoredDocument load_document(DocumentId which) override;
   /// A script that compares the whole document before it writes.
-  [[nodiscard]] DocumentReplace replace_document(Document which, const StoredDocument& seen, const std::string& text,
+  [[nodiscard]] DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
 
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
@@ -67,7 +67,7 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// The sorted set indexing `job_key`'s ledger.
   [[nodiscard]] std::string ledger_key(std::string_view job_key) const;
   /// The key holding a document: fleet_prefix + "controls", "replicas" or "jobs".
-  [[nodiscard]] std::string document_key(Document which) const;
+  [[nodiscard]] std::string document_key(DocumentId which) const;
 
  private:
   class Impl;

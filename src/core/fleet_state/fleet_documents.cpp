@@ -22,7 +22,12 @@ std::string_view to_string(FleetState::Document which) noexcept {
   return "unknown";
 }
 
-std::string detail::edit_document(FleetState& state, FleetState::Document which, const DocumentEditor& edit) {
+std::string document_name(FleetState::DocumentId id) {
+  if (id.which == FleetState::Document::catalogue && id.part > 0) return fmt::format("jobs.{}", id.part);
+  return std::string(to_string(id.which));
+}
+
+std::string detail::edit_document(FleetState& state, FleetState::DocumentId which, const DocumentEditor& edit) {
   using Stored = FleetState::StoredDocument;
   using Replace = FleetState::DocumentReplace;
   for (int round = 0; round < max_document_rounds; ++round) {
@@ -35,7 +40,7 @@ std::string detail::edit_document(FleetState& state, FleetState::Document which,
     if (replaced.status == Replace::Status::written) return {};
     if (replaced.status == Replace::Status::error) return replaced.error;
   }
-  return fmt::format("the fleet's {} kept changing under {} compare-and-swaps", to_string(which), max_document_rounds);
+  return fmt::format("the fleet's {} kept changing under {} compare-and-swaps", document_name(which), max_document_rounds);
 }
 
 }  // namespace fleetcron

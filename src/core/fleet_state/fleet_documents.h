@@ -26,6 +26,6 @@ using DocumentEditor =
 /// Reads the document, edits it and replaces it if it is still what was
 /// read, again while another writer comes first (at most 16 rounds).
 /// Answers the error, empty when done (written, or nothing to write).
-[[nodiscard]] std::string edit_document(FleetState& state, FleetState::Document which, const DocumentEditor& edit);
+[[nodiscard]] std::string edit_document(FleetState& state, FleetState::DocumentId which, const DocumentEditor& edit);
 
 }  // namespace fleetcron::detail

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "core/fleet_state/fleet_documents.h"
+#include "core/support/fnv1a.h"
 #include "core/fleet_state/record_text.h"
 #include "fleetcron/fleet_state.h"
 #include "fleetcron/backend/record_formats.h"
@@ -45,7 +47,8 @@ std::optional<CataloguedJob> parse_line(std::string_view line) {
 
 /// The catalogue read, without the entries stale at `now`, by key;
 /// nullopt (with `error` set) if it is not a catalogue.
-std::optional<std::map<std::string, CataloguedJob>> live_jobs(const FleetState::StoredDocument& document, Instant now,
+std::optional<std::map<std::string, CataloguedJob>> live_jobs(const FleetState::StoredDocument& document,
+                                                              FleetState::DocumentId id, Instant now,
                                                               std::string& error) {
   if (document.status == FleetState::StoredDocument::Status::error) {
     error = document.error;
@@ -55,7 +58,8 @@ std::optional<std::map<std::string, CataloguedJob>> live_jobs(const FleetState::
   if (document.status == FleetState::StoredDocument::Status::absent) return jobs;
   auto parsed = parse_job_catalogue(document.text);
   if (!parsed) {
-    error = fmt::format("the job catalogue holds \"{}\", not a catalogue", document.text.substr(0, 64));
+    error = fmt::format("the job catalogue's key {} holds \"{}\", not a catalogue", document_name(id),
+                        document.text.substr(0, 64));
     return std::nullopt;
   }
   for (auto& job : *parsed) {
@@ -94,47 +98,100 @@ std::optional<std::vector<CataloguedJob>> parse_job_catalogue(std::string_view t
   return detail::parse_lines(text, parse_line);
 }
 
+std::uint32_t catalogue_part(std::string_view job_key) noexcept {
+  return static_cast<std::uint32_t>(detail::fnv1a(job_key) % FleetDocuments::catalogue_parts);
+}
+
+namespace {
+
+/// One part's lines after `replica_id`'s write of `jobs` (that part's):
+/// nullopt, with `error` set, if the part cannot be read.
+std::optional<std::map<std::string, CataloguedJob>> edited_part(const FleetState::StoredDocument& read,
+                                                                FleetState::DocumentId id,
+                                                                std::span<const CataloguedJob* const> jobs,
+                                                                Instant now, std::string_view replica_id,
+                                                                std::string& error) {
+  auto live = live_jobs(read, id, now, error);
+  // A part that is not a catalogue is rebuilt: every replica mentions its
+  // jobs again within the hour.
+  if (!live && read.status == FleetState::StoredDocument::Status::found) {
+    live.emplace();
+    error.clear();
+  }
+  if (!live) return std::nullopt;
+  if (!replica_id.empty()) mark_removed(*live, replica_id, now);
+  for (const CataloguedJob* job : jobs) live->insert_or_assign(job->job_key, *job);
+  return live;
+}
+
+std::string part_text(std::map<std::string, CataloguedJob>&& live) {
+  std::vector<CataloguedJob> sorted;
+  sorted.reserve(live.size());
+  for (auto& [key, job] : live) sorted.push_back(std::move(job));
+  return format_job_catalogue(sorted);
+}
+
+}  // namespace
+
 ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now, std::string_view replica_id) {
-  for (const auto& job : jobs) check_job_key(job.job_key);
-  std::string error = detail::edit_document(
-      *this, Document::catalogue,
-      [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-        auto live = live_jobs(read, now, failure);
-        // A catalogue that is not one is rebuilt: every replica mentions
-        // its jobs again within the hour.
-        if (!live && read.status == StoredDocument::Status::found) {
-          live.emplace();
-          failure.clear();
-        }
-        if (!live) return std::nullopt;
-        if (!replica_id.empty()) mark_removed(*live, replica_id, now);
-        for (const auto& job : jobs) live->insert_or_assign(job.job_key, job);
-        if (live->size() > max_catalogued_jobs) {
-          failure = fmt::format("the job catalogue would hold {} jobs, more than the limit of {}", live->size(),
-                                max_catalogued_jobs);
-          return std::nullopt;
-        }
-        std::vector<CataloguedJob> sorted;
-        sorted.reserve(live->size());
-        for (auto& [key, job] : *live) sorted.push_back(std::move(job));
-        detail::DocumentWrite write{format_job_catalogue(sorted), catalogue_keep_for};
-        if (write.text.size() > max_catalogue_bytes) {
-          failure = fmt::format("the job catalogue would take {} bytes, more than the limit of {}", write.text.size(),
-                                max_catalogue_bytes);
-          return std::nullopt;
-        }
-        return write;
-      });
-  if (!error.empty()) return {ControlChange::Status::error, {}, std::move(error)};
+  std::array<std::vector<const CataloguedJob*>, catalogue_parts> by_part;
+  for (const auto& job : jobs) {
+    check_job_key(job.job_key);
+    by_part[catalogue_part(job.job_key)].push_back(&job);
+  }
+  // The whole catalogue's bound first, so that no part is written past it.
+  std::size_t total = 0;
+  for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
+    std::string error;
+    const auto live = edited_part(load_document({Document::catalogue, part}), {Document::catalogue, part}, by_part[part], now, replica_id, error);
+    if (!live) return {ControlChange::Status::error, {}, std::move(error)};
+    total += live->size();
+  }
+  if (total > max_catalogued_jobs) {
+    return {ControlChange::Status::error, {},
+            fmt::format("the job catalogue would hold {} jobs, more than the limit of {}", total, max_catalogued_jobs)};
+  }
+  std::string first_error;
+  for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
+    const DocumentId id{Document::catalogue, part};
+    std::string error = detail::edit_document(
+        *this, id, [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+          auto live = edited_part(read, id, by_part[part], now, replica_id, failure);
+          if (!live) return std::nullopt;
+          const bool absent = read.status != StoredDocument::Status::found;
+          if (absent && live->empty()) return std::nullopt;  // nothing to keep: no document
+          detail::DocumentWrite write{part_text(std::move(*live)), catalogue_keep_for};
+          if (!absent && write.text == read.text) return std::nullopt;  // unchanged: its expiry is others'
+          if (write.text.size() > max_catalogue_bytes) {
+            failure = fmt::format("the job catalogue's part {} would take {} bytes, more than the limit of {}",
+                                  document_name(id), write.text.size(), max_catalogue_bytes);
+            return std::nullopt;
+          }
+          return write;
+        });
+    if (first_error.empty()) first_error = std::move(error);  // the other parts are still written
+  }
+  if (!first_error.empty()) return {ControlChange::Status::error, {}, std::move(first_error)};
   return {ControlChange::Status::changed, {}, {}};
 }
 
 CatalogueRead FleetState::read_catalogue(Instant now) {
-  std::string error;
-  auto live = live_jobs(load_document(Document::catalogue), now, error);
-  if (!live) return {CatalogueRead::Status::error, {}, std::move(error)};
+  std::map<std::string, CataloguedJob> merged;
+  for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
+    std::string error;
+    const DocumentId id{Document::catalogue, part};
+    auto live = live_jobs(load_document(id), id, now, error);
+    if (!live) return {CatalogueRead::Status::error, {}, std::move(error)};
+    // A key in two parts (a release before 0.3 wrote every line to part 0):
+    // the newer mention is the one.
+    for (auto& [key, job] : *live) {
+      const auto [it, inserted] = merged.try_emplace(key, job);
+      if (!inserted && job.seen > it->second.seen) it->second = std::move(job);
+    }
+  }
   CatalogueRead read;
-  for (auto& [key, job] : *live) read.jobs.push_back(std::move(job));
+  read.jobs.reserve(merged.size());
+  for (auto& [key, job] : merged) read.jobs.push_back(std::move(job));
   return read;
 }
 

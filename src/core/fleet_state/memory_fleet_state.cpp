@@ -33,10 +33,10 @@ struct FLEETCRON_LOCAL MemoryFleetState::State {
     std::optional<Clock::SteadyTime> expires_at;  // nullopt: kept until replaced
     std::uint64_t revision = 0;                   // one more on every replacement
   };
-  std::array<Document, 3> documents;  // by FleetState::Document
+  std::array<Document, FleetState::document_slots> documents;  // by FleetState::slot()
 
-  Document& document(FleetState::Document which, Clock::SteadyTime now) {
-    Document& found = documents.at(static_cast<std::size_t>(which));
+  Document& document(FleetState::DocumentId which, Clock::SteadyTime now) {
+    Document& found = documents.at(FleetState::slot(which));
     if (found.expires_at && *found.expires_at <= now) {
       found.text.reset();
       found.expires_at.reset();
@@ -154,7 +154,7 @@ LedgerRead MemoryFleetState::read_fires(std::string_view job_key, std::size_t li
 
 std::optional<Instant> MemoryFleetState::store_now() { return state_->clock->now(); }
 
-FleetState::StoredDocument MemoryFleetState::load_document(Document which) {
+FleetState::StoredDocument MemoryFleetState::load_document(DocumentId which) {
   const auto now = state_->clock->steady_now();
   std::lock_guard guard(state_->mutex);
   const State::Document& document = state_->document(which, now);
@@ -162,7 +162,7 @@ FleetState::StoredDocument MemoryFleetState::load_document(Document which) {
   return {StoredDocument::Status::found, *document.text, document.revision, {}};
 }
 
-FleetState::DocumentReplace MemoryFleetState::replace_document(Document which, const StoredDocument& seen,
+FleetState::DocumentReplace MemoryFleetState::replace_document(DocumentId which, const StoredDocument& seen,
                                                                const std::string& text,
                                                                std::chrono::nanoseconds keep_for) {
   const auto now = state_->clock->steady_now();
