@@ -2,7 +2,10 @@
 // the token rule of the controls, and errors as JSON naming what is wrong.
 // (The listener itself is tested over real HTTP in tests/cli and by the
 // browser test, tests/browser.)
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <atomic>
 
@@ -172,6 +175,12 @@ TEST(Api, ErrorsAreJsonAndNameWhatIsWrong) {
   EXPECT_EQ(method.status, 405);
   EXPECT_EQ(method.body, "{\"error\":\"POST /api/v1/jobs: use GET\"}\n");
   EXPECT_EQ(f.get("/api/v1/jobs/backup/trigger").status, 405);
+  EXPECT_EQ(f.get("/api/v1/jobs", {{"limit", "0"}}).body, "{\"error\":\"limit \\\"0\\\": expected 1 to 1000\"}\n");
+  EXPECT_EQ(f.get("/api/v1/fleet", {{"state", "sad"}}).body,
+            "{\"error\":\"state \\\"sad\\\": expected paused, removed, running or failing\"}\n");
+  const auto typo = f.get("/api/v1/jobs", {{"prefx", "b"}});
+  EXPECT_EQ(typo.status, 400);
+  EXPECT_EQ(typo.body, "{\"error\":\"unknown parameter \\\"prefx\\\": expected limit, after, prefix or state\"}\n");
 }
 
 TEST(Api, ControlsNeedTheTokenAndActThroughTheFleetState) {
@@ -280,6 +289,103 @@ TEST(ApiService, AJobNoReplicaRunsAnyMoreIsNotControlled) {
   EXPECT_TRUE(has(refused, "was removed from the jobs of replica-b")) << refused.body;
   EXPECT_TRUE(has(f.get("/api/v1/jobs/team/report"), "\"removed_by\":\"replica-b\""));
   EXPECT_EQ(f.post("/api/v1/jobs/backup/trigger", "Bearer s3cret").status, 202) << "a job this replica runs";
+}
+
+/// Reads a JSON answer's field: enough for "total", "next" and the keys.
+std::vector<std::string> keys_of(const std::string& body) {
+  std::vector<std::string> keys;
+  for (std::size_t at = body.find("{\"job\":\""); at != std::string::npos; at = body.find("{\"job\":\"", at + 1)) {
+    const std::size_t from = at + 8;
+    const std::string key = body.substr(from, body.find('"', from) - from);
+    if (keys.empty() || keys.back() != key) keys.push_back(key);
+  }
+  return keys;
+}
+
+std::string next_of(const std::string& body) {
+  const std::size_t at = body.find("\"next\":");
+  if (at == std::string::npos || body.compare(at + 7, 4, "null") == 0) return {};
+  const std::size_t from = at + 8;
+  return body.substr(from, body.find('"', from) - from);
+}
+
+// 100,000 jobs: a page reads the fleet's index once and the ledgers of its
+// own jobs alone; `next` walks the whole fleet in key order; a prefix
+// narrows it (and `total` counts it); a state the index tells (paused)
+// reads no other ledger; one the ledger tells (failing) reads at most
+// api_max_ledger_scan ledgers a request, and walking on finds every job.
+TEST(Api, AHundredThousandJobsArePagedFilteredAndReadAPageAtATime) {
+  Fixture f;
+  const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
+  std::vector<CataloguedJob> many;
+  for (int i = 0; i < 99'998; ++i) {
+    many.push_back({fmt::format("customer-{:06}", i), "17 3 * * *", "UTC", false, now, "replica-c"});
+  }
+  ASSERT_EQ(f.state->catalogue_jobs(many, now, "replica-c").status, ControlChange::Status::changed);
+  ASSERT_EQ(f.state->set_paused("customer-050000", true, "ops", now).status, ControlChange::Status::changed);
+  FireRecord failed;
+  failed.job_key = "customer-099990";
+  failed.scheduled_at = parse_rfc3339("2026-12-03T03:17:00Z");
+  failed.fire_key = "customer-099990@2026-12-03T03:17:00Z";
+  failed.fate = FireFate::failed;
+  failed.replica_id = "replica-c";
+  failed.started_at = failed.scheduled_at;
+  failed.exit_status = 1;
+  const std::vector<LedgerWrite> writes{{failed, LedgerRetention{}}};
+  ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  const auto counting = std::make_shared<CountingFleetState>(f.state);
+  ApiService api(ApiSources{counting, [] { return std::vector<LocalJob>{}; },
+                            [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
+                            "replica-a", "memory", "", ""});
+  const auto get = [&](const std::string& path, std::map<std::string, std::string> query) {
+    const HttpAnswer answer = api.handle(HttpRequest{"GET", path, std::move(query), "", ""});
+    EXPECT_EQ(answer.status, 200) << answer.body.substr(0, 200);
+    return answer.body;
+  };
+  std::string body = get("/api/v1/jobs", {});
+  EXPECT_EQ(keys_of(body).size(), api_default_page_jobs);
+  EXPECT_TRUE(has(HttpAnswer{200, "", body, {}}, "\"total\":100000")) << "with the fixture's two";
+  EXPECT_EQ(counting->reads.load(), static_cast<int>(api_default_page_jobs)) << "the page's ledgers alone";
+  // Every job, a page after another, in key order, once.
+  std::size_t seen = 0;
+  std::string after;
+  for (int pages = 0; pages < 200; ++pages) {
+    std::map<std::string, std::string> query{{"limit", "1000"}};
+    if (!after.empty()) query["after"] = after;
+    body = get("/api/v1/jobs", query);
+    const auto keys = keys_of(body);
+    ASSERT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+    ASSERT_TRUE(after.empty() || keys.empty() || keys.front() > after);
+    seen += keys.size();
+    after = next_of(body);
+    if (after.empty()) break;
+  }
+  EXPECT_EQ(seen, 100'000u);
+  // A prefix: 100 jobs, counted in total.
+  body = get("/api/v1/fleet", {{"prefix", "customer-0421"}});
+  EXPECT_EQ(keys_of(body).size(), 100u + 0u) << body.substr(0, 300);
+  EXPECT_TRUE(has(HttpAnswer{200, "", body, {}}, "\"jobs_total\":100,\"next\":null"));
+  // The index tells who is paused: no ledger read but the answer's.
+  int reads = counting->reads.load();
+  body = get("/api/v1/jobs", {{"state", "paused"}});
+  EXPECT_EQ(keys_of(body), std::vector<std::string>{"customer-050000"});
+  EXPECT_EQ(counting->reads.load() - reads, 1);
+  // Failing: the ledger tells, api_max_ledger_scan jobs a request at most.
+  std::vector<std::string> failing;
+  after.clear();
+  int requests = 0;
+  do {
+    std::map<std::string, std::string> query{{"state", "failing"}};
+    if (!after.empty()) query["after"] = after;
+    reads = counting->reads.load();
+    body = get("/api/v1/jobs", query);
+    ASSERT_LE(static_cast<std::size_t>(counting->reads.load() - reads), api_max_ledger_scan);
+    for (auto& key : keys_of(body)) failing.push_back(key);
+    after = next_of(body);
+    ++requests;
+  } while (!after.empty() && requests < 100);
+  EXPECT_EQ(failing, (std::vector<std::string>{"backup", "customer-099990"}));
+  EXPECT_EQ(requests, 50) << "100,000 jobs, 2,000 a request";
 }
 
 }  // namespace

@@ -176,9 +176,18 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
   if (read.status == CursorRead::Status::error) return {false, "reading the cursor: " + read.error};
   std::optional<JobCursor> seen = read.cursor;
   if (!seen) {
-    log(LogLevel::info, fmt::format("entry \"{}\": no cursor in the fleet state (a job new to the fleet, or gone "
-                                    "longer than its cursor lives, {}); nothing is caught up",
-                                    key, format_duration(nanoseconds{tracking.keep_for})));
+    // Every job of a new fleet has none: 20 lines a minute, the rest counted.
+    const auto take = no_cursor_quota_.take(clock_->steady_now());
+    if (take.kind != detail::LogQuota::Kind::quiet) {
+      const std::string before =
+          take.left_out == 0 ? "" : fmt::format(" ({} more such lines were left out the minute before)", take.left_out);
+      log(LogLevel::info, fmt::format("entry \"{}\": no cursor in the fleet state (a job new to the fleet, or gone "
+                                      "longer than its cursor lives, {}); nothing is caught up{}{}",
+                                      key, format_duration(nanoseconds{tracking.keep_for}), before,
+                                      take.kind == detail::LogQuota::Kind::last
+                                          ? " (more such lines this minute are left out, and counted)"
+                                          : ""));
+    }
   }
   for (int round = 0; seen && round < max_catch_up_rounds; ++round) {
     const std::optional<CatchUpPlan> plan = plan_catch_up(*entry, *seen);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/scheduler/catch_up_queue.h"
+#include "core/support/log_quota.h"
 #include "core/scheduler/claim_path.h"
 #include "core/scheduler/entry.h"
 #include "core/scheduler/entry_heap.h"
@@ -202,6 +203,7 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   CatchUpOutcome catch_up(const std::shared_ptr<detail::Entry>& entry, std::chrono::nanoseconds wait);
   /// How long a fire waits for its entry's catch-up under way elsewhere.
   static constexpr std::chrono::nanoseconds catch_up_wait = std::chrono::seconds{1};
+  detail::LogQuota no_cursor_quota_{20, std::chrono::minutes{1}};
   struct CatchUpPlan {
     detail::MissedPlan missed;  // every instant missed within the reach; `runs` what runs here
     std::size_t withheld = 0;   // runs left out: older than the dedup window (catch_up_beyond_dedup_window off)

@@ -138,9 +138,10 @@ class JobsFileError : public std::runtime_error, public Error {
   int line_, column_;
 };
 
-/// Limits: a file of at most 1 MiB, 10,000 jobs, lines of at most 16 KiB.
-inline constexpr std::size_t max_jobs_file_bytes = 1 << 20;
-inline constexpr std::size_t max_jobs = 10'000;
+/// Limits: a file of at most 16 MiB, 100,000 jobs (in all the files of a
+/// daemon: the catalogue's bound), lines of at most 16 KiB.
+inline constexpr std::size_t max_jobs_file_bytes = std::size_t{16} << 20;
+inline constexpr std::size_t max_jobs = 100'000;
 inline constexpr std::size_t max_line_bytes = 16 * 1024;
 
 /// Parses `text`; `path` names it in errors. `options` gives the seconds

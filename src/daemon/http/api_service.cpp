@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <variant>
 #include <stdexcept>
 
 #include "daemon/observe/job_lookup.h"
@@ -33,9 +35,17 @@ bool same_secret(std::string_view given, std::string_view expected) {
   return difference == 0;
 }
 
-const JobView* find_job(const FleetView& view, const std::string& key) {
-  const auto it = std::find_if(view.jobs.begin(), view.jobs.end(), [&](const JobView& j) { return j.key == key; });
-  return it == view.jobs.end() ? nullptr : &*it;
+/// The index's job of `key` (the index is by key), or nullptr.
+const IndexedJob* find_job(const FleetIndex& index, std::string_view key) {
+  const auto it = std::lower_bound(index.jobs.begin(), index.jobs.end(), key,
+                                   [](const IndexedJob& j, std::string_view k) { return j.key < k; });
+  return it == index.jobs.end() || it->key != key ? nullptr : &*it;
+}
+
+LocalIndex by_key(const std::vector<LocalJob>& local) {
+  LocalIndex out;
+  for (const auto& job : local) out.emplace(job.key, &job);
+  return out;
 }
 
 }  // namespace
@@ -68,7 +78,7 @@ HttpAnswer ApiService::route(const HttpRequest& request) {
   };
   if (rest == "/jobs" || rest == "/replicas" || rest == "/leader" || rest == "/fleet") {
     if (auto refused = only(get, "GET")) return *refused;
-    return rest == "/jobs" ? jobs() : rest == "/replicas" ? replicas() : rest == "/leader" ? leader() : fleet();
+    return rest == "/jobs" ? jobs(request) : rest == "/replicas" ? replicas() : rest == "/leader" ? leader() : fleet(request);
   }
   if (rest.starts_with("/jobs/") && rest.size() > 6) {
     const std::string tail = rest.substr(6);
@@ -90,47 +100,120 @@ HttpAnswer ApiService::route(const HttpRequest& request) {
   return error(404, fmt::format("no such path: {} (see docs/api.md)", request.path));
 }
 
-std::shared_ptr<const FleetView> ApiService::view() {
+std::shared_ptr<const FleetIndex> ApiService::index() {
   if (!sources_.fleet_state) throw std::runtime_error("no fleet state: the daemon runs with --catch-up 0 and --history 0");
-  std::lock_guard guard(view_mutex_);
+  std::lock_guard guard(index_mutex_);
   const auto steady = std::chrono::steady_clock::now();
-  if (!view_ || steady - view_read_at_ >= api_view_lifetime) {
-    view_ = std::make_shared<const FleetView>(read_fleet_view(*sources_.fleet_state, fleet_now()));
-    view_read_at_ = steady;
+  if (!index_ || steady - index_read_at_ >= api_view_lifetime) {
+    index_ = std::make_shared<const FleetIndex>(read_fleet_index(*sources_.fleet_state, fleet_now()));
+    index_read_at_ = steady;
   }
-  return view_;
+  return index_;
 }
 
-ApiJob ApiService::api_job(const JobView& job, const std::vector<LocalJob>& local, Instant at) const {
-  const auto mine = std::find_if(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == job.key; });
-  ApiJob entry{&job, {}, std::nullopt, mine != local.end()};
-  if (mine != local.end() && mine->schedule) {
-    entry.next_fires = next_n(*mine->schedule, at, 3);
+void ApiService::fill_ledger(JobView& job) {
+  const auto steady = std::chrono::steady_clock::now();
+  const auto fresh = [&](const LedgerKept& kept) { return steady - kept.read_at < api_view_lifetime; };
+  if (const auto it = ledgers_.find(job.key); it != ledgers_.end() && fresh(it->second)) {
+    copy_job_ledger(it->second.job, job);
+    return;
+  }
+  read_job_ledger(*sources_.fleet_state, job);
+  // The oldest reads go first (ledger_order_ is by read time; a key read
+  // again is there twice, its older place skipped).
+  while (ledgers_.size() >= api_ledger_cached_jobs && !ledger_order_.empty()) {
+    const auto& [key, read_at] = ledger_order_.front();
+    if (const auto it = ledgers_.find(key); it != ledgers_.end() && it->second.read_at == read_at) ledgers_.erase(it);
+    ledger_order_.pop_front();
+  }
+  ledgers_.insert_or_assign(job.key, LedgerKept{steady, job});
+  ledger_order_.emplace_back(job.key, steady);
+  if (ledger_order_.size() > 2 * api_ledger_cached_jobs) {  // the same few keys read again and again
+    std::erase_if(ledger_order_, [&](const auto& place) {
+      const auto it = ledgers_.find(place.first);
+      return it == ledgers_.end() || it->second.read_at != place.second;
+    });
+  }
+}
+
+ApiService::JobsPage ApiService::page(const JobsQuery& query, Instant at) {
+  const auto fleet_index = index();
+  const auto& all = fleet_index->jobs;  // by key
+  const auto key_below = [](const IndexedJob& j, std::string_view k) { return j.key < k; };
+  const auto first = std::lower_bound(all.begin(), all.end(), std::string_view(query.prefix), key_below);
+  const auto past = std::find_if(first, all.end(), [&](const IndexedJob& j) { return !j.key.starts_with(query.prefix); });
+  JobsPage out;
+  out.total = static_cast<std::size_t>(past - first);
+  auto it = first;
+  if (!query.after.empty()) {
+    it = std::upper_bound(first, past, std::string_view(query.after),
+                          [](std::string_view k, const IndexedJob& j) { return k < j.key; });
+  }
+  std::lock_guard guard(page_mutex_);
+  std::size_t ledgers_read = 0;
+  for (; it != past; ++it) {
+    if (out.jobs.size() == query.limit || (query.state && needs_ledger(*query.state) && ledgers_read == api_max_ledger_scan)) {
+      out.next = std::prev(it)->key;
+      break;
+    }
+    JobView job = it->view();
+    if (query.state && !needs_ledger(*query.state) && !in_state(job, *query.state)) continue;
+    fill_ledger(job);
+    ++ledgers_read;
+    if (query.state && !in_state(job, *query.state)) continue;
+    find_next_fire(job, at);
+    out.jobs.push_back(std::move(job));
+  }
+  return out;
+}
+
+std::optional<JobView> ApiService::one_job(const std::string& key, Instant at) {
+  const auto fleet_index = index();
+  const IndexedJob* found = find_job(*fleet_index, key);
+  if (found == nullptr) return std::nullopt;
+  JobView job = found->view();
+  std::lock_guard guard(page_mutex_);
+  fill_ledger(job);
+  find_next_fire(job, at);
+  return job;
+}
+
+ApiJob ApiService::api_job(const JobView& job, const LocalIndex& local, Instant at) {
+  const auto mine = local.find(job.key);
+  const LocalJob* here = mine == local.end() ? nullptr : mine->second;
+  ApiJob entry{&job, {}, std::nullopt, here != nullptr};
+  if (here != nullptr && here->schedule) {
+    entry.next_fires = next_n(*here->schedule, at, 3);
   } else if (job.next_fire) {
     entry.next_fires.push_back(*job.next_fire);
   }
-  if (mine != local.end()) {
-    entry.scope = mine->at_start ? "replica (@reboot)" : std::string(to_string(mine->scope));
+  if (here != nullptr) {
+    entry.scope = here->at_start ? "replica (@reboot)" : std::string(to_string(here->scope));
   } else if (job.catalogued) {
     entry.scope = job.catalogued->every_replica ? "replica" : "fleet";
   }
   return entry;
 }
 
-HttpAnswer ApiService::jobs() {
-  const auto fleet_view = view();
+HttpAnswer ApiService::jobs(const HttpRequest& request) {
+  auto query = parse_jobs_query(request.query);
+  if (auto* failure = std::get_if<std::string>(&query)) return error(400, *failure);
   const Instant at = fleet_now();
-  const auto local = sources_.local_jobs();
+  const JobsPage found = page(std::get<JobsQuery>(query), at);
+  const auto local_jobs = sources_.local_jobs();
+  const LocalIndex local = by_key(local_jobs);
   std::vector<ApiJob> items;
-  for (const auto& job : fleet_view->jobs) items.push_back(api_job(job, local, at));
-  return json(200, api_jobs_document(at, items));
+  items.reserve(found.jobs.size());
+  for (const auto& job : found.jobs) items.push_back(api_job(job, local, at));
+  return json(200, api_jobs_document(at, items, found.total, found.next));
 }
 
 HttpAnswer ApiService::job(const std::string& key) {
-  const auto fleet_view = view();
-  const JobView* found = find_job(*fleet_view, key);
-  if (found == nullptr) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or controls", key));
-  return json(200, api_job_document(api_job(*found, sources_.local_jobs(), fleet_now())));
+  const Instant at = fleet_now();
+  const auto found = one_job(key, at);
+  if (!found) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or controls", key));
+  const auto local_jobs = sources_.local_jobs();
+  return json(200, api_job_document(api_job(*found, by_key(local_jobs), at)));
 }
 
 HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) {
@@ -148,10 +231,7 @@ HttpAnswer ApiService::runs(const std::string& key, const HttpRequest& request) 
   return json(200, api_runs_document(key, read.records));
 }
 
-HttpAnswer ApiService::replicas() {
-  const auto fleet_view = view();
-  return json(200, api_replicas_document(fleet_view->replicas));
-}
+HttpAnswer ApiService::replicas() { return json(200, api_replicas_document(index()->replicas)); }
 
 LedgerRead ApiService::cached_runs(const std::string& key, std::size_t limit) {
   std::lock_guard guard(runs_mutex_);  // one store read at a time
@@ -187,16 +267,22 @@ LeaderView ApiService::cached_leader() {
 
 HttpAnswer ApiService::leader() { return json(200, api_leader_document(cached_leader())); }
 
-HttpAnswer ApiService::fleet() {
-  const auto fleet_view = view();
+HttpAnswer ApiService::fleet(const HttpRequest& request) {
+  auto query = parse_jobs_query(request.query);
+  if (auto* failure = std::get_if<std::string>(&query)) return error(400, *failure);
   ApiFleet document;
   document.at = fleet_now();
+  const JobsPage found = page(std::get<JobsQuery>(query), document.at);
+  const auto fleet_index = index();
   document.replica_id = sources_.replica_id;
   document.coordinator = sources_.coordinator;
   document.writable = !sources_.token.empty();
-  document.replicas = &fleet_view->replicas;
-  const auto local = sources_.local_jobs();
-  for (const auto& job : fleet_view->jobs) {
+  document.replicas = &fleet_index->replicas;
+  document.jobs_total = found.total;
+  document.next = found.next;
+  const auto local_jobs = sources_.local_jobs();
+  const LocalIndex local = by_key(local_jobs);
+  for (const auto& job : found.jobs) {
     document.jobs.push_back(api_job(job, local, document.at));
     document.recent_runs.insert(document.recent_runs.end(), job.recent.begin(), job.recent.end());
   }
@@ -249,9 +335,9 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
     return error(403, "the API is read-only: the daemon runs without --api-token-file");
   }
   if (auto refused = refuse_token(request)) return *refused;
-  const auto fleet_view = view();
+  const auto fleet_index = index();
   const auto local = sources_.local_jobs();
-  const JobView* found = find_job(*fleet_view, key);
+  const IndexedJob* found = find_job(*fleet_index, key);
   const bool here = std::any_of(local.begin(), local.end(), [&](const LocalJob& l) { return l.key == key; });
   if (found == nullptr && !here) return error(404, fmt::format("no job \"{}\" in the fleet's catalogue or on this replica", key));
   if (!here && found != nullptr && found->catalogued && found->catalogued->removed) {
@@ -275,8 +361,8 @@ HttpAnswer ApiService::control(const std::string& key, const std::string& action
           : sources_.fleet_state->set_paused(key, action == "pause", by, fleet_now());
   if (change.status == ControlChange::Status::error) return error(503, fmt::format("{} \"{}\": {}", action, key, change.error));
   {
-    std::lock_guard guard(view_mutex_);
-    view_.reset();  // the next read shows the change
+    std::lock_guard guard(index_mutex_);
+    index_.reset();  // the next read shows the change
   }
   const bool changed = change.status == ControlChange::Status::changed;
   return json(action == "trigger" ? 202 : 200,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "daemon/observe/fleet_view.h"
+#include "daemon/http/jobs_query.h"
 #include "daemon/observe/json_output.h"
 #include "daemon/http/http_server.h"
 #include "daemon/config/job_directives.h"
@@ -34,6 +36,9 @@ struct LocalJob {
   SchedulePtr schedule;
 };
 
+/// The jobs this replica runs, by key (views of LocalJob's keys).
+using LocalIndex = std::map<std::string_view, const LocalJob*>;
+
 struct ApiSources {
   std::shared_ptr<FleetState> fleet_state;
   std::function<std::vector<LocalJob>()> local_jobs;
@@ -50,9 +55,12 @@ struct ApiSources {
 /// The most of one run's output one answer carries.
 inline constexpr std::size_t api_max_output_bytes = std::size_t{16} << 20;
 
-/// How long one read of the fleet view serves every request: bounds the
-/// store reads the API causes (one ledger read per job per second at most).
+/// How long one read of the fleet's index (registry, catalogue, controls)
+/// and of a job's ledger serves every request: bounds the store reads the
+/// API causes (one ledger read per job per second at most).
 inline constexpr std::chrono::milliseconds api_view_lifetime{1000};
+/// Jobs whose ledger read is kept for api_view_lifetime: four full pages.
+inline constexpr std::size_t api_ledger_cached_jobs = 4 * api_max_page_jobs;
 /// runs?limit=: 1 to 1,000 (default 50); the fleet document's recent runs: 50.
 inline constexpr std::size_t api_max_runs = 1000;
 inline constexpr std::size_t api_default_runs = 50;
@@ -69,30 +77,53 @@ class ApiService {
 
  private:
   HttpAnswer route(const HttpRequest& request);
-  HttpAnswer jobs();
+  HttpAnswer jobs(const HttpRequest& request);
   HttpAnswer job(const std::string& key);
   HttpAnswer runs(const std::string& key, const HttpRequest& request);
   HttpAnswer replicas();
   HttpAnswer leader();
-  HttpAnswer fleet();
+  HttpAnswer fleet(const HttpRequest& request);
   HttpAnswer control(const std::string& key, const std::string& action, const HttpRequest& request);
   /// GET /api/v1/jobs/KEY/output[?fire=FIRE]: a run's output kept on this host.
   HttpAnswer output(const std::string& key, const HttpRequest& request);
   /// The token's check; an answer when it refuses.
   std::optional<HttpAnswer> refuse_token(const HttpRequest& request) const;
-  /// The fleet view, read at most once per api_view_lifetime.
-  std::shared_ptr<const FleetView> view();
-  /// A job of the fleet view with what this replica knows of it.
-  [[nodiscard]] ApiJob api_job(const JobView& job, const std::vector<LocalJob>& local, Instant at) const;
+  /// The fleet's index (read_fleet_index()), read at most once per
+  /// api_view_lifetime: the replicas, and every job without its ledger.
+  std::shared_ptr<const FleetIndex> index();
+  /// The jobs `query` selects, a page, each with its ledger and next fire.
+  struct JobsPage {
+    std::vector<JobView> jobs;
+    std::size_t total = 0;              // the index's jobs with the prefix, whatever their state
+    std::optional<std::string> next;    // where the next page starts (its `after`), if one may
+  };
+  JobsPage page(const JobsQuery& query, Instant at);
+  /// `job` of the index, its ledger fields filled from a read at most
+  /// api_view_lifetime old. Called with page_mutex_ held.
+  void fill_ledger(JobView& job);
+  /// One job of the index with its ledger and next fire; nullopt if the
+  /// index has no such job.
+  std::optional<JobView> one_job(const std::string& key, Instant at);
+  /// A job with what this replica knows of it.
+  [[nodiscard]] static ApiJob api_job(const JobView& job, const LocalIndex& local, Instant at);
 
   /// The store's clock: every time the views compare (liveness, expiry).
   Instant fleet_now();
 
   ApiSources sources_;
   std::unique_ptr<StoreClock> store_clock_;  // null without a fleet state
-  std::mutex view_mutex_;  // one reader at a time; guards view_, view_read_at_
-  std::shared_ptr<const FleetView> view_;
-  std::chrono::steady_clock::time_point view_read_at_;
+  std::mutex index_mutex_;  // one reader at a time; guards index_, index_read_at_
+  std::shared_ptr<const FleetIndex> index_;
+  std::chrono::steady_clock::time_point index_read_at_;
+  /// Jobs' ledger reads, each serving api_view_lifetime; one page built
+  /// at a time (its store reads one after the other). Guarded by page_mutex_.
+  struct LedgerKept {
+    std::chrono::steady_clock::time_point read_at;
+    JobView job;
+  };
+  std::mutex page_mutex_;
+  std::map<std::string, LedgerKept> ledgers_;
+  std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> ledger_order_;  // by read time
   /// The leader, read at most once per api_view_lifetime too (a store
   /// round trip, or a connection on NATS). Guarded by leader_mutex_.
   LeaderView cached_leader();

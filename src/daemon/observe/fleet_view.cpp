@@ -19,7 +19,9 @@ bool over(FireFate fate) {
          fate == FireFate::cancelled || fate == FireFate::lost;
 }
 
-void read_ledger(FleetState& state, JobView& job) {
+}  // namespace
+
+void read_job_ledger(FleetState& state, JobView& job) {
   const LedgerRead read = state.read_fires(job.key, fleet_view_ledger_depth);
   if (read.status != LedgerRead::Status::found) throw std::runtime_error(fmt::format("job \"{}\": {}", job.key, read.error));
   for (const auto& record : read.records) {  // newest scheduled instant first
@@ -29,6 +31,20 @@ void read_ledger(FleetState& state, JobView& job) {
     if (!job.last_success && record.fate == FireFate::succeeded) job.last_success = record;
     if (record.fate == FireFate::lost) ++job.lost;
   }
+}
+
+void copy_job_ledger(const JobView& from, JobView& to) {
+  to.last_run = from.last_run;
+  to.last_success = from.last_success;
+  to.running = from.running;
+  to.lost = from.lost;
+  to.recent = from.recent;
+}
+
+bool job_failing(const JobView& job) {
+  const bool failed = job.last_run && (job.last_run->fate == FireFate::failed ||
+                                       job.last_run->fate == FireFate::timed_out || job.last_run->fate == FireFate::lost);
+  return failed || job.lost > 0;
 }
 
 void find_next_fire(JobView& job, Instant from) {
@@ -57,10 +73,8 @@ void find_next_fire(JobView& job, Instant from) {
   }
 }
 
-}  // namespace
-
-FleetView read_fleet_view(FleetState& state, Instant at) {
-  FleetView view;
+FleetIndex read_fleet_index(FleetState& state, Instant at) {
+  FleetIndex view;
   const RegistryRead registry = state.read_replicas(at);
   if (registry.status != RegistryRead::Status::found) throw std::runtime_error(registry.error);
   view.replicas = registry.replicas;
@@ -68,13 +82,25 @@ FleetView read_fleet_view(FleetState& state, Instant at) {
   if (catalogue.status != CatalogueRead::Status::found) throw std::runtime_error(catalogue.error);
   const ControlsRead controls = state.read_controls(at);
   if (controls.status != ControlsRead::Status::found) throw std::runtime_error(controls.error);
-  std::map<std::string, JobView> jobs;
+  std::map<std::string, IndexedJob> jobs;
   for (const auto& job : catalogue.jobs) jobs[job.job_key].catalogued = job;
   for (const auto& control : controls.jobs) jobs[control.job_key].control = control;
+  view.jobs.reserve(jobs.size());
   for (auto& [key, job] : jobs) {
     job.key = key;
+    view.jobs.push_back(std::move(job));
+  }
+  return view;
+}
+
+FleetView read_fleet_view(FleetState& state, Instant at) {
+  FleetIndex index = read_fleet_index(state, at);
+  FleetView view{std::move(index.replicas), {}};
+  view.jobs.reserve(index.jobs.size());
+  for (const auto& indexed : index.jobs) {
+    JobView job = indexed.view();
     find_next_fire(job, at);
-    read_ledger(state, job);
+    read_job_ledger(state, job);
     view.jobs.push_back(std::move(job));
   }
   return view;

@@ -42,4 +42,33 @@ struct FleetView {
 /// (one read per job). Throws std::runtime_error naming what failed.
 [[nodiscard]] FleetView read_fleet_view(FleetState& state, Instant at);
 
+/// A job as the fleet's index tells it: a third of a JobView's size.
+struct IndexedJob {
+  std::string key;
+  std::optional<CataloguedJob> catalogued;
+  std::optional<JobControl> control;
+  [[nodiscard]] JobView view() const { return JobView{key, catalogued, {}, {}, {}, {}, {}, control, {}, 0, {}}; }
+};
+struct FleetIndex {
+  std::vector<ReplicaRecord> replicas;
+  std::vector<IndexedJob> jobs;  // by key
+};
+
+/// The index alone: the registry, the catalogue and the controls (34
+/// document reads, whatever the number of jobs), each job with its
+/// catalogue line and control, by key; no ledger read, no next fire. A
+/// view of 100,000 jobs reads this, then the ledger of the jobs it shows.
+[[nodiscard]] FleetIndex read_fleet_index(FleetState& state, Instant at);
+/// Fills `job`'s ledger fields (last run, last success, running, lost,
+/// recent) from one read; throws std::runtime_error naming the job.
+void read_job_ledger(FleetState& state, JobView& job);
+/// Fills `job`'s next fire (and interval, or why there is none) from its
+/// catalogue line, after `from`.
+void find_next_fire(JobView& job, Instant from);
+/// Copies the ledger fields of `from` into `to` (a cached read).
+void copy_job_ledger(const JobView& from, JobView& to);
+/// Whether `job`'s newest finished run failed, timed out or was lost, or
+/// lost runs are among its newest records (its ledger fields read).
+[[nodiscard]] bool job_failing(const JobView& job);
+
 }  // namespace fleetcron::daemon

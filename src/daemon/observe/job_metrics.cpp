@@ -35,11 +35,7 @@ std::string label_value(std::string_view text) {
   return out;
 }
 
-bool job_needs_attention(const JobView& job) {
-  const bool failed = job.last_run && (job.last_run->fate == FireFate::failed ||
-                                       job.last_run->fate == FireFate::timed_out || job.last_run->fate == FireFate::lost);
-  return failed || job.lost > 0 || (job.control && job.control->paused);
-}
+bool job_needs_attention(const JobView& job) { return job_failing(job) || (job.control && job.control->paused); }
 
 std::string render_job_metrics(const FleetView& all_jobs, JobMetricsScope scope) {
   if (scope == JobMetricsScope::none) return {};

@@ -152,8 +152,9 @@ std::string webhook_document(std::string_view replica_id, const FireRecord& r) {
   return dump(Json{{"event", to_string(r.fate)}, {"replica", replica_id}, {"record", record(r)}});
 }
 
-std::string api_jobs_document(Instant at, const std::vector<ApiJob>& list) {
-  return dump(Json{{"at", instant(at)}, {"jobs", api_jobs(list)}});
+std::string api_jobs_document(Instant at, const std::vector<ApiJob>& list, std::size_t total,
+                              const std::optional<std::string>& next) {
+  return dump(Json{{"at", instant(at)}, {"jobs", api_jobs(list)}, {"total", total}, {"next", optional_value(next)}});
 }
 
 std::string api_job_document(const ApiJob& entry) { return dump(Json{{"job", api_job(entry)}}); }
@@ -179,6 +180,8 @@ std::string api_fleet_document(const ApiFleet& fleet) {
                    {"this_replica_leads", fleet.this_replica_leads},
                    {"replicas", replicas(*fleet.replicas)},
                    {"jobs", api_jobs(fleet.jobs)},
+                   {"jobs_total", fleet.jobs_total},
+                   {"next", optional_value(fleet.next)},
                    {"recent_runs", records(fleet.recent_runs)}});
 }
 

@@ -49,7 +49,10 @@ struct ApiJob {
   std::optional<std::string> scope;  // replica, replica (@reboot), fleet; null: unknown here
   bool on_this_replica = false;
 };
-[[nodiscard]] std::string api_jobs_document(Instant at, const std::vector<ApiJob>& jobs);
+/// A page of jobs: `total` those with the query's prefix, `next` where the
+/// next page starts (null: this is the last).
+[[nodiscard]] std::string api_jobs_document(Instant at, const std::vector<ApiJob>& jobs, std::size_t total,
+                                            const std::optional<std::string>& next);
 [[nodiscard]] std::string api_job_document(const ApiJob& job);
 [[nodiscard]] std::string api_runs_document(std::string_view key, const std::vector<FireRecord>& records);
 [[nodiscard]] std::string api_replicas_document(const std::vector<ReplicaRecord>& replicas);
@@ -62,8 +65,10 @@ struct ApiFleet {
   std::optional<LeaderView> leader;  // nullopt: `leader_error` says why it could not be read
   std::string leader_error;
   const std::vector<ReplicaRecord>* replicas = nullptr;
-  std::vector<ApiJob> jobs;
-  std::vector<FireRecord> recent_runs;
+  std::vector<ApiJob> jobs;  // a page, as for api_jobs_document
+  std::size_t jobs_total = 0;
+  std::optional<std::string> next;
+  std::vector<FireRecord> recent_runs;  // the newest of the page's jobs
 };
 [[nodiscard]] std::string api_fleet_document(const ApiFleet& fleet);
 /// A run's output as this host keeps it.
