@@ -23,7 +23,7 @@
 # (default 100), BURST (default min(JOBS/2, 10000)) and MAX_CONCURRENT
 # (each daemon's --max-concurrent, default 64: the daemon's) are environment
 # variables. FLEET_BENCH_SWEEP=1 runs R in $SWEEP_REPLICAS (1 3 10) × J in
-# $SWEEP_JOBS (1000 10000: a daemon takes at most 10,000 jobs today) and
+# $SWEEP_JOBS (1000 10000; a daemon takes up to 100,000) and
 # prints one line per point (about 8 minutes per backend). Not in CI; CI
 # runs a smoke size (scripts/test.sh's benchmark phase). docs/scale.md.
 set -euo pipefail

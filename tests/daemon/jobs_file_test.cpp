@@ -224,6 +224,12 @@ TEST(JobsFile, MissingFileAndLimits) {
     EXPECT_STREQ(e.what(), "/nonexistent/jobs.cron: cannot read: No such file or directory");
   }
   EXPECT_EQ(error_of(std::string(max_line_bytes + 1, '#')).find("jobs.cron:1:1: line longer than"), 0u);
+  std::string big;
+  while (big.size() <= max_jobs_file_bytes) big += "# " + std::string(1000, 'x') + "\n";
+  EXPECT_EQ(error_of(big), fmt::format("jobs.cron: {} bytes, above the limit of 16777216", big.size()));
+  std::string many;
+  for (std::size_t i = 0; i <= max_jobs; ++i) many += "# fleetcron: key=k" + std::to_string(i) + "\n0 3 * * * true\n";
+  EXPECT_EQ(error_of(many), "jobs.cron:200002:1: more than 100000 jobs");
 }
 
 TEST(JobsFile, PercentEndsTheCommandAndTheRestIsStandardInputAsInVixieCron) {

@@ -146,6 +146,23 @@ TEST(JobsSources, ADirectoryIsReadAsCronReadsCronD) {
   EXPECT_EQ(sources.describe(), scratch.dir + "/cron.d/e2scrub_all and 2 more file(s)");
 }
 
+// 100,000 jobs (the fleet's catalogue's bound) in a directory of files;
+// one more is refused naming the file and line where the limit is passed.
+TEST(JobsSources, AHundredThousandJobsAcrossFilesAreReadAndOneMoreIsRefused) {
+  const Scratch scratch;
+  for (int file = 0; file < 4; ++file) {
+    std::string text;
+    for (int i = 0; i < 25'000; ++i) {
+      text += "# fleetcron: key=customer-" + std::to_string(file * 25'000 + i) + "\n" + std::to_string(i % 60) +
+              " 3 * * * true\n";
+    }
+    scratch.write("jobs.d/part" + std::to_string(file), text);
+  }
+  EXPECT_EQ(scratch.load({"jobs.d"}).job_count(), max_jobs);
+  scratch.write("more.cron", "# header\n0 4 * * * echo one more\n");
+  EXPECT_EQ(scratch.error_of({"jobs.d", "more.cron"}), "more.cron:2:1: more than 100000 jobs in all the files given");
+}
+
 TEST(JobsSources, KeysAreUniqueAcrossFiles) {
   const Scratch scratch;
   scratch.write("a.cron", "# fleetcron: key=backup\n0 3 * * * /usr/local/bin/backup\n");
