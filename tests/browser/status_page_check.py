@@ -48,6 +48,8 @@ return {
   replica_jobs: Object.fromEntries(rows('#replicas tbody tr[data-replica]').map(r => [r.dataset.replica,
         r.querySelector('.jobs').textContent])),
   leader: document.getElementById('leader').dataset.holder || '',
+  count: document.getElementById('job-count').textContent,
+  next_enabled: !document.getElementById('page-next').disabled,
   updated: document.getElementById('updated').dataset.at || '',
   message: document.getElementById('message').textContent,
   overflow: Math.max(document.documentElement.scrollWidth - document.documentElement.clientWidth,
@@ -132,6 +134,28 @@ try:
           f"a job a reload removed shows removed, without a next fire or a trigger: {extra}")
     check(not any(j["removed"] for j in after["jobs"] if j["job"] != "extra"), "no other job shows removed")
     session.screenshot(f"{out_dir}/status_page_after_trigger.png")
+
+    # Search by key prefix, filter by state, and pages (?limit=4: 6 jobs on two pages).
+    def shown_keys(expected, what):
+        got = session.wait(what, lambda: (lambda s: s if sorted(j["job"] for j in s["jobs"]) == expected else None)(
+            session.script(PAGE_STATE)))
+        return got
+    session.type("#job-search", "t")
+    found = shown_keys(["tick", "tokyo"], "the jobs starting with t")
+    check("2 job(s) starting with \"t\"" in found["count"], f"the count says what the search found: {found['count']!r}")
+    session.script("const s = document.getElementById('job-state'); s.value = 'failing'; s.dispatchEvent(new Event('change'));")
+    session.script("const i = document.getElementById('job-search'); i.value = ''; i.dispatchEvent(new Event('input'));")
+    shown_keys(["fails"], "the failing jobs alone")
+    check(True, "the state filter shows the failing job alone")
+    session.open(page_url + "?limit=4")
+    first = shown_keys(["busy", "extra", "fails", "manual"], "the first page of 4")
+    check(first["next_enabled"] and "6 job(s)" in first["count"], f"a page of 4 of 6, with a next page: {first['count']!r}")
+    session.click("#page-next")
+    second = shown_keys(["tick", "tokyo"], "the second page")
+    check(not second["next_enabled"] and "(page 2)" in second["count"], f"the last page: {second['count']!r}")
+    session.click("#page-prev")
+    shown_keys(["busy", "extra", "fails", "manual"], "the first page again")
+    check(True, "previous goes back to the first page")
     session.resize(390, 844)
     time.sleep(0.5)  # the layout of the narrow window: nothing to wait on but the resize
     session.screenshot(f"{out_dir}/status_page_phone.png")

@@ -68,4 +68,20 @@ python3 "$root/tests/browser/status_page_check.py" "http://127.0.0.1:$driver_por
   fail "status does not show extra removed: $("$binary" status --coordinator "$status_uri" | grep -A2 '^  extra')"
 [[ $("$binary" status --coordinator "$status_uri" --json | jq -r '.jobs[] | select(.job == "extra") | .removed_by') == browser-2 ]] ||
   fail "status --json lacks extra's removed_by"
+
+# 100,000 jobs (one daemon, the memory coordinator): the page shows a page
+# of them, counts them all, searches and turns pages.
+python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(100000):
+        f.write(f"# fleetcron: key=customer-{i:06}\n0 0 1 1 * true\n")' "$work/many.cron"
+many_port=$(pick_port)
+"$binary" run "$work/many.cron" --replica-id browser-many --http "127.0.0.1:$many_port" --output-dir none \
+  --job-metrics none --shutdown-grace 2s >"$work/many.log" 2>&1 &
+daemon_pids+=($!)
+many_listed() { [[ $(curl -sf "http://127.0.0.1:$many_port/api/v1/jobs?limit=1" | jq -r .total) == 100000 ]]; }
+wait_up_to 60 "the daemon of 100,000 jobs to list them" many_listed
+python3 "$root/tests/browser/status_page_scale_check.py" "http://127.0.0.1:$driver_port" "$chromium" \
+  "http://127.0.0.1:$many_port/" 100000 || fail "the page checks at 100,000 jobs failed"
 echo "screenshots: $out_dir/status_page.png, $out_dir/status_page_after_trigger.png, $out_dir/status_page_phone.png"
