@@ -20,7 +20,17 @@ int run_validate_command(const Settings& settings, int count, std::ostream& out,
 
 /// `fleetcron status --coordinator URI`: the leader's identity and term;
 /// for Redis also the claims of the last hour per job. Runs nothing.
-int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err);
+/// Which jobs `status` lists: every one up to status_list_max (a summary
+/// beyond, unless `all`), or those with `prefix`, or the failing ones.
+struct StatusQuery {
+  bool json = false;
+  bool all = false;      ///< list every job, however many
+  bool failing = false;  ///< only jobs whose newest run failed, timed out or was lost, or with lost runs
+  std::string prefix;    ///< only jobs whose key starts with it
+};
+/// More jobs than this and `status` summarises them instead of listing.
+inline constexpr std::size_t status_list_max = 50;
+int run_status_command(const Settings& settings, const StatusQuery& query, std::ostream& out, std::ostream& err);
 
 /// Server-provided text made safe for a terminal: JSON-escaped (controls,
 /// quotes, invalid UTF-8) and the code points a terminal acts on (C1

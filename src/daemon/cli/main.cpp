@@ -150,7 +150,7 @@ struct CommandLine {
   fleetcron::daemon::NextCommandOptions next;
   Flags run_flags, validate_flags, status_flags, history_flags, logs_flags, migrate_flags, init_flags;
   int validate_count = 3;
-  bool status_json = false;
+  fleetcron::daemon::StatusQuery status;
   std::string history_job;
   std::size_t history_count = 20;
   bool history_json = false;
@@ -174,7 +174,11 @@ void define_reading_commands(CLI::App& app, CommandLine& line) {
   CLI::App* status = app.add_subcommand(
       "status", "Show the leader, the replicas and each job's next fire, last run and controls; runs nothing");
   add_settings_flags(status, line.status_flags, false);
-  status->add_flag("--json", line.status_json, "One JSON document (schema: docs/daemon.md)");
+  status->add_flag("--json", line.status.json, "One JSON document (schema: docs/daemon.md)");
+  status->add_flag("--all", line.status.all, "List every job, however many (beyond 50 status summarises them)");
+  status->add_flag("--failing", line.status.failing,
+                   "Only the jobs whose newest run failed, timed out or was lost, or with lost runs (reads every job's ledger)");
+  status->add_option("--prefix", line.status.prefix, "Only the jobs whose key starts with PREFIX")->type_name("PREFIX");
   CLI::App* history = app.add_subcommand(
       "history", "Show a job's (or every job's) newest runs, skips and misses from the fleet's ledger");
   add_settings_flags(history, line.history_flags, false);
@@ -262,7 +266,7 @@ int dispatch(CLI::App& app, CommandLine& line) {
   }
   if (app.got_subcommand("migrate")) return fleetcron::daemon::run_migrate_command(settings, std::cout, std::cerr);
   if (app.got_subcommand("init")) return fleetcron::daemon::run_init_command(settings, std::cout, std::cerr);
-  return fleetcron::daemon::run_status_command(settings, line.status_json, std::cout, std::cerr);
+  return fleetcron::daemon::run_status_command(settings, line.status, std::cout, std::cerr);
 }
 
 }  // namespace

@@ -95,19 +95,57 @@ std::string job_text(const JobView& job) {
   return text;
 }
 
+void print_replicas(const StoreView& store, const std::vector<ReplicaRecord>& replicas, Instant at, std::ostream& out) {
+  out << "coordinator: " << store.coordinator << '\n' << store.text;
+  out << fmt::format("replicas ({}):\n", replicas.size());
+  const std::string common = common_jobs_digest(replicas);
+  const auto common_count = static_cast<std::size_t>(std::count_if(
+      replicas.begin(), replicas.end(), [&](const ReplicaRecord& r) { return r.replica.jobs_digest == common; }));
+  for (const auto& r : replicas) out << replica_text(r, at, common, common_count);
+}
+
 void print(const StoreView& store, const FleetView& fleet, Instant at, bool json, std::ostream& out) {
   if (json) {
     out << status_document(store.coordinator, at, store.leader, fleet) << '\n';
     return;
   }
-  out << "coordinator: " << store.coordinator << '\n' << store.text;
-  out << fmt::format("replicas ({}):\n", fleet.replicas.size());
-  const std::string common = common_jobs_digest(fleet.replicas);
-  const auto common_count = static_cast<std::size_t>(std::count_if(
-      fleet.replicas.begin(), fleet.replicas.end(), [&](const ReplicaRecord& r) { return r.replica.jobs_digest == common; }));
-  for (const auto& r : fleet.replicas) out << replica_text(r, at, common, common_count);
+  print_replicas(store, fleet.replicas, at, out);
   out << fmt::format("jobs ({}):\n", fleet.jobs.size());
   for (const auto& j : fleet.jobs) out << job_text(j);
+}
+
+/// More jobs than status_list_max: counts from the index, no ledger read.
+void print_summary(const StoreView& store, const FleetIndex& index, Instant at, std::ostream& out) {
+  print_replicas(store, index.replicas, at, out);
+  std::size_t every_replica = 0, paused = 0, removed = 0, triggers = 0, uncatalogued = 0;
+  for (const auto& job : index.jobs) {
+    if (!job.catalogued) ++uncatalogued;
+    if (job.catalogued && job.catalogued->every_replica) ++every_replica;
+    if (job.catalogued && job.catalogued->removed) ++removed;
+    if (job.control && job.control->paused) ++paused;
+    if (job.control) triggers += job.control->triggers.size();
+  }
+  out << fmt::format("jobs ({}): more than {}, summarised (--all lists them, --prefix PREFIX those whose key starts "
+                     "with it, --failing the failing ones)\n",
+                     index.jobs.size(), status_list_max);
+  out << fmt::format("  scope         {} fleet-wide, {} on every replica{}\n", index.jobs.size() - every_replica - uncatalogued,
+                     every_replica, uncatalogued ? fmt::format(", {} with controls only (no replica runs them)", uncatalogued) : "");
+  out << fmt::format("  paused        {}\n  removed       {}\n  triggers      {} waiting\n", paused, removed, triggers);
+}
+
+/// The jobs `query` lists, each with its next fire and ledger (one read
+/// per job with the prefix; --failing keeps the failing ones).
+FleetView listed_jobs(FleetState& state, FleetIndex&& index, Instant at, const StatusQuery& query) {
+  FleetView view{std::move(index.replicas), {}};
+  for (const auto& indexed : index.jobs) {
+    if (!indexed.key.starts_with(query.prefix)) continue;
+    JobView job = indexed.view();
+    read_job_ledger(state, job);
+    if (query.failing && !job_failing(job)) continue;
+    find_next_fire(job, at);
+    view.jobs.push_back(std::move(job));
+  }
+  return view;
 }
 
 }  // namespace
@@ -116,7 +154,8 @@ StoreView read_store_view(const Settings& settings, bool with_claims) {
   return backend_for(settings.coordinator).read_view(settings, with_claims);
 }
 
-int run_status_command(const Settings& settings, bool json, std::ostream& out, std::ostream& err) {
+int run_status_command(const Settings& settings, const StatusQuery& query, std::ostream& out, std::ostream& err) {
+  const bool json = query.json;
   try {
     const Backend& backend = backend_for(settings.coordinator);
     if (backend.in_process()) {
@@ -140,7 +179,12 @@ int run_status_command(const Settings& settings, bool json, std::ostream& out, s
       return 0;
     }
     const Instant store_at = StoreClock(*state, system_clock()).now();  // the views' liveness on the store's clock
-    print(store, read_fleet_view(*state, store_at), store_at, json, out);
+    FleetIndex index = read_fleet_index(*state, store_at);
+    if (!json && !query.all && !query.failing && query.prefix.empty() && index.jobs.size() > status_list_max) {
+      print_summary(store, index, store_at, out);
+      return 0;
+    }
+    print(store, listed_jobs(*state, std::move(index), store_at, query), store_at, json, out);
     return 0;
   } catch (const std::exception& e) {
     err << "status: " << terminal_safe(e.what()) << '\n';
