@@ -59,21 +59,28 @@ struct Fixture {
 
 bool has(const HttpAnswer& answer, std::string_view text) { return answer.body.find(text) != std::string::npos; }
 
+/// A run of `job` at `instant` that started and ended in `fate`, written to `state`'s ledger.
+FireRecord write_run(FleetState& state, const std::string& job, const std::string& instant, FireFate fate) {
+  FireRecord run;
+  run.job_key = job;
+  run.scheduled_at = parse_rfc3339(instant);
+  run.fire_key = job + "@" + instant;
+  run.fate = fate;
+  run.replica_id = "replica-b";
+  run.started_at = run.scheduled_at;
+  run.attempts = 1;
+  if (fate == FireFate::failed) run.exit_status = 1;
+  if (fate == FireFate::lost) run.reason = "its runner stopped announcing itself";
+  const std::vector<LedgerWrite> writes{{run, LedgerRetention{}}};
+  EXPECT_EQ(state.record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  return run;
+}
+
 // A lost newest run is the job's last run (status, the API, the page's
 // red row, the metrics); a re-run beside it, at the same instant, is.
 TEST(FleetView, ALostNewestRunIsTheLastRun) {
   Fixture f;
-  FireRecord lost;
-  lost.job_key = "backup";
-  lost.scheduled_at = parse_rfc3339("2026-12-04T03:00:00Z");
-  lost.fire_key = "backup@2026-12-04T03:00:00Z";
-  lost.fate = FireFate::lost;
-  lost.replica_id = "replica-b";
-  lost.started_at = lost.scheduled_at;
-  lost.attempts = 1;
-  lost.reason = "its runner stopped announcing itself";
-  std::vector<LedgerWrite> writes{{lost, LedgerRetention{}}};
-  ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  const FireRecord lost = write_run(*f.state, "backup", "2026-12-04T03:00:00Z", FireFate::lost);
   const Instant now = std::chrono::time_point_cast<Instant::duration>(std::chrono::system_clock::now());
   auto backup = [&] {
     const FleetView view = read_fleet_view(*f.state, now);
@@ -92,7 +99,7 @@ TEST(FleetView, ALostNewestRunIsTheLastRun) {
   rerun.fate = FireFate::succeeded;
   rerun.finished_at = *rerun.started_at + 1s;
   rerun.duration = 1s;
-  writes = {{rerun, LedgerRetention{}}};
+  const std::vector<LedgerWrite> writes{{rerun, LedgerRetention{}}};
   ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
   job = backup();
   ASSERT_TRUE(job.last_run);
@@ -323,16 +330,7 @@ TEST(Api, AHundredThousandJobsArePagedFilteredAndReadAPageAtATime) {
   }
   ASSERT_EQ(f.state->catalogue_jobs(many, now, "replica-c").status, ControlChange::Status::changed);
   ASSERT_EQ(f.state->set_paused("customer-050000", true, "ops", now).status, ControlChange::Status::changed);
-  FireRecord failed;
-  failed.job_key = "customer-099990";
-  failed.scheduled_at = parse_rfc3339("2026-12-03T03:17:00Z");
-  failed.fire_key = "customer-099990@2026-12-03T03:17:00Z";
-  failed.fate = FireFate::failed;
-  failed.replica_id = "replica-c";
-  failed.started_at = failed.scheduled_at;
-  failed.exit_status = 1;
-  const std::vector<LedgerWrite> writes{{failed, LedgerRetention{}}};
-  ASSERT_EQ(f.state->record_fires(writes).at(0).status, LedgerWriteResult::Status::written);
+  (void)write_run(*f.state, "customer-099990", "2026-12-03T03:17:00Z", FireFate::failed);
   const auto counting = std::make_shared<CountingFleetState>(f.state);
   ApiService api(ApiSources{counting, [] { return std::vector<LocalJob>{}; },
                             [] { return LeaderView{std::string("replica-a"), {}, {}, {}}; }, [] { return true; },
