@@ -78,12 +78,12 @@ read -r bs bm bh < <(date -u -d "@$burst_at" '+%-S %-M %-H')
   echo "# fleet_bench: $jobs jobs, $every every second, $burst at $(date -u -d "@$burst_at" +%FT%TZ)"
   for ((i = 0; i < every; i++)); do echo "# fleetcron: key=every$i"; echo "* * * * * * true"; done
   for ((i = 0; i < burst; i++)); do echo "# fleetcron: key=burst$i"; echo "$bs $bm $bh * * * true"; done
-  # Sparse: once a day, at times spread over the day, from 12 hours ahead
-  # (none in the window: a sweep lasts less than 12 hours).
+  # Sparse: once a day, at times spread over the 12 hours from 12 hours
+  # ahead (none in the window: a sweep lasts less than 12 hours).
   far=$((($(date -u +%-H) + 12) % 24))
   for ((i = every + burst; i < jobs; i++)); do
     echo "# fleetcron: key=sparse$i"
-    echo "$((i % 60)) $(((i / 60) % 60)) $(((i / 3600 + far) % 24)) * * * true"
+    echo "$((i % 60)) $(((i / 60) % 60)) $(((i / 3600 % 12 + far) % 24)) * * * true"
   done
 } >"$work/jobs.cron"
 

@@ -49,6 +49,39 @@ def parse_time(text):
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+def start_ms(work, replicas):
+    """The longest time from a replica's spawn to its `started` line, in ms."""
+    spawned = {int(r): int(ns) / 1e9 for ns, r in (line.split() for line in (work / "spawned").read_text().splitlines())}
+    longest = 0.0
+    for r in range(replicas):
+        for line in (work / f"replica{r}.log").read_text().splitlines():
+            if '"event":"started"' in line:
+                longest = max(longest, parse_time(json.loads(line)["time"]) - spawned[r])
+                break
+    return longest * 1000
+
+
+def skipped_fires(work, replicas):
+    """Every fire-skipped line: fire key -> its reason's first words."""
+    skipped = {}
+    for r in range(replicas):
+        for line in (work / f"replica{r}.log").read_text().splitlines():
+            if '"fire-skipped"' in line:
+                event = json.loads(line)
+                skipped[event["fire"]] = event["message"].split(":")[0]
+    return skipped
+
+
+def missing_fires(runs, every, start, end, burst, burst_at):
+    """The fires due in the window (every job's each second, the burst) that no replica started."""
+    def key(name, at):
+        return f"{name}@{datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    due = {key(f"every{i}", t) for i in range(every) for t in range(start, end)}
+    if start <= burst_at < end:
+        due |= {key(f"burst{i}", burst_at) for i in range(burst)}
+    return sorted(due - {fire for fire, _, _, _ in runs})
+
+
 def read_runs(work, replicas):
     """Every run-started line (attempt 1): (fire key, instant, started, replica)."""
     runs = []
@@ -110,6 +143,17 @@ def report(args):
           f"({args.every} every second, a burst of {args.burst}), window {args.window} s")
     print(f"  fires: {len(in_window)} of {expected} due in the window, {len(in_window) / elapsed:.0f}/s; "
           f"duplicates: {duplicates}")
+    not_started = missing_fires(runs, args.every, start, end, args.burst, args.burst_at)
+    skips = skipped_fires(work, args.replicas)
+    reasons = {}
+    for fire in not_started:
+        if fire in skips:
+            reasons[skips[fire]] = reasons.get(skips[fire], 0) + 1
+    if reasons:
+        print(f"  skipped (logged, in the ledger): {', '.join(f'{n} {why}' for why, n in sorted(reasons.items()))}")
+    missing = [fire for fire in not_started if fire not in skips]
+    if missing:
+        print(f"  MISSING: {len(missing)} fire(s) due in the window neither started nor skipped: {', '.join(missing[:5])}")
     print(f"  store: {per_fire:.2f} {label} per fire, {store_us:.0f} us of its CPU per fire")
     if breakdown:
         print(f"    per fire: {breakdown}")
@@ -121,12 +165,15 @@ def report(args):
               f"(starting `true` costs {args.start_cost_ms:.1f} ms here, not subtracted)")
     else:
         print(f"  burst: none of the {args.burst} ran in the logs")
-    print(f"  validate {args.validate_ms} ms, reload {args.reload_ms} ms for {args.jobs} jobs")
+    started_ms = start_ms(work, args.replicas)
+    print(f"  start {started_ms:.0f} ms (the slowest replica's), validate {args.validate_ms} ms, "
+          f"reload {args.reload_ms} ms for {args.jobs} jobs")
     print(f"point backend={args.backend} replicas={args.replicas} jobs={args.jobs} fires_per_s={len(in_window) / elapsed:.0f} "
           f"store_per_fire={per_fire:.2f} store_us_per_fire={store_us:.0f} daemon_us_per_fire={daemon_cpu * 1e6 / fires:.0f} "
           f"rss_mb={rss_mb:.1f} burst_p99_ms={percentile(burst, 0.99) if burst else -1:.0f} "
-          f"validate_ms={args.validate_ms} reload_ms={args.reload_ms} duplicates={duplicates}")
-    return 1 if duplicates or not burst or len(burst) < args.burst else 0
+          f"start_ms={started_ms:.0f} validate_ms={args.validate_ms} reload_ms={args.reload_ms} duplicates={duplicates} "
+          f"missing={len(missing)}")
+    return 1 if duplicates or missing or not burst or len(burst) < args.burst else 0
 
 
 def main():

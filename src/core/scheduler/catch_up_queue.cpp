@@ -22,7 +22,7 @@ void CatchUpQueue::add(const std::shared_ptr<Entry>& entry) {
   {
     std::lock_guard guard(mutex_);
     if (stopping_) return;
-    queue_.push_back({entry, clock_->steady_now(), first_retry_});
+    queue_.emplace(clock_->steady_now(), Pending{entry, first_retry_});
   }
   cv_.notify_one();
 }
@@ -45,14 +45,13 @@ void CatchUpQueue::main() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     const auto now = clock_->steady_now();
-    const auto due = std::min_element(queue_.begin(), queue_.end(),
-                                      [](const Pending& a, const Pending& b) { return a.due < b.due; });
-    if (due == queue_.end() || due->due > now) {
-      const auto until = due == queue_.end() ? now + std::chrono::hours{1} : due->due;
+    const auto due = queue_.begin();
+    if (due == queue_.end() || due->first > now) {
+      const auto until = due == queue_.end() ? now + std::chrono::hours{1} : due->first;
       clock_->wait_until(cv_, lock, until);
       continue;
     }
-    Pending pending = std::move(*due);
+    Pending pending = std::move(due->second);
     queue_.erase(due);
     const std::shared_ptr<Entry> entry = pending.entry.lock();
     if (!entry) continue;
@@ -60,10 +59,10 @@ void CatchUpQueue::main() {
     const bool settled = attempt_(entry, pending.backoff);
     lock.lock();
     if (settled) continue;
-    pending.due = clock_->steady_now() + pending.backoff;
+    const auto retry_at = clock_->steady_now() + pending.backoff;
     pending.backoff = std::min(2 * pending.backoff, max_retry_);
     FLEETCRON_ASSERT(pending.backoff >= first_retry_ && pending.backoff <= max_retry_);
-    queue_.push_back(std::move(pending));
+    queue_.emplace(retry_at, std::move(pending));
   }
 }
 

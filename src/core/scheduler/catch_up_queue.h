@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -41,7 +42,6 @@ class CatchUpQueue {
  private:
   struct Pending {
     std::weak_ptr<Entry> entry;
-    Clock::SteadyTime due;
     std::chrono::nanoseconds backoff;
   };
   void main();
@@ -52,7 +52,9 @@ class CatchUpQueue {
   const std::chrono::nanoseconds max_retry_;
   std::mutex mutex_;  // guards queue_, stopping_; a leaf but for the clock's own lock
   std::condition_variable cv_;
-  std::vector<Pending> queue_;
+  // By when each is due; those due together in the order they came (a
+  // start queues every job: 100,000 of them must not be searched each).
+  std::multimap<Clock::SteadyTime, Pending> queue_;
   bool stopping_ = false;
   std::thread thread_;
 };
