@@ -158,6 +158,12 @@ class FLEETCRON_API FleetState : public FleetDocuments {
   /// The job's cursor.
   [[nodiscard]] virtual CursorRead read_cursor(std::string_view job_key) = 0;
 
+  /// read_cursor() for each job: one answer per key, in order. The
+  /// scheduler calls it for the catch-ups due together (a start queues
+  /// every job's), so a networked store can read them in one round trip
+  /// (Redis pipelines them). The default calls read_cursor() for each.
+  [[nodiscard]] virtual std::vector<CursorRead> read_cursors(std::span<const std::string> job_keys);
+
   /// Moves the job's cursor to `instant` unless it is already there or
   /// past it (a maximum: replicas racing to advance never move it back).
   /// The record then lives at least `keep_for` after this call (a backend

@@ -103,6 +103,19 @@ class FLEETCRON_LOCAL FleetState::Impl {
   }
 
   /// The cursor in `value`, or an error naming the key.
+  /// A GET of the job's cursor key, as read_cursor() answers it.
+  CursorRead cursor_of(std::string_view job_key, const Reply& reply) const {
+    if (reply.is_nil()) return {CursorRead::Status::absent, std::nullopt, {}};
+    if (reply.type != Reply::Type::string) {
+      return {CursorRead::Status::error, std::nullopt,
+              fmt::format("{}: GET {} answered {}", client_->describe(), cursor_key(job_key),
+                          reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+    }
+    auto [cursor, error] = decode(job_key, reply.text);
+    if (!cursor) return {CursorRead::Status::error, std::nullopt, std::move(error)};
+    return {CursorRead::Status::found, cursor, {}};
+  }
+
   std::pair<std::optional<JobCursor>, std::string> decode(std::string_view job_key, std::string_view value) const {
     if (std::optional<JobCursor> cursor = parse_cursor_record(value)) return {cursor, {}};
     return {std::nullopt,
@@ -149,15 +162,27 @@ CursorRead FleetState::read_cursor(std::string_view job_key) {
   } catch (const std::exception& e) {
     return {CursorRead::Status::error, std::nullopt, e.what()};
   }
-  if (reply.is_nil()) return {CursorRead::Status::absent, std::nullopt, {}};
-  if (reply.type != Reply::Type::string) {
-    return {CursorRead::Status::error, std::nullopt,
-            fmt::format("{}: GET {} answered {}", impl_->client_->describe(), impl_->cursor_key(job_key),
-                        reply.is_error() ? reply.text : std::string(to_string(reply.type)))};
+  return impl_->cursor_of(job_key, reply);
+}
+
+std::vector<CursorRead> FleetState::read_cursors(std::span<const std::string> job_keys) {
+  std::vector<std::vector<std::string>> commands;
+  commands.reserve(job_keys.size());
+  for (const auto& key : job_keys) {
+    check_job_key(key);
+    commands.push_back({"GET", impl_->cursor_key(key)});
   }
-  auto [cursor, error] = impl_->decode(job_key, reply.text);
-  if (!cursor) return {CursorRead::Status::error, std::nullopt, std::move(error)};
-  return {CursorRead::Status::found, cursor, {}};
+  std::vector<CursorRead> answers;
+  answers.reserve(job_keys.size());
+  std::vector<Reply> replies;
+  try {
+    replies = impl_->client_->impl().pipeline(commands);
+  } catch (const std::exception& e) {
+    for (std::size_t i = 0; i < job_keys.size(); ++i) answers.push_back({CursorRead::Status::error, std::nullopt, e.what()});
+    return answers;
+  }
+  for (std::size_t i = 0; i < job_keys.size(); ++i) answers.push_back(impl_->cursor_of(job_keys[i], replies.at(i)));
+  return answers;
 }
 
 CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,

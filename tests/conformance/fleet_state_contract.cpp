@@ -52,6 +52,25 @@ TEST_P(FleetStateContract, ACursorIsAbsentUntilWrittenThenReadByEveryReplica) {
   EXPECT_EQ(seen.schedule_digest, 42u);
 }
 
+// read_cursors(): one answer per key, in order, as read_cursor() answers
+// each (Redis pipelines them; the others read one by one).
+TEST_P(FleetStateContract, SeveralCursorsAreReadInOneCallInTheirOrder) {
+  auto fleet = GetParam().make();
+  auto a = fleet->replica(), b = fleet->replica();
+  const std::vector<std::string> keys{job("batch-1"), job("batch-absent"), job("batch-3")};
+  ASSERT_EQ(a->advance_cursor(keys[0], minute(1), 11, keep).status, CursorAdvance::Status::moved);
+  ASSERT_EQ(a->advance_cursor(keys[2], minute(3), 33, keep).status, CursorAdvance::Status::moved);
+  const std::vector<CursorRead> reads = b->read_cursors(keys);
+  ASSERT_EQ(reads.size(), 3u);
+  ASSERT_EQ(reads[0].status, CursorRead::Status::found) << reads[0].error;
+  EXPECT_EQ(reads[0].cursor->instant, minute(1));
+  EXPECT_EQ(reads[0].cursor->schedule_digest, 11u);
+  EXPECT_EQ(reads[1].status, CursorRead::Status::absent) << reads[1].error;
+  ASSERT_EQ(reads[2].status, CursorRead::Status::found) << reads[2].error;
+  EXPECT_EQ(*reads[2].cursor, found(*b, keys[2]));
+  EXPECT_TRUE(b->read_cursors({}).empty());
+}
+
 TEST_P(FleetStateContract, AdvancingIsAMaximumAndNeverMovesTheCursorBack) {
   auto fleet = GetParam().make();
   auto a = fleet->replica(), b = fleet->replica();

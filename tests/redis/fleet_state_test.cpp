@@ -44,6 +44,14 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
   // A key of another type too (Redis would abort the whole script on WRONGTYPE).
   ASSERT_EQ(client->impl().command({"DEL", key}).type, Reply::Type::integer);
   ASSERT_EQ(client->impl().command({"HSET", key, "field", "value"}).integer, 1);
+  // One pipelined read: the hash is an error of its own key alone.
+  const std::vector<std::string> keys{"before", "job", "after"};
+  const std::vector<CursorRead> reads = state.read_cursors(keys);
+  ASSERT_EQ(reads.size(), 3u);
+  EXPECT_EQ(reads[0].status, CursorRead::Status::found) << reads[0].error;
+  EXPECT_EQ(reads[1].status, CursorRead::Status::error);
+  EXPECT_NE(reads[1].error.find("WRONGTYPE"), std::string::npos) << reads[1].error;
+  EXPECT_EQ(reads[2].status, CursorRead::Status::found) << reads[2].error;
   const std::vector<CursorAdvance> typed = state.advance_cursors(batch);
   ASSERT_EQ(typed.size(), 3u);
   EXPECT_EQ(typed[0].status, CursorAdvance::Status::already_past) << typed[0].error;
@@ -65,6 +73,11 @@ TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {
   EXPECT_NE(read.error.find("127.0.0.1:1"), std::string::npos) << read.error;
   EXPECT_EQ(state.advance_cursor("job", at, 1, 1h).status, CursorAdvance::Status::error);
   EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
+  const std::vector<std::string> keys{"a", "b"};
+  const std::vector<CursorRead> reads = state.read_cursors(keys);
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(reads[1].status, CursorRead::Status::error);
+  EXPECT_NE(reads[1].error.find("127.0.0.1:1"), std::string::npos) << reads[1].error;
 }
 
 TEST(RedisFleetState, OptionsAreCheckedAndKeysLiveUnderTheFleetPrefix) {

@@ -558,6 +558,72 @@ TEST(CatchUp, AFireWhoseCursorAdvancedAfterItsDedupWindowIsNotRun) {
   EXPECT_FALSE(fleet.runs().contains(at("2026-01-02T03:00:00Z")));  // later instants run as the loop reaches them
 }
 
+// Counts cursor reads, alone and in batches (read_cursors forwarded whole).
+class CountingCursorsFleetState final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  std::atomic<int> single_reads{0}, batch_reads{0}, batched_keys{0};
+  CursorRead read_cursor(std::string_view job) override {
+    ++single_reads;
+    return inner_->read_cursor(job);
+  }
+  std::vector<CursorRead> read_cursors(std::span<const std::string> jobs) override {
+    ++batch_reads;
+    batched_keys += static_cast<int>(jobs.size());
+    return inner_->read_cursors(jobs);
+  }
+};
+
+// A start queues every job's catch-up: those due together read their
+// cursors in one call (Redis: one round trip), and each still runs the
+// instant its job missed once.
+TEST(CatchUp, CatchUpsDueTogetherReadTheirCursorsInOneCall) {
+  const auto clock = std::make_shared<VirtualClock>(at("2026-01-02T02:59:00Z"));
+  const auto memory = std::make_shared<MemoryFleetState>(clock);
+  const auto claimer = std::make_shared<MemoryClaimer>(clock, 10min);
+  constexpr int jobs = 30;
+  std::mutex mutex;
+  std::map<std::string, int> runs;
+  const auto start = [&](std::shared_ptr<FleetState> state, std::shared_ptr<EventLog> log) {
+    SchedulerOptions options;
+    options.clock = clock;
+    options.recorder = std::move(log);
+    options.fleet.state = std::move(state);
+    options.fleet.replica_id = "r";
+    options.claimer = claimer;
+    options.logger = [](LogLevel, std::string_view) {};
+    auto scheduler = std::make_unique<Scheduler>(options);
+    for (int i = 0; i < jobs; ++i) {
+      EntryOptions entry;
+      entry.key = "job" + std::to_string(i);
+      scheduler->add("0 3 * * *", [&, key = entry.key](const FireContext&, std::stop_token) {
+        std::lock_guard guard(mutex);
+        ++runs[key];
+      }, entry);
+    }
+    scheduler->start();
+    return scheduler;
+  };
+  auto friday_log = std::make_shared<EventLog>();
+  auto friday = start(memory, friday_log);
+  clock->advance(1min);
+  ASSERT_TRUE(friday_log->wait_count<JobCompletedEvent>(jobs));
+  EXPECT_TRUE(friday->drain(clock->steady_now() + 10s));
+  friday.reset();
+  clock->advance(at("2026-01-05T09:00:00Z") - clock->now());  // Monday: three 03:00s missed
+  const auto counting = std::make_shared<CountingCursorsFleetState>(memory);
+  auto monday_log = std::make_shared<EventLog>();
+  auto monday = start(counting, monday_log);
+  ASSERT_TRUE(monday_log->wait_count<JobCompletedEvent>(jobs));
+  EXPECT_TRUE(monday->drain(clock->steady_now() + 10s));
+  EXPECT_EQ(counting->batched_keys.load(), jobs);
+  EXPECT_LE(counting->batch_reads.load(), 2) << "the catch-ups queued at the start, read together";
+  EXPECT_EQ(counting->single_reads.load(), 0) << "no catch-up read its cursor alone";
+  std::lock_guard guard(mutex);
+  ASSERT_EQ(runs.size(), static_cast<std::size_t>(jobs));
+  for (const auto& [key, count] : runs) EXPECT_EQ(count, 2) << key << ": Friday's, and Monday's catch-up once";
+}
+
 TEST(CatchUp, OptionsAreValidated) {
   SchedulerOptions options;
   options.fleet.replica_id = "two words";

@@ -47,6 +47,13 @@ std::optional<JobCursor> parse_cursor_record(std::string_view text) {
   return cursor;
 }
 
+std::vector<CursorRead> FleetState::read_cursors(std::span<const std::string> job_keys) {
+  std::vector<CursorRead> answers;
+  answers.reserve(job_keys.size());
+  for (const auto& key : job_keys) answers.push_back(read_cursor(key));
+  return answers;
+}
+
 std::vector<CursorAdvance> FleetState::advance_cursors(std::span<const CursorAdvanceRequest> requests) {
   std::vector<CursorAdvance> answers;
   answers.reserve(requests.size());

@@ -126,7 +126,37 @@ std::unique_ptr<detail::CatchUpQueue> Scheduler::Impl::make_catch_up_queue() {
     }
     return outcome.done || entry->removed.load();
   };
-  return std::make_unique<detail::CatchUpQueue>(clock_, std::move(attempt), first_retry, max_retry);
+  auto prefetch = [this](std::span<const std::shared_ptr<Entry>> entries) { prefetch_cursors(entries); };
+  return std::make_unique<detail::CatchUpQueue>(clock_, std::move(attempt), first_retry, max_retry, std::move(prefetch));
+}
+
+void Scheduler::Impl::prefetch_cursors(std::span<const std::shared_ptr<Entry>> entries) {
+  std::vector<std::string> keys;
+  for (const auto& entry : entries) {
+    if (entry->cursor && !entry->cursor->caught_up.load() && !entry->removed.load()) keys.push_back(entry->identity.key);
+  }
+  std::vector<CursorRead> reads;
+  if (keys.size() > 1) {
+    try {
+      reads = options_.fleet.state->read_cursors(keys);
+    } catch (...) {
+      reads.clear();  // each catch-up reads its own then
+    }
+  }
+  std::lock_guard guard(prefetched_mutex_);
+  prefetched_cursors_.clear();  // the batch before's, unused (an entry removed meanwhile): stale now
+  for (std::size_t i = 0; i < reads.size() && i < keys.size(); ++i) {
+    if (reads[i].status != CursorRead::Status::error) prefetched_cursors_.insert_or_assign(keys[i], std::move(reads[i]));
+  }
+}
+
+std::optional<CursorRead> Scheduler::Impl::take_prefetched_cursor(const std::string& key) {
+  std::lock_guard guard(prefetched_mutex_);
+  const auto it = prefetched_cursors_.find(key);
+  if (it == prefetched_cursors_.end()) return std::nullopt;
+  CursorRead read = std::move(it->second);
+  prefetched_cursors_.erase(it);
+  return read;
 }
 
 void Scheduler::Impl::note_unled(const Fire& fire) {
@@ -172,7 +202,9 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
             *election.refused == SkipReason::not_leader};
   }
   const std::string& key = entry->identity.key;
-  CursorRead read = guarded([&] { return options_.fleet.state->read_cursor(key); });
+  // Read with the other catch-ups due together (prefetch_cursors), or now.
+  std::optional<CursorRead> prefetched = take_prefetched_cursor(key);
+  CursorRead read = prefetched ? std::move(*prefetched) : guarded([&] { return options_.fleet.state->read_cursor(key); });
   if (read.status == CursorRead::Status::error) return {false, "reading the cursor: " + read.error};
   std::optional<JobCursor> seen = read.cursor;
   if (!seen) {

@@ -8,8 +8,12 @@
 namespace fleetcron::detail {
 
 CatchUpQueue::CatchUpQueue(std::shared_ptr<Clock> clock, Attempt attempt, std::chrono::nanoseconds first_retry,
-                           std::chrono::nanoseconds max_retry)
-    : clock_(std::move(clock)), attempt_(std::move(attempt)), first_retry_(first_retry), max_retry_(max_retry) {
+                           std::chrono::nanoseconds max_retry, Prefetch prefetch)
+    : clock_(std::move(clock)),
+      attempt_(std::move(attempt)),
+      prefetch_(std::move(prefetch)),
+      first_retry_(first_retry),
+      max_retry_(max_retry) {
   FLEETCRON_ASSERT(first_retry_ > std::chrono::nanoseconds::zero() && max_retry_ >= first_retry_);
 }
 
@@ -41,28 +45,48 @@ void CatchUpQueue::join() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+std::vector<std::pair<CatchUpQueue::Pending, std::shared_ptr<Entry>>> CatchUpQueue::take_due(Clock::SteadyTime now) {
+  std::vector<std::pair<Pending, std::shared_ptr<Entry>>> due;
+  while (due.size() < max_batch && !queue_.empty() && queue_.begin()->first <= now) {
+    Pending pending = std::move(queue_.begin()->second);
+    queue_.erase(queue_.begin());
+    if (auto entry = pending.entry.lock()) due.emplace_back(std::move(pending), std::move(entry));
+  }
+  return due;
+}
+
 void CatchUpQueue::main() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     const auto now = clock_->steady_now();
-    const auto due = queue_.begin();
-    if (due == queue_.end() || due->first > now) {
-      const auto until = due == queue_.end() ? now + std::chrono::hours{1} : due->first;
+    if (queue_.empty() || queue_.begin()->first > now) {
+      const auto until = queue_.empty() ? now + std::chrono::hours{1} : queue_.begin()->first;
       clock_->wait_until(cv_, lock, until);
       continue;
     }
-    Pending pending = std::move(due->second);
-    queue_.erase(due);
-    const std::shared_ptr<Entry> entry = pending.entry.lock();
-    if (!entry) continue;
+    auto due = take_due(now);
     lock.unlock();
-    const bool settled = attempt_(entry, pending.backoff);
+    if (prefetch_ && due.size() > 1) {
+      std::vector<std::shared_ptr<Entry>> entries;
+      entries.reserve(due.size());
+      for (const auto& [pending, entry] : due) entries.push_back(entry);
+      prefetch_(entries);
+    }
+    std::vector<Pending> unsettled;
+    for (auto& [pending, entry] : due) {
+      {
+        std::lock_guard guard(mutex_);
+        if (stopping_) break;  // no attempt starts once stopping
+      }
+      if (!attempt_(entry, pending.backoff)) unsettled.push_back(std::move(pending));
+    }
     lock.lock();
-    if (settled) continue;
-    const auto retry_at = clock_->steady_now() + pending.backoff;
-    pending.backoff = std::min(2 * pending.backoff, max_retry_);
-    FLEETCRON_ASSERT(pending.backoff >= first_retry_ && pending.backoff <= max_retry_);
-    queue_.emplace(retry_at, std::move(pending));
+    for (auto& pending : unsettled) {
+      const auto retry_at = clock_->steady_now() + pending.backoff;
+      pending.backoff = std::min(2 * pending.backoff, max_retry_);
+      FLEETCRON_ASSERT(pending.backoff >= first_retry_ && pending.backoff <= max_retry_);
+      queue_.emplace(retry_at, std::move(pending));
+    }
   }
 }
 

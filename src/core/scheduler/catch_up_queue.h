@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/scheduler/entry.h"
@@ -23,9 +25,14 @@ class CatchUpQueue {
   /// or the entry removed). `backoff` is how long a retry waits.
   using Attempt = std::function<bool(const std::shared_ptr<Entry>& entry, std::chrono::nanoseconds backoff)>;
 
+  /// Called before the attempts of the entries due together (at most
+  /// max_batch of them), so that their reads can share one round trip.
+  using Prefetch = std::function<void(std::span<const std::shared_ptr<Entry>> entries)>;
+  static constexpr std::size_t max_batch = 256;
+
   /// The first retry waits `first_retry`, each next one twice as long, at most `max_retry`.
   CatchUpQueue(std::shared_ptr<Clock> clock, Attempt attempt, std::chrono::nanoseconds first_retry,
-               std::chrono::nanoseconds max_retry);
+               std::chrono::nanoseconds max_retry, Prefetch prefetch = {});
   ~CatchUpQueue();
   CatchUpQueue(const CatchUpQueue&) = delete;
   CatchUpQueue& operator=(const CatchUpQueue&) = delete;
@@ -45,9 +52,12 @@ class CatchUpQueue {
     std::chrono::nanoseconds backoff;
   };
   void main();
+  /// Takes the entries due at `now` (at most max_batch), with lock_ held.
+  std::vector<std::pair<Pending, std::shared_ptr<Entry>>> take_due(Clock::SteadyTime now);
 
   const std::shared_ptr<Clock> clock_;
   const Attempt attempt_;
+  const Prefetch prefetch_;
   const std::chrono::nanoseconds first_retry_;
   const std::chrono::nanoseconds max_retry_;
   std::mutex mutex_;  // guards queue_, stopping_; a leaf but for the clock's own lock

@@ -148,6 +148,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   /// retrying each failure after a backoff (1 s doubling to 30 s); null
   /// without a fleet state.
   std::unique_ptr<detail::CatchUpQueue> make_catch_up_queue();
+  /// The cursors of the catch-ups due together, in one FleetState::read_cursors();
+  /// each catch-up takes its own (once) instead of reading it alone.
+  void prefetch_cursors(std::span<const std::shared_ptr<detail::Entry>> entries);
+  std::optional<CursorRead> take_prefetched_cursor(const std::string& key);
+  std::mutex prefetched_mutex_;  // a leaf; guards prefetched_cursors_
+  std::unordered_map<std::string, CursorRead> prefetched_cursors_;
   /// Fleet-wide controls: a component (FleetControls) that sees the
   /// scheduler through ControlsHost (upkeep.cpp); null without them.
   [[nodiscard]] bool controls_on() const;
