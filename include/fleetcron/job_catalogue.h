@@ -41,6 +41,8 @@ struct FLEETCRON_API CatalogueRead {
   enum class Status { found, error };
   Status status = Status::found;
   std::vector<CataloguedJob> jobs = {};  ///< by job key
+  /// With `error`: why nothing was read (the store). With `found`, if not
+  /// empty: a part that held something else, whose jobs are left out.
   std::string error = {};
 };
 

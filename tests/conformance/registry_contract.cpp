@@ -309,13 +309,21 @@ TEST_P(FleetStateContract, TheCatalogueKeepsEachJobAsLastMentionedUntilNoReplica
   // Mentioned by nobody for catalogue_keep_for: gone.
   const CatalogueRead later = a->read_catalogue(now + catalogue_keep_for);
   EXPECT_EQ(later.jobs, std::vector<CataloguedJob>{from_b[0]});
-  // Garbage under its key is an error to read, and rebuilt by the next mention.
-  ASSERT_EQ(a->replace_document(FleetState::Document::catalogue, a->load_document(FleetState::Document::catalogue),
-                                "garbage", 0ns).status,
+  // Garbage under a part's key: that part's jobs are left out and named,
+  // the others read; the next mention rebuilds it.
+  const FleetState::DocumentId garbage_part{FleetState::Document::catalogue, catalogue_part("tick")};
+  ASSERT_EQ(a->replace_document(garbage_part, a->load_document(garbage_part), "garbage", 0ns).status,
             FleetState::DocumentReplace::Status::written);
-  EXPECT_EQ(a->read_catalogue(now).status, CatalogueRead::Status::error);
+  ASSERT_NE(catalogue_part("tick"), catalogue_part("nightly report"));
+  const CatalogueRead partial = a->read_catalogue(now);
+  EXPECT_EQ(partial.status, CatalogueRead::Status::found);
+  EXPECT_EQ(partial.jobs, std::vector<CataloguedJob>{from_a[0]});
+  EXPECT_EQ(partial.error, fmt::format("the job catalogue's key {} holds \"garbage\", not a catalogue (its jobs are left "
+                                       "out until a replica writes it again)",
+                                       document_name(garbage_part)));
   ASSERT_EQ(a->catalogue_jobs(from_a, now).status, ControlChange::Status::changed);
   EXPECT_EQ(a->read_catalogue(now).jobs, from_a);
+  EXPECT_EQ(a->read_catalogue(now).error, "");
 }
 
 // A replica's complete list: what it mentioned last and lists no more (a
@@ -386,6 +394,14 @@ TEST_P(FleetStateContract, TheCatalogueHoldsAHundredThousandJobsInPartsAStoreTak
   ASSERT_EQ(refused.status, ControlChange::Status::error);
   EXPECT_EQ(refused.error, "the job catalogue would hold 100001 jobs, more than the limit of 100000");
   EXPECT_EQ(a->read_catalogue(now + 1s).jobs.size(), jobs.size());
+  // A reload at the limit renames a job: the old one is marked removed,
+  // and removed lines do not count (they go within 48 h).
+  jobs.back().job_key = "customer-renamed nightly export";
+  for (auto& job : jobs) job.seen = now + 2s;
+  ASSERT_EQ(a->catalogue_jobs(jobs, now + 2s, "web-1-4242-3fa9c1").status, ControlChange::Status::changed);
+  const CatalogueRead renamed = a->read_catalogue(now + 2s);
+  ASSERT_EQ(renamed.jobs.size(), jobs.size() + 1);
+  EXPECT_EQ(std::count_if(renamed.jobs.begin(), renamed.jobs.end(), [](const CataloguedJob& j) { return j.removed; }), 1);
 }
 
 // A release before 0.3 keeps the whole catalogue in the key "jobs", the
@@ -408,6 +424,12 @@ TEST_P(FleetStateContract, AJobInTwoPartsIsReadAsItsNewerMention) {
   ASSERT_EQ(a->replace_document(zero, a->load_document(zero), format_job_catalogue(std::span(&newest, 1)), 0ns).status,
             FleetState::DocumentReplace::Status::written);
   EXPECT_EQ(a->read_catalogue(now + 2min).jobs, std::vector<CataloguedJob>{newest});
+  // The newer replica's next write takes the job's line out of part 0, so
+  // an older release's lines do not fill it.
+  const std::vector<CataloguedJob> again{{key, "0 9 * * *", "UTC", false, now + 3min, "new"}};
+  ASSERT_EQ(a->catalogue_jobs(again, now + 3min, "new").status, ControlChange::Status::changed);
+  EXPECT_EQ(a->load_document(zero).text.find(key), std::string::npos) << a->load_document(zero).text;
+  EXPECT_EQ(a->read_catalogue(now + 3min).jobs, again);
 }
 
 }  // namespace fleetcron::test

@@ -230,6 +230,50 @@ TEST(SchedulerRegistry, AStoreThatLostItsDataHasTheCatalogueBackAtTheNextAnnounc
             1);
 }
 
+/// A fleet state whose catalogue writes fail while `failing` is set; counts them.
+class FailingCatalogue final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    if (which.which == Document::catalogue) {
+      ++writes;
+      if (failing) return {DocumentReplace::Status::error, "catalogue refused"};
+    }
+    return ForwardingFleetState::replace_document(which, seen, text, keep_for);
+  }
+  std::atomic<bool> failing{true};
+  std::atomic<int> writes{0};
+};
+
+// A catalogue write that fails (the store refuses it, a part too large, the
+// catalogue at its limit: each costs 64 part reads) is tried again after
+// 5 s, then twice as long each time, not at every announcement; once one
+// succeeds, the catalogue holds the jobs.
+TEST(SchedulerRegistry, AFailedCatalogueWriteIsTriedAgainLessAndLessOften) {
+  Harness h;
+  auto state = std::make_shared<FailingCatalogue>(std::make_shared<MemoryFleetState>(h.clock));
+  RegistryFleet fleet(h, state);
+  Replica& a = fleet.add("10m");
+  fleet.settle();
+  ASSERT_EQ(state->writes.load(), 1);
+  EXPECT_TRUE(a.logged("job catalogue: this replica's jobs were not all written (tried again in 5s): catalogue refused"));
+  // 15 announcements, 50 s apart: a retry at the first one 5, 10, 20, 40,
+  // 80 and 160 s after each failure (at 50, 100, 150, 200, 300 and 500 s).
+  for (int i = 0; i < 15; ++i) {
+    h.clock->advance(fleet.heartbeat);
+    fleet.settle();
+  }
+  EXPECT_EQ(state->writes.load(), 7) << "the first try and six retries, not one per announcement (16)";
+  EXPECT_TRUE(a.logged("(tried again in 5m20s)"));
+  state->failing = false;
+  for (int i = 0; i < 17 && catalogued(*state, h.clock->now()).empty(); ++i) {
+    h.clock->advance(fleet.heartbeat);
+    fleet.settle();
+  }
+  EXPECT_EQ(catalogued(*state, h.clock->now()), std::vector<std::string>{"job"});
+}
+
 TEST(SchedulerRegistry, AReplicaWithAnotherClaimTtlClaimsNothingWhileTheFleetsReplicaLives) {
   Harness h;
   RegistryFleet fleet(h);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 
 #include "core/fleet_state/fleet_documents.h"
 #include "core/support/fnv1a.h"
@@ -104,14 +105,20 @@ std::uint32_t catalogue_part(std::string_view job_key) noexcept {
 
 namespace {
 
-/// One part's lines after `replica_id`'s write of `jobs` (that part's):
-/// nullopt, with `error` set, if the part cannot be read.
+/// One replica's write of its jobs, as each part sees it.
+struct CatalogueWrite {
+  std::array<std::vector<const CataloguedJob*>, FleetState::catalogue_parts> by_part;
+  std::set<std::string_view> outside_part_zero;  // keys whose line a release before 0.3 kept in part 0
+  Instant now;
+  std::string_view replica_id;
+};
+
+/// One part's lines after `write`: nullopt, with `error` set, if the part
+/// cannot be read.
 std::optional<std::map<std::string, CataloguedJob>> edited_part(const FleetState::StoredDocument& read,
                                                                 FleetState::DocumentId id,
-                                                                std::span<const CataloguedJob* const> jobs,
-                                                                Instant now, std::string_view replica_id,
-                                                                std::string& error) {
-  auto live = live_jobs(read, id, now, error);
+                                                                const CatalogueWrite& write, std::string& error) {
+  auto live = live_jobs(read, id, write.now, error);
   // A part that is not a catalogue is rebuilt: every replica mentions its
   // jobs again within the hour.
   if (!live && read.status == FleetState::StoredDocument::Status::found) {
@@ -119,9 +126,16 @@ std::optional<std::map<std::string, CataloguedJob>> edited_part(const FleetState
     error.clear();
   }
   if (!live) return std::nullopt;
-  if (!replica_id.empty()) mark_removed(*live, replica_id, now);
-  for (const CataloguedJob* job : jobs) live->insert_or_assign(job->job_key, *job);
+  if (!write.replica_id.empty()) mark_removed(*live, write.replica_id, write.now);
+  // Part 0 drops the lines of this write's jobs that live in their own
+  // part now (an older release wrote them here), so it does not fill up.
+  if (id.part == 0) std::erase_if(*live, [&](const auto& line) { return write.outside_part_zero.contains(line.first); });
+  for (const CataloguedJob* job : write.by_part[id.part]) live->insert_or_assign(job->job_key, *job);
   return live;
+}
+
+std::size_t not_removed(const std::map<std::string, CataloguedJob>& live) {
+  return static_cast<std::size_t>(std::count_if(live.begin(), live.end(), [](const auto& line) { return !line.second.removed; }));
 }
 
 std::string part_text(std::map<std::string, CataloguedJob>&& live) {
@@ -131,57 +145,74 @@ std::string part_text(std::map<std::string, CataloguedJob>&& live) {
   return format_job_catalogue(sorted);
 }
 
+/// The part's compare-and-swap loop: its new text, unless unchanged or too large.
+std::string write_part(FleetState& state, FleetState::DocumentId id, const CatalogueWrite& write) {
+  using Stored = FleetState::StoredDocument;
+  return detail::edit_document(state, id, [&](const Stored& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
+    auto live = edited_part(read, id, write, failure);
+    if (!live) return std::nullopt;
+    const bool absent = read.status != Stored::Status::found;
+    if (absent && live->empty()) return std::nullopt;  // nothing to keep: no document
+    detail::DocumentWrite text{part_text(std::move(*live)), catalogue_keep_for};
+    if (!absent && text.text == read.text) return std::nullopt;  // unchanged: its expiry is others'
+    if (text.text.size() > max_catalogue_bytes) {
+      failure = fmt::format("the job catalogue's part {} would take {} bytes, more than the limit of {}",
+                            document_name(id), text.text.size(), max_catalogue_bytes);
+      return std::nullopt;
+    }
+    return text;
+  });
+}
+
 }  // namespace
 
 ControlChange FleetState::catalogue_jobs(std::span<const CataloguedJob> jobs, Instant now, std::string_view replica_id) {
-  std::array<std::vector<const CataloguedJob*>, catalogue_parts> by_part;
+  CatalogueWrite write{{}, {}, now, replica_id};
   for (const auto& job : jobs) {
     check_job_key(job.job_key);
-    by_part[catalogue_part(job.job_key)].push_back(&job);
+    const std::uint32_t part = catalogue_part(job.job_key);
+    write.by_part[part].push_back(&job);
+    if (part != 0) write.outside_part_zero.insert(job.job_key);
   }
-  // The whole catalogue's bound first, so that no part is written past it.
+  // The whole catalogue's bound first (removed lines aside: they go within
+  // 48 h), so that no part is written past it.
   std::size_t total = 0;
   for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
     std::string error;
-    const auto live = edited_part(load_document({Document::catalogue, part}), {Document::catalogue, part}, by_part[part], now, replica_id, error);
+    const DocumentId id{Document::catalogue, part};
+    const auto live = edited_part(load_document(id), id, write, error);
     if (!live) return {ControlChange::Status::error, {}, std::move(error)};
-    total += live->size();
+    total += not_removed(*live);
   }
   if (total > max_catalogued_jobs) {
     return {ControlChange::Status::error, {},
             fmt::format("the job catalogue would hold {} jobs, more than the limit of {}", total, max_catalogued_jobs)};
   }
-  std::string first_error;
+  std::vector<std::string> failures;  // the other parts are still written
   for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
-    const DocumentId id{Document::catalogue, part};
-    std::string error = detail::edit_document(
-        *this, id, [&](const StoredDocument& read, std::string& failure) -> std::optional<detail::DocumentWrite> {
-          auto live = edited_part(read, id, by_part[part], now, replica_id, failure);
-          if (!live) return std::nullopt;
-          const bool absent = read.status != StoredDocument::Status::found;
-          if (absent && live->empty()) return std::nullopt;  // nothing to keep: no document
-          detail::DocumentWrite write{part_text(std::move(*live)), catalogue_keep_for};
-          if (!absent && write.text == read.text) return std::nullopt;  // unchanged: its expiry is others'
-          if (write.text.size() > max_catalogue_bytes) {
-            failure = fmt::format("the job catalogue's part {} would take {} bytes, more than the limit of {}",
-                                  document_name(id), write.text.size(), max_catalogue_bytes);
-            return std::nullopt;
-          }
-          return write;
-        });
-    if (first_error.empty()) first_error = std::move(error);  // the other parts are still written
+    std::string error = write_part(*this, {Document::catalogue, part}, write);
+    if (!error.empty()) failures.push_back(std::move(error));
   }
-  if (!first_error.empty()) return {ControlChange::Status::error, {}, std::move(first_error)};
-  return {ControlChange::Status::changed, {}, {}};
+  if (failures.empty()) return {ControlChange::Status::changed, {}, {}};
+  return {ControlChange::Status::error, {},
+          failures.size() == 1 ? failures.front()
+                               : fmt::format("{} (and {} more of its {} parts not written)", failures.front(),
+                                             failures.size() - 1, catalogue_parts)};
 }
 
 CatalogueRead FleetState::read_catalogue(Instant now) {
+  CatalogueRead read;
   std::map<std::string, CataloguedJob> merged;
   for (std::uint32_t part = 0; part < catalogue_parts; ++part) {
-    std::string error;
     const DocumentId id{Document::catalogue, part};
-    auto live = live_jobs(load_document(id), id, now, error);
-    if (!live) return {CatalogueRead::Status::error, {}, std::move(error)};
+    const StoredDocument document = load_document(id);
+    if (document.status == StoredDocument::Status::error) return {CatalogueRead::Status::error, {}, document.error};
+    std::string error;
+    auto live = live_jobs(document, id, now, error);
+    if (!live) {  // not a catalogue: its jobs are left out, the others shown
+      if (read.error.empty()) read.error = error + " (its jobs are left out until a replica writes it again)";
+      continue;
+    }
     // A key in two parts (a release before 0.3 wrote every line to part 0):
     // the newer mention is the one.
     for (auto& [key, job] : *live) {
@@ -189,7 +220,6 @@ CatalogueRead FleetState::read_catalogue(Instant now) {
       if (!inserted && job.seen > it->second.seen) it->second = std::move(job);
     }
   }
-  CatalogueRead read;
   read.jobs.reserve(merged.size());
   for (auto& [key, job] : merged) read.jobs.push_back(std::move(job));
   return read;

@@ -212,12 +212,12 @@ Scheduler::Impl::CatchUpOutcome Scheduler::Impl::catch_up(const std::shared_ptr<
     const auto take = no_cursor_quota_.take(clock_->steady_now());
     if (take.kind != detail::LogQuota::Kind::quiet) {
       const std::string before =
-          take.left_out == 0 ? "" : fmt::format(" ({} more such lines were left out the minute before)", take.left_out);
+          take.left_out == 0 ? "" : fmt::format(" ({} more such lines were left out since the last one logged)", take.left_out);
       log(LogLevel::info, fmt::format("entry \"{}\": no cursor in the fleet state (a job new to the fleet, or gone "
                                       "longer than its cursor lives, {}); nothing is caught up{}{}",
                                       key, format_duration(nanoseconds{tracking.keep_for}), before,
                                       take.kind == detail::LogQuota::Kind::last
-                                          ? " (more such lines this minute are left out, and counted)"
+                                          ? " (more such lines this minute are left out; the next one logged counts them)"
                                           : ""));
     }
   }

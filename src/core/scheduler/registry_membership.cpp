@@ -22,6 +22,10 @@ constexpr int record_heartbeats = 3;
 // How often an accepted replica mentions its jobs in the catalogue when
 // they did not change: well within catalogue_keep_for.
 constexpr std::chrono::hours catalogue_refresh{1};
+// A failed catalogue write is tried again after 5 s, then twice as long
+// each time, 10 min at most.
+constexpr std::chrono::seconds catalogue_first_retry{5};
+constexpr std::chrono::minutes catalogue_max_retry{10};
 
 std::string describe(const std::vector<SettingDifference>& differences) {
   std::string out;
@@ -367,6 +371,7 @@ void RegistryMembership::catalogue_if_due() {
   const bool fresh = catalogued_digest_ == digest && catalogued_at_ && steady - *catalogued_at_ < catalogue_refresh;
   const std::uint64_t requests = recatalogue_requests_.load();
   if (fresh && requests == recatalogued_) return;
+  if (catalogue_retry_at_ && steady < *catalogue_retry_at_) return;
   const std::vector<CataloguedJob> jobs = host_.catalogued_jobs(now);
   // Only what the fleet runs: a refused replica's jobs may be another deploy's.
   if (verdict() != std::string()) return;
@@ -377,10 +382,17 @@ void RegistryMembership::catalogue_if_due() {
     answer = {ControlChange::Status::error, {}, describe_exception(std::current_exception())};
   }
   if (answer.status == ControlChange::Status::error) {
-    host_.log(LogLevel::warning, "job catalogue: this replica's jobs were not written (tried again at its next "
-                           "announcement): " + answer.error);
+    catalogue_backoff_ = catalogue_backoff_ == std::chrono::nanoseconds::zero()
+                             ? std::chrono::nanoseconds{catalogue_first_retry}
+                             : std::min<std::chrono::nanoseconds>(2 * catalogue_backoff_, catalogue_max_retry);
+    catalogue_retry_at_ = steady + catalogue_backoff_;
+    host_.log(LogLevel::warning, fmt::format("job catalogue: this replica's jobs were not all written (tried again in "
+                                             "{}): {}",
+                                             format_duration(catalogue_backoff_), answer.error));
     return;
   }
+  catalogue_retry_at_.reset();
+  catalogue_backoff_ = std::chrono::nanoseconds::zero();
   catalogued_digest_ = digest;
   catalogued_at_ = steady;
   recatalogued_ = requests;

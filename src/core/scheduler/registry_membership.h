@@ -172,6 +172,10 @@ class RegistryMembership {
   std::uint64_t recatalogued_ = 0;
   std::optional<std::uint64_t> catalogued_digest_;
   std::optional<Clock::SteadyTime> catalogued_at_;
+  // After a failed write: none before catalogue_retry_at_, each failure
+  // doubling the wait (a write refused at the limit costs 64 part reads).
+  std::optional<Clock::SteadyTime> catalogue_retry_at_;
+  std::chrono::nanoseconds catalogue_backoff_{0};
 };
 
 }  // namespace fleetcron::detail

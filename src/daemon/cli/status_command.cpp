@@ -180,11 +180,13 @@ int run_status_command(const Settings& settings, const StatusQuery& query, std::
     }
     const Instant store_at = StoreClock(*state, system_clock()).now();  // the views' liveness on the store's clock
     FleetIndex index = read_fleet_index(*state, store_at);
+    const std::string catalogue_error = index.catalogue_error;
     if (!json && !query.all && !query.failing && query.prefix.empty() && index.jobs.size() > status_list_max) {
       print_summary(store, index, store_at, out);
-      return 0;
+    } else {
+      print(store, listed_jobs(*state, std::move(index), store_at, query), store_at, json, out);
     }
-    print(store, listed_jobs(*state, std::move(index), store_at, query), store_at, json, out);
+    if (!json && !catalogue_error.empty()) out << "catalogue: " << terminal_safe(catalogue_error) << '\n';
     return 0;
   } catch (const std::exception& e) {
     err << "status: " << terminal_safe(e.what()) << '\n';

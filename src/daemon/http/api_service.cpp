@@ -136,6 +136,16 @@ void ApiService::fill_ledger(JobView& job) {
   }
 }
 
+std::unique_lock<std::timed_mutex> ApiService::page_lock() {
+  std::unique_lock lock(page_mutex_, std::defer_lock);
+  if (!lock.try_lock_for(api_page_wait)) {
+    throw std::runtime_error(fmt::format("another request's page of jobs has been reading the fleet state for more "
+                                         "than {} s; try again",
+                                         api_page_wait.count()));
+  }
+  return lock;
+}
+
 ApiService::JobsPage ApiService::page(const JobsQuery& query, Instant at) {
   const auto fleet_index = index();
   const auto& all = fleet_index->jobs;  // by key
@@ -149,7 +159,7 @@ ApiService::JobsPage ApiService::page(const JobsQuery& query, Instant at) {
     it = std::upper_bound(first, past, std::string_view(query.after),
                           [](std::string_view k, const IndexedJob& j) { return k < j.key; });
   }
-  std::lock_guard guard(page_mutex_);
+  const auto guard = page_lock();
   std::size_t ledgers_read = 0;
   for (; it != past; ++it) {
     if (out.jobs.size() == query.limit || (query.state && needs_ledger(*query.state) && ledgers_read == api_max_ledger_scan)) {
@@ -172,7 +182,7 @@ std::optional<JobView> ApiService::one_job(const std::string& key, Instant at) {
   const IndexedJob* found = find_job(*fleet_index, key);
   if (found == nullptr) return std::nullopt;
   JobView job = found->view();
-  std::lock_guard guard(page_mutex_);
+  const auto guard = page_lock();
   fill_ledger(job);
   find_next_fire(job, at);
   return job;
@@ -279,6 +289,7 @@ HttpAnswer ApiService::fleet(const HttpRequest& request) {
   document.writable = !sources_.token.empty();
   document.replicas = &fleet_index->replicas;
   document.jobs_total = found.total;
+  document.catalogue_error = fleet_index->catalogue_error;
   document.next = found.next;
   const auto local_jobs = sources_.local_jobs();
   const LocalIndex local = by_key(local_jobs);

@@ -59,6 +59,8 @@ inline constexpr std::size_t api_max_output_bytes = std::size_t{16} << 20;
 /// and of a job's ledger serves every request: bounds the store reads the
 /// API causes (one ledger read per job per second at most).
 inline constexpr std::chrono::milliseconds api_view_lifetime{1000};
+/// How long a request waits for the page another request is building.
+inline constexpr std::chrono::seconds api_page_wait{5};
 /// Jobs whose ledger read is kept for api_view_lifetime: four full pages.
 inline constexpr std::size_t api_ledger_cached_jobs = 4 * api_max_page_jobs;
 /// runs?limit=: 1 to 1,000 (default 50); the fleet document's recent runs: 50.
@@ -121,7 +123,11 @@ class ApiService {
     std::chrono::steady_clock::time_point read_at;
     JobView job;
   };
-  std::mutex page_mutex_;
+  std::timed_mutex page_mutex_;
+  /// page_mutex_, waited for at most api_page_wait: a request behind a
+  /// slow page answers 503 rather than holding an HTTP worker (and
+  /// /healthz behind it) for as long as the store reads.
+  [[nodiscard]] std::unique_lock<std::timed_mutex> page_lock();
   std::map<std::string, LedgerKept> ledgers_;
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> ledger_order_;  // by read time
   /// The leader, read at most once per api_view_lifetime too (a store

@@ -80,6 +80,7 @@ FleetIndex read_fleet_index(FleetState& state, Instant at) {
   view.replicas = registry.replicas;
   const CatalogueRead catalogue = state.read_catalogue(at);
   if (catalogue.status != CatalogueRead::Status::found) throw std::runtime_error(catalogue.error);
+  view.catalogue_error = catalogue.error;
   const ControlsRead controls = state.read_controls(at);
   if (controls.status != ControlsRead::Status::found) throw std::runtime_error(controls.error);
   std::map<std::string, IndexedJob> jobs;
@@ -93,11 +94,14 @@ FleetIndex read_fleet_index(FleetState& state, Instant at) {
   return view;
 }
 
-FleetView read_fleet_view(FleetState& state, Instant at) {
+FleetView read_fleet_view(FleetState& state, Instant at) { return *read_fleet_view(state, at, [] { return false; }); }
+
+std::optional<FleetView> read_fleet_view(FleetState& state, Instant at, const std::function<bool()>& stop) {
   FleetIndex index = read_fleet_index(state, at);
   FleetView view{std::move(index.replicas), {}};
   view.jobs.reserve(index.jobs.size());
   for (const auto& indexed : index.jobs) {
+    if (stop()) return std::nullopt;
     JobView job = indexed.view();
     find_next_fire(job, at);
     read_job_ledger(state, job);

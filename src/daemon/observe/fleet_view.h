@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,8 @@ struct FleetView {
 /// Reads the registry, the catalogue, the controls and each job's ledger
 /// (one read per job). Throws std::runtime_error naming what failed.
 [[nodiscard]] FleetView read_fleet_view(FleetState& state, Instant at);
+/// The same, asking `stop` before each ledger read: nullopt once it says so.
+[[nodiscard]] std::optional<FleetView> read_fleet_view(FleetState& state, Instant at, const std::function<bool()>& stop);
 
 /// A job as the fleet's index tells it: a third of a JobView's size.
 struct IndexedJob {
@@ -52,6 +55,7 @@ struct IndexedJob {
 struct FleetIndex {
   std::vector<ReplicaRecord> replicas;
   std::vector<IndexedJob> jobs;  // by key
+  std::string catalogue_error;   // a part of the catalogue that held something else: its jobs are left out
 };
 
 /// The index alone: the registry, the catalogue and the controls (34

@@ -181,6 +181,7 @@ std::string api_fleet_document(const ApiFleet& fleet) {
                    {"replicas", replicas(*fleet.replicas)},
                    {"jobs", api_jobs(fleet.jobs)},
                    {"jobs_total", fleet.jobs_total},
+                   {"catalogue_error", fleet.catalogue_error.empty() ? Json(nullptr) : Json(fleet.catalogue_error)},
                    {"next", optional_value(fleet.next)},
                    {"recent_runs", records(fleet.recent_runs)}});
 }

@@ -68,6 +68,7 @@ struct ApiFleet {
   std::vector<ApiJob> jobs;  // a page, as for api_jobs_document
   std::size_t jobs_total = 0;
   std::optional<std::string> next;
+  std::string catalogue_error;  // a catalogue part left out (FleetIndex::catalogue_error)
   std::vector<FireRecord> recent_runs;  // the newest of the page's jobs
 };
 [[nodiscard]] std::string api_fleet_document(const ApiFleet& fleet);

@@ -229,6 +229,7 @@ Daemon::~Daemon() {
     std::lock_guard guard(readiness_mutex_);
     readiness_stop_ = true;
   }
+  stopping_reads_ = true;
   readiness_cv_.notify_all();
   if (readiness_.joinable()) readiness_.join();
   if (job_metrics_.joinable()) job_metrics_.join();
@@ -290,7 +291,9 @@ void Daemon::job_metrics_loop() {
     const auto read_started = std::chrono::steady_clock::now();
     try {
       const Instant at = store_clock.now();
-      metrics_.fleet_jobs(render_job_metrics(read_fleet_view(*coordination_.fleet_state, at), settings_.job_metrics),
+      const auto view = read_fleet_view(*coordination_.fleet_state, at, [this] { return stopping_reads_.load(); });
+      if (!view) break;  // stopping: 100,000 ledger reads would hold the shutdown for seconds
+      metrics_.fleet_jobs(render_job_metrics(*view, settings_.job_metrics),
                           std::chrono::duration<double>(at.time_since_epoch()).count());
       if (failing) log_.write("info", "job-metrics", "the fleet state is readable again");
       failing = false;

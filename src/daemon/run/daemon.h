@@ -132,6 +132,7 @@ class Daemon {
   std::mutex readiness_mutex_;  // guards readiness_stop_
   std::condition_variable readiness_cv_;
   bool readiness_stop_ = false;
+  std::atomic<bool> stopping_reads_{false};  // set with readiness_stop_: a read of every ledger ends early
   std::thread readiness_;
   std::thread job_metrics_;  // with --metrics and a fleet state
   std::unique_ptr<SchedulingLag> scheduling_lag_;  // the host's lateness: metric and log
