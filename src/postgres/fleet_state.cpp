@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 
 #include "core/support/fnv1a.h"
@@ -50,6 +51,9 @@ class FLEETCRON_LOCAL FleetState::Impl {
     const TableNames& t = options.tables;
     read_cursor =
         fmt::format("SELECT {} FROM {} WHERE job_key = $1::bytea AND expires_at > now()", cursor_columns, t.cursors());
+    // Several at once: the keys as an array of bytea hex inputs.
+    read_cursors = fmt::format("SELECT {}, job_key FROM {} WHERE job_key = ANY ($1::bytea[]) AND expires_at > now()",
+                               cursor_columns, t.cursors());
     // A maximum in one upsert; an expired row counts as absent.
     const std::string moved = "(c.expires_at <= now() OR c.instant_us < EXCLUDED.instant_us)";
     advance = fmt::format(
@@ -132,7 +136,7 @@ class FLEETCRON_LOCAL FleetState::Impl {
 
   std::shared_ptr<Connection> connection;
   FleetStateOptions options;
-  std::string read_cursor, advance, catch_up_new, catch_up_seen;
+  std::string read_cursor, read_cursors, advance, catch_up_new, catch_up_seen;
   std::string lock_ledger, drop_expired_ledger, write_record, keep_recent, keep_count, touch_ledger, read_ledger;
   std::string load, replace_seen, replace_absent;
 };
@@ -155,6 +159,28 @@ CursorRead FleetState::read_cursor(std::string_view job_key) {
   } catch (const std::exception& e) {
     return {CursorRead::Status::error, std::nullopt, e.what()};
   }
+}
+
+std::vector<CursorRead> FleetState::read_cursors(std::span<const std::string> job_keys) {
+  std::vector<std::string> hex;
+  hex.reserve(job_keys.size());
+  for (const auto& key : job_keys) {
+    check_job_key(key);
+    hex.push_back(detail::to_bytea(key));
+  }
+  std::vector<CursorRead> answers(job_keys.size(), CursorRead{CursorRead::Status::absent, std::nullopt, {}});
+  if (job_keys.empty()) return answers;
+  try {
+    const detail::Rows rows = impl_->connection->pool().exec(impl_->read_cursors, {detail::text_array(hex)});
+    std::map<std::string, JobCursor, std::less<>> found;
+    for (std::size_t r = 0; r < rows.rows.size(); ++r) found.emplace(detail::from_bytea(rows.text(r, 4)), cursor_of(rows, r));
+    for (std::size_t i = 0; i < job_keys.size(); ++i) {
+      if (const auto it = found.find(job_keys[i]); it != found.end()) answers[i] = {CursorRead::Status::found, it->second, {}};
+    }
+  } catch (const std::exception& e) {
+    for (auto& answer : answers) answer = {CursorRead::Status::error, std::nullopt, e.what()};
+  }
+  return answers;
 }
 
 CursorAdvance FleetState::advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,

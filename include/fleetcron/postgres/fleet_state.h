@@ -34,6 +34,8 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   FleetState& operator=(const FleetState&) = delete;
 
   [[nodiscard]] CursorRead read_cursor(std::string_view job_key) override;
+  /// One statement for all of them (job_key = ANY of an array).
+  [[nodiscard]] std::vector<CursorRead> read_cursors(std::span<const std::string> job_keys) override;
   [[nodiscard]] CursorAdvance advance_cursor(std::string_view job_key, Instant instant, std::uint64_t schedule_digest,
                                              std::chrono::nanoseconds keep_for) override;
   [[nodiscard]] CatchUpClaim claim_catch_up(std::string_view job_key, const std::optional<JobCursor>& seen,
