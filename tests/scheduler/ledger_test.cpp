@@ -78,19 +78,28 @@ TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   options.fleet.replica_id = "replica-1";
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
   Scheduler s(options);
-  std::atomic<bool> release{false};
+  std::atomic<bool> release{false}, started{false};
   EntryOptions entry;
   entry.key = "job";
   s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
     ASSERT_NE(c.details, nullptr);
     c.details->exit_status = 3;
     c.details->output_tail = "last line\n";
+    started = true;
     while (!release.load()) std::this_thread::yield();
     throw std::runtime_error("exit status 3");
   }, entry);
   s.start();
   h.clock->advance(60s);
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  // Its running record waits until the registry lists the run (within a
+  // second of its start), so that a runner killed first leaves none.
+  h.clock->advance(1s);
   ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::running; }));
+  const RegistryRead registry = state->read_replicas(h.clock->now());
+  ASSERT_EQ(registry.replicas.size(), 1u);
+  ASSERT_EQ(registry.replicas[0].replica.runs.size(), 1u) << "listed before its running record was written";
+  EXPECT_EQ(registry.replicas[0].replica.runs[0].fire_key, "job@2026-01-01T00:01:00Z");
   const FireRecord running = ledger_of(*state, "job").front();
   EXPECT_EQ(running.fire_key, "job@2026-01-01T00:01:00Z");
   EXPECT_EQ(running.replica_id, "replica-1");
@@ -263,13 +272,16 @@ TEST(SchedulerLedger, ARunningRecordQueuedWithItsOutcomeIsNotWritten) {
   auto options = ledger_options(h, state);
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);  // coordinated: their runs are recorded running
   Scheduler s(options);
-  std::atomic<bool> release{false};
+  std::atomic<bool> release{false}, started{false};
   s.add("1 * * * *", [&](const FireContext&, std::stop_token) {
+    started = true;
     while (!release.load()) std::this_thread::yield();
   }, EntryOptions{.key = "a"});
   s.add("2 * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "b"});
   s.start();
-  h.clock->advance(60s);  // 0:01: a starts; the writer holds its running record in the blocked store
+  h.clock->advance(60s);  // 0:01: a starts
+  ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
+  h.clock->advance(1s);  // the registry lists a's run: the writer takes its running record into the blocked store
   ASSERT_TRUE(Harness::eventually([&] { return state->calls == 1; }));
   h.advance(60s, 1, [&] { return h.completed() == 1; });  // 0:02: b runs, its two records queue
   release = true;

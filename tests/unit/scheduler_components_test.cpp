@@ -491,12 +491,15 @@ class AnnouncementsHost final : public RegistryMembership::Host {
   }
   void report_lost(const std::vector<ReplicaRecord>&) override {}
   void log(LogLevel, const std::string&) override {}
+  std::uint64_t mark_runs_read() override { return ++marks_; }
+  void runs_listed(std::uint64_t) override {}
   std::vector<Clock::SteadyTime> announced_at() {
     std::lock_guard guard(mutex_);
     return at_;
   }
 
  private:
+  std::atomic<std::uint64_t> marks_{0};
   std::shared_ptr<VirtualClock> clock_;
   std::mutex mutex_;
   std::vector<Clock::SteadyTime> at_;

@@ -103,13 +103,40 @@ void LedgerWriter::enqueue(std::vector<LedgerWrite> writes) {
   {
     std::lock_guard guard(mutex_);
     for (LedgerWrite& write : writes) {
-      if (closed_ || queue_.size() >= capacity_) {
+      if (closed_ || queue_.size() + held_.size() >= capacity_) {
         ++dropped_;
         ++dropped_unlogged_;
         continue;
       }
+      if (marks_ != nullptr && write.record.fate == FireFate::running) {
+        held_.emplace_back(marks_->load(), std::move(write));
+        continue;
+      }
+      // A held record this one outranks is not written: counted as written, its successor is.
+      written_ += std::erase_if(held_, [&](const auto& held) {
+        return held.second.record.fire_key == write.record.fire_key && ledger_rank(write.record) > ledger_rank(held.second.record);
+      });
       queue_.push_back(std::move(write));
     }
+  }
+  cv_.notify_one();
+}
+
+void LedgerWriter::hold_running_until_listed(const std::atomic<std::uint64_t>& marks) {
+  std::lock_guard guard(mutex_);
+  marks_ = &marks;
+}
+
+void LedgerWriter::runs_listed(std::uint64_t mark) {
+  {
+    std::lock_guard guard(mutex_);
+    bool released = false;
+    while (!held_.empty() && held_.front().first < mark) {
+      queue_.push_back(std::move(held_.front().second));
+      held_.pop_front();
+      released = true;
+    }
+    if (!released) return;
   }
   cv_.notify_one();
 }
@@ -294,6 +321,8 @@ void LedgerWriter::run() {
 
 void LedgerWriter::finish(std::vector<LedgerWrite>& pending) {
   std::unique_lock lock(mutex_);
+  for (auto& [mark, write] : held_) queue_.push_back(std::move(write));  // a clean stop: its runs ended first
+  held_.clear();
   while (!queue_.empty()) {
     pending.push_back(std::move(queue_.front()));
     queue_.pop_front();

@@ -59,6 +59,14 @@ class LedgerWriter final : public Observer {
   /// counts) them. The scheduler writes through on_event() alone; a test
   /// of the store's races writes records directly.
   void enqueue(std::vector<LedgerWrite> writes);
+  /// From here on, a `running` record waits until runs_listed() reports a
+  /// written announcement whose read of the runs came after the record was
+  /// queued (`marks` counts those reads), so a runner killed before its
+  /// run was listed leaves no record its loss could never replace; a
+  /// record of the same fire that outranks it (its outcome) replaces it.
+  void hold_running_until_listed(const std::atomic<std::uint64_t>& marks);
+  /// An announcement whose read of the runs had `mark` was written.
+  void runs_listed(std::uint64_t mark);
   /// Writes what is queued (each batch twice at most), then ends the thread. Idempotent.
   void stop();
 
@@ -117,6 +125,10 @@ class LedgerWriter final : public Observer {
   std::condition_variable cv_;
   std::unordered_map<std::string, Tracked> tracked_;
   std::deque<LedgerWrite> queue_;
+  // Running records held until the registry lists their run (runs_listed()):
+  // with the time each was queued, in that order.
+  const std::atomic<std::uint64_t>* marks_ = nullptr;  // null: nothing held
+  std::deque<std::pair<std::uint64_t, LedgerWrite>> held_;  // with the mark when queued, in that order
   bool stopping_ = false;
   bool closed_ = false;  // the thread took its last records
   std::uint64_t written_ = 0;

@@ -32,6 +32,10 @@ class Scheduler::Impl::RegistryHost final : public detail::RegistryMembership::H
   }
   std::vector<RunningFire> running_fires() override { return impl_.running_fires(); }
   void report_lost(const std::vector<ReplicaRecord>& expired) override { impl_.report_lost(expired); }
+  std::uint64_t mark_runs_read() override { return ++impl_.runs_read_marks_; }
+  void runs_listed(std::uint64_t mark) override {
+    if (impl_.ledger_) impl_.ledger_->runs_listed(mark);
+  }
   void log(LogLevel level, const std::string& message) override { impl_.log(level, message); }
 
  private:

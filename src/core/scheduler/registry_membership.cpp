@@ -105,13 +105,14 @@ void RegistryMembership::note_answered(Clock::SteadyTime now, bool answered) {
   answered_at_ = now;
 }
 
-ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, std::size_t& listed, Instant my_start,
-                                        FleetState::ExpiredRecords expired) {
+ReplicaAnnounce RegistryMembership::ask(std::span<AloneRequest* const> group, std::size_t& listed,
+                                        std::uint64_t& runs_mark, Instant my_start, FleetState::ExpiredRecords expired) {
   listed = 0;
   try {
     ReplicaAnnouncement me = announcement_;
     me.jobs_digest = fmt::format("{:016x}", host_.jobs_digest());
     me.started = my_start;
+    runs_mark = host_.mark_runs_read();  // before the read: a record queued before it is of a run read
     me.runs = host_.running_fires();
     // The group's runs first, as many as the record's runs leave room for
     // (at least one: a record too large loses its last runs, not listed alone).
@@ -230,7 +231,8 @@ ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& seria
     my_start = started_at_;
   }
   std::size_t listed = 0;
-  ReplicaAnnounce answer = ask(group, listed, my_start, expired_records_at(now));
+  std::uint64_t runs_mark = 0;
+  ReplicaAnnounce answer = ask(group, listed, runs_mark, my_start, expired_records_at(now));
   note_answered(now, answer.status != ReplicaAnnounce::Status::error);
   for (std::size_t i = 0; i < listed; ++i) {
     answers[i] = answer_for(answer, group[i]->run->fire.job_key);
@@ -240,7 +242,10 @@ ReplicaAnnounce RegistryMembership::announce(std::unique_lock<std::mutex>& seria
     if (status != ReplicaAnnounce::Status::error && status != ReplicaAnnounce::Status::busy) group[i]->run->written();
   }
   if (answer.status == ReplicaAnnounce::Status::busy) return answer;  // nothing was written
-  if (answer.status != ReplicaAnnounce::Status::error) announce_covered_ = std::max(announce_covered_, covers);
+  if (answer.status != ReplicaAnnounce::Status::error) {
+    announce_covered_ = std::max(announce_covered_, covers);
+    if (runs_mark != 0) host_.runs_listed(runs_mark);
+  }
   FLEETCRON_ASSERT(announce_covered_ <= announce_requested_.load());  // no announcement covers a run not yet unlisted
   Notes notes;
   std::vector<ReplicaRecord> lost;

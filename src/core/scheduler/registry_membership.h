@@ -46,6 +46,12 @@ class RegistryMembership {
     [[nodiscard]] virtual std::vector<RunningFire> running_fires() = 0;
     /// Reports the runs of replicas whose records expired as lost.
     virtual void report_lost(const std::vector<ReplicaRecord>& expired) = 0;
+    /// Marks a read of the runs in progress (the next mark, counted from
+    /// 1): a `running` record queued before it is of a run that read lists.
+    [[nodiscard]] virtual std::uint64_t mark_runs_read() = 0;
+    /// An announcement whose read of the runs had mark `mark` was written:
+    /// every run a record queued before that mark tells of is listed.
+    virtual void runs_listed(std::uint64_t mark) = 0;
     virtual void log(LogLevel level, const std::string& message) = 0;
 
    protected:
@@ -110,7 +116,8 @@ class RegistryMembership {
   void lead_alone(AloneRequest& own);
   /// Writes the record: this start's, with the host's digest and runs, and
   /// the first `listed` (set here: those that fit) of the group's runs first.
-  [[nodiscard]] ReplicaAnnounce ask(std::span<AloneRequest* const> group, std::size_t& listed, Instant my_start,
+  [[nodiscard]] ReplicaAnnounce ask(std::span<AloneRequest* const> group, std::size_t& listed, std::uint64_t& runs_mark,
+                                    Instant my_start,
                                     FleetState::ExpiredRecords expired);
   /// Whether an announcement asked at `now` may judge the records that
   /// expired, and the bookkeeping of one answered or failed.

@@ -60,6 +60,9 @@ Scheduler::Impl::Impl(SchedulerOptions options)
   claims_ = make_claim_path();
   controls_ = make_controls();
   membership_ = make_membership();
+  // A `running` record waits until the registry lists its run: a runner
+  // killed before that leaves no record its loss can never replace.
+  if (ledger_ && membership_) ledger_->hold_running_until_listed(runs_read_marks_);
   if (controls_ || membership_) {
     upkeep_ = std::make_unique<detail::FleetUpkeep>(clock_, controls_.get(), options_.fleet.control_poll_interval,
                                                     membership_.get(), options_.fleet.registry_heartbeat_interval);

@@ -291,6 +291,8 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   std::unique_ptr<StoreClock> store_clock_;
   ParseOptions parse_options_;
   std::shared_ptr<detail::LedgerWriter> ledger_;  // null without a fleet state or with options.fleet.ledger off
+  // The registry's reads of the runs in progress, counted (RegistryHost::mark_runs_read()).
+  std::atomic<std::uint64_t> runs_read_marks_{0};
   detail::EventBus events_;
 
   // ---- entries and the loop

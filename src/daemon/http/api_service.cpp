@@ -106,7 +106,7 @@ std::shared_ptr<const FleetIndex> ApiService::index() {
   const auto steady = std::chrono::steady_clock::now();
   if (!index_ || steady - index_read_at_ >= api_view_lifetime) {
     index_ = std::make_shared<const FleetIndex>(read_fleet_index(*sources_.fleet_state, fleet_now()));
-    index_read_at_ = steady;
+    index_read_at_ = std::chrono::steady_clock::now();  // its second counts from when it was read (100,000 jobs: 0.1–0.3 s)
   }
   return index_;
 }
