@@ -136,14 +136,23 @@ void ApiService::fill_ledger(JobView& job) {
   }
 }
 
-std::unique_lock<std::timed_mutex> ApiService::page_lock() {
-  std::unique_lock lock(page_mutex_, std::defer_lock);
-  if (!lock.try_lock_for(api_page_wait)) {
+ApiService::PageTurn ApiService::page_turn() {
+  std::unique_lock lock(page_mutex_);
+  if (!page_cv_.wait_for(lock, api_page_wait, [&] { return !page_busy_; })) {
     throw std::runtime_error(fmt::format("another request's page of jobs has been reading the fleet state for more "
                                          "than {} s; try again",
                                          api_page_wait.count()));
   }
-  return lock;
+  page_busy_ = true;
+  return PageTurn(*this);
+}
+
+ApiService::PageTurn::~PageTurn() {
+  {
+    std::lock_guard guard(api_.page_mutex_);
+    api_.page_busy_ = false;
+  }
+  api_.page_cv_.notify_one();
 }
 
 ApiService::JobsPage ApiService::page(const JobsQuery& query, Instant at) {
@@ -159,7 +168,7 @@ ApiService::JobsPage ApiService::page(const JobsQuery& query, Instant at) {
     it = std::upper_bound(first, past, std::string_view(query.after),
                           [](std::string_view k, const IndexedJob& j) { return k < j.key; });
   }
-  const auto guard = page_lock();
+  const PageTurn turn = page_turn();
   std::size_t ledgers_read = 0;
   for (; it != past; ++it) {
     if (out.jobs.size() == query.limit || (query.state && needs_ledger(*query.state) && ledgers_read == api_max_ledger_scan)) {
@@ -182,7 +191,7 @@ std::optional<JobView> ApiService::one_job(const std::string& key, Instant at) {
   const IndexedJob* found = find_job(*fleet_index, key);
   if (found == nullptr) return std::nullopt;
   JobView job = found->view();
-  const auto guard = page_lock();
+  const PageTurn turn = page_turn();
   fill_ledger(job);
   find_next_fire(job, at);
   return job;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -101,7 +102,7 @@ class ApiService {
   };
   JobsPage page(const JobsQuery& query, Instant at);
   /// `job` of the index, its ledger fields filled from a read at most
-  /// api_view_lifetime old. Called with page_mutex_ held.
+  /// api_view_lifetime old. Called with a PageTurn held.
   void fill_ledger(JobView& job);
   /// One job of the index with its ledger and next fire; nullopt if the
   /// index has no such job.
@@ -118,16 +119,31 @@ class ApiService {
   std::shared_ptr<const FleetIndex> index_;
   std::chrono::steady_clock::time_point index_read_at_;
   /// Jobs' ledger reads, each serving api_view_lifetime; one page built
-  /// at a time (its store reads one after the other). Guarded by page_mutex_.
+  /// at a time (its store reads one after the other): the PageTurn's holder's.
   struct LedgerKept {
     std::chrono::steady_clock::time_point read_at;
     JobView job;
   };
-  std::timed_mutex page_mutex_;
-  /// page_mutex_, waited for at most api_page_wait: a request behind a
-  /// slow page answers 503 rather than holding an HTTP worker (and
-  /// /healthz behind it) for as long as the store reads.
-  [[nodiscard]] std::unique_lock<std::timed_mutex> page_lock();
+  /// One page built at a time: page_busy_ (guarded by page_mutex_) is
+  /// waited for at most api_page_wait, so a request behind a slow page
+  /// answers 503 rather than holding an HTTP worker (and /healthz behind
+  /// it) for as long as the store reads. (A flag and a condition variable,
+  /// not a std::timed_mutex: ThreadSanitizer cannot follow the latter's
+  /// timed lock.) ledgers_ and ledger_order_ belong to the page's builder.
+  class PageTurn {
+   public:
+    explicit PageTurn(ApiService& api) : api_(api) {}
+    PageTurn(const PageTurn&) = delete;
+    PageTurn& operator=(const PageTurn&) = delete;
+    ~PageTurn();
+
+   private:
+    ApiService& api_;
+  };
+  [[nodiscard]] PageTurn page_turn();
+  std::mutex page_mutex_;
+  std::condition_variable page_cv_;
+  bool page_busy_ = false;
   std::map<std::string, LedgerKept> ledgers_;
   std::deque<std::pair<std::string, std::chrono::steady_clock::time_point>> ledger_order_;  // by read time
   /// The leader, read at most once per api_view_lifetime too (a store
