@@ -70,6 +70,12 @@ bool logged(Harness& h, std::string_view needle) {
                      [&](const std::string& m) { return m.find(needle) != std::string::npos; });
 }
 
+/// Releases the job however the test ends, so that the scheduler can stop.
+struct ReleaseOnExit {
+  std::atomic<bool>& flag;
+  ~ReleaseOnExit() { flag = true; }
+};
+
 TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
@@ -77,8 +83,9 @@ TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   options.fleet.state = state;
   options.fleet.replica_id = "replica-1";
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
-  Scheduler s(options);
   std::atomic<bool> release{false}, started{false};
+  Scheduler s(options);
+  const ReleaseOnExit release_on_exit{release};  // a failed assertion must not leave the job spinning
   EntryOptions entry;
   entry.key = "job";
   s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
@@ -93,9 +100,15 @@ TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   h.clock->advance(60s);
   ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
   // Its running record waits until the registry lists the run (within a
-  // second of its start), so that a runner killed first leaves none.
-  h.clock->advance(1s);
-  ASSERT_TRUE(ledger_reaches(*state, "job", [](const auto& r) { return r.size() == 1 && r[0].fate == FireFate::running; }));
+  // second of its start, or at the next heartbeat when the announcement
+  // that listed it read the runs just before the record was queued), so
+  // that a runner killed first leaves none.
+  const auto running_written = [&] {
+    const auto ledger = ledger_of(*state, "job");
+    return ledger.size() == 1 && ledger[0].fate == FireFate::running;
+  };
+  for (int second = 0; second < 10 && !Harness::eventually(running_written, 500ms); ++second) h.clock->advance(1s);
+  ASSERT_TRUE(running_written());
   const RegistryRead registry = state->read_replicas(h.clock->now());
   ASSERT_EQ(registry.replicas.size(), 1u);
   ASSERT_EQ(registry.replicas[0].replica.runs.size(), 1u) << "listed before its running record was written";
@@ -271,8 +284,9 @@ TEST(SchedulerLedger, ARunningRecordQueuedWithItsOutcomeIsNotWritten) {
   state->blocked = true;
   auto options = ledger_options(h, state);
   options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);  // coordinated: their runs are recorded running
-  Scheduler s(options);
   std::atomic<bool> release{false}, started{false};
+  Scheduler s(options);
+  const ReleaseOnExit release_on_exit{release};  // a failed assertion must not leave the job spinning
   s.add("1 * * * *", [&](const FireContext&, std::stop_token) {
     started = true;
     while (!release.load()) std::this_thread::yield();
@@ -281,8 +295,12 @@ TEST(SchedulerLedger, ARunningRecordQueuedWithItsOutcomeIsNotWritten) {
   s.start();
   h.clock->advance(60s);  // 0:01: a starts
   ASSERT_TRUE(Harness::eventually([&] { return started.load(); }));
-  h.clock->advance(1s);  // the registry lists a's run: the writer takes its running record into the blocked store
-  ASSERT_TRUE(Harness::eventually([&] { return state->calls == 1; }));
+  // The registry lists a's run (at the latest at the next heartbeat): the
+  // writer takes its running record into the blocked store.
+  for (int second = 0; second < 10 && !Harness::eventually([&] { return state->calls == 1; }, 500ms); ++second) {
+    h.clock->advance(1s);
+  }
+  ASSERT_EQ(state->calls, 1);
   h.advance(60s, 1, [&] { return h.completed() == 1; });  // 0:02: b runs, its two records queue
   release = true;
   ASSERT_TRUE(Harness::eventually([&] { return h.completed() == 2; }));  // a's outcome queues
