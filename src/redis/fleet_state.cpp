@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "redis/commands.h"
 #include "redis/scripts.h"
@@ -25,8 +27,8 @@ const Script& catch_up_script() {
   return script;
 }
 
-const Script& record_fire_script() {
-  static const Script script(detail::record_fire_script);
+const Script& record_fires_script() {
+  static const Script script(detail::record_fires_script);
   return script;
 }
 
@@ -76,9 +78,9 @@ class FLEETCRON_LOCAL FleetState::Impl {
     return fmt::format("{}ledger-records:{{{}}}", options_.fleet_prefix, job_key);
   }
 
-  /// The record script's answer as a result.
+  /// The record script's answer to one record as a result.
   LedgerWriteResult recorded(const FireRecord& record, const Reply& reply) const {
-    if (reply.is_error()) {
+    if (reply.is_error() || reply.type == Reply::Type::string) {
       return {LedgerWriteResult::Status::error,
               fmt::format("{}: fire {} not recorded: {}", client_->describe(), record.fire_key, reply.text)};
     }
@@ -86,7 +88,21 @@ class FLEETCRON_LOCAL FleetState::Impl {
       return {LedgerWriteResult::Status::error,
               fmt::format("{}: the ledger script answered {}", client_->describe(), to_string(reply.type))};
     }
-    return {reply.integer == 1 ? LedgerWriteResult::Status::written : LedgerWriteResult::Status::outranked, {}};
+    return {reply.integer >= 1 ? LedgerWriteResult::Status::written : LedgerWriteResult::Status::outranked, {}};
+  }
+
+  /// Whether a write to the job's ledger now should set its keys' life:
+  /// not when this process set it less than ledger_life_refresh ago.
+  bool life_due(const std::string& job_key, std::chrono::steady_clock::time_point now,
+                std::chrono::nanoseconds refresh) {
+    std::lock_guard guard(life_mutex_);
+    const auto it = life_set_.find(job_key);
+    return it == life_set_.end() || now - it->second >= refresh;
+  }
+  void life_was_set(const std::string& job_key, std::chrono::steady_clock::time_point at) {
+    std::lock_guard guard(life_mutex_);
+    if (life_set_.size() >= FleetState::max_ledger_lives_kept) life_set_.clear();  // each job's is set again once
+    life_set_[job_key] = at;
   }
 
   /// Runs `script` on the job's cursor; the reply, or an error message.
@@ -140,6 +156,9 @@ class FLEETCRON_LOCAL FleetState::Impl {
 
   std::shared_ptr<Client> client_;
   FleetStateOptions options_;
+  std::mutex life_mutex_;  // guards life_set_
+  // Job key → when this process last set its ledger keys' life.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> life_set_;
 };
 
 FleetState::FleetState(std::shared_ptr<Client> client, FleetStateOptions options) {
@@ -253,28 +272,59 @@ CatchUpClaim FleetState::claim_catch_up(std::string_view job_key, const std::opt
   return {status, cursor, {}};
 }
 
+std::chrono::nanoseconds FleetState::ledger_life_refresh(std::chrono::nanoseconds keep_for) {
+  return std::min<std::chrono::nanoseconds>(keep_for / 4, std::chrono::hours{1});
+}
+
 std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWrite> writes) {
   check_ledger_writes(writes);
-  std::vector<std::size_t> key_counts(writes.size(), 2);
-  std::vector<std::vector<std::string>> calls;
-  calls.reserve(writes.size());
+  if (writes.empty()) return {};
+  // One script call for the batch. A job's keys live ledger_life_refresh
+  // beyond keep_for and are given that life again once a refresh here,
+  // not on every record (docs/redis.md, "Ledger").
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> keys, args;
+  std::vector<bool> sets_life;
+  keys.reserve(2 * writes.size());
+  args.reserve(8 * writes.size());
   for (const auto& write : writes) {
     const FireRecord& record = write.record;
-    calls.push_back({impl_->ledger_index_key(record.job_key), impl_->ledger_records_key(record.job_key),
-                     record.fire_key, std::to_string(micros_of(record.scheduled_at)), format_fire_record(record),
-                     std::to_string(ledger_rank(record)), std::to_string(write.retention.keep_count),
-                     keep_us(write.retention.keep_for), keep_ms(write.retention.keep_for)});
+    const auto refresh = ledger_life_refresh(write.retention.keep_for);
+    const bool due = impl_->life_due(record.job_key, now, refresh) &&
+                     std::none_of(writes.data(), &write, [&](const LedgerWrite& w) { return w.record.job_key == record.job_key; });
+    sets_life.push_back(due);
+    keys.push_back(impl_->ledger_index_key(record.job_key));
+    keys.push_back(impl_->ledger_records_key(record.job_key));
+    for (std::string arg : {record.fire_key, std::to_string(micros_of(record.scheduled_at)), format_fire_record(record),
+                            std::to_string(ledger_rank(record)), std::to_string(write.retention.keep_count),
+                            keep_us(write.retention.keep_for), keep_ms(write.retention.keep_for + refresh),
+                            std::string(due ? "1" : "0")}) {
+      args.push_back(std::move(arg));
+    }
   }
   std::vector<LedgerWriteResult> results;
   results.reserve(writes.size());
-  std::vector<Reply> replies;
+  Reply reply;
   try {
-    replies = impl_->client_->impl().eval_pipeline(record_fire_script(), key_counts, calls);
+    reply = impl_->client_->impl().eval(record_fires_script(), keys, args);
   } catch (const std::exception& e) {
     results.assign(writes.size(), LedgerWriteResult{LedgerWriteResult::Status::error, e.what()});
     return results;
   }
-  for (std::size_t i = 0; i < writes.size(); ++i) results.push_back(impl_->recorded(writes[i].record, replies[i]));
+  if (reply.type != Reply::Type::array || reply.elements.size() != writes.size()) {
+    const std::string error = fmt::format("{}: the ledger script answered {}", impl_->client_->describe(),
+                                          reply.is_error() ? reply.text : std::string(to_string(reply.type)));
+    results.assign(writes.size(), LedgerWriteResult{LedgerWriteResult::Status::error, error});
+    return results;
+  }
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const Reply& answer = reply.elements[i];
+    results.push_back(impl_->recorded(writes[i].record, answer));
+    // 2: a new fire's record, its keys' life set as asked.
+    if (sets_life[i] && answer.type == Reply::Type::integer && answer.integer == 2) {
+      impl_->life_was_set(writes[i].record.job_key, now);
+    }
+  }
   return results;
 }
 

@@ -222,53 +222,84 @@ return {1, record}
 
 #undef FLEETCRON_EPOCH_LUA
 
-// KEYS: the ledger's index (a sorted set: fire key scored by its instant
-// in µs) and its records (a hash: fire key -> record). ARGV: fire key,
-// instant µs, record, its rank, keep count, keep-for µs, keep-for ms.
-// Writes the record unless the one kept for the fire key ranks as high
+// KEYS: per record, its job's ledger index (a sorted set: fire key scored
+// by its instant in µs) and records (a hash: fire key -> record). ARGV:
+// per record eight: fire key, instant µs, record, its rank, keep count,
+// keep-for µs, the keys' life ms, '1' to set that life. One call writes
+// a batch of records, each alone: returns one answer per record, 2 when
+// written as a new fire's, 1 when it replaced the fire's record, 0 when
+// outranked, or an error's text (a key of another type,
+// a field holding something other than a record) — that record alone is
+// not written.
+//
+// A record is written unless the one kept for its fire key ranks as high
 // (the rank is the record's first field). A fire already in the ledger
 // (its running record, then its outcome) keeps its place and the keys'
-// life: its record alone is replaced. A new fire's record is added, the
-// ledger trimmed to the newest keep count and to keep-for before its
-// newest instant (or before the server's TIME, if that is earlier: a
-// record dated ahead by a replica's clock deletes nothing) — looked at
-// only when its size or its oldest record says there is something to
-// trim — and both keys set to expire. Returns 1 when written, 0 when
-// outranked.
-inline constexpr const char* record_fire_script = R"lua(
-local existing = redis.call('HGET', KEYS[2], ARGV[1])
-if existing then
-  local rank = string.match(existing, '^(%d+) ')
-  if not rank then return redis.error_reply('NOTRECORD the ledger holds something other than a fire record') end
-  if tonumber(rank) >= tonumber(ARGV[4]) then return 0 end
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-  return 1
-end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-local count = redis.call('ZCARD', KEYS[1])
-local keep = tonumber(ARGV[5])
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-if count > keep or tonumber(oldest[2]) < tonumber(newest[2]) - tonumber(ARGV[6]) then
+// life: its record alone is replaced. A new fire's record is added
+// (HSETNX: one command when the fire is new), and the ledger trimmed to
+// the newest keep count and to keep-for before its newest instant (or
+// before the server's TIME, if that is earlier: a record dated ahead by a
+// replica's clock deletes nothing). The trim is looked at when the size,
+// or the oldest record against this record's instant (against the newest
+// when this record is the oldest), says there is something to trim: a
+// record written among newer ones, none of them its ledger's oldest,
+// leaves an age trim to the next write. The keys' life is set when the caller asks (it refreshes
+// a job's at most once a while, and asks for a life that long beyond
+// keep-for) and when this write created them.
+inline constexpr const char* record_fires_script = R"lua(
+local function trim(index, records, count, keep, keep_us)
+  local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local cutoff = math.min(tonumber(newest[2]), now_us) - tonumber(ARGV[6])
-  local doomed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%.0f', cutoff))
+  local cutoff = math.min(tonumber(newest[2]), now_us) - keep_us
+  local doomed = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', cutoff))
   local left = count - #doomed
   if left > keep then
-    local extra = redis.call('ZRANGE', KEYS[1], #doomed, #doomed + left - keep - 1)
+    local extra = redis.call('ZRANGE', index, #doomed, #doomed + left - keep - 1)
     for _, member in ipairs(extra) do doomed[#doomed + 1] = member end
   end
   for i = 1, #doomed, 1000 do
     local chunk = {unpack(doomed, i, math.min(i + 999, #doomed))}
-    redis.call('HDEL', KEYS[2], unpack(chunk))
-    redis.call('ZREM', KEYS[1], unpack(chunk))
+    redis.call('HDEL', records, unpack(chunk))
+    redis.call('ZREM', index, unpack(chunk))
   end
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
-redis.call('PEXPIRE', KEYS[2], ARGV[7])
-return 1
+local function replace(records, field, record, rank)
+  local existing = redis.call('HGET', records, field)
+  local kept = string.match(existing, '^(%d+) ')
+  if not kept then return 'NOTRECORD the ledger holds something other than a fire record' end
+  if tonumber(kept) >= tonumber(rank) then return 0 end
+  redis.call('HSET', records, field, record)
+  return 1
+end
+local function write(index, records, a)
+  local field, instant, record, rank = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
+  local added = redis.pcall('HSETNX', records, field, record)
+  if type(added) == 'table' then return added.err end
+  if added == 0 then return replace(records, field, record, rank) end
+  local placed = redis.pcall('ZADD', index, ARGV[a + 1], field)
+  if type(placed) == 'table' then
+    redis.call('HDEL', records, field)
+    return placed.err
+  end
+  local count = redis.call('ZCARD', index)
+  local keep, keep_us = tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local oldest = redis.call('ZRANGE', index, 0, 0, 'WITHSCORES')
+  local due = count > keep or tonumber(oldest[2]) < instant - keep_us
+  if not due and count > 1 and oldest[1] == field then  -- an old record written late: against the newest
+    local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+    due = tonumber(oldest[2]) < tonumber(newest[2]) - keep_us
+  end
+  if due then trim(index, records, count, keep, keep_us) end
+  if ARGV[a + 7] == '1' or count == 1 then
+    redis.call('PEXPIRE', index, ARGV[a + 6])
+    redis.call('PEXPIRE', records, ARGV[a + 6])
+  end
+  return 2
+end
+local out = {}
+for i = 1, #KEYS / 2 do out[i] = write(KEYS[2 * i - 1], KEYS[2 * i], 8 * i - 7) end
+return out
 )lua";
 
 // KEYS: the ledger's index and records. ARGV: how many. Returns the newest

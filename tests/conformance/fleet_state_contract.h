@@ -33,6 +33,12 @@ class FleetStateFleet {
   /// Lets `duration` pass on the store's clock (memory: the virtual clock
   /// moves; a server: real time passes).
   virtual void let_pass(std::chrono::nanoseconds duration) = 0;
+  /// How much longer than `keep_for` after its last write a ledger may
+  /// live: zero where each write sets its life (Redis sets it once a
+  /// while: redis::FleetState::ledger_life_refresh()).
+  [[nodiscard]] virtual std::chrono::nanoseconds ledger_life_beyond(std::chrono::nanoseconds /*keep_for*/) const {
+    return {};
+  }
 };
 
 struct FleetStateBackend {

@@ -280,6 +280,8 @@ TEST_P(FleetStateContract, EveryLedgerFieldRoundTripsWithAnyBytes) {
   EXPECT_EQ(read(*b, key, 1).front(), missed);
 }
 
+// A ledger lives keep_for after its last write, and at most
+// ledger_life_beyond() longer.
 TEST_P(FleetStateContract, ALedgerExpiresKeepForAfterItsLastWrite) {
   auto fleet = GetParam().make();
   auto a = fleet->replica_for_expiry();
@@ -293,7 +295,7 @@ TEST_P(FleetStateContract, ALedgerExpiresKeepForAfterItsLastWrite) {
   ASSERT_EQ(write(*a, second, retention), LedgerWriteResult::Status::written);
   fleet->let_pass(retention.keep_for * 3 / 4);
   EXPECT_EQ(read(*a, key).size(), 2u);  // 5/4 after the first write, 3/4 after the last
-  fleet->let_pass(retention.keep_for / 2 + 1ms);
+  fleet->let_pass(retention.keep_for / 2 + fleet->ledger_life_beyond(retention.keep_for) + 1ms);
   EXPECT_TRUE(read(*a, key).empty());
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fleetcron/redis/fleet_state.h"
+#include "fleetcron/rfc3339.h"
 #include "redis/commands.h"
 #include "redis_server.h"
 #include "support/time.h"
@@ -62,6 +63,90 @@ TEST(RedisFleetState, AKeyHoldingSomethingElseIsAnErrorNamingItAndIsLeftAlone) {
   ASSERT_EQ(client->impl().command({"SET", key, "not a cursor"}).text, "OK");
   EXPECT_EQ(state.claim_catch_up("job", std::nullopt, at, 1, 1h, "r").status, CatchUpClaim::Status::error);
   EXPECT_EQ(client->impl().command({"GET", key}).text, "not a cursor");  // nothing overwrote it
+}
+
+FireRecord succeeded(const std::string& job_key, Instant at) {
+  FireRecord r;
+  r.job_key = job_key;
+  r.fire_key = job_key + "@" + format_rfc3339(at);
+  r.scheduled_at = at;
+  r.fate = FireFate::succeeded;
+  r.replica_id = "replica-a";
+  r.started_at = at;
+  r.attempts = 1;
+  return r;
+}
+
+std::int64_t pttl(Client& client, const std::string& key) { return client.impl().command({"PTTL", key}).integer; }
+
+// One script call writes a batch of records, each alone: a job whose key
+// is of another type, or whose fire's field holds garbage, fails its own
+// record, and the others are written.
+TEST(RedisFleetState, ALedgerBatchWritesEachRecordAlone) {
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
+  FleetState state(client, {.fleet_prefix = test::unique_prefix() + "fleet:"});
+  const Instant at = std::chrono::floor<std::chrono::seconds>(test::real_now());
+  const std::string hashed = state.options().fleet_prefix + "ledger-records:{typed}";
+  ASSERT_EQ(client->impl().command({"SET", hashed, "a string"}).text, "OK");
+  const FireRecord garbled = succeeded("garbled", at);
+  ASSERT_EQ(client->impl().command({"HSET", state.options().fleet_prefix + "ledger-records:{garbled}",
+                                    garbled.fire_key, "not a record"}).integer, 1);
+  const std::vector<LedgerWrite> batch{{succeeded("before", at), {}}, {succeeded("typed", at), {}},
+                                       {garbled, {}}, {succeeded("after", at), {}}};
+  const std::vector<LedgerWriteResult> results = state.record_fires(batch);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].status, LedgerWriteResult::Status::written) << results[0].error;
+  EXPECT_EQ(results[1].status, LedgerWriteResult::Status::error);
+  EXPECT_NE(results[1].error.find("WRONGTYPE"), std::string::npos) << results[1].error;
+  EXPECT_NE(results[1].error.find(batch[1].record.fire_key), std::string::npos) << results[1].error;
+  EXPECT_EQ(results[2].status, LedgerWriteResult::Status::error);
+  EXPECT_NE(results[2].error.find("NOTRECORD"), std::string::npos) << results[2].error;
+  EXPECT_EQ(results[3].status, LedgerWriteResult::Status::written) << results[3].error;
+  EXPECT_EQ(client->impl().command({"GET", hashed}).text, "a string");  // left as it was
+  EXPECT_EQ(client->impl().command({"EXISTS", state.ledger_key("typed")}).integer, 0);  // no index without its record
+  for (const char* job : {"before", "after"}) {
+    const LedgerRead read = state.read_fires(job, 10);
+    ASSERT_EQ(read.status, LedgerRead::Status::found) << read.error;
+    ASSERT_EQ(read.records.size(), 1u) << job;
+  }
+}
+
+// A job's ledger keys live at least keep_for after its last fire added:
+// set to keep_for + ledger_life_refresh() when this process has not set
+// them for that long, or when the write created them — not on every record.
+TEST(RedisFleetState, ALedgersKeysLifeIsSetOnceAWhileNotOnEveryRecord) {
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
+  const std::string prefix = test::unique_prefix() + "fleet:";
+  FleetState state(client, {.fleet_prefix = prefix});
+  EXPECT_EQ(FleetState::ledger_life_refresh(30 * 24h), 1h);
+  EXPECT_EQ(FleetState::ledger_life_refresh(10min), 150s);
+  const Instant at = std::chrono::floor<std::chrono::seconds>(test::real_now());
+  const LedgerRetention retention{.keep_count = 100, .keep_for = 2h};
+  const auto write = [&](FleetState& writer, Instant when) {
+    const LedgerWrite one{succeeded("lived", when), retention};
+    const auto results = writer.record_fires(std::span(&one, 1));
+    ASSERT_EQ(results.size(), 1u);
+    ASSERT_EQ(results[0].status, LedgerWriteResult::Status::written) << results[0].error;
+  };
+  const std::string index = state.ledger_key("lived"), records = prefix + "ledger-records:{lived}";
+  write(state, at);
+  for (const std::string& key : {index, records}) {  // keep_for + 30 min
+    EXPECT_GT(pttl(*client, key), std::chrono::milliseconds(2h).count()) << key;
+    EXPECT_LE(pttl(*client, key), std::chrono::milliseconds(150min).count()) << key;
+  }
+  // Set a moment ago by this process: the next fire's record leaves it.
+  ASSERT_EQ(client->impl().command({"PERSIST", index}).integer, 1);
+  write(state, at + 1s);
+  EXPECT_EQ(pttl(*client, index), -1);
+  // Another process has not set it: it does.
+  FleetState other(client, {.fleet_prefix = prefix});
+  write(other, at + 2s);
+  EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
+  // Keys this write creates (a store that lost them) get their life at once.
+  ASSERT_EQ(client->impl().command({"DEL", index, records}).integer, 2);
+  write(state, at + 3s);
+  EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
+  EXPECT_GT(pttl(*client, records), std::chrono::milliseconds(2h).count());
 }
 
 TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {

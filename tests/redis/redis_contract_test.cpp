@@ -66,6 +66,9 @@ class RedisStateFleet final : public FleetStateFleet {
   }
   std::chrono::nanoseconds short_keep_for() const override { return 3s; }  // margins of 750 ms around the expiry
   void let_pass(std::chrono::nanoseconds duration) override { std::this_thread::sleep_for(duration); }
+  std::chrono::nanoseconds ledger_life_beyond(std::chrono::nanoseconds keep_for) const override {
+    return redis::FleetState::ledger_life_refresh(keep_for);
+  }
 
  private:
   std::string prefix_;

@@ -52,7 +52,7 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
                                             Instant instant, std::uint64_t schedule_digest,
                                             std::chrono::nanoseconds keep_for, std::string_view claimant) override;
 
-  /// One pipelined round trip for all of them.
+  /// One script call for all of them, each record written alone.
   [[nodiscard]] std::vector<LedgerWriteResult> record_fires(std::span<const LedgerWrite> writes) override;
   [[nodiscard]] LedgerRead read_fires(std::string_view job_key, std::size_t limit) override;
 
@@ -62,6 +62,15 @@ class FLEETCRON_API FleetState final : public fleetcron::FleetState {
   /// A script that compares the whole document before it writes.
   [[nodiscard]] DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
                                                  std::chrono::nanoseconds keep_for) override;
+
+  /// How long a job's ledger keys live beyond `keep_for`, and how often
+  /// this process sets their life again as it writes (not on every
+  /// record): a quarter of `keep_for`, at most 1 h. The keys live at
+  /// least `keep_for` after the last fire added, and at most this longer.
+  [[nodiscard]] static std::chrono::nanoseconds ledger_life_refresh(std::chrono::nanoseconds keep_for);
+  /// The jobs whose last life setting this process remembers; past it,
+  /// it forgets them all (each job's life is then set once more).
+  static constexpr std::size_t max_ledger_lives_kept = 200'000;
 
   [[nodiscard]] const FleetStateOptions& options() const noexcept;
   /// The key holding `job_key`'s cursor.
