@@ -131,6 +131,32 @@ TEST(SchedulerLedger, ARunIsRecordedRunningThenWithItsOutcomeAndDetails) {
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+// A run that ends within LedgerWriter::running_record_delay of its start
+// (on the scheduler's clock) writes its outcome alone: one write, not two.
+TEST(SchedulerLedger, ARunShorterThanTheRunningRecordDelayWritesItsOutcomeAlone) {
+  Harness h;
+  auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
+  auto options = ledger_options(h, state);
+  options.claimer = std::make_shared<MemoryClaimer>(h.clock, 10min);
+  options.fleet.registry = false;  // the delay alone holds the record, not a listing
+  std::atomic<int> ran{0};
+  Scheduler s(options);
+  EntryOptions entry;
+  entry.key = "job";
+  s.add("* * * * *", [&](const FireContext&, std::stop_token) { ++ran; }, entry);
+  s.start();
+  for (int minute = 1; minute <= 3; ++minute) {
+    h.clock->advance(60s);  // the virtual clock stands still while each run goes
+    ASSERT_TRUE(ledger_reaches(*state, "job", [&](const auto& r) {
+      return r.size() == static_cast<std::size_t>(minute) && r[0].fate == FireFate::succeeded;
+    }));
+  }
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_EQ(state->running.load(), 0u) << "a running record was written for a run that had ended";
+  EXPECT_EQ(state->records.load(), 3u);
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 TEST(SchedulerLedger, OneRecordPerFireAcrossTheFleetAndNoRoutineSkips) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);

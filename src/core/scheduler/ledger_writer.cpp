@@ -108,18 +108,61 @@ void LedgerWriter::enqueue(std::vector<LedgerWrite> writes) {
         ++dropped_unlogged_;
         continue;
       }
-      if (marks_ != nullptr && write.record.fate == FireFate::running) {
-        held_.emplace_back(marks_->load(), std::move(write));
+      if (write.record.fate == FireFate::running) {
+        hold_locked(std::move(write));
         continue;
       }
-      // A held record this one outranks is not written: counted as written, its successor is.
-      written_ += std::erase_if(held_, [&](const auto& held) {
-        return held.second.record.fire_key == write.record.fire_key && ledger_rank(write.record) > ledger_rank(held.second.record);
-      });
+      if (supersedes_held_locked(write)) ++written_;  // counted as written: its successor is
       queue_.push_back(std::move(write));
     }
   }
   cv_.notify_one();
+}
+
+void LedgerWriter::hold_locked(LedgerWrite write) {
+  const std::uint64_t sequence = held_front_ + held_.size();
+  const auto [it, added] = held_by_fire_.try_emplace(write.record.fire_key, sequence);
+  if (!added) {  // the fire's running record again: the first stays, as in the store
+    ++written_;
+    return;
+  }
+  held_.push_back(Held{marks_ != nullptr ? marks_->load() : 0, clock_->steady_now(), std::move(write)});
+}
+
+bool LedgerWriter::supersedes_held_locked(const LedgerWrite& write) {
+  const auto it = held_by_fire_.find(write.record.fire_key);
+  if (it == held_by_fire_.end()) return false;
+  Held& held = held_[it->second - held_front_];
+  if (ledger_rank(write.record) <= ledger_rank(held.write.record)) return false;
+  held.superseded = true;
+  held_by_fire_.erase(it);
+  return true;
+}
+
+bool LedgerWriter::release_held_locked(Clock::SteadyTime now) {
+  bool released = false;
+  while (!held_.empty()) {
+    Held& front = held_.front();
+    if (!front.superseded) {
+      if (marks_ != nullptr && front.mark >= listed_mark_) break;  // not listed yet
+      if (now < front.queued_at + running_record_delay) break;
+      held_by_fire_.erase(front.write.record.fire_key);
+      queue_.push_back(std::move(front.write));
+      released = true;
+    }
+    held_.pop_front();
+    ++held_front_;
+  }
+  return released;
+}
+
+std::optional<Clock::SteadyTime> LedgerWriter::held_due_locked() const {
+  for (const Held& held : held_) {
+    if (held.superseded) continue;
+    if (marks_ != nullptr && held.mark >= listed_mark_) return std::nullopt;  // runs_listed() wakes us
+    return held.queued_at + running_record_delay;
+  }
+  return std::nullopt;
 }
 
 void LedgerWriter::hold_running_until_listed(const std::atomic<std::uint64_t>& marks) {
@@ -130,15 +173,11 @@ void LedgerWriter::hold_running_until_listed(const std::atomic<std::uint64_t>& m
 void LedgerWriter::runs_listed(std::uint64_t mark) {
   {
     std::lock_guard guard(mutex_);
-    bool released = false;
-    while (!held_.empty() && held_.front().first < mark) {
-      queue_.push_back(std::move(held_.front().second));
-      held_.pop_front();
-      released = true;
-    }
-    if (!released) return;
+    if (mark <= listed_mark_) return;
+    listed_mark_ = mark;
+    if (held_.empty()) return;
   }
-  cv_.notify_one();
+  cv_.notify_one();  // the writer releases them, or waits for their time
 }
 
 bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
@@ -181,12 +220,15 @@ bool LedgerWriter::write(std::vector<LedgerWrite>& writes) {
 
 void LedgerWriter::wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending) {
   while (!stopping_ && queue_.empty() && pending.empty()) {
-    if (unverified_.empty()) {
-      cv_.wait(lock);
-    } else if (clock_->steady_now() < unverified_.front().due) {
-      clock_->wait_until(cv_, lock, unverified_.front().due);
+    const auto now = clock_->steady_now();
+    if (release_held_locked(now)) continue;
+    if (!unverified_.empty() && unverified_.front().due <= now) return;  // a read-back is due
+    std::optional<Clock::SteadyTime> wake = held_due_locked();
+    if (!unverified_.empty()) wake = std::min(wake.value_or(unverified_.front().due), unverified_.front().due);
+    if (wake) {
+      clock_->wait_until(cv_, lock, *wake);
     } else {
-      return;  // a read-back is due
+      cv_.wait(lock);
     }
   }
 }
@@ -292,6 +334,7 @@ void LedgerWriter::run() {
   while (true) {
     wait_for_work(lock, pending);
     if (stopping_) break;
+    release_held_locked(clock_->steady_now());  // also when the queue never empties
     const std::uint64_t dropped_now = std::exchange(dropped_unlogged_, 0);
     const std::uint64_t dropped_total = dropped_;
     while (pending.size() < batch && !queue_.empty()) {
@@ -321,8 +364,11 @@ void LedgerWriter::run() {
 
 void LedgerWriter::finish(std::vector<LedgerWrite>& pending) {
   std::unique_lock lock(mutex_);
-  for (auto& [mark, write] : held_) queue_.push_back(std::move(write));  // a clean stop: its runs ended first
+  for (Held& held : held_) {  // a clean stop: its runs ended first
+    if (!held.superseded) queue_.push_back(std::move(held.write));
+  }
   held_.clear();
+  held_by_fire_.clear();
   while (!queue_.empty()) {
     pending.push_back(std::move(queue_.front()));
     queue_.pop_front();

@@ -38,6 +38,10 @@ class LedgerWriter final : public Observer {
   static constexpr std::size_t batch = 256;
   static constexpr std::chrono::milliseconds verify_delay{500};
   static constexpr int max_rewrites = 3;
+  /// A `running` record is held this long after it is queued, so a run
+  /// shorter than this writes its outcome alone (one write, not two); a
+  /// record of the same fire that outranks it (its outcome) replaces it.
+  static constexpr std::chrono::seconds running_record_delay{1};
 
   /// `default_retention`: the bounds of a record of a job no entry here
   /// ever tracked (a lost run of a job only the dead replica ran); a key
@@ -59,11 +63,11 @@ class LedgerWriter final : public Observer {
   /// counts) them. The scheduler writes through on_event() alone; a test
   /// of the store's races writes records directly.
   void enqueue(std::vector<LedgerWrite> writes);
-  /// From here on, a `running` record waits until runs_listed() reports a
-  /// written announcement whose read of the runs came after the record was
-  /// queued (`marks` counts those reads), so a runner killed before its
-  /// run was listed leaves no record its loss could never replace; a
-  /// record of the same fire that outranks it (its outcome) replaces it.
+  /// From here on, a `running` record also waits until runs_listed()
+  /// reports a written announcement whose read of the runs came after the
+  /// record was queued (`marks` counts those reads), so a runner killed
+  /// before its run was listed leaves no record its loss could never
+  /// replace.
   void hold_running_until_listed(const std::atomic<std::uint64_t>& marks);
   /// An announcement whose read of the runs had `mark` was written.
   void runs_listed(std::uint64_t mark);
@@ -82,6 +86,12 @@ class LedgerWriter final : public Observer {
     LedgerRetention retention;
     bool coordinated = false;
   };
+  struct Held {
+    std::uint64_t mark = 0;  // marks_ when queued
+    Clock::SteadyTime queued_at{};
+    LedgerWrite write;
+    bool superseded = false;  // its outcome came: not written
+  };
   struct Unverified {
     LedgerWrite write;
     Clock::SteadyTime due;
@@ -97,6 +107,16 @@ class LedgerWriter final : public Observer {
   /// Waits (mutex_ held) until there is work: queued or pending records,
   /// a read-back due, or stop().
   void wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending);
+  /// Holds a `running` record (mutex_ held).
+  void hold_locked(LedgerWrite write);
+  /// Whether `write` outranks a held record of its fire, which is then
+  /// dropped (mutex_ held).
+  bool supersedes_held_locked(const LedgerWrite& write);
+  /// Queues the held records whose time and listing came, in order;
+  /// true if there were some (mutex_ held).
+  bool release_held_locked(Clock::SteadyTime now);
+  /// When the front held record is due, if only time holds it.
+  [[nodiscard]] std::optional<Clock::SteadyTime> held_due_locked() const;
   /// Reads back the records whose read-back is due (every one when `all`)
   /// and appends those missing to `pending`.
   void verify(std::vector<LedgerWrite>& pending, bool all);
@@ -125,10 +145,13 @@ class LedgerWriter final : public Observer {
   std::condition_variable cv_;
   std::unordered_map<std::string, Tracked> tracked_;
   std::deque<LedgerWrite> queue_;
-  // Running records held until the registry lists their run (runs_listed()):
-  // with the time each was queued, in that order.
-  const std::atomic<std::uint64_t>* marks_ = nullptr;  // null: nothing held
-  std::deque<std::pair<std::uint64_t, LedgerWrite>> held_;  // with the mark when queued, in that order
+  // Running records held running_record_delay, and until the registry
+  // lists their run (runs_listed()) when marks_ is set, in the order queued.
+  const std::atomic<std::uint64_t>* marks_ = nullptr;  // null: no listing awaited
+  std::uint64_t listed_mark_ = 0;                      // the highest runs_listed() reported
+  std::deque<Held> held_;
+  std::uint64_t held_front_ = 0;  // the sequence number of held_.front()
+  std::unordered_map<std::string, std::uint64_t> held_by_fire_;  // fire key → sequence number in held_
   bool stopping_ = false;
   bool closed_ = false;  // the thread took its last records
   std::uint64_t written_ = 0;
