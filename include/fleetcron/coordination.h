@@ -64,6 +64,16 @@ class FLEETCRON_API Claimer {
   /// calls claim() for each key.
   [[nodiscard]] virtual std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys);
 
+  /// Looks, without claiming anything, which of these fires a replica has
+  /// claimed already: one answer per key, in order, true if claimed. The
+  /// scheduler asks it (a few times per fire at most) for the fires queued
+  /// behind a claim batch that no free worker could take, and drops those
+  /// claimed elsewhere (skipped, already_claimed) instead of trying each
+  /// alone as its workers free up (docs/scheduler.md, "Claim batches"). An empty
+  /// answer (the default), or one that fails, tells nothing: the fires are
+  /// claimed as usual. A false answer never runs a fire: only claim() does.
+  [[nodiscard]] virtual std::vector<bool> already_claimed(std::span<const std::string> fire_keys);
+
   /// How long after a fire's scheduled instant any claim on it is certain
   /// to still be in the store, whatever replica made it (its TTL minus what
   /// clock differences between replicas can eat). The scheduler does not

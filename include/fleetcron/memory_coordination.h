@@ -23,6 +23,7 @@ class FLEETCRON_API MemoryClaimer final : public Claimer {
   explicit MemoryClaimer(std::shared_ptr<Clock> clock, std::chrono::nanoseconds claim_ttl = default_claim_ttl);
   ~MemoryClaimer() override;
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
+  [[nodiscard]] std::vector<bool> already_claimed(std::span<const std::string> fire_keys) override;
   /// claim_ttl: every replica shares this process's clock.
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
   /// Live (unexpired) claims right now.

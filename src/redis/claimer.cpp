@@ -81,6 +81,25 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   return impl_->claim_batch(fire_keys);
 }
 
+std::vector<bool> Claimer::already_claimed(std::span<const std::string> fire_keys) {
+  if (fire_keys.empty()) return {};
+  std::vector<std::string> command{"MGET"};
+  command.reserve(fire_keys.size() + 1);
+  for (const auto& key : fire_keys) command.push_back(impl_->options_.claim_prefix + key);
+  Reply reply;
+  try {
+    reply = impl_->client().impl().command(command);
+  } catch (const std::exception&) {
+    return {};  // tells nothing: the fires are claimed as usual
+  }
+  if (reply.type != Reply::Type::array || reply.elements.size() != fire_keys.size()) return {};
+  std::vector<bool> claimed;
+  claimed.reserve(fire_keys.size());
+  // Any value is a claim: a fence, libtnb/cron's "1", or "0" for a fire refused before a reset.
+  for (const Reply& value : reply.elements) claimed.push_back(!value.is_nil());
+  return claimed;
+}
+
 std::chrono::nanoseconds Claimer::dedup_window() const { return impl_->guard_->dedup_window(); }
 
 std::optional<ClockOffset> Claimer::clock_offset() { return impl_->clock_offset(); }

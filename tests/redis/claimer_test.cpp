@@ -53,6 +53,23 @@ TEST(RedisClaimer, OptionsAreValidatedAtConstruction) {
   EXPECT_EQ(empty_prefix.options().fence_key, "fence");
 }
 
+// already_claimed() looks without claiming: one MGET; a Go replica's "1"
+// is a claim too; an unreachable server tells nothing.
+TEST(RedisClaimer, AlreadyClaimedLooksWithoutClaiming) {
+  auto client = shared_client();
+  const std::string prefix = test::unique_prefix();
+  test::seed_store_epoch(test::shared_redis_uri(), prefix);
+  Claimer claimer(client, {.claim_prefix = prefix});
+  ASSERT_EQ(claimer.claim("a@2026-01-02T15:04:05Z").status, ClaimResult::Status::claimed);
+  ASSERT_EQ(client->impl().command({"SET", prefix + "go@2026-01-02T15:04:05Z", "1", "PX", "60000"}).text, "OK");
+  const std::vector<std::string> keys{"a@2026-01-02T15:04:05Z", "free@2026-01-02T15:04:05Z", "go@2026-01-02T15:04:05Z"};
+  EXPECT_EQ(claimer.already_claimed(keys), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(client->impl().command({"EXISTS", prefix + "free@2026-01-02T15:04:05Z"}).integer, 0);  // not claimed by looking
+  EXPECT_EQ(claimer.claim("free@2026-01-02T15:04:05Z").status, ClaimResult::Status::claimed);
+  Claimer unreachable(std::make_shared<Client>(parse_uri("redis://127.0.0.1:1").connection));
+  EXPECT_TRUE(unreachable.already_claimed(keys).empty());
+}
+
 TEST(RedisClaimer, ClaimsOnceKeepsTheKeyForItsTtlAndFencesIncrease) {
   auto client = shared_client();
   const std::string prefix = test::unique_prefix();

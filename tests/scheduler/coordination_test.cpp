@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "core/scheduler/fire.h"
 #include "harness.h"
 
 namespace fleetcron::test {
@@ -363,9 +364,78 @@ TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
   }
   s.start();
   h.advance(60s, 1, [&] { return h.completed() + h.log->count<SkippedFireEvent>() == 20; });
-  EXPECT_TRUE(claimer->batch_sizes.empty());  // every fire claimed when its worker could run it
+  for (const std::size_t size : claimer->batch_sizes) EXPECT_EQ(size, 1u);  // each claimed when its worker could run it
   EXPECT_EQ(h.completed(), 10u);
   EXPECT_TRUE(s.stop(h.soon()));
+}
+
+// The fires queued behind a batch the free workers cut short are looked at
+// (in one call, each at most Fire::max_looks times), and those another
+// replica claimed meanwhile are dropped, never claimed one by one; the others are claimed as workers
+// free up, each only when a worker can start it.
+TEST(Coordination, FiresQueuedBehindBusyWorkersAreLookedAtOnceAndDroppedIfClaimedElsewhere) {
+  class LookingClaimer final : public Claimer {
+   public:
+    ClaimResult claim(std::string_view key) override {
+      std::lock_guard guard(mutex);
+      claimed.emplace_back(key);
+      return ClaimResult::claimed(claimed.size());
+    }
+    std::vector<ClaimResult> claim_batch(std::span<const std::string> keys) override {
+      std::vector<ClaimResult> out;
+      for (const auto& key : keys) out.push_back(claim(key));
+      return out;
+    }
+    std::vector<bool> already_claimed(std::span<const std::string> keys) override {
+      std::lock_guard guard(mutex);
+      looks.emplace_back(keys.begin(), keys.end());
+      std::vector<bool> out;
+      for (const auto& key : keys) out.push_back(std::stoi(key.substr(1, key.find('@') - 1)) % 2 == 1);  // odd: elsewhere
+      return out;
+    }
+    std::mutex mutex;
+    std::vector<std::string> claimed;
+    std::vector<std::vector<std::string>> looks;
+  };
+  Harness h;
+  auto claimer = std::make_shared<LookingClaimer>();
+  auto options = h.options();
+  options.claimer = claimer;
+  options.limits.max_concurrent = 1;
+  Scheduler s(options);
+  std::mutex mutex;
+  std::vector<std::string> ran;
+  for (int i = 0; i < 20; ++i) {
+    s.add("* * * * *", [&](const FireContext& c, std::stop_token) {
+      std::lock_guard guard(mutex);
+      ran.push_back(c.fire_key);
+    }, EntryOptions{.key = "k" + std::to_string(i)});
+  }
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() + h.log->count<SkippedFireEvent>() == 20; });
+  EXPECT_TRUE(s.stop(h.soon()));
+  std::vector<std::string> evens;
+  for (int i = 0; i < 20; i += 2) evens.push_back("k" + std::to_string(i) + "@2026-01-01T00:01:00Z");
+  EXPECT_EQ(claimer->claimed, ran);  // each claimed when it ran, in the order queued
+  std::sort(ran.begin(), ran.end());
+  std::sort(evens.begin(), evens.end());
+  EXPECT_EQ(ran, evens);  // no odd fire claimed
+  ASSERT_GE(claimer->looks.size(), 1u);
+  std::map<std::string, std::size_t> times;  // fire key → times looked at
+  for (const auto& look : claimer->looks) {
+    for (const auto& key : look) ++times[key];
+  }
+  EXPECT_EQ(times.size(), 19u);  // every fire but the first worker's
+  for (const auto& [key, count] : times) {
+    const bool odd = std::stoi(key.substr(1, key.find('@') - 1)) % 2 == 1;
+    if (odd) {
+      EXPECT_EQ(count, 1u) << key;  // dropped at its first look
+    }
+    EXPECT_LE(count, detail::Fire::max_looks) << key;
+  }
+  std::size_t elsewhere = 0;
+  for (const auto& skipped : h.log->all<SkippedFireEvent>()) elsewhere += skipped.reason == SkipReason::already_claimed;
+  EXPECT_EQ(elsewhere, 10u);
 }
 
 TEST(Coordination, ConcurrentBatchesClaimNoMoreThanTheWorkersCanStart) {

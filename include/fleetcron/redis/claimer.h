@@ -80,6 +80,8 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   /// result (fail closed), never an exception.
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
+  /// One MGET of the claim keys; a Redis failure tells nothing (empty).
+  [[nodiscard]] std::vector<bool> already_claimed(std::span<const std::string> fire_keys) override;
   /// claim_ttl - 2 * max_clock_skew (5 min with the defaults).
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
 

@@ -62,6 +62,17 @@ ClaimResult MemoryClaimer::claim(std::string_view fire_key) {
   return ClaimResult::claimed(++state.fence_counter);
 }
 
+std::vector<bool> MemoryClaimer::already_claimed(std::span<const std::string> fire_keys) {
+  State& state = *state_;
+  const auto now = state.clock->steady_now();
+  std::lock_guard guard(state.mutex);
+  state.purge_expired(now);
+  std::vector<bool> claimed;
+  claimed.reserve(fire_keys.size());
+  for (const auto& key : fire_keys) claimed.push_back(state.claims.contains(key));
+  return claimed;
+}
+
 std::chrono::nanoseconds MemoryClaimer::dedup_window() const { return state_->claim_ttl; }
 
 std::size_t MemoryClaimer::size() const {

@@ -174,6 +174,25 @@ void ClaimPath::claim(std::span<Fire> fires) {
   }
 }
 
+void ClaimPath::drop_claimed_elsewhere(std::span<Fire> fires) {
+  if (fires.empty()) return;
+  std::vector<std::string> keys;
+  keys.reserve(fires.size());
+  for (const Fire& fire : fires) keys.push_back(claim_key(fire));
+  std::vector<bool> claimed;
+  try {
+    claimed = fires.front().entry->settings->claimer->already_claimed(keys);
+  } catch (const std::exception&) {
+    return;  // tells nothing: each is claimed as usual, and fails there if the store does
+  }
+  if (claimed.size() != fires.size()) return;
+  for (std::size_t i = 0; i < fires.size(); ++i) {
+    if (!claimed[i]) continue;
+    fires[i].state = FireState::dropped;
+    host_.report_skip(fires[i], SkipReason::already_claimed, {});
+  }
+}
+
 std::string ClaimPath::staleness_now(const Fire& fire) const {
   const auto& claimer = fire.entry->settings->claimer;
   if (!claimer) return {};

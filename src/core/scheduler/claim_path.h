@@ -62,6 +62,11 @@ class ClaimPath {
   /// of one claimer); each becomes `granted` with its fence, or `dropped`.
   /// A throw or a wrong number of answers fails every one.
   void claim(std::span<Fire> fires);
+  /// Asks the claimer of `fires` (queued, all of one claimer) which are
+  /// claimed already, in one round trip, and drops (skipped,
+  /// already_claimed) those that are; an answer that tells nothing, or a
+  /// failure, leaves them all to be claimed as usual.
+  void drop_claimed_elsewhere(std::span<Fire> fires);
   /// Empty if the elector still says leader of `granted.term` (or the fire
   /// was not leader-gated); otherwise why the fire must be skipped.
   [[nodiscard]] std::string leadership_changed(const Grant& granted);

@@ -58,12 +58,12 @@ void Scheduler::Impl::drop_chain(Fire& fire, bool stopping) {
 
 void Scheduler::Impl::worker_main(detail::WorkerSlot& slot) {
   current_worker_of = this;
-  std::vector<Fire> batch;
+  std::vector<Fire> batch, looked;
   Fire fire;
-  while (run_queue_.take(fire, batch)) {
+  while (run_queue_.take(fire, batch, looked)) {
     // Fires due together share one claim round trip: this worker runs
     // its own, the others go back to the front of the queue, granted.
-    const bool runs = batch.empty() || decide_batch(fire, batch);
+    const bool runs = (batch.empty() && looked.empty()) || decide_batch(fire, batch, looked);
     if (runs) execute(fire, slot);
     fire = Fire{};  // drop its references before waiting for the next
     run_queue_.done(runs);
@@ -83,7 +83,7 @@ detail::RunQueue::BatchRule Scheduler::Impl::batch_rule() {
         return batchable(next) && next.entry->settings->claimer == first.entry->settings->claimer &&
                claims_->staleness_now(next).empty();
       },
-      claim_batch_limit};
+      claim_batch_limit, claim_batch_limit};
 }
 
 void Scheduler::Impl::skip_busy_here(std::vector<Fire>& batch) {
@@ -103,13 +103,14 @@ void Scheduler::Impl::skip_busy_here(std::vector<Fire>& batch) {
   }
 }
 
-bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
-  const std::size_t taken = batch.size();
+bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch, std::vector<Fire>& looked) {
+  const std::size_t taken = batch.size() + looked.size();
+  const std::size_t reserved_taken = batch.size();
   batch.insert(batch.begin(), std::move(fire));
   // The fires still wanted keep a reserved worker each, except the first,
   // which this worker runs; the other reservations are given back at once
   // (before the round trip too: the workers they hold could run other fires).
-  std::size_t reserved = taken;
+  std::size_t reserved = reserved_taken;
   const auto release_unwanted = [&] {
     const auto wanted = static_cast<std::size_t>(std::count_if(
         batch.begin(), batch.end(), [](const Fire& f) { return f.state != FireState::dropped; }));
@@ -126,13 +127,18 @@ bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch) {
   claims_->claim(batch);
   advance_cursors(batch);
   release_unwanted();
-  std::erase_if(batch, [](const Fire& f) { return f.state == FireState::dropped; });
+  // The fires queued behind that no free worker could take: those another
+  // replica claimed meanwhile are dropped now, not claimed one by one.
+  claims_->drop_claimed_elsewhere(looked);
+  const auto dropped = [](const Fire& f) { return f.state == FireState::dropped; };
+  std::erase_if(looked, dropped);
+  std::erase_if(batch, dropped);
   const bool runs = !batch.empty();
   if (runs) {
     fire = std::move(batch.front());
     batch.erase(batch.begin());
   }
-  run_queue_.put_back(batch, taken, runs);  // the granted ones, each with its reserved worker
+  run_queue_.put_back(batch, looked, taken, runs);  // the granted ones, each with its reserved worker
   return runs;
 }
 

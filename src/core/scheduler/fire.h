@@ -68,6 +68,10 @@ struct Fire {
   FireKind kind = FireKind::automatic;
   std::shared_ptr<OutcomeSlot> outcome = nullptr;  // trigger_and_wait only
   bool reserved = false;  // granted by another worker's claim batch, queued with a worker reserved for it
+  /// How often a fire is looked at, at most: while the other replicas
+  /// still claim the fires ahead, a look finds it free.
+  static constexpr std::uint8_t max_looks = 4;
+  std::uint8_t looks = 0;  // times looked at behind a claim batch (RunQueue), not claimed elsewhere then
   FireState state = FireState::queued;
   Grant grant = {};
   /// The catch-up's later instants of an entry that limits overlap,

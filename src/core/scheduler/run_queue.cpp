@@ -41,7 +41,7 @@ bool RunQueue::can_take_locked() const {
   return queue_.front().reserved || committed_ < workers_;
 }
 
-bool RunQueue::take(Fire& fire, std::vector<Fire>& batch) {
+bool RunQueue::take(Fire& fire, std::vector<Fire>& batch, std::vector<Fire>& looked) {
   std::unique_lock lock(mutex_);
   // A worker holding a claim batch will put fires back: wait for them.
   work_cv_.wait(lock, [this] { return (closed_ && held_ == 0 && queue_.empty()) || can_take_locked(); });
@@ -52,12 +52,12 @@ bool RunQueue::take(Fire& fire, std::vector<Fire>& batch) {
   if (!fire.reserved) ++committed_;  // this worker; a granted fire's reservation passes to it
   fire.reserved = false;
   FLEETCRON_ASSERT(running_ <= workers_ && committed_ <= workers_);
-  if (rule_.starts && rule_.starts(fire)) take_batch_locked(fire, batch);
-  held_ += batch.size();
+  if (rule_.starts && rule_.starts(fire)) take_batch_locked(fire, batch, looked);
+  held_ += batch.size() + looked.size();
   return true;
 }
 
-void RunQueue::take_batch_locked(const Fire& first, std::vector<Fire>& batch) {
+void RunQueue::take_batch_locked(const Fire& first, std::vector<Fire>& batch, std::vector<Fire>& looked) {
   // Only the front run of the queue: fires due at one instant are queued
   // together, and taking from the middle would cost a scan per worker.
   // Only as many as there are workers neither busy nor reserved by another
@@ -69,6 +69,14 @@ void RunQueue::take_batch_locked(const Fire& first, std::vector<Fire>& batch) {
   }
   committed_ += batch.size();
   FLEETCRON_ASSERT(committed_ <= workers_);  // every fire the batch claims has a worker to start on
+  if (batch.size() < free_workers) return;  // not cut by the workers
+  // Each fire at most max_looks times: those looked at come back at the
+  // front, and one looked at as often stops the next look.
+  while (!queue_.empty() && looked.size() < rule_.look_limit && queue_.front().looks < Fire::max_looks &&
+         rule_.joins(first, queue_.front())) {
+    looked.push_back(queue_.pop_front());
+    ++looked.back().looks;
+  }
 }
 
 void RunQueue::done(bool ran) {
@@ -92,17 +100,19 @@ void RunQueue::release(std::size_t count) {
   work_cv_.notify_all();  // the freed workers may take other fires
 }
 
-void RunQueue::put_back(std::vector<Fire>& granted, std::size_t taken, bool runs) {
+void RunQueue::put_back(std::vector<Fire>& granted, std::vector<Fire>& unclaimed, std::size_t taken, bool runs) {
   for (auto& fire : granted) fire.reserved = true;
   {
     std::lock_guard guard(mutex_);
     FLEETCRON_ASSERT(held_ >= taken && (runs || committed_ > 0));
     held_ -= taken;  // back in the queue, or dropped (their reservations are released)
     if (!runs) --committed_;
+    queue_.push_front(unclaimed);
     queue_.push_front(granted);
   }
   work_cv_.notify_all();
   granted.clear();
+  unclaimed.clear();
 }
 
 void RunQueue::close() {

@@ -8,7 +8,11 @@
 // with it that share its claimer (a claim batch), each reserving a worker
 // of its own: a claimed fire must start at once, not wait behind jobs,
 // where its claim could expire or be lost with this process. The granted
-// ones come back at the front, each bringing its reserved worker.
+// ones come back at the front, each bringing its reserved worker. When
+// the free workers cut a batch short, the fires behind it that would have
+// joined are taken to be looked at (Claimer::already_claimed()), at most
+// Fire::max_looks times each, reserving nothing: those claimed elsewhere are dropped, the
+// others come back behind the granted ones, in order.
 #pragma once
 
 #include <condition_variable>
@@ -31,6 +35,7 @@ class RunQueue {
     std::function<bool(const Fire& first)> starts;
     std::function<bool(const Fire& first, const Fire& next)> joins;
     std::size_t limit = 1;  // fires decided together at most, the first included
+    std::size_t look_limit = 0;  // fires looked at behind a batch the free workers cut, at most
   };
 
   RunQueue(std::size_t workers, std::size_t max_queued, BatchRule rule);
@@ -43,19 +48,20 @@ class RunQueue {
   /// closed) are left in `fires`, in order.
   Pushed push(std::vector<Fire>& fires);
 
-  /// A worker's wait for work: the front fire, and in `batch` the fires
-  /// that join its claim round trip. False once the queue is closed and
-  /// empty: the worker leaves.
-  bool take(Fire& fire, std::vector<Fire>& batch);
+  /// A worker's wait for work: the front fire, in `batch` the fires that
+  /// join its claim round trip, and in `looked` those to look at behind
+  /// it. False once the queue is closed and empty: the worker leaves.
+  bool take(Fire& fire, std::vector<Fire>& batch, std::vector<Fire>& looked);
   /// The worker's fire ended (`ran`: it held a worker; a batch that
   /// granted nothing gave its worker back in put_back()).
   void done(bool ran);
   /// Gives back `count` of the workers a batch reserved.
   void release(std::size_t count);
   /// A decided batch: `taken` fires came out with the worker's; `granted`
-  /// (each keeping its reserved worker) go back to the front; `runs`:
-  /// the worker runs its own fire (else its worker is free).
-  void put_back(std::vector<Fire>& granted, std::size_t taken, bool runs);
+  /// (each keeping its reserved worker) go back to the front, then
+  /// `unclaimed` (looked at, not claimed elsewhere); `runs`: the worker
+  /// runs its own fire (else its worker is free).
+  void put_back(std::vector<Fire>& granted, std::vector<Fire>& unclaimed, std::size_t taken, bool runs);
 
   /// No new fires; workers leave once the queue is empty.
   void close();
@@ -68,7 +74,7 @@ class RunQueue {
 
  private:
   bool can_take_locked() const;
-  void take_batch_locked(const Fire& first, std::vector<Fire>& batch);
+  void take_batch_locked(const Fire& first, std::vector<Fire>& batch, std::vector<Fire>& looked);
   bool finished_locked(std::size_t self) const;
 
   const std::size_t workers_;

@@ -120,9 +120,11 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   detail::RunQueue::BatchRule batch_rule();
   /// Decides `fire` and the `batch` taken with it in one round trip; puts
   /// the granted ones back at the queue's front, each with its reserved
-  /// worker. Returns whether `fire` (the worker's own) was granted.
-  bool decide_batch(detail::Fire& fire, std::vector<detail::Fire>& batch);
-  /// The most fires decided by one claim_batch() call.
+  /// worker, then the `looked` ones not claimed elsewhere. Returns whether
+  /// `fire` (the worker's own) was granted.
+  bool decide_batch(detail::Fire& fire, std::vector<detail::Fire>& batch, std::vector<detail::Fire>& looked);
+  /// The most fires decided by one claim_batch() call, and looked at by
+  /// one already_claimed() call.
   static constexpr std::size_t claim_batch_limit = 1024;
 
   // ---- the claim path (ClaimPath, claim_path.cpp; hosted in decide.cpp):
