@@ -373,7 +373,7 @@ TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
 // (in one call, each at most Fire::max_looks times), and those another
 // replica claimed meanwhile are dropped, never claimed one by one; the others are claimed as workers
 // free up, each only when a worker can start it.
-TEST(Coordination, FiresQueuedBehindBusyWorkersAreLookedAtOnceAndDroppedIfClaimedElsewhere) {
+TEST(Coordination, FiresQueuedBehindBusyWorkersAreLookedAtAndDroppedIfClaimedElsewhere) {
   class LookingClaimer final : public Claimer {
    public:
     ClaimResult claim(std::string_view key) override {
