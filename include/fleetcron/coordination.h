@@ -73,6 +73,9 @@ class FLEETCRON_API Claimer {
   /// answer (the default), or one that fails, tells nothing: the fires are
   /// claimed as usual. A false answer never runs a fire: only claim() does.
   [[nodiscard]] virtual std::vector<bool> already_claimed(std::span<const std::string> fire_keys);
+  /// Whether already_claimed() can tell: the scheduler takes fires to look
+  /// at only then. Default: false.
+  [[nodiscard]] virtual bool tells_already_claimed() const { return false; }
 
   /// How long after a fire's scheduled instant any claim on it is certain
   /// to still be in the store, whatever replica made it (its TTL minus what

@@ -24,6 +24,7 @@ class FLEETCRON_API MemoryClaimer final : public Claimer {
   ~MemoryClaimer() override;
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<bool> already_claimed(std::span<const std::string> fire_keys) override;
+  [[nodiscard]] bool tells_already_claimed() const override { return true; }
   /// claim_ttl: every replica shares this process's clock.
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
   /// Live (unexpired) claims right now.

@@ -393,6 +393,7 @@ TEST(Coordination, FiresQueuedBehindBusyWorkersAreLookedAtAndDroppedIfClaimedEls
       for (const auto& key : keys) out.push_back(std::stoi(key.substr(1, key.find('@') - 1)) % 2 == 1);  // odd: elsewhere
       return out;
     }
+    bool tells_already_claimed() const override { return true; }
     std::mutex mutex;
     std::vector<std::string> claimed;
     std::vector<std::vector<std::string>> looks;

@@ -82,6 +82,7 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
   /// One MGET of the claim keys; a Redis failure tells nothing (empty).
   [[nodiscard]] std::vector<bool> already_claimed(std::span<const std::string> fire_keys) override;
+  [[nodiscard]] bool tells_already_claimed() const override { return true; }
   /// claim_ttl - 2 * max_clock_skew (5 min with the defaults).
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
 

@@ -83,7 +83,8 @@ detail::RunQueue::BatchRule Scheduler::Impl::batch_rule() {
         return batchable(next) && next.entry->settings->claimer == first.entry->settings->claimer &&
                claims_->staleness_now(next).empty();
       },
-      claim_batch_limit, claim_batch_limit};
+      claim_batch_limit, claim_batch_limit,
+      [](const Fire& first) { return first.entry->settings->claimer->tells_already_claimed(); }};
 }
 
 void Scheduler::Impl::skip_busy_here(std::vector<Fire>& batch) {

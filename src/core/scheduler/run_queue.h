@@ -36,6 +36,7 @@ class RunQueue {
     std::function<bool(const Fire& first, const Fire& next)> joins;
     std::size_t limit = 1;  // fires decided together at most, the first included
     std::size_t look_limit = 0;  // fires looked at behind a batch the free workers cut, at most
+    std::function<bool(const Fire& first)> looks;  // whether the first's claimer can look (null: no)
   };
 
   RunQueue(std::size_t workers, std::size_t max_queued, BatchRule rule);

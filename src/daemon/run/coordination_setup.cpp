@@ -41,6 +41,7 @@ class MeasuredClaimer final : public Claimer {
     metrics_.backend_latency(seconds_since(start));
     return claimed;
   }
+  bool tells_already_claimed() const override { return inner_->tells_already_claimed(); }
   // Forwarded, or the scheduler would claim fires of any age (the chaos
   // run found it: a daemon paused past the claim TTL ran fires again).
   std::chrono::nanoseconds dedup_window() const override { return inner_->dedup_window(); }
