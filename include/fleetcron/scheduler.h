@@ -93,8 +93,10 @@ using Logger = std::function<void(LogLevel level, std::string_view message)>;
 struct FLEETCRON_API SchedulerLimits {
   /// Worker threads: the most jobs running at once. 1 to 4,096; default 16.
   std::size_t max_concurrent = 16;
-  /// Fires waiting for a worker; a fire finding the queue full is rejected
-  /// (RejectedFireEvent), never silently lost. 1 to 10,000,000; default 100,000.
+  /// Fires waiting for a worker, with those a worker took out of the
+  /// queue to decide together (a claim batch, the fires it looks at); a
+  /// fire finding the queue full is rejected (RejectedFireEvent), never
+  /// silently lost. 1 to 10,000,000; default 100,000.
   std::size_t max_queued = 100'000;
   /// Entries. 1 to 100,000,000; default 10,000,000.
   std::size_t max_entries = 10'000'000;

@@ -290,8 +290,9 @@ std::vector<LedgerWriteResult> FleetState::record_fires(std::span<const LedgerWr
   for (const auto& write : writes) {
     const FireRecord& record = write.record;
     const auto refresh = ledger_life_refresh(write.retention.keep_for);
-    const bool due = impl_->life_due(record.job_key, now, refresh) &&
-                     std::none_of(writes.data(), &write, [&](const LedgerWrite& w) { return w.record.job_key == record.job_key; });
+    // Asked for each record of a due job: the first may be a replacement,
+    // which sets nothing; the script sets it once per call.
+    const bool due = impl_->life_due(record.job_key, now, refresh);
     sets_life.push_back(due);
     keys.push_back(impl_->ledger_index_key(record.job_key));
     keys.push_back(impl_->ledger_records_key(record.job_key));

@@ -243,9 +243,10 @@ return {1, record}
 // or the oldest record against this record's instant (against the newest
 // when this record is the oldest), says there is something to trim: a
 // record written among newer ones, none of them its ledger's oldest,
-// leaves an age trim to the next write. The keys' life is set when the caller asks (it refreshes
-// a job's at most once a while, and asks for a life that long beyond
-// keep-for) and when this write created them.
+// leaves an age trim to the next write. The keys' life is set by the
+// job's first new fire in the call when the caller asks (it refreshes a
+// job's at most once a while, then asks for each of its records, for a
+// life that long beyond keep-for) or when this write created them.
 inline constexpr const char* record_fires_script = R"lua(
 local function trim(index, records, count, keep, keep_us)
   local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
@@ -272,6 +273,7 @@ local function replace(records, field, record, rank)
   redis.call('HSET', records, field, record)
   return 1
 end
+local lived = {}  -- the indexes whose life this call set
 local function write(index, records, a)
   local field, instant, record, rank = ARGV[a], tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 3]
   local added = redis.pcall('HSETNX', records, field, record)
@@ -291,9 +293,10 @@ local function write(index, records, a)
     due = tonumber(oldest[2]) < tonumber(newest[2]) - keep_us
   end
   if due then trim(index, records, count, keep, keep_us) end
-  if ARGV[a + 7] == '1' or count == 1 then
+  if (ARGV[a + 7] == '1' or count == 1) and not lived[index] then
     redis.call('PEXPIRE', index, ARGV[a + 6])
     redis.call('PEXPIRE', records, ARGV[a + 6])
+    lived[index] = true
   end
   return 2
 end

@@ -147,6 +147,17 @@ TEST(RedisFleetState, ALedgersKeysLifeIsSetOnceAWhileNotOnEveryRecord) {
   write(state, at + 3s);
   EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
   EXPECT_GT(pttl(*client, records), std::chrono::milliseconds(2h).count());
+  // A batch whose first record of the job replaces a fire's record (which
+  // sets nothing) still sets the life with its new fire.
+  FireRecord running = succeeded("lived", at + 10s);
+  running.fate = FireFate::running;
+  const LedgerWrite started{running, retention};
+  ASSERT_EQ(state.record_fires(std::span(&started, 1))[0].status, LedgerWriteResult::Status::written);
+  ASSERT_EQ(client->impl().command({"PERSIST", index}).integer, 1);
+  FleetState third(client, {.fleet_prefix = prefix});
+  const std::vector<LedgerWrite> batch{{succeeded("lived", at + 10s), retention}, {succeeded("lived", at + 11s), retention}};
+  for (const auto& result : third.record_fires(batch)) EXPECT_EQ(result.status, LedgerWriteResult::Status::written) << result.error;
+  EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
 }
 
 TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {

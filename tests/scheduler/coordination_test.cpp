@@ -364,7 +364,7 @@ TEST(Coordination, ClaimBatchesNeverExceedTheWorkersThatCanStartThem) {
   }
   s.start();
   h.advance(60s, 1, [&] { return h.completed() + h.log->count<SkippedFireEvent>() == 20; });
-  for (const std::size_t size : claimer->batch_sizes) EXPECT_EQ(size, 1u);  // each claimed when its worker could run it
+  EXPECT_TRUE(claimer->batch_sizes.empty());  // every fire claimed when its worker could run it
   EXPECT_EQ(h.completed(), 10u);
   EXPECT_TRUE(s.stop(h.soon()));
 }

@@ -103,7 +103,7 @@ void LedgerWriter::enqueue(std::vector<LedgerWrite> writes) {
   {
     std::lock_guard guard(mutex_);
     for (LedgerWrite& write : writes) {
-      if (closed_ || queue_.size() + held_.size() >= capacity_) {
+      if (closed_ || queue_.size() + held_live_ >= capacity_) {
         ++dropped_;
         ++dropped_unlogged_;
         continue;
@@ -127,6 +127,7 @@ void LedgerWriter::hold_locked(LedgerWrite write) {
     return;
   }
   held_.push_back(Held{marks_ != nullptr ? marks_->load() : 0, clock_->steady_now(), std::move(write)});
+  ++held_live_;
 }
 
 bool LedgerWriter::supersedes_held_locked(const LedgerWrite& write) {
@@ -135,6 +136,7 @@ bool LedgerWriter::supersedes_held_locked(const LedgerWrite& write) {
   Held& held = held_[it->second - held_front_];
   if (ledger_rank(write.record) <= ledger_rank(held.write.record)) return false;
   held.superseded = true;
+  --held_live_;  // its place in held_ stays until the front reaches it, counting for nothing
   held_by_fire_.erase(it);
   return true;
 }
@@ -148,6 +150,7 @@ bool LedgerWriter::release_held_locked(Clock::SteadyTime now) {
       if (now < front.queued_at + running_record_delay) break;
       held_by_fire_.erase(front.write.record.fire_key);
       queue_.push_back(std::move(front.write));
+      --held_live_;
       released = true;
     }
     held_.pop_front();
@@ -368,6 +371,7 @@ void LedgerWriter::finish(std::vector<LedgerWrite>& pending) {
     if (!held.superseded) queue_.push_back(std::move(held.write));
   }
   held_.clear();
+  held_live_ = 0;
   held_by_fire_.clear();
   while (!queue_.empty()) {
     pending.push_back(std::move(queue_.front()));

@@ -150,6 +150,7 @@ class LedgerWriter final : public Observer {
   const std::atomic<std::uint64_t>* marks_ = nullptr;  // null: no listing awaited
   std::uint64_t listed_mark_ = 0;                      // the highest runs_listed() reported
   std::deque<Held> held_;
+  std::size_t held_live_ = 0;     // held_'s records not superseded: they count against capacity_
   std::uint64_t held_front_ = 0;  // the sequence number of held_.front()
   std::unordered_map<std::string, std::uint64_t> held_by_fire_;  // fire key → sequence number in held_
   bool stopping_ = false;

@@ -17,7 +17,7 @@ RunQueue::Pushed RunQueue::push(std::vector<Fire>& fires) {
     std::lock_guard guard(mutex_);
     pushed.closed = closed_;
     for (auto& fire : fires) {
-      if (closed_ || queue_.size() >= max_queued_) {
+      if (closed_ || queue_.size() + held_ >= max_queued_) {  // held: out for a decision, coming back
         refused.push_back(std::move(fire));
       } else {
         queue_.push_back(std::move(fire));
