@@ -260,6 +260,29 @@ std::vector<ClaimResult> Claimer::claim_batch(std::span<const std::string> fire_
   return impl_->claim_batch(fire_keys);
 }
 
+std::vector<bool> Claimer::already_claimed(std::span<const std::string> fire_keys) {
+  // Keys it could not claim (blank, not storable) tell nothing: claimed as usual, and fail there.
+  for (const auto& key : fire_keys) {
+    if (blank(key) || key == epoch_row || !storable(key)) return {};
+  }
+  if (fire_keys.empty()) return {};
+  // A row past its expiry is free: the claim takes it over.
+  const std::string statement = fmt::format(
+      "SELECT u.i, c.fire_key IS NOT NULL FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) "
+      "LEFT JOIN {} c ON c.fire_key = u.k AND c.expires_at >= now() ORDER BY u.i",
+      impl_->options_.tables.claims);
+  detail::Rows rows;
+  try {
+    rows = impl_->connection_->pool().exec(statement, {detail::text_array({fire_keys.begin(), fire_keys.end()})});
+  } catch (const std::exception&) {
+    return {};  // tells nothing: the fires are claimed as usual
+  }
+  if (rows.rows.size() != fire_keys.size()) return {};
+  std::vector<bool> claimed(fire_keys.size(), false);
+  for (std::size_t r = 0; r < rows.rows.size(); ++r) claimed[std::stoul(rows.text(r, 0)) - 1] = rows.text(r, 1) == "t";
+  return claimed;
+}
+
 std::chrono::nanoseconds Claimer::dedup_window() const {
   return impl_->guard_->dedup_window();
 }

@@ -146,6 +146,24 @@ TEST_F(PostgresBackend, AnExpiredClaimIsTakenOverByEitherSide) {
             std::to_string(taken_over.fence));
 }
 
+// already_claimed() looks without claiming: a live row (ours or a Go
+// replica's) is a claim, an expired one is not (a claim takes it over).
+TEST_F(PostgresBackend, AlreadyClaimedLooksWithoutClaiming) {
+  postgres::Claimer claimer(connection_, claimer_options());
+  const std::string ours = key_at("look-ours", 0s), theirs = key_at("look-go", 0s);
+  const std::string expired = key_at("look-expired", 0s), free = key_at("look-free", 0s);
+  ASSERT_EQ(claimer.claim(ours).status, ClaimResult::Status::claimed);
+  ASSERT_TRUE(go_claims(tables_, theirs));
+  ASSERT_TRUE(go_claims(tables_, expired, 0.000001));
+  const std::vector<std::string> keys{ours, free, theirs, expired};
+  EXPECT_TRUE(claimer.tells_already_claimed());
+  EXPECT_EQ(claimer.already_claimed(keys), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(psql(shared_postgres_uri(), "SELECT count(*) FROM " + tables_.claims + " WHERE fire_key = '" + free + "'"),
+            "0");  // looking wrote nothing
+  EXPECT_EQ(claimer.claim(free).status, ClaimResult::Status::claimed);
+  EXPECT_TRUE(claimer.already_claimed(std::vector<std::string>{"  "}).empty());  // a key no claim could store tells nothing
+}
+
 TEST_F(PostgresBackend, FencesGrowAndAreAtLeastTheServerClockInMicroseconds) {
   postgres::Claimer claimer(connection_, claimer_options());
   const auto before_us =

@@ -57,6 +57,10 @@ class FLEETCRON_API Claimer final : public fleetcron::Claimer {
   /// Any failure is an error result (fail closed), never an exception.
   [[nodiscard]] ClaimResult claim(std::string_view fire_key) override;
   [[nodiscard]] std::vector<ClaimResult> claim_batch(std::span<const std::string> fire_keys) override;
+  /// One SELECT of the claims' rows (a row past its expiry is free); a
+  /// failure, or a key no claim could store, tells nothing (empty).
+  [[nodiscard]] std::vector<bool> already_claimed(std::span<const std::string> fire_keys) override;
+  [[nodiscard]] bool tells_already_claimed() const override { return true; }
   /// claim_ttl - 2 * max_clock_skew: two replicas inside the guard differ
   /// by at most twice it, as on Redis.
   [[nodiscard]] std::chrono::nanoseconds dedup_window() const override;
