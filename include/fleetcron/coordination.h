@@ -69,9 +69,9 @@ class FLEETCRON_API Claimer {
   /// scheduler asks it (a few times per fire at most) for the fires queued
   /// behind a claim batch that no free worker could take, and drops those
   /// claimed elsewhere (skipped, already_claimed) instead of trying each
-  /// alone as its workers free up (docs/scheduler.md, "Claim batches"). An empty
-  /// answer (the default), or one that fails, tells nothing: the fires are
-  /// claimed as usual. A false answer never runs a fire: only claim() does.
+  /// alone as its workers free up (docs/scheduler.md, "Claim batches").
+  /// An empty answer (the default), or one that fails, tells nothing: the
+  /// fires are claimed as usual. A false answer never runs a fire: only claim() does.
   [[nodiscard]] virtual std::vector<bool> already_claimed(std::span<const std::string> fire_keys);
   /// Whether already_claimed() can tell: the scheduler takes fires to look
   /// at only then. Default: false.

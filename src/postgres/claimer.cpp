@@ -83,6 +83,15 @@ std::string claim_statement(const TableNames& t) {
       fmt::arg("fence", t.fence_table()), fmt::arg("claims", t.claims), fmt::arg("epoch", epoch_row));
 }
 
+// Which of the fires $1 hold a live claim: a row past its expiry is free
+// (the claim takes it over). One row per fire, in order: (index, claimed).
+std::string look_statement(const TableNames& t) {
+  return fmt::format(
+      "SELECT u.i, c.fire_key IS NOT NULL FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) "
+      "LEFT JOIN {} c ON c.fire_key = u.k AND c.expires_at >= now() ORDER BY u.i",
+      t.claims);
+}
+
 }  // namespace
 
 std::string make_holder() {
@@ -102,6 +111,7 @@ class FLEETCRON_LOCAL Claimer::Impl {
   ClaimerOptions options_;
   std::shared_ptr<Connection> connection_;
   std::string statement_;
+  std::string look_statement_;
   std::string ttl_seconds_;
   std::string skew_us_;
   std::atomic<std::uint64_t> fence_seen_{0};
@@ -132,6 +142,7 @@ Claimer::Impl::Impl(std::shared_ptr<Connection> connection, ClaimerOptions optio
   }
   if (options_.holder.empty()) options_.holder = make_holder();
   statement_ = claim_statement(options_.tables);
+  look_statement_ = look_statement(options_.tables);
   ttl_seconds_ = fmt::format("{:.6f}", std::chrono::duration<double>(options_.claim_ttl).count());
   skew_us_ = std::to_string(micros(skew));
 }
@@ -266,14 +277,9 @@ std::vector<bool> Claimer::already_claimed(std::span<const std::string> fire_key
     if (blank(key) || key == epoch_row || !storable(key)) return {};
   }
   if (fire_keys.empty()) return {};
-  // A row past its expiry is free: the claim takes it over.
-  const std::string statement = fmt::format(
-      "SELECT u.i, c.fire_key IS NOT NULL FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) "
-      "LEFT JOIN {} c ON c.fire_key = u.k AND c.expires_at >= now() ORDER BY u.i",
-      impl_->options_.tables.claims);
   detail::Rows rows;
   try {
-    rows = impl_->connection_->pool().exec(statement, {detail::text_array({fire_keys.begin(), fire_keys.end()})});
+    rows = impl_->connection_->pool().exec(impl_->look_statement_, {detail::text_array({fire_keys.begin(), fire_keys.end()})});
   } catch (const std::exception&) {
     return {};  // tells nothing: the fires are claimed as usual
   }

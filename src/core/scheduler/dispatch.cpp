@@ -83,7 +83,7 @@ detail::RunQueue::BatchRule Scheduler::Impl::batch_rule() {
         return batchable(next) && next.entry->settings->claimer == first.entry->settings->claimer &&
                claims_->staleness_now(next).empty();
       },
-      claim_batch_limit, claim_batch_limit,
+      claim_batch_limit,
       [](const Fire& first) { return first.entry->settings->claimer->tells_already_claimed(); }};
 }
 
@@ -106,12 +106,11 @@ void Scheduler::Impl::skip_busy_here(std::vector<Fire>& batch) {
 
 bool Scheduler::Impl::decide_batch(Fire& fire, std::vector<Fire>& batch, std::vector<Fire>& looked) {
   const std::size_t taken = batch.size() + looked.size();
-  const std::size_t reserved_taken = batch.size();
+  std::size_t reserved = batch.size();  // looked fires reserve no worker
   batch.insert(batch.begin(), std::move(fire));
   // The fires still wanted keep a reserved worker each, except the first,
   // which this worker runs; the other reservations are given back at once
   // (before the round trip too: the workers they hold could run other fires).
-  std::size_t reserved = reserved_taken;
   const auto release_unwanted = [&] {
     const auto wanted = static_cast<std::size_t>(std::count_if(
         batch.begin(), batch.end(), [](const Fire& f) { return f.state != FireState::dropped; }));

@@ -72,7 +72,7 @@ void RunQueue::take_batch_locked(const Fire& first, std::vector<Fire>& batch, st
   if (batch.size() < free_workers || !rule_.looks || !rule_.looks(first)) return;  // not cut by the workers, or no look
   // Each fire at most max_looks times: those looked at come back at the
   // front, and one looked at as often stops the next look.
-  while (!queue_.empty() && looked.size() < rule_.look_limit && queue_.front().looks < Fire::max_looks &&
+  while (!queue_.empty() && looked.size() < rule_.limit && queue_.front().looks < Fire::max_looks &&
          rule_.joins(first, queue_.front())) {
     looked.push_back(queue_.pop_front());
     ++looked.back().looks;

@@ -11,8 +11,8 @@
 // ones come back at the front, each bringing its reserved worker. When
 // the free workers cut a batch short, the fires behind it that would have
 // joined are taken to be looked at (Claimer::already_claimed()), at most
-// Fire::max_looks times each, reserving nothing: those claimed elsewhere are dropped, the
-// others come back behind the granted ones, in order.
+// Fire::max_looks times each, reserving nothing: those claimed elsewhere
+// are dropped, the others come back behind the granted ones, in order.
 #pragma once
 
 #include <condition_variable>
@@ -35,8 +35,9 @@ class RunQueue {
     std::function<bool(const Fire& first)> starts;
     std::function<bool(const Fire& first, const Fire& next)> joins;
     std::size_t limit = 1;  // fires decided together at most, the first included
-    std::size_t look_limit = 0;  // fires looked at behind a batch the free workers cut, at most
-    std::function<bool(const Fire& first)> looks;  // whether the first's claimer can look (null: no)
+    /// Whether the first's claimer can look at the fires behind a batch
+    /// the free workers cut (at most `limit` of them); null: no.
+    std::function<bool(const Fire& first)> looks;
   };
 
   RunQueue(std::size_t workers, std::size_t max_queued, BatchRule rule);
