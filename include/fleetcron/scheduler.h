@@ -349,6 +349,11 @@ class FLEETCRON_API Scheduler {
   /// batches, so it never holds the scheduler's lock for long.
   [[nodiscard]] std::vector<EntrySnapshot> entries() const;
   [[nodiscard]] std::size_t size() const;
+  /// Fires queued for a worker, and workers deciding or running a fire,
+  /// now. A fire counts as running until its worker is free again: after
+  /// its JobCompletedEvent, and after its job is free for the next fire
+  /// (overlap), so a caller that waits for `running` to fall knows both.
+  [[nodiscard]] QueueDepthEvent queue_depth() const;
 
   /// Starts the loop and the workers. Idempotent while running; throws
   /// SchedulerError(stopped) after stop() or drain().

@@ -134,6 +134,16 @@ struct Harness {
         << "waiters " << clock->waiter_count() << ", due " << clock->due_waiter_count();
   }
 
+  /// Waits until no fire is queued and at most `running` workers decide
+  /// or run one: a run whose JobCompletedEvent was seen may still be
+  /// freeing its job for the next fire (overlap) until then.
+  static void settle_runs(const Scheduler& scheduler, std::size_t running = 0) {
+    ASSERT_TRUE(eventually([&] {
+      const QueueDepthEvent depth = scheduler.queue_depth();
+      return depth.queued == 0 && depth.running <= running;
+    })) << "queued " << scheduler.queue_depth().queued << ", running " << scheduler.queue_depth().running;
+  }
+
   Clock::SteadyTime soon() const { return clock->steady_now() + std::chrono::seconds{30}; }
 };
 

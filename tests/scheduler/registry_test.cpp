@@ -830,9 +830,17 @@ TEST(SchedulerRegistry, SkipJobsDueTogetherAreClaimedInOneBatch) {
   h.settle(waiters_per_replica);
   h.clock->advance(60s);  // 0:01: every job runs; k0 goes on
   ASSERT_TRUE(Harness::eventually([&] { return h.completed() == jobs - 1 && job.starts == 1; }));
+  Harness::settle_runs(s, 1);  // the others' jobs free again, k0's still running
   h.settle(waiters_per_replica);
   h.clock->advance(60s);  // 0:02: k0's fire is skipped, unclaimed; the others are claimed together
-  ASSERT_TRUE(Harness::eventually([&] { return h.completed() == 2 * (jobs - 1) && h.log->count<SkippedFireEvent>() == 1; }));
+  ASSERT_TRUE(Harness::eventually([&] { return h.completed() == 2 * (jobs - 1) && h.log->count<SkippedFireEvent>() == 1; }))
+      << "completed " << h.completed() << ", skipped " << h.log->count<SkippedFireEvent>() << ", cancelled "
+      << h.log->count<CancelledFireEvent>() << ", starts " << job.starts << [&] {
+           std::string text;
+           for (const auto& skip : h.log->all<SkippedFireEvent>())
+             text += fmt::format("; {} {} {}", skip.fire_key, static_cast<int>(skip.reason), skip.error);
+           return text;
+         }();
   const auto skips = h.log->all<SkippedFireEvent>();
   EXPECT_EQ(skips.front().reason, SkipReason::overlap);
   EXPECT_TRUE(skips.front().fire_key.starts_with("k0@")) << skips.front().fire_key;
@@ -895,7 +903,12 @@ TEST(SchedulerRegistry, AStopEndsAQueuedWaitForARunElsewhere) {
   Replica& waiter = a.logged("waits (overlap=queue)") ? a : b;
   ASSERT_TRUE(fleet.stop(waiter));
   const auto cancelled = waiter.events->all<CancelledFireEvent>();
-  ASSERT_EQ(cancelled.size(), 1u);
+  ASSERT_EQ(cancelled.size(), 1u) << [&] {
+    std::string text = fmt::format("waiter {}", &waiter == &a ? "a" : "b");
+    for (const auto& cancel : cancelled)
+      text += fmt::format("; {} {} claimed {}", fire_key("k", cancel.scheduled_at), cancel.cause, cancel.claimed);
+    return text;
+  }();
   EXPECT_NE(cancelled.front().cause.find("elsewhere in the fleet"), std::string::npos) << cancelled.front().cause;
   EXPECT_TRUE(cancelled.front().claimed);
   EXPECT_EQ(job.starts, 1);

@@ -90,6 +90,11 @@ void RunQueue::done(bool ran) {
   idle_cv_.notify_all();
 }
 
+QueueDepthEvent RunQueue::depth() const {
+  std::lock_guard guard(mutex_);
+  return QueueDepthEvent{queue_.size(), running_};
+}
+
 void RunQueue::release(std::size_t count) {
   if (count == 0) return;
   {

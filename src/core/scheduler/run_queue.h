@@ -24,6 +24,7 @@
 #include "core/scheduler/fire.h"
 #include "core/scheduler/fire_queue.h"
 #include "fleetcron/clock.h"
+#include "fleetcron/events.h"
 
 namespace fleetcron::detail {
 
@@ -64,6 +65,9 @@ class RunQueue {
   /// `unclaimed` (looked at, not claimed elsewhere); `runs`: the worker
   /// runs its own fire (else its worker is free).
   void put_back(std::vector<Fire>& granted, std::vector<Fire>& unclaimed, std::size_t taken, bool runs);
+
+  /// Fires queued and workers deciding or running one, now.
+  QueueDepthEvent depth() const;
 
   /// No new fires; workers leave once the queue is empty.
   void close();

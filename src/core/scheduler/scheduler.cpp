@@ -484,6 +484,7 @@ std::size_t Scheduler::trigger_by_name(std::string_view name) { return impl_->tr
 std::optional<EntrySnapshot> Scheduler::entry(EntryId id) const { return impl_->snapshot(id); }
 std::vector<EntrySnapshot> Scheduler::entries() const { return impl_->snapshots(); }
 std::size_t Scheduler::size() const { return impl_->size(); }
+QueueDepthEvent Scheduler::queue_depth() const { return impl_->run_queue_.depth(); }
 void Scheduler::start() { impl_->start(); }
 bool Scheduler::stop(Clock::SteadyTime deadline) { return impl_->stop(deadline, false); }
 bool Scheduler::drain(Clock::SteadyTime deadline) { return impl_->stop(deadline, true); }
