@@ -93,6 +93,21 @@ class RegistryFleet {
   }
 
   void settle() { h_.settle(waiters_per_replica * running()); }
+  /// Waits until no replica has a fire queued and `runs` fires in all are
+  /// being decided or run: settle() sees only threads that wait on the
+  /// clock, not a worker still deciding a fire of the last step.
+  void settle_runs(std::size_t runs) {
+    ASSERT_TRUE(Harness::eventually([&] {
+      std::size_t queued = 0, running = 0;
+      for (const auto& replica : replicas_) {
+        if (replica->stopped) continue;
+        const QueueDepthEvent depth = replica->scheduler->queue_depth();
+        queued += depth.queued;
+        running += depth.running;
+      }
+      return queued == 0 && running == runs;
+    })) << "not settled to " << runs << " runs";
+  }
   std::size_t running() {
     return static_cast<std::size_t>(
         std::count_if(replicas_.begin(), replicas_.end(), [](const auto& r) { return !r->stopped; }));
@@ -830,6 +845,7 @@ TEST(SchedulerRegistry, SkipJobsDueTogetherAreClaimedInOneBatch) {
   h.settle(waiters_per_replica);
   h.clock->advance(60s);  // 0:01: every job runs; k0 goes on
   ASSERT_TRUE(Harness::eventually([&] { return h.completed() == jobs - 1 && job.starts == 1; }));
+  h.settle(waiters_per_replica);
   Harness::settle_runs(s, 1);  // the others' jobs free again, k0's still running
   h.settle(waiters_per_replica);
   h.clock->advance(60s);  // 0:02: k0's fire is skipped, unclaimed; the others are claimed together
@@ -858,6 +874,11 @@ void until_one_waits(Harness& h, RegistryFleet& fleet, LongJob& job, Replica& a,
   fleet.settle();
   h.clock->advance(60s);
   ASSERT_TRUE(Harness::eventually([&] { return job.starts == 1; }));
+  // The other replica's fire of 0:01 decided (claimed elsewhere): else it
+  // could reach its overlap check after the runner's fire of 0:02. Its
+  // loop has queued it once settled.
+  fleet.settle();
+  fleet.settle_runs(1);
   fleet.settle();
   h.clock->advance(60s);
   ASSERT_TRUE(Harness::eventually([&] { return a.logged("waits (overlap=queue)") || b.logged("waits (overlap=queue)"); }));
