@@ -3,6 +3,8 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "harness.h"
 
 namespace fleetcron::test {
@@ -830,6 +832,52 @@ TEST(SchedulerLimits, AFullQueueRejectsAndReports) {
   gate.release();
   EXPECT_TRUE(s.stop(h.soon()));
   EXPECT_EQ(h.log->count<RejectedFireEvent>() + h.completed() + h.log->count<CancelledFireEvent>(), 3u);
+}
+
+// Fires out of the queue in a claim batch come back to it: they count
+// against max_queued, so the queue never holds more than its limit.
+TEST(SchedulerLimits, FiresOutForAClaimCountAgainstTheQueueLimit) {
+  struct GatedClaimer final : Claimer {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool entered = false, release = false;
+    ClaimResult claim(std::string_view) override {
+      std::unique_lock lock(mutex);
+      entered = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      return ClaimResult::claimed(7);
+    }
+  };
+  Harness h;
+  auto claimer = std::make_shared<GatedClaimer>();
+  auto options = h.options();
+  options.claimer = claimer;
+  options.limits.max_concurrent = 2;
+  options.limits.max_queued = 4;
+  Scheduler s(options);
+  for (int i = 0; i < 4; ++i) s.add("* * * * *", noop(), EntryOptions{.key = fmt::format("k{}", i)});
+  s.start();
+  h.settle(Harness::idle_waiters);
+  h.clock->advance(60s);  // 0:01: one worker takes k0 with k1 (a worker free for it) and waits on the claim
+  {
+    std::unique_lock lock(claimer->mutex);
+    ASSERT_TRUE(claimer->cv.wait_for(lock, 10s, [&] { return claimer->entered; }));
+  }
+  h.settle(Harness::idle_waiters);
+  EXPECT_EQ(s.queue_depth().queued, 2u) << "k2 and k3; k1 is out with k0's claim";
+  h.clock->advance(60s);  // 0:02: 2 queued + 1 out of the queue: room for one more
+  h.settle(Harness::idle_waiters);
+  EXPECT_EQ(h.log->count<RejectedFireEvent>(), 3u);
+  EXPECT_EQ(s.queue_depth().queued, 3u);
+  {
+    std::lock_guard guard(claimer->mutex);
+    claimer->release = true;
+  }
+  claimer->cv.notify_all();
+  EXPECT_TRUE(h.log->wait_count<JobCompletedEvent>(5));
+  EXPECT_TRUE(s.stop(h.soon()));
+  EXPECT_EQ(h.completed(), 5u);
 }
 
 TEST(SchedulerEvents, ObserversGetEventsInOrderAndDropsAreCounted) {
