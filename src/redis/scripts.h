@@ -247,23 +247,26 @@ return {1, record}
 // job's first new fire in the call when the caller asks (it refreshes a
 // job's at most once a while, then asks for each of its records, for a
 // life that long beyond keep-for) or when this write created them.
+// One call trims at most 1,000 records in all, oldest first (a keep
+// lowered by thousands on hundreds of jobs would otherwise hold the server
+// for seconds); the rest goes with the ledgers' next writes.
 inline constexpr const char* record_fires_script = R"lua(
+local budget = 1000  -- records one call trims at most
 local function trim(index, records, count, keep, keep_us)
   local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local cutoff = math.min(tonumber(newest[2]), now_us) - keep_us
-  local doomed = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', cutoff))
+  local doomed = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', cutoff), 'LIMIT', 0, budget)
   local left = count - #doomed
-  if left > keep then
-    local extra = redis.call('ZRANGE', index, #doomed, #doomed + left - keep - 1)
+  if left > keep and #doomed < budget then
+    local extra = redis.call('ZRANGE', index, #doomed, #doomed + math.min(left - keep, budget - #doomed) - 1)
     for _, member in ipairs(extra) do doomed[#doomed + 1] = member end
   end
-  for i = 1, #doomed, 1000 do
-    local chunk = {unpack(doomed, i, math.min(i + 999, #doomed))}
-    redis.call('HDEL', records, unpack(chunk))
-    redis.call('ZREM', index, unpack(chunk))
-  end
+  budget = budget - #doomed
+  if #doomed == 0 then return end
+  redis.call('HDEL', records, unpack(doomed))
+  redis.call('ZREM', index, unpack(doomed))
 end
 local function replace(records, field, record, rank)
   local existing = redis.call('HGET', records, field)
@@ -292,7 +295,7 @@ local function write(index, records, a)
     local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
     due = tonumber(oldest[2]) < tonumber(newest[2]) - keep_us
   end
-  if due then trim(index, records, count, keep, keep_us) end
+  if due and budget > 0 then trim(index, records, count, keep, keep_us) end
   if (ARGV[a + 7] == '1' or count == 1) and not lived[index] then
     redis.call('PEXPIRE', index, ARGV[a + 6])
     redis.call('PEXPIRE', records, ARGV[a + 6])

@@ -160,6 +160,36 @@ TEST(RedisFleetState, ALedgersKeysLifeIsSetOnceAWhileNotOnEveryRecord) {
   EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
 }
 
+// One script call trims at most 1,000 records in all, whatever its batch
+// (docs/redis.md, "Ledger"): a keep lowered by thousands sheds the rest
+// with the ledgers' next writes.
+TEST(RedisFleetState, OneLedgerCallTrimsAtMostAThousandRecords) {
+  auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
+  FleetState state(client, {.fleet_prefix = test::unique_prefix() + "fleet:"});
+  const Instant at = std::chrono::floor<std::chrono::seconds>(test::real_now()) - 1h;
+  const LedgerRetention wide{.keep_count = 10'000, .keep_for = 24h}, narrow{.keep_count = 10, .keep_for = 24h};
+  const auto write = [&](const std::vector<LedgerWrite>& writes) {
+    for (const auto& result : state.record_fires(writes)) {
+      ASSERT_EQ(result.status, LedgerWriteResult::Status::written) << result.error;
+    }
+  };
+  const auto kept = [&](const char* job) { return state.read_fires(job, 10'000).records.size(); };
+  std::vector<LedgerWrite> filling;
+  for (int i = 0; i < 700; ++i) {
+    for (const char* job : {"one", "two"}) filling.push_back({succeeded(job, at + std::chrono::seconds(i)), wide});
+  }
+  ASSERT_NO_FATAL_FAILURE(write(filling));
+  ASSERT_EQ(kept("one"), 700u);
+  // One call, keep lowered to 10 on both: 691 trimmed of one, 309 of two.
+  ASSERT_NO_FATAL_FAILURE(write({{succeeded("one", at + 700s), narrow}, {succeeded("two", at + 700s), narrow}}));
+  EXPECT_EQ(kept("one"), 10u);
+  EXPECT_EQ(kept("two"), 392u);
+  ASSERT_NO_FATAL_FAILURE(write({{succeeded("two", at + 701s), narrow}}));
+  const LedgerRead two = state.read_fires("two", 10'000);
+  ASSERT_EQ(two.records.size(), 10u);
+  EXPECT_EQ(two.records.back().scheduled_at, at + 692s) << "the newest ten kept";
+}
+
 TEST(RedisFleetState, AnUnreachableServerIsAnErrorResultNotAnException) {
   auto client = std::make_shared<Client>(parse_uri("redis://127.0.0.1:1").connection);
   FleetState state(client);
