@@ -521,21 +521,34 @@ TEST(SchedulerLifecycle, StopDuringJitterCancelsTheFire) {
   EXPECT_EQ(h.completed(), 0u);
 }
 
+/// Grants every claim, but holds each until released; tells when one came.
+struct GatedClaimer final : Claimer {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool entered = false, release = false;
+  ClaimResult claim(std::string_view) override {
+    std::unique_lock lock(mutex);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return ClaimResult::claimed(7);
+  }
+  void wait_entered() {
+    std::unique_lock lock(mutex);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds{10}, [&] { return entered; }));
+  }
+  void open() {
+    {
+      std::lock_guard guard(mutex);
+      release = true;
+    }
+    cv.notify_all();
+  }
+};
+
 TEST(SchedulerLifecycle, AClaimedFireCancelledBeforeItsJobStartsSaysSo) {
   // A claimed fire that never ran is a loss no other replica makes up for:
   // the event must say it was claimed (the daemon logs and counts it).
-  struct GatedClaimer final : Claimer {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool entered = false, release = false;
-    ClaimResult claim(std::string_view) override {
-      std::unique_lock lock(mutex);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-      return ClaimResult::claimed(7);
-    }
-  };
   Harness h;
   auto claimer = std::make_shared<GatedClaimer>();
   auto options = h.options();
@@ -544,16 +557,9 @@ TEST(SchedulerLifecycle, AClaimedFireCancelledBeforeItsJobStartsSaysSo) {
   const EntryId id = s.add("* * * * *", noop(), EntryOptions{.key = "a"});
   s.start();
   h.advance(60s);
-  {
-    std::unique_lock lock(claimer->mutex);
-    ASSERT_TRUE(claimer->cv.wait_for(lock, 10s, [&] { return claimer->entered; }));
-  }
+  ASSERT_NO_FATAL_FAILURE(claimer->wait_entered());
   s.remove(id);  // its run is asked to stop while the claim is in flight
-  {
-    std::lock_guard guard(claimer->mutex);
-    claimer->release = true;
-  }
-  claimer->cv.notify_all();
+  claimer->open();
   ASSERT_TRUE(h.log->wait_count<CancelledFireEvent>(1));
   const auto cancelled = h.log->all<CancelledFireEvent>();
   EXPECT_EQ(cancelled[0].cause, "stopped before the job started");
@@ -837,18 +843,6 @@ TEST(SchedulerLimits, AFullQueueRejectsAndReports) {
 // Fires out of the queue in a claim batch come back to it: they count
 // against max_queued, so the queue never holds more than its limit.
 TEST(SchedulerLimits, FiresOutForAClaimCountAgainstTheQueueLimit) {
-  struct GatedClaimer final : Claimer {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool entered = false, release = false;
-    ClaimResult claim(std::string_view) override {
-      std::unique_lock lock(mutex);
-      entered = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-      return ClaimResult::claimed(7);
-    }
-  };
   Harness h;
   auto claimer = std::make_shared<GatedClaimer>();
   auto options = h.options();
@@ -860,21 +854,14 @@ TEST(SchedulerLimits, FiresOutForAClaimCountAgainstTheQueueLimit) {
   s.start();
   h.settle(Harness::idle_waiters);
   h.clock->advance(60s);  // 0:01: one worker takes k0 with k1 (a worker free for it) and waits on the claim
-  {
-    std::unique_lock lock(claimer->mutex);
-    ASSERT_TRUE(claimer->cv.wait_for(lock, 10s, [&] { return claimer->entered; }));
-  }
+  ASSERT_NO_FATAL_FAILURE(claimer->wait_entered());
   h.settle(Harness::idle_waiters);
   EXPECT_EQ(s.queue_depth().queued, 2u) << "k2 and k3; k1 is out with k0's claim";
   h.clock->advance(60s);  // 0:02: 2 queued + 1 out of the queue: room for one more
   h.settle(Harness::idle_waiters);
   EXPECT_EQ(h.log->count<RejectedFireEvent>(), 3u);
   EXPECT_EQ(s.queue_depth().queued, 3u);
-  {
-    std::lock_guard guard(claimer->mutex);
-    claimer->release = true;
-  }
-  claimer->cv.notify_all();
+  claimer->open();
   EXPECT_TRUE(h.log->wait_count<JobCompletedEvent>(5));
   EXPECT_TRUE(s.stop(h.soon()));
   EXPECT_EQ(h.completed(), 5u);
