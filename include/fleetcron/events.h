@@ -181,7 +181,9 @@ struct FLEETCRON_API SkippedFireEvent {
   SkipReason reason = SkipReason::unknown;
   std::string error;  ///< for election_error, claim_error, clock_skew and stale
 };
-/// Fires queued for a worker plus fires running, after each change.
+/// Fires queued for a worker (those out for a claim round trip included)
+/// and workers deciding or running one, after fires were queued; at any
+/// time: Scheduler::queue_depth().
 struct FLEETCRON_API QueueDepthEvent {
   std::size_t queued = 0;
   std::size_t running = 0;

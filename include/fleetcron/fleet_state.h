@@ -195,7 +195,10 @@ class FLEETCRON_API FleetState : public FleetDocuments {
   /// stay, a record scheduled more than `keep_for` before the ledger's
   /// newest goes (or before the store's clock, if that is earlier: a
   /// record dated ahead by a replica's clock deletes nothing), and the
-  /// whole ledger expires `keep_for` after its last write.
+  /// whole ledger expires `keep_for` after its last write. A store may
+  /// bound the work of one call (Redis: 1,000 records trimmed beyond 8 per
+  /// record): a retention lowered on many jobs at once then takes effect
+  /// over their next writes.
   /// One answer per write, in order; a networked store sends them in one
   /// round trip. Throws std::invalid_argument (check_fire_record(),
   /// check_ledger_retention()) before it writes anything.

@@ -349,10 +349,13 @@ class FLEETCRON_API Scheduler {
   /// batches, so it never holds the scheduler's lock for long.
   [[nodiscard]] std::vector<EntrySnapshot> entries() const;
   [[nodiscard]] std::size_t size() const;
-  /// Fires queued for a worker, and workers deciding or running a fire,
-  /// now. A fire counts as running until its worker is free again: after
-  /// its JobCompletedEvent, and after its job is free for the next fire
+  /// Fires queued for a worker (those a worker took out for a claim round
+  /// trip included: they count against `limits.max_queued`), and workers
+  /// deciding, waiting to start (overlap) or running a fire, now. A fire
+  /// counts as running until its worker is free again: after its
+  /// JobCompletedEvent, and after its job is free for the next fire
   /// (overlap), so a caller that waits for `running` to fall knows both.
+  /// Not from a Claimer's methods: some are called under the queue's lock.
   [[nodiscard]] QueueDepthEvent queue_depth() const;
 
   /// Starts the loop and the workers. Idempotent while running; throws

@@ -247,23 +247,26 @@ return {1, record}
 // job's first new fire in the call when the caller asks (it refreshes a
 // job's at most once a while, then asks for each of its records, for a
 // life that long beyond keep-for) or when this write created them.
-// One call trims at most 1,000 records in all, oldest first (a keep
-// lowered by thousands on hundreds of jobs would otherwise hold the server
-// for seconds); the rest goes with the ledgers' next writes.
+// A trim removes the ledger's oldest records first; one call trims at
+// most 1,000 records in all, beyond 8 that each record may always trim (a
+// keep lowered by thousands on hundreds of jobs would otherwise hold the
+// server for seconds, and an ordinary trim must not wait for it): the
+// rest goes with the ledgers' next writes.
 inline constexpr const char* record_fires_script = R"lua(
-local budget = 1000  -- records one call trims at most
+local budget = 1000  -- records the call trims, beyond each record's own 8
 local function trim(index, records, count, keep, keep_us)
+  local allowed = math.max(budget, 8)
   local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local cutoff = math.min(tonumber(newest[2]), now_us) - keep_us
-  local doomed = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', cutoff), 'LIMIT', 0, budget)
+  local doomed = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. string.format('%.0f', cutoff), 'LIMIT', 0, allowed)
   local left = count - #doomed
-  if left > keep and #doomed < budget then
-    local extra = redis.call('ZRANGE', index, #doomed, #doomed + math.min(left - keep, budget - #doomed) - 1)
+  if left > keep and #doomed < allowed then
+    local extra = redis.call('ZRANGE', index, #doomed, #doomed + math.min(left - keep, allowed - #doomed) - 1)
     for _, member in ipairs(extra) do doomed[#doomed + 1] = member end
   end
-  budget = budget - #doomed
+  budget = math.max(budget - #doomed, 0)
   if #doomed == 0 then return end
   redis.call('HDEL', records, unpack(doomed))
   redis.call('ZREM', index, unpack(doomed))
@@ -295,7 +298,7 @@ local function write(index, records, a)
     local newest = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
     due = tonumber(oldest[2]) < tonumber(newest[2]) - keep_us
   end
-  if due and budget > 0 then trim(index, records, count, keep, keep_us) end
+  if due then trim(index, records, count, keep, keep_us) end
   if (ARGV[a + 7] == '1' or count == 1) and not lived[index] then
     redis.call('PEXPIRE', index, ARGV[a + 6])
     redis.call('PEXPIRE', records, ARGV[a + 6])

@@ -160,9 +160,10 @@ TEST(RedisFleetState, ALedgersKeysLifeIsSetOnceAWhileNotOnEveryRecord) {
   EXPECT_GT(pttl(*client, index), std::chrono::milliseconds(2h).count());
 }
 
-// One script call trims at most 1,000 records in all, whatever its batch
-// (docs/redis.md, "Ledger"): a keep lowered by thousands sheds the rest
-// with the ledgers' next writes.
+// One script call trims at most 1,000 records in all, beyond 8 that each
+// record may always trim (docs/redis.md, "Ledger"): a keep lowered by
+// thousands sheds the rest with the ledgers' next writes, and a ledger's
+// ordinary trim in the same call still happens.
 TEST(RedisFleetState, OneLedgerCallTrimsAtMostAThousandRecords) {
   auto client = std::make_shared<Client>(parse_uri(test::shared_redis_uri()).connection);
   FleetState state(client, {.fleet_prefix = test::unique_prefix() + "fleet:"});
@@ -177,13 +178,19 @@ TEST(RedisFleetState, OneLedgerCallTrimsAtMostAThousandRecords) {
   std::vector<LedgerWrite> filling;
   for (int i = 0; i < 700; ++i) {
     for (const char* job : {"one", "two"}) filling.push_back({succeeded(job, at + std::chrono::seconds(i)), wide});
+    if (i < 10) filling.push_back({succeeded("three", at + std::chrono::seconds(i)), narrow});
   }
   ASSERT_NO_FATAL_FAILURE(write(filling));
   ASSERT_EQ(kept("one"), 700u);
-  // One call, keep lowered to 10 on both: 691 trimmed of one, 309 of two.
-  ASSERT_NO_FATAL_FAILURE(write({{succeeded("one", at + 700s), narrow}, {succeeded("two", at + 700s), narrow}}));
+  ASSERT_EQ(kept("three"), 10u);
+  // One call, keep lowered to 10 on one and two: 691 trimmed of one, 309
+  // of two; three, at its keep, still sheds its oldest.
+  ASSERT_NO_FATAL_FAILURE(write({{succeeded("one", at + 700s), narrow},
+                                 {succeeded("two", at + 700s), narrow},
+                                 {succeeded("three", at + 700s), narrow}}));
   EXPECT_EQ(kept("one"), 10u);
   EXPECT_EQ(kept("two"), 392u);
+  EXPECT_EQ(kept("three"), 10u);
   ASSERT_NO_FATAL_FAILURE(write({{succeeded("two", at + 701s), narrow}}));
   const LedgerRead two = state.read_fires("two", 10'000);
   ASSERT_EQ(two.records.size(), 10u);

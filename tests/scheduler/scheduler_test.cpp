@@ -856,11 +856,11 @@ TEST(SchedulerLimits, FiresOutForAClaimCountAgainstTheQueueLimit) {
   h.clock->advance(60s);  // 0:01: one worker takes k0 with k1 (a worker free for it) and waits on the claim
   ASSERT_NO_FATAL_FAILURE(claimer->wait_entered());
   h.settle(Harness::idle_waiters);
-  EXPECT_EQ(s.queue_depth().queued, 2u) << "k2 and k3; k1 is out with k0's claim";
-  h.clock->advance(60s);  // 0:02: 2 queued + 1 out of the queue: room for one more
+  EXPECT_EQ(s.queue_depth().queued, 3u) << "k2 and k3, and k1 out with k0's claim";
+  h.clock->advance(60s);  // 0:02: room for one more
   h.settle(Harness::idle_waiters);
   EXPECT_EQ(h.log->count<RejectedFireEvent>(), 3u);
-  EXPECT_EQ(s.queue_depth().queued, 3u);
+  EXPECT_EQ(s.queue_depth().queued, 4u);
   claimer->open();
   EXPECT_TRUE(h.log->wait_count<JobCompletedEvent>(5));
   EXPECT_TRUE(s.stop(h.soon()));

@@ -24,7 +24,7 @@ RunQueue::Pushed RunQueue::push(std::vector<Fire>& fires) {
         ++pushed.added;
       }
     }
-    pushed.queued = queue_.size();
+    pushed.queued = queue_.size() + held_;
     pushed.running = running_;
   }
   fires = std::move(refused);
@@ -92,7 +92,7 @@ void RunQueue::done(bool ran) {
 
 QueueDepthEvent RunQueue::depth() const {
   std::lock_guard guard(mutex_);
-  return QueueDepthEvent{queue_.size(), running_};
+  return QueueDepthEvent{queue_.size() + held_, running_};
 }
 
 void RunQueue::release(std::size_t count) {

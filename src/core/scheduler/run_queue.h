@@ -66,7 +66,8 @@ class RunQueue {
   /// runs its own fire (else its worker is free).
   void put_back(std::vector<Fire>& granted, std::vector<Fire>& unclaimed, std::size_t taken, bool runs);
 
-  /// Fires queued and workers deciding or running one, now.
+  /// Fires queued (those out for a decision included, as push() counts
+  /// them) and workers deciding or running one, now.
   QueueDepthEvent depth() const;
 
   /// No new fires; workers leave once the queue is empty.
