@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -134,14 +135,26 @@ struct Harness {
         << "waiters " << clock->waiter_count() << ", due " << clock->due_waiter_count();
   }
 
-  /// Waits until no fire is queued and at most `running` workers decide
-  /// or run one: a run whose JobCompletedEvent was seen may still be
-  /// freeing its job for the next fire (overlap) until then.
-  static void settle_runs(const Scheduler& scheduler, std::size_t running = 0) {
+  /// Waits until none of `schedulers` has a fire queued and at most
+  /// `running` workers in all decide or run one: settle() sees only
+  /// threads that wait on the clock, not a worker still deciding a fire,
+  /// and a run whose JobCompletedEvent was seen may still be freeing its
+  /// job for the next fire (overlap) until then.
+  static void settle_runs(std::span<const Scheduler* const> schedulers, std::size_t running = 0) {
+    QueueDepthEvent total;
     ASSERT_TRUE(eventually([&] {
-      const QueueDepthEvent depth = scheduler.queue_depth();
-      return depth.queued == 0 && depth.running <= running;
-    })) << "queued " << scheduler.queue_depth().queued << ", running " << scheduler.queue_depth().running;
+      total = {};
+      for (const Scheduler* scheduler : schedulers) {
+        const QueueDepthEvent depth = scheduler->queue_depth();
+        total.queued += depth.queued;
+        total.running += depth.running;
+      }
+      return total.queued == 0 && total.running <= running;
+    })) << "queued " << total.queued << ", running " << total.running;
+  }
+  static void settle_runs(const Scheduler& scheduler, std::size_t running = 0) {
+    const Scheduler* const one = &scheduler;
+    settle_runs(std::span(&one, 1), running);
   }
 
   Clock::SteadyTime soon() const { return clock->steady_now() + std::chrono::seconds{30}; }

@@ -93,20 +93,13 @@ class RegistryFleet {
   }
 
   void settle() { h_.settle(waiters_per_replica * running()); }
-  /// Waits until no replica has a fire queued and `runs` fires in all are
-  /// being decided or run: settle() sees only threads that wait on the
-  /// clock, not a worker still deciding a fire of the last step.
+  /// Harness::settle_runs() over the replicas still running.
   void settle_runs(std::size_t runs) {
-    ASSERT_TRUE(Harness::eventually([&] {
-      std::size_t queued = 0, running = 0;
-      for (const auto& replica : replicas_) {
-        if (replica->stopped) continue;
-        const QueueDepthEvent depth = replica->scheduler->queue_depth();
-        queued += depth.queued;
-        running += depth.running;
-      }
-      return queued == 0 && running == runs;
-    })) << "not settled to " << runs << " runs";
+    std::vector<const Scheduler*> live;
+    for (const auto& replica : replicas_) {
+      if (!replica->stopped) live.push_back(replica->scheduler.get());
+    }
+    Harness::settle_runs(live, runs);
   }
   std::size_t running() {
     return static_cast<std::size_t>(
