@@ -133,6 +133,13 @@ struct FLEETCRON_API FleetOptions {
   /// instants. Written off the scheduling path, in batches, from a queue
   /// of SchedulerLimits::ledger_queue records.
   bool ledger = true;
+  /// How long the ledger's writer lets records gather before it writes
+  /// them: a record waits at most this long (on the machine's steady
+  /// clock, not `clock`: it delays a write and decides nothing) for the
+  /// records of runs that end just after its own, so that they share one
+  /// request to the store. 0 (each write as soon as the writer is free)
+  /// to 1 s; default 20 ms.
+  std::chrono::nanoseconds ledger_gather_window = std::chrono::milliseconds{20};
   /// Each entry's ledger bounds unless the entry sets its own (default:
   /// the newest 100 records, none older than 30 days).
   LedgerRetention ledger_retention;

@@ -157,6 +157,28 @@ TEST(SchedulerLedger, ARunShorterThanTheRunningRecordDelayWritesItsOutcomeAlone)
   EXPECT_TRUE(s.stop(h.soon()));
 }
 
+// Records of runs that end close together share one call to the store:
+// the writer lets them gather for fleet.ledger_gather_window.
+TEST(SchedulerLedger, RecordsQueuedWithinTheGatherWindowShareOneCall) {
+  Harness h;
+  auto state = std::make_shared<ControlledLedger>(std::make_shared<MemoryFleetState>(h.clock));
+  auto options = ledger_options(h, state);
+  options.fleet.ledger_gather_window = 1s;  // the machine's time: the test's steps take far less
+  Scheduler s(options);
+  s.add("1 * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "a"});
+  s.add("2 * * * *", [](const FireContext&, std::stop_token) {}, EntryOptions{.key = "b"});
+  s.start();
+  // a's record is queued when a completes; a writer that did not gather
+  // would write it alone while the test moves on to b.
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  h.advance(60s, 1, [&] { return h.completed() == 2; });
+  EXPECT_TRUE(s.stop(h.soon()));  // writes what is queued: both records
+  EXPECT_EQ(state->records.load(), 2u);
+  EXPECT_EQ(state->calls.load(), 1) << "the two runs' records were written in separate calls";
+  EXPECT_EQ(ledger_of(*state, "a").size(), 1u);
+  EXPECT_EQ(ledger_of(*state, "b").size(), 1u);
+}
+
 TEST(SchedulerLedger, OneRecordPerFireAcrossTheFleetAndNoRoutineSkips) {
   Harness h;
   auto state = std::make_shared<MemoryFleetState>(h.clock);
@@ -400,6 +422,14 @@ TEST(SchedulerLedger, RetentionOptionsAreCheckedWithTheirNames) {
   options = Harness().options();
   options.limits.ledger_queue = 0;
   EXPECT_THROW(Scheduler{options}, std::invalid_argument);
+  options = Harness().options();
+  options.fleet.ledger_gather_window = 1001ms;
+  try {
+    Scheduler s(options);
+    FAIL() << "a gather window of 1001ms accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "scheduler option fleet.ledger_gather_window: 1.001s is not between 0 and 1s");
+  }
   Scheduler s(Harness().options());
   EntryOptions entry;
   entry.key = "job";

@@ -47,13 +47,15 @@ std::size_t drop_superseded(std::vector<LedgerWrite>& writes) {
 }  // namespace
 
 LedgerWriter::LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, LedgerRetention default_retention,
-                           std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger)
+                           std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger,
+                           std::chrono::nanoseconds gather_window)
     : state_(std::move(state)),
       replica_id_(std::move(replica_id)),
       default_retention_(default_retention),
       capacity_(capacity),
       clock_(std::move(clock)),
-      logger_(std::move(logger)) {
+      logger_(std::move(logger)),
+      gather_window_(gather_window) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -236,6 +238,14 @@ void LedgerWriter::wait_for_work(std::unique_lock<std::mutex>& lock, const std::
   }
 }
 
+void LedgerWriter::gather(std::unique_lock<std::mutex>& lock) {
+  if (gather_window_ <= std::chrono::nanoseconds::zero()) return;
+  // The machine's steady clock, not clock_: a virtual clock that nobody
+  // advances would hold the records for ever, and this wait decides nothing.
+  const auto until = std::chrono::steady_clock::now() + gather_window_;
+  cv_.wait_until(lock, until, [this] { return stopping_ || queue_.size() >= batch; });
+}
+
 bool LedgerWriter::holds(const std::vector<FireRecord>& ledger, const LedgerWrite& write) {
   const FireRecord& record = write.record;
   for (const FireRecord& kept : ledger) {
@@ -336,6 +346,7 @@ void LedgerWriter::run() {
   verifies_ = verifies;
   while (true) {
     wait_for_work(lock, pending);
+    if (pending.empty() && !queue_.empty()) gather(lock);  // not before a retry: that waited already
     if (stopping_) break;
     release_held_locked(clock_->steady_now());  // also when the queue never empties
     const std::uint64_t dropped_now = std::exchange(dropped_unlogged_, 0);

@@ -22,7 +22,10 @@ namespace fleetcron::detail {
 /// ledger records (ledger_records() — a lost run and an expired trigger
 /// too: every record is derived from an event) and writes them from its
 /// own thread, up to `batch` per record_fires() call,
-/// from a queue of `capacity` records. A record finding the queue full is
+/// from a queue of `capacity` records. The writer lets records gather for
+/// `gather_window` (on the machine's steady clock) after it finds the
+/// queue no longer empty, so that the records of runs ending together
+/// share one call. A record finding the queue full is
 /// dropped and counted; a failed batch is tried again after 1 s, doubling
 /// to 30 s, and logged each time. stop() tries what is queued, each batch
 /// twice, and logs what it could not write.
@@ -47,7 +50,8 @@ class LedgerWriter final : public Observer {
   /// ever tracked (a lost run of a job only the dead replica ran); a key
   /// stays tracked after its entry is removed (track()), with its bounds.
   LedgerWriter(std::shared_ptr<FleetState> state, std::string replica_id, LedgerRetention default_retention,
-               std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger);
+               std::size_t capacity, std::shared_ptr<Clock> clock, Logger logger,
+               std::chrono::nanoseconds gather_window = std::chrono::nanoseconds::zero());
   ~LedgerWriter() override;
   LedgerWriter(const LedgerWriter&) = delete;
   LedgerWriter& operator=(const LedgerWriter&) = delete;
@@ -107,6 +111,9 @@ class LedgerWriter final : public Observer {
   /// Waits (mutex_ held) until there is work: queued or pending records,
   /// a read-back due, or stop().
   void wait_for_work(std::unique_lock<std::mutex>& lock, const std::vector<LedgerWrite>& pending);
+  /// Waits (mutex_ held) up to gather_window_ for more records, while the
+  /// queue holds less than a batch and stop() is not called.
+  void gather(std::unique_lock<std::mutex>& lock);
   /// Holds a `running` record (mutex_ held).
   void hold_locked(LedgerWrite write);
   /// Whether `write` outranks a held record of its fire, which is then
@@ -140,6 +147,7 @@ class LedgerWriter final : public Observer {
   std::size_t capacity_;
   std::shared_ptr<Clock> clock_;
   Logger logger_;
+  std::chrono::nanoseconds gather_window_;
 
   mutable std::mutex mutex_;  // guards the members below
   std::condition_variable cv_;

@@ -47,7 +47,8 @@ Scheduler::Impl::Impl(SchedulerOptions options)
       ledger_(options_.fleet.state && options_.fleet.ledger
                   ? std::make_shared<detail::LedgerWriter>(options_.fleet.state, options_.fleet.replica_id,
                                                            options_.fleet.ledger_retention, options_.limits.ledger_queue,
-                                                           options_.clock, options_.logger)
+                                                           options_.clock, options_.logger,
+                                                           options_.fleet.ledger_gather_window)
                   : nullptr),
       events_(options_.observers, options_.recorder, ledger_, options_.limits.observer_queue, options_.logger),
       run_queue_(options_.limits.max_concurrent, options_.limits.max_queued, batch_rule()),

@@ -132,6 +132,11 @@ void validate(SchedulerOptions& options) {
   check_duration(owner, "fleet.catch_up_reach", options.fleet.catch_up_reach, true);
   check_range(owner, "limits.ledger_queue", options.limits.ledger_queue, 1, max_ledger_queue);
   check_retention(owner, options.fleet.ledger_retention);
+  if (options.fleet.ledger_gather_window < std::chrono::nanoseconds::zero() ||
+      options.fleet.ledger_gather_window > std::chrono::seconds{1}) {
+    reject(owner, "fleet.ledger_gather_window", format_duration(options.fleet.ledger_gather_window),
+           "is not between 0 and 1s");
+  }
   check_interval(owner, "fleet.control_poll_interval", options.fleet.control_poll_interval);
   check_interval(owner, "fleet.registry_heartbeat_interval", options.fleet.registry_heartbeat_interval);
   check_announcement(owner, options.fleet.replica);
