@@ -6,7 +6,9 @@
 //     at the same instant each, until all 30,000 fires are decided — first
 //     without a fleet state, then with each entry's cursor kept in Redis
 //     (redis::FleetState, as the daemon runs), and the ratio of the two.
-// Usage: redis_claims REDIS_URI [fires=10000] [rounds=10]
+// Usage: redis_claims REDIS_URI [fires=10000] [rounds=10] [batch]
+// ("batch": the batch path alone, so that a script can read the server's
+// CPU around it).
 // bench/redis_bench.sh starts a server, runs redis-benchmark -P 16 next to
 // this program and prints the ratio.
 #include <algorithm>
@@ -218,7 +220,7 @@ double end_to_end(const std::string& uri, std::size_t fires, FleetStateUse use) 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: redis_claims REDIS_URI [fires=10000] [rounds=10]\n");
+    std::fprintf(stderr, "usage: redis_claims REDIS_URI [fires=10000] [rounds=10] [batch]\n");
     return 2;
   }
   const std::string uri = argv[1];
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
     auto client = std::make_shared<redis::Client>(redis::parse_uri(uri).connection);
     client->ping();
     batch_path(client, fires, rounds);
+    if (argc > 4 && std::string(argv[4]) == "batch") return 0;
     latency(client, std::max(rounds * 200, 100));
     const double without = end_to_end(uri, fires, FleetStateUse::none);
     const double cursors = end_to_end(uri, fires, FleetStateUse::cursors);
