@@ -128,6 +128,7 @@ struct FLEETCRON_API JobCompletedEvent {
   std::uint64_t fence = 0;  ///< as in FireContext
   RunDetails details{};     ///< what the last attempt told of itself
   int recovery = 0;         ///< as in FireContext: n for the n-th re-run of a lost run
+  bool paused = false;      ///< this failure paused the entry (EntryOptions::pause_on_failure)
 };
 /// A popped fire was later than the tolerance, or (`catch_up`) the fleet
 /// state's cursor showed instants that the whole fleet missed while it was

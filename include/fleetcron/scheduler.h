@@ -257,6 +257,14 @@ struct FLEETCRON_API EntryOptions {
   /// cleanup, a cache warm-up), whatever the scheduler's claimer and
   /// elector; its key still names it in the ledger and the controls.
   EntryScope scope = EntryScope::fleet;
+  /// Whether a run that fails after its last retry (failed or timed out,
+  /// not cancelled; a trigger's run too) pauses the entry: here at once,
+  /// and, for a keyed entry with the fleet's controls on, fleet-wide,
+  /// recorded as paused by "on-failure@" and this replica's id (written by
+  /// the controls' thread, tried again at each poll while the store
+  /// fails). resume() here, or the fleet's resume, runs it again. The
+  /// run's JobCompletedEvent says it paused the entry.
+  bool pause_on_failure = false;
 };
 
 /// A snapshot of one entry.

@@ -185,6 +185,10 @@ TEST(JobsFile, ErrorsNameFileLineAndColumn) {
       {"# fleetcron: catch-up=later\n0 * * * * x\n", "jobs.cron:1:23: catch-up: duration"},
       {"# fleetcron: recover=maybe\n0 * * * * x\n", "jobs.cron:1:22: recover: expected report or rerun, got \"maybe\""},
       {"# fleetcron: recover=rerun recover=report\n0 * * * * x\n", "jobs.cron:1:28: recover given twice"},
+      {"# fleetcron: pause-on-failure=maybe\n0 * * * * x\n",
+       "jobs.cron:1:31: pause-on-failure: expected yes or no, got \"maybe\""},
+      {"# fleetcron: pause-on-failure=yes pause-on-failure=no\n0 * * * * x\n",
+       "jobs.cron:1:35: pause-on-failure given twice"},
       {"0 0 30 feb * x\n0 0 * * * y\n", "(no error)"},  // never fires: accepted (validate shows it)
   };
   for (const auto& c : cases) {
@@ -213,6 +217,18 @@ TEST(JobsFile, RecoverIsReportUnlessTheDirectiveSaysRerun) {
   EXPECT_EQ(entry_options(file.jobs[1]).recover, RecoverPolicy::report);
   auto changed = file.jobs[0];
   changed.recover = RecoverPolicy::report;
+  EXPECT_FALSE(changed.same_definition(file.jobs[0]));  // a reload re-adds it
+}
+
+TEST(JobsFile, PauseOnFailureIsOffUnlessTheDirectiveSaysYes) {
+  const auto file = parse("# fleetcron: key=a pause-on-failure=yes\n0 3 * * * x\n# fleetcron: key=b pause-on-failure=no\n"
+                          "0 4 * * * y\n0 5 * * * z\n");
+  ASSERT_EQ(file.jobs.size(), 3U);
+  EXPECT_TRUE(entry_options(file.jobs[0]).pause_on_failure);
+  EXPECT_FALSE(entry_options(file.jobs[1]).pause_on_failure);
+  EXPECT_FALSE(entry_options(file.jobs[2]).pause_on_failure);
+  auto changed = file.jobs[0];
+  changed.pause_on_failure = false;
   EXPECT_FALSE(changed.same_definition(file.jobs[0]));  // a reload re-adds it
 }
 

@@ -466,5 +466,159 @@ TEST(SchedulerControls, ThePollIntervalIsValidated) {
   }
 }
 
+// ---- pause on failure (EntryOptions::pause_on_failure) -------------------
+
+/// A fleet state whose controls refuse writes while `refusing` is set.
+class RefusingControls final : public ForwardingFleetState {
+ public:
+  using ForwardingFleetState::ForwardingFleetState;
+  DocumentReplace replace_document(DocumentId which, const StoredDocument& seen, const std::string& text,
+                                   std::chrono::nanoseconds keep_for) override {
+    if (which.which == Document::controls && refusing.load()) return {DocumentReplace::Status::error, "store down"};
+    return inner_->replace_document(which, seen, text, keep_for);
+  }
+  std::atomic<bool> refusing{false};
+};
+
+/// Replicas with "* * * * *" under key "job", pause_on_failure set,
+/// failing while `failing` is set; counting runs.
+struct FailingFleet {
+  explicit FailingFleet(Harness& harness, std::shared_ptr<FleetState> fleet_state)
+      : h(harness), state(std::move(fleet_state)), claimer(std::make_shared<MemoryClaimer>(h.clock, 10min)) {}
+
+  Scheduler& add_replica() {
+    auto options = h.options();
+    options.fleet.state = state;
+    options.claimer = claimer;
+    options.fleet.catch_up_reach = 0ns;
+    options.fleet.replica_id = "replica-" + std::to_string(replicas.size());
+    replicas.push_back(std::make_unique<Scheduler>(options));
+    EntryOptions entry;
+    entry.key = "job";
+    entry.pause_on_failure = true;
+    replicas.back()->add("* * * * *", [this](const FireContext&, std::stop_token) {
+      ++runs;
+      if (failing.load()) throw std::runtime_error("exit 1");
+    }, entry);
+    replicas.back()->start();
+    return *replicas.back();
+  }
+  bool all_paused(bool paused) {
+    return std::all_of(replicas.begin(), replicas.end(),
+                       [&](const auto& r) { return r->entries().front().paused == paused; });
+  }
+  /// The job's line in the controls, if any.
+  std::optional<JobControl> control() {
+    const ControlsRead read = state->read_controls(h.clock->now());
+    for (const JobControl& job : read.jobs) {
+      if (job.job_key == "job") return job;
+    }
+    return std::nullopt;
+  }
+  std::vector<const Scheduler*> live() {
+    std::vector<const Scheduler*> out;
+    for (const auto& replica : replicas) out.push_back(replica.get());
+    return out;
+  }
+
+  Harness& h;
+  std::shared_ptr<FleetState> state;
+  std::shared_ptr<MemoryClaimer> claimer;
+  std::atomic<bool> failing{true};
+  std::atomic<int> runs{0};
+  std::vector<std::unique_ptr<Scheduler>> replicas;  // last: destroyed (stopped) first
+};
+
+TEST(SchedulerControls, AFailedRunPausesItsJobFleetWideUntilTheFleetResumesIt) {
+  Harness h;
+  FailingFleet fleet(h, std::make_shared<MemoryFleetState>(h.clock));
+  fleet.add_replica();
+  fleet.add_replica();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });  // 0:01: one replica runs it, and it fails
+  const auto completed = h.log->all<JobCompletedEvent>();
+  ASSERT_EQ(completed.size(), 1u);
+  EXPECT_EQ(completed.front().status, RunStatus::failed);
+  EXPECT_TRUE(completed.front().paused) << "the event does not say the failure paused the job";
+  // The replica that ran it wrote the pause at once (its controls' thread,
+  // woken: no clock step); the other applies it at its next poll.
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.control().has_value(); })) << "no pause written fleet-wide";
+  const JobControl control = *fleet.control();
+  EXPECT_TRUE(control.paused);
+  EXPECT_TRUE(control.changed_by.starts_with("on-failure@replica-")) << control.changed_by;
+  h.settle(8);
+  h.clock->advance(1s);
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.all_paused(true); }));
+  // Paused on both: three minutes, no run.
+  for (int minute = 0; minute < 3; ++minute) {
+    h.settle(8);
+    h.clock->advance(60s);
+  }
+  Harness::settle_runs(fleet.live());
+  EXPECT_EQ(fleet.runs.load(), 1);
+  // The fleet's resume runs it again, once per fire.
+  fleet.failing = false;
+  ASSERT_EQ(fleet.state->set_paused("job", false, "operator", h.clock->now()).status, ControlChange::Status::changed);
+  h.settle(8);
+  h.clock->advance(1s);
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.all_paused(false); }));
+  h.settle(8);
+  h.advance(60s, 1, [&] { return h.completed() == 2; });
+  for (auto& replica : fleet.replicas) EXPECT_TRUE(replica->stop(h.soon()));
+  EXPECT_EQ(fleet.runs.load(), 2);
+  EXPECT_FALSE(h.log->all<JobCompletedEvent>().back().paused);
+}
+
+TEST(SchedulerControls, APauseOnFailureTheStoreRefusedIsWrittenOnceItAnswers) {
+  Harness h;
+  auto state = std::make_shared<RefusingControls>(std::make_shared<MemoryFleetState>(h.clock));
+  state->refusing = true;
+  FailingFleet fleet(h, state);
+  Scheduler& replica = fleet.add_replica();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  // Paused here at once, whatever the store says.
+  EXPECT_TRUE(replica.entries().front().paused);
+  ASSERT_TRUE(Harness::eventually([&] {
+    std::lock_guard guard(h.messages_mutex);
+    return std::any_of(h.messages.begin(), h.messages.end(), [](const std::string& m) {
+      return m.find("not written fleet-wide") != std::string::npos;
+    });
+  })) << "the failed write was not logged";
+  EXPECT_FALSE(fleet.control().has_value());
+  state->refusing = false;
+  h.settle(4);
+  h.clock->advance(1s);  // the next poll writes it
+  ASSERT_TRUE(Harness::eventually([&] { return fleet.control().has_value(); }));
+  EXPECT_EQ(fleet.control()->changed_by, "on-failure@replica-0");
+  EXPECT_TRUE(replica.stop(h.soon()));
+}
+
+TEST(SchedulerControls, WithoutAFleetStateAFailurePausesThisSchedulerAndASuccessDoesNot) {
+  Harness h;
+  Scheduler s(h.options());
+  std::atomic<bool> failing{false};
+  EntryOptions entry;
+  entry.pause_on_failure = true;
+  const EntryId id = s.add("* * * * *", [&](const FireContext&, std::stop_token) {
+    if (failing.load()) throw std::runtime_error("exit 1");
+  }, entry);
+  s.start();
+  h.advance(60s, 1, [&] { return h.completed() == 1; });
+  Harness::settle_runs(s);
+  EXPECT_FALSE(s.entries().front().paused) << "a success paused the job";
+  failing = true;
+  h.advance(60s, 1, [&] { return h.completed() == 2; });
+  EXPECT_TRUE(s.entries().front().paused);
+  EXPECT_TRUE(h.log->all<JobCompletedEvent>().back().paused);
+  h.settle(Harness::idle_waiters);
+  h.clock->advance(120s);
+  h.settle(Harness::idle_waiters);
+  Harness::settle_runs(s);
+  EXPECT_EQ(h.completed(), 2u);
+  failing = false;
+  s.resume(id);
+  h.advance(60s, 1, [&] { return h.completed() == 3; });
+  EXPECT_TRUE(s.stop(h.soon()));
+}
+
 }  // namespace
 }  // namespace fleetcron::test

@@ -31,6 +31,7 @@ struct EntrySettings {
   RecoverPolicy recover = RecoverPolicy::report;
   std::chrono::nanoseconds recover_within{0};
   int recover_max = 1;
+  bool pause_on_failure = false;
 };
 
 /// Overlap bookkeeping of one entry: its automatic runs past the overlap

@@ -25,6 +25,12 @@ constexpr std::chrono::minutes returned_trigger_margin{1};
 
 }  // namespace
 
+std::string pause_on_failure_author(std::string_view replica_id) {
+  constexpr std::string_view prefix = "on-failure@";
+  constexpr std::size_t max_author_bytes = 64;  // check_control_author()
+  return std::string(prefix) + std::string(replica_id.substr(0, max_author_bytes - prefix.size()));
+}
+
 FleetControls::FleetControls(Host& host, std::shared_ptr<FleetState> state, std::string replica_id,
                              std::shared_ptr<Clock> clock)
     : host_(host), state_(std::move(state)), replica_id_(std::move(replica_id)), clock_(std::move(clock)) {}
@@ -32,6 +38,54 @@ FleetControls::FleetControls(Host& host, std::shared_ptr<FleetState> state, std:
 void FleetControls::stop() {
   stopping_ = true;                      // no trigger taken from here on
   std::lock_guard in_flight(poll_mutex_);  // and none by a poll still going
+  try {
+    write_requested_pauses(true);
+  } catch (...) {
+    host_.log(LogLevel::warning, "fleet controls: pauses not written: " + describe_exception(std::current_exception()));
+  }
+}
+
+void FleetControls::request_pause(const std::string& job_key, std::string by) {
+  std::lock_guard guard(requested_mutex_);
+  for (auto& [key, author] : requested_pauses_) {
+    if (key == job_key) return;  // requested already
+  }
+  requested_pauses_.emplace_back(job_key, std::move(by));
+}
+
+void FleetControls::write_requested_pauses(bool last_try) {
+  std::vector<std::pair<std::string, std::string>> requested;
+  {
+    std::lock_guard guard(requested_mutex_);
+    requested.swap(requested_pauses_);
+  }
+  std::vector<std::pair<std::string, std::string>> failed;
+  std::string error;
+  for (auto& [key, by] : requested) {
+    ControlChange change;
+    try {
+      change = state_->set_paused(key, true, by, host_.fleet_now());
+    } catch (...) {
+      change = {ControlChange::Status::error, {}, describe_exception(std::current_exception())};
+    }
+    if (change.status == ControlChange::Status::error) {
+      if (error.empty()) error = change.error;
+      failed.emplace_back(std::move(key), std::move(by));
+    } else if (change.status == ControlChange::Status::changed) {
+      host_.log(LogLevel::info, fmt::format("entry \"{}\": paused fleet-wide by {} after a failed run", key, by));
+    }
+  }
+  if (!failed.empty() && (last_try || !pause_write_failing_)) {
+    host_.log(LogLevel::warning,
+              fmt::format("fleet controls: {} pause(s) after a failed run not written fleet-wide ({}; paused here){}: {}",
+                          failed.size(), failed.front().first, last_try ? ", and no more tries: stopping" : ", tried again at each poll",
+                          error));
+  }
+  pause_write_failing_ = !failed.empty();
+  if (last_try || failed.empty()) return;
+  std::lock_guard guard(requested_mutex_);
+  requested_pauses_.insert(requested_pauses_.begin(), std::make_move_iterator(failed.begin()),
+                           std::make_move_iterator(failed.end()));
 }
 
 void FleetControls::poll() {
@@ -46,6 +100,7 @@ void FleetControls::poll() {
 }
 
 void FleetControls::poll_once() {
+  write_requested_pauses(false);
   const Instant read_at = host_.fleet_now();
   const ControlsRead read = state_->read_controls(read_at);
   if (read.status == ControlsRead::Status::error) {

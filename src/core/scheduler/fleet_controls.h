@@ -25,6 +25,10 @@
 
 namespace fleetcron::detail {
 
+/// Who a pause written for EntryOptions::pause_on_failure is by:
+/// "on-failure@" and the replica's id, cut to the controls' 64 characters.
+[[nodiscard]] std::string pause_on_failure_author(std::string_view replica_id);
+
 /// Reads the fleet's controls (poll()) and applies what changed: pauses and
 /// resumes of this replica's keyed entries, and the triggers of its entries
 /// it takes from the store, each then queued here once as a manual fire.
@@ -72,10 +76,16 @@ class FleetControls {
   FleetControls(Host& host, std::shared_ptr<FleetState> state, std::string replica_id, std::shared_ptr<Clock> clock);
 
   /// Reads the controls and applies them; one poll at a time, and never an
-  /// exception out of it (a fleet state may throw: logged).
+  /// exception out of it (a fleet state may throw: logged). Writes the
+  /// pauses requested since the last poll first.
   void poll();
-  /// No trigger is taken from here on; returns once a poll under way ended.
+  /// No trigger is taken from here on; returns once a poll under way ended,
+  /// after one last try at the pauses requested and not written.
   void stop();
+  /// Pauses the job fleet-wide at the next poll (EntryOptions::
+  /// pause_on_failure; the entry is paused here already), tried again at
+  /// each poll until the store answers. Never blocks on a poll.
+  void request_pause(const std::string& job_key, std::string by);
 
  private:
   struct TakenTrigger {
@@ -97,6 +107,9 @@ class FleetControls {
   };
 
   void poll_once();
+  /// Writes the requested pauses (poll_mutex_ held); those the store
+  /// failed stay requested. `last_try`: the failures are logged as left.
+  void write_requested_pauses(bool last_try);
   /// Under the entry lock: one job's pause as the fleet's document says it;
   /// and the jobs it no longer lists. A change older than one applied here,
   /// or a pause gone without its resume record, is a store that went back.
@@ -143,6 +156,10 @@ class FleetControls {
   std::optional<Instant> read_at_;  // the store's time of the last read
   std::vector<JobTrigger> expiries_unanswered_;  // a drop answered an error: reported if gone
   std::vector<TakenTrigger> takes_unanswered_;   // a take's answer lost, the controls unreadable
+  bool pause_write_failing_ = false;             // the last write of a requested pause failed
+
+  std::mutex requested_mutex_;  // guards requested_pauses_; taken alone or after poll_mutex_
+  std::vector<std::pair<std::string, std::string>> requested_pauses_;  // job key, by
 };
 
 }  // namespace fleetcron::detail

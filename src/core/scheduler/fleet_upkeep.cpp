@@ -38,6 +38,15 @@ void FleetUpkeep::note_run_started() {
   cv_.notify_one();
 }
 
+void FleetUpkeep::poll_soon() {
+  if (controls_ == nullptr) return;
+  {
+    std::lock_guard guard(mutex_);
+    poll_soon_ = true;
+  }
+  cv_.notify_one();
+}
+
 void FleetUpkeep::stop_polls() {
   {
     std::lock_guard guard(mutex_);
@@ -69,7 +78,7 @@ void FleetUpkeep::main() {
   while (!stopping_) {
     const auto now = clock_->steady_now();
     const auto announce_at = runs_unlisted_ ? std::min(next_announce, last_announce + early) : next_announce;
-    const auto poll_at = polls_stopped_ ? never : next_poll;
+    const auto poll_at = polls_stopped_ ? never : poll_soon_ ? now : next_poll;
     const auto due = std::min(announce_at, poll_at);
     if (now < due) {  // woken early (a run started, a stop): look again
       clock_->wait_until(cv_, lock, std::min(due, now + std::chrono::hours{1}));
@@ -80,6 +89,8 @@ void FleetUpkeep::main() {
       runs_unlisted_ = false;
       runs_unlisted_flag_.store(false, std::memory_order_relaxed);
     }
+    const bool polling = now >= poll_at;
+    if (polling) poll_soon_ = false;
     lock.unlock();
     if (announcing) {
       const bool answered = membership_->announce().status != ReplicaAnnounce::Status::error;
@@ -87,7 +98,7 @@ void FleetUpkeep::main() {
       next_announce = now + (answered ? heartbeat_interval_ : heartbeat_interval_ / retry_divisor);
       if (answered) membership_->catalogue_if_due();
     }
-    if (now >= poll_at) {
+    if (polling) {
       controls_->poll();
       next_poll = now + control_poll_interval_;
     }

@@ -40,6 +40,8 @@ class FleetUpkeep {
   /// A run started: it is listed by an announcement within
   /// run_listed_within. Lock-free once noted since the last announcement.
   void note_run_started();
+  /// Polls the controls now, not at the next period (a pause to write).
+  void poll_soon();
   /// No more polls, and no trigger taken by a poll under way (waits for it).
   void stop_polls();
   /// The thread leaves and is joined. Idempotent; never from the thread.
@@ -58,6 +60,7 @@ class FleetUpkeep {
   bool polls_stopped_ = false;  // no more polls: the scheduler's stop() began
   bool stopping_ = false;       // the thread leaves: the runs ended
   bool runs_unlisted_ = false;  // a run started since the last announcement
+  bool poll_soon_ = false;      // poll_soon() since the last poll
   // The same, read without the lock: spares a run's start the mutex once set.
   std::atomic<bool> runs_unlisted_flag_{false};
   std::mutex join_mutex_;  // stop() from two stoppers joins once

@@ -358,6 +358,32 @@ std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, co
   return error;
 }
 
+bool Scheduler::Impl::pause_after_failure(const Entry& entry, const std::string& fire_key, const RunOutcome& outcome) {
+  if (!entry.settings->pause_on_failure) return false;
+  if (outcome.status != RunStatus::failed && outcome.status != RunStatus::timed_out) return false;
+  std::vector<Event> events;
+  {
+    std::lock_guard guard(mutex_);
+    const auto it = entries_.find(entry.identity.id);
+    // Removed meanwhile, or paused already (by an operator during its retries).
+    if (it == entries_.end() || it->second->paused) return false;
+    set_paused_locked(it->second, true, events);
+  }
+  loop_cv_.notify_one();
+  for (auto& event : events) publish(std::move(event));
+  const std::string& key = entry.identity.key;
+  const bool fleet_wide = controls_ != nullptr && !key.empty();
+  if (fleet_wide) {
+    controls_->request_pause(key, detail::pause_on_failure_author(options_.fleet.replica_id));
+    if (upkeep_) upkeep_->poll_soon();
+  }
+  log(LogLevel::warning,
+      fmt::format("entry \"{}\": paused {}after its run {} {} (pause-on-failure): {}; resume it to run it again",
+                  key.empty() ? std::to_string(entry.identity.id) : key, fleet_wide ? "fleet-wide " : "", fire_key,
+                  outcome.status == RunStatus::failed ? "failed" : "timed out", outcome.error));
+  return true;
+}
+
 void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& context, RunOutcome outcome,
                                  Instant started_at, std::chrono::nanoseconds duration) {
   if (outcome.status != RunStatus::succeeded && options_.log_events) {
@@ -371,12 +397,13 @@ void Scheduler::Impl::finish_run(Entry& entry, const Fire& fire, FireContext& co
     while (seen < at && !prev.compare_exchange_weak(seen, at, std::memory_order_relaxed)) {
     }
   }
+  const bool paused = pause_after_failure(entry, context.fire_key, outcome);
   // The event may hold the last reference to the entry: `entry` is not
   // used after it.
   if (events_.active()) {
     publish(JobCompletedEvent{std::move(context.entry), std::move(context.fire_key), fire.scheduled_at, duration,
                               outcome.status, outcome.attempts, outcome.error, fire.manual(), started_at, context.fence,
-                              std::move(*context.details), fire.recovery});
+                              std::move(*context.details), fire.recovery, paused});
   }
   if (fire.outcome) fire.outcome->set(std::move(outcome));
 }

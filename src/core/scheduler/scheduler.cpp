@@ -121,7 +121,7 @@ std::shared_ptr<const detail::EntrySettings> Scheduler::Impl::prepare(const Sche
                                    options.overlap == OverlapPolicy::allow && options.recover == RecoverPolicy::report &&
                                    options.recover_within == EntryOptions{}.recover_within &&
                                    options.recover_max == EntryOptions{}.recover_max &&
-                                   options.scope == EntryScope::fleet;
+                                   options.scope == EntryScope::fleet && !options.pause_on_failure;
   auto settings = inherits_everything ? default_settings_ : detail::resolve(options_, options);
   if (settings->claimer && options.key.empty()) {
     throw SchedulerError(SchedulerError::Code::claimer_requires_key,

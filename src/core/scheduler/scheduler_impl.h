@@ -270,6 +270,10 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
   /// The end of a run: the warning for a failure, the entry's last run,
   /// the completion event, the outcome for trigger_and_wait().
+  /// EntryOptions::pause_on_failure: pauses the entry of a run that failed
+  /// after its last retry, here and (keyed, controls on) fleet-wide;
+  /// whether it did.
+  bool pause_after_failure(const detail::Entry& entry, const std::string& fire_key, const RunOutcome& outcome);
   void finish_run(detail::Entry& entry, const detail::Fire& fire, FireContext& context, RunOutcome outcome,
                   Instant started_at, std::chrono::nanoseconds duration);
   /// Runs the job, retrying as the entry says; the outcome of its last attempt.

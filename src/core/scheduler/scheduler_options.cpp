@@ -192,6 +192,7 @@ std::shared_ptr<const EntrySettings> resolve(const SchedulerOptions& scheduler, 
   settings->recover = entry.recover;
   settings->recover_within = entry.recover_within;
   settings->recover_max = entry.recover_max;
+  settings->pause_on_failure = entry.pause_on_failure;
   return settings;
 }
 

@@ -51,13 +51,14 @@ void print_job(std::ostream& out, const JobDefinition& job, int count, Instant f
                      job.derived_key ? " (derived: editing the line changes it)" : "", job.spec, job.command);
   if (job.input) out << fmt::format("  input    \"{}\" (standard input, from '%')\n", terminal_safe(*job.input));
   if (job.attempt_timeout.count() > 0 || job.jitter || job.retries > 0 || job.overlap != Overlap::skip || job.missed ||
-      job.catch_up || job.recover != RecoverPolicy::report) {
-    out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}{}\n",
+      job.catch_up || job.recover != RecoverPolicy::report || job.pause_on_failure) {
+    out << fmt::format("  options  timeout={} jitter={} retries={} overlap={}{}{}{}{}\n",
                        job.attempt_timeout.count() > 0 ? format_duration(job.attempt_timeout) : "none",
                        job.jitter ? format_duration(*job.jitter) : "none", job.retries, to_string(job.overlap),
                        job.missed ? fmt::format(" missed={}", to_string(*job.missed)) : "",
                        job.catch_up ? fmt::format(" catch-up={}", format_duration(*job.catch_up)) : "",
-                       job.recover != RecoverPolicy::report ? " recover=rerun" : "");
+                       job.recover != RecoverPolicy::report ? " recover=rerun" : "",
+                       job.pause_on_failure ? " pause-on-failure=yes" : "");
   }
   if (job.at_start) {
     out << "  scope    replica (@reboot: once when the daemon starts, on each replica, never claimed)\n";

@@ -137,6 +137,8 @@ Handlers run_handlers() {
          o.once(d.recover, choose<RecoverPolicy>(o, {{"report", RecoverPolicy::report}, {"rerun", RecoverPolicy::rerun}},
                                                  "report or rerun"));
        }},
+      {"pause-on-failure",
+       [](Directive& d, const Option& o) { o.once(d.pause_on_failure, choose<bool>(o, {{"yes", true}, {"no", false}}, "yes or no")); }},
   };
 }
 

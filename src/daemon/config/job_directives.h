@@ -55,6 +55,7 @@ struct Directive {
   std::optional<DstGap> gap;
   std::optional<DstOverlap> dst_overlap;
   std::optional<RecoverPolicy> recover;
+  std::optional<bool> pause_on_failure;
   std::optional<JobScope> scope;
   std::optional<std::string> dir, env_file, user;
   std::optional<std::string> on_failure, on_lost, on_missed, notify, ping;

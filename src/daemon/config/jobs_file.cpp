@@ -167,7 +167,8 @@ bool is_year_field(std::string_view word, bool with_seconds) {
 bool JobDefinition::same_definition(const JobDefinition& other) const {
   return key == other.key && spec == other.spec && command == other.command && attempt_timeout == other.attempt_timeout &&
          jitter == other.jitter && retries == other.retries && overlap == other.overlap && missed == other.missed &&
-         catch_up == other.catch_up && recover == other.recover && history == other.history &&
+         catch_up == other.catch_up && recover == other.recover && pause_on_failure == other.pause_on_failure &&
+         history == other.history &&
          keep_succeeded == other.keep_succeeded && keep_failed == other.keep_failed &&
          dst.has_value() == other.dst.has_value() && (!dst || (dst->gap == other.dst->gap && dst->overlap == other.dst->overlap)) &&
          environment == other.environment && at_start == other.at_start && scope == other.scope &&
@@ -206,6 +207,7 @@ EntryOptions entry_options(const JobDefinition& job) {
   options.missed_fire = job.missed;
   options.catch_up_reach = job.catch_up;
   options.recover = job.recover;
+  options.pause_on_failure = job.pause_on_failure;
   // @reboot runs on the replica that starts, as scope=replica jobs do.
   if (job.scope == JobScope::replica || job.at_start) options.scope = EntryScope::replica;
   if (job.retries > 0) options.retry = RetryPolicy{.max_retries = job.retries};
@@ -424,6 +426,7 @@ void FileParser::apply_directive(JobDefinition& job, ParseOptions& parse) const 
   job.missed = directive->missed;
   job.catch_up = directive->catch_up;
   job.recover = directive->recover.value_or(RecoverPolicy::report);
+  job.pause_on_failure = directive->pause_on_failure.value_or(false);
   job.scope = directive->scope.value_or(JobScope::fleet);
   auto take = [&](const std::optional<std::string>& value, std::size_t at, std::string& field, OptionOrigin& origin) {
     if (!value) return;

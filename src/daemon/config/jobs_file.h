@@ -78,6 +78,9 @@ struct JobDefinition {
   std::optional<std::chrono::nanoseconds> catch_up;
   /// `recover=`: whether a replica that finds a run of it lost runs it again.
   RecoverPolicy recover = RecoverPolicy::report;
+  /// `pause-on-failure=yes`: a run that fails after its last retry pauses
+  /// the job fleet-wide (EntryOptions::pause_on_failure).
+  bool pause_on_failure = false;
   std::optional<DstPolicy> dst;
   /// `@reboot`: runs once when the daemon starts, on that replica, not
   /// claimed (Vixie cron's meaning); `schedule` never fires.

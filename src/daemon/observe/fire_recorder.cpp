@@ -89,6 +89,7 @@ void FireRecorder::completed(const JobCompletedEvent& event) {
   if (!event.error.empty()) message += ": " + event.error;
   message += " in " + rounded(event.duration);
   if (event.attempts > 1) message += fmt::format(" after {} attempts", event.attempts);
+  if (event.paused) message += "; the job is paused (pause-on-failure): resume it to run it again";
   log_.write(succeeded ? "info" : "warn", "run-finished", message, key_of(event.entry), event.fire_key);
 }
 

@@ -148,8 +148,8 @@ std::string control_document(const ControlAnswer& answer) {
   return dump(out);
 }
 
-std::string webhook_document(std::string_view replica_id, const FireRecord& r) {
-  return dump(Json{{"event", to_string(r.fate)}, {"replica", replica_id}, {"record", record(r)}});
+std::string webhook_document(std::string_view replica_id, const FireRecord& r, bool job_paused) {
+  return dump(Json{{"event", to_string(r.fate)}, {"replica", replica_id}, {"job_paused", job_paused}, {"record", record(r)}});
 }
 
 std::string api_jobs_document(Instant at, const std::vector<ApiJob>& list, std::size_t total,

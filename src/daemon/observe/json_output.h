@@ -40,7 +40,8 @@ struct ControlAnswer {
 };
 [[nodiscard]] std::string control_document(const ControlAnswer& answer);
 /// A webhook's body: the event (the record's fate), the replica and the record.
-[[nodiscard]] std::string webhook_document(std::string_view replica_id, const FireRecord& record);
+/// `job_paused`: this failure paused the job (pause-on-failure=yes).
+[[nodiscard]] std::string webhook_document(std::string_view replica_id, const FireRecord& record, bool job_paused = false);
 
 /// What the API adds to a job of the fleet view.
 struct ApiJob {

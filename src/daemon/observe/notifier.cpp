@@ -142,7 +142,9 @@ void Notifier::completed(const JobCompletedEvent& event) {
            {{"FLEETCRON_OUTCOME", std::string(fate_name(event.status))},
             {"FLEETCRON_EXIT_STATUS", event.details.exit_status ? std::to_string(*event.details.exit_status) : ""},
             {"FLEETCRON_SIGNAL", event.details.signal ? std::to_string(*event.details.signal) : ""},
-            {"FLEETCRON_ATTEMPTS", std::to_string(event.attempts)}});
+            {"FLEETCRON_ATTEMPTS", std::to_string(event.attempts)},
+            {"FLEETCRON_JOB_PAUSED", event.paused ? "1" : "0"}},
+           event.paused);
 }
 
 void Notifier::lost(const LostFireEvent& event) {
@@ -189,9 +191,9 @@ void Notifier::missed(const MissedFireEvent& event) {
 }
 
 void Notifier::announce(const NotifiedJob& job, const std::string& key, const FireRecord& record,
-                        const std::string& command, std::map<std::string, std::string> variables) {
+                        const std::string& command, std::map<std::string, std::string> variables, bool job_paused) {
   if (!job.notifications.notify.empty()) {
-    const std::string body = webhook_document(replica_id_, record);
+    const std::string body = webhook_document(replica_id_, record, job_paused);
     enqueue(Delivery{Delivery::Kind::webhook, key, job.notifications.notify, body, {}});
   }
   if (command.empty()) return;

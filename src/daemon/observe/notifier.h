@@ -75,9 +75,10 @@ class Notifier final : public Observer {
   void lost(const LostFireEvent& event);
   void missed(const MissedFireEvent& event);
   /// The commands and webhook for a failure, loss or miss, with the
-  /// record as the webhook's body and the command's variables.
+  /// record as the webhook's body and the command's variables;
+  /// `job_paused`: the failure paused the job (pause-on-failure).
   void announce(const NotifiedJob& job, const std::string& key, const FireRecord& record, const std::string& command,
-                std::map<std::string, std::string> variables);
+                std::map<std::string, std::string> variables, bool job_paused = false);
   /// A copy of the job's settings (set_jobs may replace them meanwhile).
   [[nodiscard]] std::optional<NotifiedJob> job_of(const std::string& key);
   void enqueue(Delivery delivery);
