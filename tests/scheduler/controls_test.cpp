@@ -481,7 +481,7 @@ class RefusingControls final : public ForwardingFleetState {
 };
 
 /// Replicas with "* * * * *" under key "job", pause_on_failure set,
-/// failing while `failing` is set; counting runs.
+/// failing while `failing` is set, each run held while `hold` is; counting runs.
 struct FailingFleet {
   explicit FailingFleet(Harness& harness, std::shared_ptr<FleetState> fleet_state)
       : h(harness), state(std::move(fleet_state)), claimer(std::make_shared<MemoryClaimer>(h.clock, 10min)) {}
@@ -492,12 +492,16 @@ struct FailingFleet {
     options.claimer = claimer;
     options.fleet.catch_up_reach = 0ns;
     options.fleet.replica_id = "replica-" + std::to_string(replicas.size());
+    options.fleet.registry = registry;
     replicas.push_back(std::make_unique<Scheduler>(options));
     EntryOptions entry;
     entry.key = "job";
     entry.pause_on_failure = true;
+    entry.overlap = overlap;
+    entry.scope = scope;
     replicas.back()->add("* * * * *", [this](const FireContext&, std::stop_token) {
       ++runs;
+      while (hold.load()) std::this_thread::yield();
       if (failing.load()) throw std::runtime_error("exit 1");
     }, entry);
     replicas.back()->start();
@@ -524,9 +528,18 @@ struct FailingFleet {
   Harness& h;
   std::shared_ptr<FleetState> state;
   std::shared_ptr<MemoryClaimer> claimer;
-  std::atomic<bool> failing{true};
+  std::atomic<bool> failing{true}, hold{false};
   std::atomic<int> runs{0};
+  OverlapPolicy overlap = OverlapPolicy::allow;
+  bool registry = true;  // off: overlap is this replica's alone
+  EntryScope scope = EntryScope::fleet;
   std::vector<std::unique_ptr<Scheduler>> replicas;  // last: destroyed (stopped) first
+};
+
+/// Releases a held job however the test ends.
+struct ReleaseHold {
+  std::atomic<bool>& hold;
+  ~ReleaseHold() { hold = false; }
 };
 
 TEST(SchedulerControls, AFailedRunPausesItsJobFleetWideUntilTheFleetResumesIt) {
@@ -534,13 +547,20 @@ TEST(SchedulerControls, AFailedRunPausesItsJobFleetWideUntilTheFleetResumesIt) {
   FailingFleet fleet(h, std::make_shared<MemoryFleetState>(h.clock));
   fleet.add_replica();
   fleet.add_replica();
-  h.advance(60s, 1, [&] { return h.completed() == 1; });  // 0:01: one replica runs it, and it fails
+  fleet.hold = true;
+  h.advance(60s, 1, [&] { return fleet.runs.load() == 1; });  // 0:01: one replica runs it
+  // Every other thread waits on the clock again: the controls' threads
+  // polled at 0:01 already, and their next poll is a second away.
+  h.settle(8);
+  fleet.hold = false;  // it fails
+  ASSERT_TRUE(h.log->wait_count<JobCompletedEvent>(1));
   const auto completed = h.log->all<JobCompletedEvent>();
   ASSERT_EQ(completed.size(), 1u);
   EXPECT_EQ(completed.front().status, RunStatus::failed);
   EXPECT_TRUE(completed.front().paused) << "the event does not say the failure paused the job";
   // The replica that ran it wrote the pause at once (its controls' thread,
   // woken: no clock step); the other applies it at its next poll.
+  ReleaseHold release{fleet.hold};
   ASSERT_TRUE(Harness::eventually([&] { return fleet.control().has_value(); })) << "no pause written fleet-wide";
   const JobControl control = *fleet.control();
   EXPECT_TRUE(control.paused);
@@ -618,6 +638,32 @@ TEST(SchedulerControls, WithoutAFleetStateAFailurePausesThisSchedulerAndASuccess
   s.resume(id);
   h.advance(60s, 1, [&] { return h.completed() == 3; });
   EXPECT_TRUE(s.stop(h.soon()));
+}
+
+// A fire that waited for the run (overlap=queue) finds the entry paused
+// by that run's failure: cancelled (the claim path's check after the
+// wait, claimed or not), not run.
+TEST(SchedulerControls, AFireWaitingBehindTheFailedRunIsCancelledNotRun) {
+  Harness h;
+  FailingFleet fleet(h, std::make_shared<MemoryFleetState>(h.clock));
+  fleet.overlap = OverlapPolicy::queue;
+  // Unclaimed, and its overlap this replica's alone: no claim or fleet
+  // overlap check after the wait would see the pause.
+  fleet.scope = EntryScope::replica;
+  fleet.registry = false;
+  fleet.hold = true;
+  const ReleaseHold release{fleet.hold};
+  Scheduler& replica = fleet.add_replica();
+  h.advance(60s, 1, [&] { return fleet.runs.load() == 1; });  // 0:01 runs, held
+  h.settle(4);
+  h.clock->advance(60s);  // 0:02 waits behind it
+  ASSERT_TRUE(Harness::eventually([&] { return replica.queue_depth().running == 2; }));
+  fleet.hold = false;  // 0:01 fails
+  ASSERT_TRUE(h.log->wait_count<CancelledFireEvent>(1));
+  const auto cancelled = h.log->all<CancelledFireEvent>();
+  EXPECT_EQ(cancelled.front().reason, CancelReason::entry_paused);
+  EXPECT_TRUE(replica.stop(h.soon()));
+  EXPECT_EQ(fleet.runs.load(), 1);
 }
 
 }  // namespace

@@ -45,41 +45,70 @@ void FleetControls::stop() {
   }
 }
 
-void FleetControls::request_pause(const std::string& job_key, std::string by) {
-  std::lock_guard guard(requested_mutex_);
-  for (auto& [key, author] : requested_pauses_) {
-    if (key == job_key) return;  // requested already
-  }
-  requested_pauses_.emplace_back(job_key, std::move(by));
-}
-
-void FleetControls::write_requested_pauses(bool last_try) {
-  std::vector<std::pair<std::string, std::string>> requested;
+bool FleetControls::request_pause(const std::string& job_key, EntryId entry, std::string by) {
   {
     std::lock_guard guard(requested_mutex_);
-    requested.swap(requested_pauses_);
+    if (!requests_closed_) {
+      const bool queued = std::any_of(requested_pauses_.begin(), requested_pauses_.end(),
+                                      [&](const RequestedPause& p) { return p.job_key == job_key && p.entry == entry; });
+      if (!queued) requested_pauses_.push_back({job_key, entry, std::move(by)});
+      return true;
+    }
   }
-  std::vector<std::pair<std::string, std::string>> failed;
+  // Stopping: no poll will write it (a run that failed during the drain).
+  auto [failed, error] = write_pauses({{job_key, entry, std::move(by)}});
+  if (!failed.empty()) {
+    host_.log(LogLevel::warning, fmt::format("fleet controls: the pause of \"{}\" after a failed run was not written "
+                                             "fleet-wide (paused here; stopping: no more tries): {}",
+                                             job_key, error));
+  }
+  return false;
+}
+
+std::pair<std::vector<FleetControls::RequestedPause>, std::string> FleetControls::write_pauses(
+    std::vector<RequestedPause> pauses) {
+  // Only for entries still here and paused: one a reload removed or
+  // replaced, or that was resumed here meanwhile, is not paused for the fleet.
+  host_.with_entries([&](EntryTable& table) {
+    std::erase_if(pauses, [&](const RequestedPause& pause) {
+      const std::shared_ptr<Entry> entry = table.find(pause.job_key);
+      return !entry || entry->identity.id != pause.entry || !entry->paused.load();
+    });
+  });
+  std::vector<RequestedPause> failed;
   std::string error;
-  for (auto& [key, by] : requested) {
+  for (RequestedPause& pause : pauses) {
     ControlChange change;
     try {
-      change = state_->set_paused(key, true, by, host_.fleet_now());
+      change = state_->set_paused(pause.job_key, true, pause.by, host_.fleet_now());
     } catch (...) {
       change = {ControlChange::Status::error, {}, describe_exception(std::current_exception())};
     }
     if (change.status == ControlChange::Status::error) {
       if (error.empty()) error = change.error;
-      failed.emplace_back(std::move(key), std::move(by));
+      failed.push_back(std::move(pause));
     } else if (change.status == ControlChange::Status::changed) {
-      host_.log(LogLevel::info, fmt::format("entry \"{}\": paused fleet-wide by {} after a failed run", key, by));
+      host_.log(LogLevel::info,
+                fmt::format("entry \"{}\": paused fleet-wide by {} after a failed run", pause.job_key, pause.by));
     }
   }
+  return {std::move(failed), std::move(error)};
+}
+
+void FleetControls::write_requested_pauses(bool last_try) {
+  std::vector<RequestedPause> requested;
+  {
+    std::lock_guard guard(requested_mutex_);
+    requested.swap(requested_pauses_);
+    if (last_try) requests_closed_ = true;
+  }
+  if (requested.empty()) return;
+  auto [failed, error] = write_pauses(std::move(requested));
   if (!failed.empty() && (last_try || !pause_write_failing_)) {
     host_.log(LogLevel::warning,
               fmt::format("fleet controls: {} pause(s) after a failed run not written fleet-wide ({}; paused here){}: {}",
-                          failed.size(), failed.front().first, last_try ? ", and no more tries: stopping" : ", tried again at each poll",
-                          error));
+                          failed.size(), failed.front().job_key,
+                          last_try ? ", and no more tries: stopping" : ", tried again at each poll", error));
   }
   pause_write_failing_ = !failed.empty();
   if (last_try || failed.empty()) return;

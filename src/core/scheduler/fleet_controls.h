@@ -82,10 +82,12 @@ class FleetControls {
   /// No trigger is taken from here on; returns once a poll under way ended,
   /// after one last try at the pauses requested and not written.
   void stop();
-  /// Pauses the job fleet-wide at the next poll (EntryOptions::
-  /// pause_on_failure; the entry is paused here already), tried again at
-  /// each poll until the store answers. Never blocks on a poll.
-  void request_pause(const std::string& job_key, std::string by);
+  /// Pauses the job fleet-wide (EntryOptions::pause_on_failure; `entry`,
+  /// its entry here, is paused already): at the next poll, and again at
+  /// each poll while the store fails, as long as that entry is still here
+  /// and paused; true if so queued. Once stop() began, written here and
+  /// now (no poll comes), and false. Never waits for a poll.
+  bool request_pause(const std::string& job_key, EntryId entry, std::string by);
 
  private:
   struct TakenTrigger {
@@ -107,9 +109,19 @@ class FleetControls {
   };
 
   void poll_once();
+  /// A pause requested for the fleet (request_pause()).
+  struct RequestedPause {
+    std::string job_key;
+    EntryId entry = 0;
+    std::string by;
+  };
   /// Writes the requested pauses (poll_mutex_ held); those the store
-  /// failed stay requested. `last_try`: the failures are logged as left.
+  /// failed stay requested. `last_try`: no more requests are queued, and
+  /// the failures are logged as left.
   void write_requested_pauses(bool last_try);
+  /// Writes `pauses` whose entries are still here and paused; answers
+  /// those the store failed, and the first error.
+  std::pair<std::vector<RequestedPause>, std::string> write_pauses(std::vector<RequestedPause> pauses);
   /// Under the entry lock: one job's pause as the fleet's document says it;
   /// and the jobs it no longer lists. A change older than one applied here,
   /// or a pause gone without its resume record, is a store that went back.
@@ -158,8 +170,9 @@ class FleetControls {
   std::vector<TakenTrigger> takes_unanswered_;   // a take's answer lost, the controls unreadable
   bool pause_write_failing_ = false;             // the last write of a requested pause failed
 
-  std::mutex requested_mutex_;  // guards requested_pauses_; taken alone or after poll_mutex_
-  std::vector<std::pair<std::string, std::string>> requested_pauses_;  // job key, by
+  std::mutex requested_mutex_;  // guards the two below; taken alone or after poll_mutex_
+  std::vector<RequestedPause> requested_pauses_;
+  bool requests_closed_ = false;  // stop() took the last ones: request_pause() writes its own
 };
 
 }  // namespace fleetcron::detail

@@ -373,14 +373,19 @@ bool Scheduler::Impl::pause_after_failure(const Entry& entry, const std::string&
   for (auto& event : events) publish(std::move(event));
   const std::string& key = entry.identity.key;
   const bool fleet_wide = controls_ != nullptr && !key.empty();
-  if (fleet_wide) {
-    controls_->request_pause(key, detail::pause_on_failure_author(options_.fleet.replica_id));
-    if (upkeep_) upkeep_->poll_soon();
-  }
   log(LogLevel::warning,
       fmt::format("entry \"{}\": paused {}after its run {} {} (pause-on-failure): {}; resume it to run it again",
-                  key.empty() ? std::to_string(entry.identity.id) : key, fleet_wide ? "fleet-wide " : "", fire_key,
+                  key.empty() ? std::to_string(entry.identity.id) : key,
+                  fleet_wide ? "here, and the fleet-wide pause is being written, " : "", fire_key,
                   outcome.status == RunStatus::failed ? "failed" : "timed out", outcome.error));
+  if (fleet_wide) {
+    // Written by the controls' thread, woken for it; synchronously here
+    // once the scheduler stops (that thread polls no more).
+    if (controls_->request_pause(key, entry.identity.id, detail::pause_on_failure_author(options_.fleet.replica_id)) &&
+        upkeep_) {
+      upkeep_->poll_soon();
+    }
+  }
   return true;
 }
 

@@ -52,7 +52,7 @@ namespace fleetcron {
 ///
 /// Lock order: a lock is taken only while holding locks to its left in
 ///   join_mutex_ < the components' join locks (RunsInProgress::, FleetUpkeep::join_mutex_: held only across their joins) < FleetControls::poll_mutex_ < CursorTracking::busy < LeadershipGuard::mutex < LeadershipGuard::liveness_mutex < RegistryMembership::announce_mutex_ < mutex_ < RunQueue::mutex_ < RunsInProgress::mutex_ < WorkerSlot::mutex < the leaves
-///   (FleetUpkeep::mutex_, RandomDelays::mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
+///   (FleetUpkeep::mutex_, FleetControls::requested_mutex_, RandomDelays::mutex_, OverlapState::mutex, CursorTracking::mutex, the other components' locks), which take only the Clock's.
 /// (Beside it: stop() called from user code under LeadershipGuard::mutex or CursorTracking::busy takes poll_mutex_ and join_mutex_; it never waits there for that thread.)
 /// No scheduler lock is held while user code runs (jobs, claimers,
 /// electors, observers, the recorder, the logger), except that
