@@ -372,6 +372,19 @@ fi
 kill -TERM "$noconfig_pid" 2>/dev/null; wait "$noconfig_pid" 2>/dev/null
 kill "$test_redis_pid" 2>/dev/null; wait "$test_redis_pid" 2>/dev/null
 
+# pause-on-failure=yes on a daemon that keeps no fleet state: a warning
+# that only a restart clears the pause, naming the job's line.
+printf '# fleetcron: key=fragile pause-on-failure=yes\n0 3 * * * true\n' >"$work/fragile.cron"
+"$bin" run "$work/fragile.cron" --catch-up 0 --history 0 >"$work/fragile.log" 2>&1 &
+fragile_pid=$!
+pids+=("$fragile_pid")
+if wait_for "$work/fragile.log" "pause-local.*fragile.cron:2: pause-on-failure=yes pauses this job in this daemon alone" 10; then
+  ok "pause-on-failure without a fleet state: a warning at load"
+else
+  bad "pause-on-failure without a fleet state: $(tail -3 "$work/fragile.log")"
+fi
+kill -TERM "$fragile_pid" 2>/dev/null; wait "$fragile_pid" 2>/dev/null
+
 # A PostgreSQL schema without the tables: the daemon runs no DDL, it
 # refuses to start and names what `fleetcron migrate` would create. The
 # shared server when the test command started one, else a private cluster

@@ -442,6 +442,13 @@ void Daemon::add_job(const JobDefinition& job) {
   } else if (job.history) {
     options.ledger_retention = LedgerRetention{*job.history, settings_.history_age};
   }
+  if (job.pause_on_failure && !coordination_.fleet_state) {
+    log_.write("warn", "pause-local",
+               fmt::format("{}:{}: pause-on-failure=yes pauses this job in this daemon alone: it keeps no fleet state "
+                           "(--catch-up 0 --history 0), so no resume reaches the pause; only a restart clears it",
+                           job.file, job.line),
+               job.key);
+  }
   const EntryId id = scheduler_->add(job.schedule, make_job(runtime), options);
   std::lock_guard guard(jobs_mutex_);
   jobs_[job.key] = {id, runtime};
