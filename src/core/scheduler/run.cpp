@@ -361,16 +361,8 @@ std::exception_ptr Scheduler::Impl::run_attempt(const Entry& entry, Run& run, co
 bool Scheduler::Impl::pause_after_failure(const Entry& entry, const std::string& fire_key, const RunOutcome& outcome) {
   if (!entry.settings->pause_on_failure) return false;
   if (outcome.status != RunStatus::failed && outcome.status != RunStatus::timed_out) return false;
-  std::vector<Event> events;
-  {
-    std::lock_guard guard(mutex_);
-    const auto it = entries_.find(entry.identity.id);
-    // Removed meanwhile, or paused already (by an operator during its retries).
-    if (it == entries_.end() || it->second->paused) return false;
-    set_paused_locked(it->second, true, events);
-  }
-  loop_cv_.notify_one();
-  for (auto& event : events) publish(std::move(event));
+  // Not if removed meanwhile, or paused already (by an operator during its retries).
+  if (change_paused(entry.identity.id, true) != true) return false;
   const std::string& key = entry.identity.key;
   const bool fleet_wide = controls_ != nullptr && !key.empty();
   log(LogLevel::warning,

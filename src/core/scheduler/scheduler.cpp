@@ -223,19 +223,24 @@ void Scheduler::Impl::remove(EntryId id) {
 }
 
 void Scheduler::Impl::set_paused(EntryId id, bool paused) {
+  if (!change_paused(id, paused)) {
+    throw SchedulerError(SchedulerError::Code::entry_not_found,
+                         fmt::format("{}: no entry {}", paused ? "pause" : "resume", id));
+  }
+}
+
+std::optional<bool> Scheduler::Impl::change_paused(EntryId id, bool paused) {
   std::vector<Event> events;
   {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(id);
-    if (it == entries_.end()) {
-      throw SchedulerError(SchedulerError::Code::entry_not_found,
-                           fmt::format("{}: no entry {}", paused ? "pause" : "resume", id));
-    }
-    if (it->second->paused == paused) return;
+    if (it == entries_.end()) return std::nullopt;
+    if (it->second->paused == paused) return false;
     set_paused_locked(it->second, paused, events);
   }
   loop_cv_.notify_one();
   for (auto& event : events) publish(std::move(event));
+  return true;
 }
 
 void Scheduler::Impl::set_paused_locked(const std::shared_ptr<Entry>& entry, bool paused, std::vector<Event>& events) {

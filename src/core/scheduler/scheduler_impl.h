@@ -80,6 +80,9 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool coordinated(EntryId id) const;
   void remove(EntryId id);
   void set_paused(EntryId id, bool paused);
+  /// As set_paused(), without throwing: nullopt if there is no such
+  /// entry, else whether it changed (false: it already was so).
+  std::optional<bool> change_paused(EntryId id, bool paused);
   void update(EntryId id, SchedulePtr schedule);
   detail::Fire make_manual_fire(EntryId id);
   std::optional<RunOutcome> trigger_and_wait(EntryId id, std::chrono::nanoseconds wait);
@@ -268,12 +271,12 @@ class FLEETCRON_LOCAL Scheduler::Impl {
   bool pass_overlap(detail::Fire& fire, detail::Run& run, detail::OverlapSlot& overlap);
   /// Registers the run's leadership term; false (reported) if it was lost.
   bool hold_term(const detail::Fire& fire, detail::Run& run, detail::WorkerSlot& slot);
-  /// The end of a run: the warning for a failure, the entry's last run,
-  /// the completion event, the outcome for trigger_and_wait().
   /// EntryOptions::pause_on_failure: pauses the entry of a run that failed
   /// after its last retry, here and (keyed, controls on) fleet-wide;
   /// whether it did.
   bool pause_after_failure(const detail::Entry& entry, const std::string& fire_key, const RunOutcome& outcome);
+  /// The end of a run: the warning for a failure, the entry's last run,
+  /// the completion event, the outcome for trigger_and_wait().
   void finish_run(detail::Entry& entry, const detail::Fire& fire, FireContext& context, RunOutcome outcome,
                   Instant started_at, std::chrono::nanoseconds duration);
   /// Runs the job, retrying as the entry says; the outcome of its last attempt.
